@@ -1,0 +1,80 @@
+// Helpers shared by every kernel. The CUDA backend inlines this file into each
+// kernel's source before NVRTC sees it (CuPy's disk cache does not hash included
+// headers), and nvcc finds it through -I cuda_kernels. No other header is needed:
+// everything below is plain CUDA C++ or inline PTX, so NVRTC and nvcc agree.
+#pragma once
+
+#define CDIV(a, b) (((a) + (b) - 1) / (b))
+
+// 32-bit shared-memory address of a generic pointer, as cp.async and ldmatrix want it.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    unsigned r;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+// Asynchronous global->shared copies (sm_80+). src_bytes = 0 writes zeros without reading
+// global memory: out-of-range tile elements become zeros, which add nothing to the product.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+// Wait until at most N committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// ---- register micro-tile (v3 and later) -------------------------------------------------
+// A thread owns Rows x Cols outputs as (Rows/4) x (Cols/4) groups of 4x4. Its rows are
+// row0 + g*GapA + 0..3 and its columns col0 + h*GapB + 0..3: groups are spread GapA (GapB) apart
+// so that the float4 shared-memory reads of neighbouring threads are consecutive
+// (conflict-free) and each read feeds 4 FFMAs per operand.
+
+// One k step: 2 x (Rows/4 + Cols/4) 16-byte shared loads feed Rows*Cols independent FFMAs.
+// a: &As[kk][row offset of this thread] (A stored transposed, k-major); b: &Bs[kk][col offset].
+template <int Rows, int Cols, int GapA, int GapB>
+__device__ __forceinline__ void micro_tile_step(float (&acc)[Rows][Cols], const float* a, const float* b) {
+    float ra[Rows], rb[Cols];
+#pragma unroll
+    for (int g = 0; g < Rows / 4; ++g)
+        *reinterpret_cast<float4*>(&ra[g * 4]) = *reinterpret_cast<const float4*>(a + g * GapA);
+#pragma unroll
+    for (int h = 0; h < Cols / 4; ++h)
+        *reinterpret_cast<float4*>(&rb[h * 4]) = *reinterpret_cast<const float4*>(b + h * GapB);
+#pragma unroll
+    for (int i = 0; i < Rows; ++i)
+#pragma unroll
+        for (int j = 0; j < Cols; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+}
+
+// Write the micro-tile to C (row-major, ldc = N), 16 bytes at a time where the rows are
+// 16-byte aligned (Vec), element by element at the edges otherwise.
+template <int Rows, int Cols, int GapA, int GapB, bool Vec>
+__device__ __forceinline__ void store_micro_tile(const float (&acc)[Rows][Cols], float* C, int M, int N,
+                                                 int row0, int col0) {
+#pragma unroll
+    for (int i = 0; i < Rows; ++i) {
+        const int row = row0 + (i / 4) * GapA + i % 4;
+        if (row >= M) continue;
+#pragma unroll
+        for (int h = 0; h < Cols / 4; ++h) {
+            const int col = col0 + h * GapB;
+            float* c = C + (size_t)row * N + col;
+            if (Vec && col + 3 < N) {
+                *reinterpret_cast<float4*>(c) =
+                    make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (col + j < N) c[j] = acc[i][h * 4 + j];
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+"""One module per problem; importing this package registers every ladder."""
+
+from study.ops import sgemm  # noqa: F401

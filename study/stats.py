@@ -1,0 +1,53 @@
+"""Statistics of timing samples, in one pure function.
+
+The headline number of a measurement is the **median** of its samples: it ignores
+the rare slow repetition (a clock dip, an interrupt) that would drag a mean, and it
+is what ``triton.testing.do_bench`` is asked for here and what nvbench reports.
+Minimum and quartiles are kept beside it; outliers are counted by Tukey's rule
+(beyond 1.5 × IQR from the quartiles) and never removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Sequence
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    q1: float
+    q3: float
+    stdev: float
+    rel_stdev: float
+    outliers: int
+
+
+def _quantile(xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default), on sorted input."""
+    pos = (len(xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(samples: Sequence[float]) -> Summary:
+    """Median, quartiles, min, max, mean, (relative) sample standard deviation, outliers."""
+    xs = sorted(float(x) for x in samples)
+    if not xs:
+        raise ValueError("no samples to summarize")
+    if any(math.isnan(x) or x < 0 for x in xs):
+        raise ValueError("timing samples must be non-negative numbers")
+    n = len(xs)
+    mean = sum(xs) / n
+    stdev = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    q1, q3 = _quantile(xs, 0.25), _quantile(xs, 0.75)
+    iqr = q3 - q1
+    outliers = sum(1 for x in xs if x < q1 - 1.5 * iqr or x > q3 + 1.5 * iqr)
+    return Summary(n=n, median=_quantile(xs, 0.5), mean=mean, min=xs[0], max=xs[-1], q1=q1, q3=q3,
+                   stdev=stdev, rel_stdev=stdev / mean if mean > 0 else 0.0, outliers=outliers)

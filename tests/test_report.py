@@ -1,0 +1,78 @@
+"""Reports render from a small made-up results file (tests/data/results_small.json),
+without a GPU: tables, numbers, statuses, legend and figure."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from study import report, results
+from study.__main__ import main
+
+DATA = Path(__file__).parent / "data" / "results_small.json"
+
+
+@pytest.fixture
+def doc():
+    return results.load(DATA)
+
+
+def test_finalize_derives_vs_cublas_from_medians(doc):
+    by = {(m["rung"], m["backend"], m["autotune"]): m for m in doc["measurements"]}
+    assert by[("v0_naive_colmajor_b", "cuda", "off")]["vs_cublas"] == pytest.approx(0.5)
+    assert by[("v0_naive_colmajor_b", "triton", "off")]["vs_cublas"] == pytest.approx(0.25)
+    assert by[(None, "cublas", "n/a")]["vs_cublas"] == pytest.approx(1.0)
+    assert by[("v1_naive", "cuda", "off")]["vs_cublas"] is None  # wrong is never ranked
+
+
+def test_ladder_table_puts_backends_side_by_side(doc):
+    text = report.render(doc, Path("x.md"), draw=False)
+    rows = [line for line in text.splitlines() if line.startswith("| v0")]
+    assert len(rows) == 2  # the autotune-off table, then the autotune-on table
+    assert rows[1].count("—") >= 6  # nothing of v0 was measured with autotune on
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    assert cells[2:8] == ["1,200", "23.4 %", "0.50×", "600", "11.7 %", "0.25×"]
+    v1 = next(line for line in text.splitlines() if line.startswith("| v1"))
+    assert "**wrong**" in v1 and "**skipped**" in v1
+    base = next(line for line in text.splitlines() if "cuBLAS baseline" in line)
+    assert "2,400" in base and "46.9 %" in base
+
+
+def test_statuses_reasons_device_block_and_legend(doc):
+    text = report.render(doc, Path("x.md"), draw=False)
+    assert "Made-up GPU X1" in text and "5,120 GFLOPS" in text and "`0123abcd`" in text
+    assert "**wrong** — error 3e-05 exceeds" in text
+    assert "**skipped** — M=100 needs" in text
+    assert "**crashed** — CudaCompileError: boom" in text
+    assert "### sgemm 100×200×300 float32, autotune off" in text
+    assert "### sgemm 100×200×300 float32, autotune on" in text
+    assert "median" in text and "2× the L2 size" in text and "TF32 off" in text
+
+
+def test_report_command_regenerates_markdown_and_figure(tmp_path, capsys):
+    src = tmp_path / "compare.json"
+    shutil.copy(DATA, src)
+    assert main(["report", str(src)]) == 0
+    md = (tmp_path / "compare.md").read_text()
+    assert "![sgemm ladder](figures/compare-sgemm.png)" in md
+    assert (tmp_path / "figures" / "compare-sgemm.png").stat().st_size > 1000
+
+
+def test_report_refuses_other_files(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": 99, "environment": {}, "measurements": []}))
+    assert main(["report", str(bad)]) == 2
+    assert "schema 99" in capsys.readouterr().err
+    bad.write_text("[]")
+    assert main(["report", str(bad)]) == 2
+
+
+def test_results_round_trip_keeps_full_precision_and_nulls_non_finite(tmp_path, doc):
+    doc["measurements"][1]["median_ms"] = 0.1234567890123
+    doc["measurements"][3]["error"]["err"] = float("inf")
+    path = tmp_path / "r.json"
+    results.write(path, doc)
+    back = results.load(path)
+    assert back["measurements"][1]["median_ms"] == 0.1234567890123
+    assert back["measurements"][3]["error"]["err"] is None

@@ -1,0 +1,102 @@
+"""Triton twins of the SGEMM ladder (FP32, C = A·B).
+
+Each twin expresses its CUDA rung's idea in Triton's terms: the same block tile
+(BM×BN, and BK where the rung tiles K), the same thread count (``num_warps`` =
+threads / 32), the same layout of B, the same pipeline depth (``num_stages``: 1 =
+no overlap, 2 = load tile k+1 while computing tile k).
+
+What Triton does not let us say: how outputs map to threads. ``tl.dot`` always
+stages operands through shared memory and register-tiles the product, so the
+twins of v2 (shared-memory tiling) and v3 (register micro-tile) differ only in
+block tile and warps; the report shows what that costs or gains. Every dot runs
+with ``input_precision="ieee"``: Triton's default for FP32 is TF32
+(TOOLCHAIN.md 4.2), which would not be the same problem.
+
+Index arithmetic is 32-bit: the op refuses matrices of 2**31 or more elements.
+"""
+
+import triton
+import triton.language as tl
+
+from study.registry import TritonTwin
+
+
+def _twin(kernel, fixed, space):
+    return TritonTwin(kernel=kernel, fixed=fixed, space=tuple(space),
+                      source=f"triton_kernels/sgemm.py::{kernel.fn.__name__ if hasattr(kernel, 'fn') else kernel.__name__}")
+
+
+@triton.jit
+def sgemm_naive(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr,
+):
+    """v0/v1: every output accumulates K rank-1 products read straight from global
+    memory; no K-tiling, no shared memory. B's strides carry the layout: column-major B
+    (stride_bk = 1) makes the BN lanes of one load K elements apart (uncoalesced)."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask_m = rm < M
+    mask_n = rn < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K):
+        a = tl.load(a_ptr + rm * stride_am + k * stride_ak, mask=mask_m, other=0.0)
+        b = tl.load(b_ptr + k * stride_bk + rn * stride_bn, mask=mask_n, other=0.0)
+        acc += a[:, None] * b[None, :]
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc, mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def sgemm_tiled(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+):
+    """v2–v4: BM×BK and BK×BN tiles staged through shared memory by ``tl.dot``; the
+    pipeline depth comes from the launch's ``num_stages``."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k_left = K - k0
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision="ieee")
+        a += BK * stride_ak
+        b += BK * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _naive_space():
+    return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
+            for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
+
+
+def _tiled_space(stages):
+    points = ((64, 64, 16, 8), (128, 128, 8, 8), (128, 128, 16, 8), (128, 64, 16, 4),
+              (64, 128, 16, 4), (128, 128, 32, 8), (64, 64, 32, 4), (128, 256, 16, 8))
+    return [dict(BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=s)
+            for bm, bn, bk, w in points for s in stages]
+
+
+# CUDA v0/v1: 8×32 outputs per block of 256 threads (one output each).
+V0_NAIVE_COLMAJOR_B = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stages=1), _naive_space())
+V1_NAIVE = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stages=1), _naive_space())
+# CUDA v2: 64×64×16 tile, 256 threads, single shared buffer.
+V2_SMEM_TILING = _twin(sgemm_tiled, dict(BM=64, BN=64, BK=16, num_warps=8, num_stages=1), _tiled_space((1,)))
+# CUDA v3: 128×128×8 tile, 256 threads (8×8 outputs each), single shared buffer.
+V3_REGISTER_TILE = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=8, num_warps=8, num_stages=1), _tiled_space((1,)))
+# CUDA v4: as v3, two shared buffers (load tile k+1 while computing tile k).
+V4_DOUBLE_BUFFER = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=8, num_warps=8, num_stages=2), _tiled_space((2, 3)))
