@@ -110,6 +110,7 @@ _MODULES: dict = {}
 def load_function(path: Path, symbol: str, config: Mapping[str, int]):
     """Compile (or fetch from cache) and return the CuPy kernel for one config."""
     import cupy as cp
+    from cupy.cuda.compiler import CompileException
 
     dev = cp.cuda.Device()
     major, minor = (int(c) for c in dev.compute_capability)  # e.g. "90"
@@ -120,8 +121,8 @@ def load_function(path: Path, symbol: str, config: Mapping[str, int]):
         module = cp.RawModule(code=source, options=options)
         try:
             function = module.get_function(symbol)
-        except cp.cuda.compiler.CompileException as exc:
-            log = exc.get_message() if hasattr(exc, "get_message") else str(exc)
+        except CompileException as exc:
+            log = str(exc)
             raise CudaCompileError(
                 f"{Path(path).relative_to(CUDA_DIR.parent)} failed to compile with "
                 f"{' '.join(shlex.quote(o) for o in options)}:\n{log}") from None
