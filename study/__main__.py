@@ -131,9 +131,11 @@ def _no_gpu_reason() -> str | None:
 
 
 def _progress(n, total, case, record):
+    from study.report import reason_line
+
     status = record["status"]
     what = (f"{record['gflops']:,.0f} GFLOPS  ({record['median_ms']:.4f} ms)" if status == "ok"
-            else f"{status}: {(record['reason'] or '').splitlines()[0][:120]}")
+            else f"{status}: {reason_line(record['reason'])[:160]}")
     print(f"[{n:>{len(str(total))}}/{total}] {case.label:<60} {what}", file=sys.stderr, flush=True)
 
 

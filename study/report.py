@@ -19,6 +19,16 @@ def shape_label(shape: dict) -> str:
     return "×".join(str(v) for v in shape.values())
 
 
+def reason_line(reason: str | None) -> str:
+    """The informative line of a (possibly multi-line) reason: compiler errors end with
+    the actual message, after the source excerpt."""
+    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0].split(":", 1)[0]
+    return lines[0] if len(lines) == 1 else f"{head}: {lines[-1]}"
+
+
 def _num(value, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else f"{value:{fmt}}{suffix}"
 
@@ -182,7 +192,7 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
         if problems:
             out += ["**Not measured** (never ranked):", ""]
             out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m['dtype']} autotune "
-                    f"{m['autotune']}: **{m['status']}** — {m['reason'].splitlines()[0] if m['reason'] else ''}"
+                    f"{m['autotune']}: **{m['status']}** — {reason_line(m['reason'])}"
                     for m in problems]
             out.append("")
         out += ["<details><summary>All measurements</summary>", "",

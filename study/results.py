@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import platform
 import shlex
 import subprocess
@@ -32,7 +33,13 @@ def _module_version(name: str) -> str | None:
 
 
 def git_state() -> dict:
-    """Commit and dirty flag of the checkout (``unknown`` where there is no git)."""
+    """Commit and dirty flag of the checkout. A copy of the tree without its history (a
+    remote GPU machine) takes them from STUDY_GIT_COMMIT / STUDY_GIT_DIRTY (0 or 1), set by
+    whoever made the copy; otherwise ``unknown``."""
+    if os.environ.get("STUDY_GIT_COMMIT"):
+        dirty = os.environ.get("STUDY_GIT_DIRTY")
+        return {"commit": os.environ["STUDY_GIT_COMMIT"], "dirty": None if dirty is None else dirty == "1",
+                "source": "STUDY_GIT_COMMIT"}
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()

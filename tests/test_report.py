@@ -68,6 +68,13 @@ def test_report_refuses_other_files(tmp_path, capsys):
     assert main(["report", str(bad)]) == 2
 
 
+def test_reason_line_keeps_the_message_of_a_compiler_error():
+    reason = "CompilationError: at 21:14:\n    acc = tl.dot(a, b)\n          ^\nK >= 16 required"
+    assert report.reason_line(reason) == "CompilationError: K >= 16 required"
+    assert report.reason_line("skipped for a reason") == "skipped for a reason"
+    assert report.reason_line(None) == ""
+
+
 def test_results_round_trip_keeps_full_precision_and_nulls_non_finite(tmp_path, doc):
     doc["measurements"][1]["median_ms"] = 0.1234567890123
     doc["measurements"][3]["error"]["err"] = float("inf")

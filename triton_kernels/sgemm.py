@@ -85,7 +85,8 @@ def _naive_space():
 
 
 def _tiled_space(stages):
-    points = ((64, 64, 16, 8), (128, 128, 8, 8), (128, 128, 16, 8), (128, 64, 16, 4),
+    # BK >= 16: Triton 3.6 refuses an FP32 tl.dot with K < 16 (3.9 accepts 8).
+    points = ((64, 64, 16, 8), (128, 128, 16, 8), (128, 64, 16, 4),
               (64, 128, 16, 4), (128, 128, 32, 8), (64, 64, 32, 4), (128, 256, 16, 8))
     return [dict(BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=s)
             for bm, bn, bk, w in points for s in stages]
@@ -96,7 +97,7 @@ V0_NAIVE_COLMAJOR_B = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stag
 V1_NAIVE = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stages=1), _naive_space())
 # CUDA v2: 64×64×16 tile, 256 threads, single shared buffer.
 V2_SMEM_TILING = _twin(sgemm_tiled, dict(BM=64, BN=64, BK=16, num_warps=8, num_stages=1), _tiled_space((1,)))
-# CUDA v3: 128×128×8 tile, 256 threads (8×8 outputs each), single shared buffer.
-V3_REGISTER_TILE = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=8, num_warps=8, num_stages=1), _tiled_space((1,)))
+# CUDA v3: 128×128×16 tile, 256 threads (8×8 outputs each), single shared buffer.
+V3_REGISTER_TILE = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=1), _tiled_space((1,)))
 # CUDA v4: as v3, two shared buffers (load tile k+1 while computing tile k).
-V4_DOUBLE_BUFFER = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=8, num_warps=8, num_stages=2), _tiled_space((2, 3)))
+V4_DOUBLE_BUFFER = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2), _tiled_space((2,)))

@@ -1,8 +1,9 @@
 // sgemm v4 — double buffering with cp.async (SEEDS.md §1, v4).
 // Idea: v3 with two shared buffers per operand. While the block computes slice k from one
 // buffer, cp.async (sm_80+, global->shared without passing through registers) fills the
-// other with slice k+1; one barrier per slice instead of two, and global latency overlaps
-// the FFMAs.
+// other with slice k+1. The copies of slice k+1 are issued right after the one barrier of
+// slice k, so global latency overlaps the FFMAs, and a block meets one barrier per slice
+// instead of v3's two.
 // Removes: v3's exposed load latency at the barrier (stall_barrier).
 // Bottleneck that remains: none dominant at 4096^3 in the seed ("stall reasons evenly
 // spread"); what is left is FFMA issue rate versus LDS and address arithmetic.
@@ -10,8 +11,8 @@
 // at a time because its slice is stored transposed; B moves 16 bytes at a time when
 // ALIGNED=1 (K, N multiples of 4, aligned rows), 4 bytes otherwise. Out-of-range elements
 // are zero-filled by cp.async's src-size operand.
-// config: BM=128 BN=128 BK=8 TM=8 TN=8 THREADS=256
-// space: BM=128 BN=128 BK=16 TM=8 TN=8 THREADS=256
+// config: BM=128 BN=128 BK=16 TM=8 TN=8 THREADS=256
+// space: BM=128 BN=128 BK=8 TM=8 TN=8 THREADS=256
 // space: BM=128 BN=64 BK=8 TM=8 TN=4 THREADS=256
 // space: BM=64 BN=128 BK=8 TM=4 TN=8 THREADS=256
 // space: BM=64 BN=64 BK=16 TM=4 TN=4 THREADS=256
@@ -67,20 +68,17 @@ sgemm_v4_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
     cp_async_commit();
     for (int s = 0; s < slices; ++s) {
         const int cur = s & 1;
+        cp_async_wait<0>();  // this thread's copies of slice s have landed
+        // One barrier per slice: after it, everyone's copies of slice s are visible AND
+        // everyone has finished computing slice s-1, so its buffer (cur ^ 1) may be refilled.
+        __syncthreads();
         if (s + 1 < slices) {
-            // The buffer being filled was last read in iteration s-1, which every thread
-            // finished before the barrier at the end of that iteration.
             load_slice(As[cur ^ 1], Bs[cur ^ 1], A, B, M, N, K, m0, n0, (s + 1) * BK, tid);
-            cp_async_commit();
-            cp_async_wait<1>();  // slice s has landed; slice s+1 may still be in flight
-        } else {
-            cp_async_wait<0>();
+            cp_async_commit();  // in flight while the FFMAs below run
         }
-        __syncthreads();  // everyone's copies of slice s are visible
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk)
             micro_tile_step<TM, TN, SA, SB>(acc, &As[cur][kk][ty * 4], &Bs[cur][kk][tx * 4]);
-        __syncthreads();  // slice s is consumed before iteration s+1 refills this buffer
     }
     store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, m0 + ty * 4, n0 + tx * 4);
 }

@@ -141,7 +141,7 @@ register(
         Rung("v2_smem_tiling", "64×64×16 tiles in shared memory, float4 global→shared copies",
              "re-reading every operand from global memory", cuda="02_smem_tiling.cu",
              triton=tk.V2_SMEM_TILING),
-        Rung("v3_register_tile", "8×8 outputs per thread, float4 shared loads, 64 accumulators",
+        Rung("v3_register_tile", "128×128×16 tile, 8×8 outputs per thread, float4 shared loads, 64 accumulators",
              "too many shared-memory loads per FFMA", cuda="03_register_tile.cu",
              triton=tk.V3_REGISTER_TILE),
         Rung("v4_double_buffer", "cp.async double buffering: load tile k+1 while computing tile k",
