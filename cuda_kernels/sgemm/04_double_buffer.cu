@@ -5,8 +5,14 @@
 // slice k, so global latency overlaps the FFMAs, and a block meets one barrier per slice
 // instead of v3's two.
 // Removes: v3's exposed load latency at the barrier (stall_barrier).
-// Bottleneck that remains: none dominant at 4096^3 in the seed ("stall reasons evenly
-// spread"); what is left is FFMA issue rate versus LDS and address arithmetic.
+// Bottleneck that remains: instruction issue. The seed saw stall reasons "evenly spread".
+// On the H200 at 4096^3 (ncu, reports/h200/profiles/ncu-sgemm-v{3,4}-4096.txt) double
+// buffering moved cycles with an eligible warp from 62 % (v3) to 76 % and cycles per
+// issued instruction from 6.2 to 5.0, but the largest stall in both is "not selected":
+// warps are ready and wait for the scheduler. v3 already hid its barrier waits behind
+// the second resident block, so v4 gains little. What is left is the share of non-FFMA
+// instructions (LDS, cp.async address arithmetic, loop control), which the next rung
+// must cut (warp tiling, larger register tiles).
 // Builds on: v3 (same tile, micro-tile, padding). Constraints: none. A is copied 4 bytes
 // at a time because its slice is stored transposed; B moves 16 bytes at a time when
 // ALIGNED=1 (K, N multiples of 4, aligned rows), 4 bytes otherwise. Out-of-range elements
