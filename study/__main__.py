@@ -17,10 +17,20 @@ EXAMPLES_COMPARE = """examples:
   python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
   python -m study compare --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
   python -m study compare --out /tmp/reports --name trial
+  python -m study compare --mode graph --shape 256x256x256 --noise 1
+  python -m study compare --reps 50 --fresh
 """
 EXAMPLES_REPORT = """examples:
   python -m study report reports/h200/compare.json
   python -m study report reports/h200/compare.json --md /tmp/compare.md
+"""
+EXAMPLES_CEILINGS = """examples:
+  python -m study ceilings
+  python -m study ceilings --remeasure
+"""
+EXAMPLES_VALIDATE = """examples:
+  python -m study validate
+  python -m study validate --no-ncu
 """
 EXAMPLES_LIST = """examples:
   python -m study list
@@ -51,11 +61,40 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--dtype", action="append", help="dtype (repeatable; default: the op's first)")
     cmp.add_argument("--autotune", choices=("off", "on", "both"), default="off",
                      help="off: declared configs; on: search each rung's space; both: measure each way")
-    cmp.add_argument("--reps", type=int, default=30, help="timed repetitions (≥ 20; default 30)")
+    cmp.add_argument("--mode", choices=("cold", "hot", "graph"), default="cold",
+                     help="cold: L2 flushed before each sample (default); hot: back-to-back launches; "
+                          "graph: N launches replayed from one CUDA graph")
+    cmp.add_argument("--reps", type=int, default=None,
+                     help="a fixed number of timed repetitions (≥ 20) instead of stopping by noise")
+    cmp.add_argument("--noise", type=float, default=0.5,
+                     help="stop when the relative stdev of the samples is at most this many %% (default 0.5)")
+    cmp.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
+    cmp.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
+    cmp.add_argument("--timeout", type=float, default=15.0,
+                     help="stop sampling a measurement after this many s and flag it (default 15)")
+    cmp.add_argument("--throttle-threshold", type=float, default=0.75,
+                     help="discard samples taken below this fraction of the max SM clock (default 0.75)")
+    cmp.add_argument("--keep-throttled", action="store_true", help="keep throttled samples (flag them only)")
+    cmp.add_argument("--graph-launches", type=int, default=None,
+                     help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
+    cmp.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")
+    cmp.add_argument("--no-isolate", action="store_true",
+                     help="measure in this process instead of a worker (a faulting kernel then ends the run)")
     cmp.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     cmp.add_argument("--out", type=Path, default=None,
                      help="folder of the results and report (default: reports/<gpu>/)")
     cmp.add_argument("--name", default="compare", help="file stem of results and report (default: compare)")
+
+    cei = sub.add_parser("ceilings", help="measure (once per GPU, cached) FFMA, tensor-core, copy and launch ceilings",
+                         epilog=EXAMPLES_CEILINGS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cei.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
+    cei.add_argument("--out", type=Path, default=None, help="folder of ceilings.{json,md} (default: reports/<gpu>/)")
+
+    val = sub.add_parser("validate", help="time a fixed set of kernels with the study, do_bench and ncu",
+                         epilog=EXAMPLES_VALIDATE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    val.add_argument("--out", type=Path, default=None, help="folder of validate.{json,md} (default: reports/<gpu>/)")
+    val.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even where it is installed")
+    val.add_argument("--ncu-target", nargs=3, metavar=("IMPL", "SHAPE", "LAUNCHES"), help=argparse.SUPPRESS)
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
                          epilog=EXAMPLES_REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -139,44 +178,109 @@ def _progress(n, total, case, record):
     print(f"[{n:>{len(str(total))}}/{total}] {case.label:<60} {what}", file=sys.stderr, flush=True)
 
 
-def cmd_compare(args) -> int:
-    from study.runner import TimerSettings
+def _settings(args):
+    from study.runner import TimerSettings, TimingConfigError
 
-    cases = _cases(args)  # usage errors before the GPU check: they need no GPU to be told
     try:
-        settings = TimerSettings(reps=args.reps)
-    except ValueError as exc:
+        return TimerSettings(mode=args.mode, reps=args.reps, noise=args.noise / 100, min_samples=args.min_samples,
+                             min_time_s=args.min_time, timeout_s=args.timeout,
+                             throttle_threshold=args.throttle_threshold, discard_throttled=not args.keep_throttled,
+                             graph_launches=args.graph_launches)
+    except TimingConfigError as exc:
         raise UsageError(str(exc)) from None
+
+
+def _gpu_or_exit(command: str) -> bool:
     reason = _no_gpu_reason()
     if reason:
-        print(f"study compare needs a CUDA GPU: {reason}.\n"
+        print(f"study {command} needs a CUDA GPU: {reason}.\n"
               f"To render a report from an existing results file, run: "
               f"python -m study report reports/<gpu>/compare.json", file=sys.stderr)
+    return reason is None
+
+
+def cmd_compare(args) -> int:
+    cases = _cases(args)  # usage errors before the GPU check: they need no GPU to be told
+    settings = _settings(args)
+    if not _gpu_or_exit("compare"):
         return 2
-    from study import hardware, report, results
-    from study.runner import Session, run
+    import signal
+
+    from study import ceilings, hardware, report, results
+    from study.compare import run_compare
+    from study.runner import Session, Timer, crashed_record
 
     device = hardware.current_device()
+    clocks = hardware.Clocks()
     out_dir = args.out or ROOT / "reports" / device.slug
     json_path, md_path = results.default_paths(out_dir, args.name)
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    measured, fresh = ceilings.load_or_measure(device, settings, clocks)
+    say(("measured" if fresh else "loaded cached") + f" ceilings ({ceilings.cache_path(device)})")
+    overhead = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
     env = results.environment(device, settings, results.python_argv())
-    print(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
-          f"{len({json.dumps(c.shape) for c in cases})} shapes, autotune {args.autotune}; "
-          f"results to {json_path}", file=sys.stderr, flush=True)
-    session = Session(settings, device, seed=args.seed)
-    done: list[dict] = []
+    env["ceilings"] = ceilings.summary(measured)
+    env["launch_overhead_ms"] = overhead
+    env["clocks_available"] = clocks.available
+    say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
+        f"{len({json.dumps(c.shape) for c in cases})} shapes, autotune {args.autotune}, mode {settings.mode}; "
+        f"empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
+    session_args = dict(seed=args.seed, launch_overhead_ms=overhead, ceilings=env["ceilings"])
+    if args.no_isolate:
+        session = Session(settings, device, clocks=clocks, **session_args)
+        measure, pool = session.measure, None
+    else:
+        from study.worker import WorkerPool
 
-    def save(record):
-        done.append(record)
-        results.write(json_path, results.document(env, done))
+        pool = WorkerPool(settings, **session_args)
+        measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why, settings.mode))  # noqa: E731
 
-    run(cases, session, progress=_progress, on_result=save)
-    doc = results.document(env, done)
-    results.write(json_path, doc)
+    def stop(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        doc = run_compare(cases, env, json_path, measure, progress=_progress, fresh=args.fresh, say=say)
+    except KeyboardInterrupt:
+        say(f"\ninterrupted: every finished measurement is in {json_path}; "
+            f"run the same command again to resume")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if pool is not None:
+            pool.close(kill=True)
     report.write_report(doc, md_path)
     print_summary(doc)
-    print(f"\nwrote {json_path} and {md_path}", file=sys.stderr)
+    say(f"\nwrote {json_path} and {md_path}")
     return 1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0
+
+
+def cmd_ceilings(args) -> int:
+    if not _gpu_or_exit("ceilings"):
+        return 2
+    from study import ceilings, hardware, results
+    from study.runner import TimerSettings
+
+    device = hardware.current_device()
+    measured, fresh = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
+    out_dir = args.out or ROOT / "reports" / device.slug
+    results.write(out_dir / "ceilings.json", measured)
+    text = ceilings.markdown(measured)
+    (out_dir / "ceilings.md").write_text(text)
+    print(text)
+    print(("measured now" if fresh else f"from the cache {ceilings.cache_path(device)} (--remeasure to redo)")
+          + f"; wrote {out_dir / 'ceilings.json'} and ceilings.md", file=sys.stderr)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from study import validate
+
+    if args.ncu_target:
+        return validate.ncu_target(*args.ncu_target)
+    if not _gpu_or_exit("validate"):
+        return 2
+    return validate.main(args.out, use_ncu=not args.no_ncu)
 
 
 def print_summary(doc: dict) -> None:
@@ -206,7 +310,8 @@ def cmd_report(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report}[args.command](args)
+        return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
+                "validate": cmd_validate}[args.command](args)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

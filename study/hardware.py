@@ -112,3 +112,55 @@ def current_device() -> Device:
                   max_mem_clock_mhz=float(mem_clock), bus_width_bits=int(bus),
                   l2_bytes=int(props.L2_cache_size), memory_bytes=int(props.total_memory),
                   driver=driver, clock_source=source)
+
+
+# NVML clock-event ("throttle") reason bits, from nvml.h.
+THROTTLE_REASONS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",
+    0x10: "sync_boost", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
+    0x100: "display_clocks",
+}
+
+
+IDLE = 0x1  # "the GPU is idle": not a throttle
+
+
+def decode_reasons(mask: int) -> list[str]:
+    return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+
+
+class Clocks:
+    """Current SM clock and clock-event reasons through NVML; ``available`` is False (and
+    every reading None) where NVML does not answer, with one warning, never an error."""
+
+    def __init__(self):
+        self.available = False
+        self._handle = None
+        try:
+            import pynvml
+            import torch
+
+            self._nvml = pynvml
+            self._handle = _nvml_handle(torch.cuda.get_device_properties(torch.cuda.current_device()))
+            self._reasons = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+                pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+            self.sm_mhz()
+            self.available = True
+        except Exception as exc:
+            warnings.warn(f"NVML cannot read clocks ({exc}): clocks are recorded as unknown")
+
+    def sm_mhz(self) -> float | None:
+        if self._handle is None:
+            return None
+        try:
+            return float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+        except Exception:
+            return None
+
+    def reasons(self) -> int:
+        if self._handle is None:
+            return 0
+        try:
+            return int(self._reasons(self._handle))
+        except Exception:
+            return 0

@@ -33,13 +33,28 @@ def _num(value, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else f"{value:{fmt}}{suffix}"
 
 
+def flags(m: dict) -> list[str]:
+    """Why a number deserves a second look: noise above target, throttling, launch-bound."""
+    out = []
+    timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
+    if timing.get("above_target"):
+        out.append("noisy")
+    if timing.get("discarded_throttled") or clocks.get("below_threshold"):
+        out.append("throttled")
+    if m.get("launch_bound"):
+        out.append("launch-bound")
+    return out
+
+
 def _cell(m: dict | None) -> list[str]:
-    """GFLOPS, % of peak, × cuBLAS for one measurement, or its status where not ok."""
+    """GFLOPS, % of peak, % of ceiling, × cuBLAS for one measurement, or its status where not ok."""
     if m is None:
-        return ["—", "—", "—"]
+        return ["—", "—", "—", "—"]
     if m["status"] != "ok":
-        return [f"**{m['status']}**", "—", "—"]
-    return [_num(m["gflops"], ",.0f"), _num(m["pct_peak"], ".1f", " %"), _num(m["vs_cublas"], ".2f", "×")]
+        return [f"**{m['status']}**", "—", "—", "—"]
+    mark = "".join(f" ⚑{f}" for f in flags(m))
+    return [_num(m["gflops"], ",.0f") + mark, _num(m["pct_peak"], ".1f", " %"),
+            _num(m.get("pct_ceiling"), ".1f", " %"), _num(m["vs_cublas"], ".2f", "×")]
 
 
 def _groups(measurements):
@@ -61,30 +76,37 @@ def ladder_table(ms: list[dict], mode: str) -> str:
     rungs = sorted({(m["rung_index"], m["rung"]) for m in ms if m["rung"] is not None})
     pick = {(m["rung"], m["backend"]): m for m in ms if m["autotune"] in (mode, "n/a")}
     header = ["#", "rung",
-              "CUDA GFLOPS", "CUDA % peak", "CUDA × cuBLAS",
-              "Triton GFLOPS", "Triton % peak", "Triton × cuBLAS",
-              "cuBLAS GFLOPS", "cuBLAS % peak"]
+              "CUDA GFLOPS", "CUDA % peak", "CUDA % ceiling", "CUDA × cuBLAS",
+              "Triton GFLOPS", "Triton % peak", "Triton % ceiling", "Triton × cuBLAS",
+              "cuBLAS GFLOPS", "cuBLAS % peak", "cuBLAS % ceiling"]
     rows = []
     for index, rung in rungs:
         rows.append([f"v{index}", f"`{rung}`", *_cell(pick.get((rung, "cuda"))),
-                     *_cell(pick.get((rung, "triton"))), "", ""])
-    base = pick.get((None, "cublas"))
-    base_cells = _cell(base)
-    rows.append(["", "**cuBLAS baseline**", "", "", "", "", "", "", base_cells[0], base_cells[1]])
+                     *_cell(pick.get((rung, "triton"))), "", "", ""])
+    base_cells = _cell(pick.get((None, "cublas")))
+    rows.append(["", "**cuBLAS baseline**", *[""] * 8, *base_cells[:3]])
     return tabulate(rows, header, tablefmt="github", disable_numparse=True)
 
 
 def detail_table(ms: list[dict]) -> str:
-    header = ["implementation", "shape", "autotune", "status", "median ms", "min ms", "q1–q3 ms", "n",
-              "rel. stdev", "error / tol.", "config"]
+    header = ["implementation", "shape", "autotune", "mode", "status", "median ms", "min ms", "q1–q3 ms", "n",
+              "stop", "rel. stdev", "SM MHz (min–max)", "flags", "error / tol.", "config"]
     rows = []
     for m in ms:
         err = m.get("error") or {}
+        timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
         q = "—" if m["q1_ms"] is None else f"{m['q1_ms']:.4f}–{m['q3_ms']:.4f}"
+        mhz = ("unknown" if clocks and not clocks.get("available") else
+               "—" if clocks.get("sm_mhz_min") is None else f"{clocks['sm_mhz_min']:.0f}–{clocks['sm_mhz_max']:.0f}")
+        stop = timing.get("stop") or "—"
+        if timing.get("discarded_throttled"):
+            stop += f" ({timing['discarded_throttled']} throttled discarded)"
         rows.append([
-            f"`{m['implementation']}`", f"{shape_label(m['shape'])} {m['dtype']}", m["autotune"], m["status"], _num(m["median_ms"], ".4f"),
-            _num(m["min_ms"], ".4f"), q, str(len(m["samples_ms"])) if m["samples_ms"] else "—",
-            _num(None if m["rel_stdev"] is None else 100 * m["rel_stdev"], ".2f", " %"),
+            f"`{m['implementation']}`", f"{shape_label(m['shape'])} {m['dtype']}", m["autotune"],
+            m.get("mode") or "—", m["status"], _num(m["median_ms"], ".4f"),
+            _num(m["min_ms"], ".4f"), q, str(len(m["samples_ms"])) if m["samples_ms"] else "—", stop,
+            _num(None if m["rel_stdev"] is None else 100 * m["rel_stdev"], ".2f", " %"), mhz,
+            ", ".join(flags(m)) or "",
             "—" if not err else f"{_num(err.get('err'), '.2e')} / {_num(err.get('tolerance'), '.0e')}",
             "`" + ", ".join(f"{k}={v}" for k, v in (m["config"] or {}).items()) + "`",
         ])
@@ -114,21 +136,40 @@ def device_block(env: dict) -> str:
 
 def legend(env: dict) -> str:
     t = env["timer"]
-    flush = (f"the L2 flushed before each by writing {t['flush_factor']}× the L2 size"
-             if t["flush_l2"] else "no L2 flush (hot cache)")
+    mode = {
+        "cold": f"the L2 flushed before each sample by writing {t['flush_factor']}× the L2 size (not timed), "
+                f"each launch between its own pair of CUDA events",
+        "hot": "launches back to back without flushing the L2, each between its own pair of CUDA events",
+        "graph": "N launches captured in one CUDA graph, each replay between two CUDA events and divided by "
+                 "N (no L2 flush)",
+    }[t["mode"]]
+    stop = (f"exactly {t['reps']} kept samples" if t.get("reps") else
+            f"until the relative standard deviation of the kept samples is at most {100 * t['noise']:g} %, "
+            f"with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, or "
+            f"{t['timeout_s']:g} s have passed (⚑noisy: stopped by the timeout above the target)")
+    throttle = (f"Samples taken while the SM clock (NVML) was below {100 * t['throttle_threshold']:g} % of its "
+                f"maximum are {'discarded, then a pause' if t['discard_throttled'] else 'kept and flagged'} "
+                f"(⚑throttled).")
+    ceilings = env.get("ceilings") or {}
+    overhead = env.get("launch_overhead_ms")
     return (
         f"**How these numbers were measured.** Every implementation first passes a correctness gate "
         f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
-        f"timed). Then at least {t['min_warmup']} warm-up launches and {t['warmup_ms']:g} ms of warm-up "
-        f"(compilation and autotuning happen before), then {t['reps']} timed repetitions, each between "
-        f"two CUDA events on the stream the kernel runs on, {flush}. The headline is the **median**; "
-        f"min and quartiles are in the details. GFLOPS = 2·M·N·K / median. "
-        f"**% peak** is of the theoretical FP32 peak: {env['gpu'].get('peak_source', '')}. "
-        f"**× cuBLAS** = cuBLAS median / this median on the same shape and dtype (> 1: faster than cuBLAS); "
-        f"cuBLAS runs through `torch.matmul` with TF32 off. "
-        f"Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "
-        f"`on` searches the rung's space (CUDA: every `-D` point timed by this runner; Triton: "
-        f"`triton.autotune`); the config used is in the details.")
+        f"timed). Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
+        f"autotuning happen before). Mode `{t['mode']}`: {mode}. Sampling stops {stop}. {throttle} "
+        f"The headline is the **median**; min and quartiles are in the details. GFLOPS = 2·M·N·K / median. "
+        f"**% peak** is of the *theoretical* FP32 peak: {env['gpu'].get('peak_source', '')}. "
+        + (f"**% ceiling** is of the *measured* FP32 ceiling, an FFMA loop at "
+           f"{ceilings['ffma_gflops']:,.0f} GFLOPS on this GPU (`python -m study ceilings`). "
+           if ceilings.get("ffma_gflops") else "")
+        + (f"An empty kernel measured {overhead * 1e3:.2f} µs this run; a median within 2× of it is "
+           f"marked ⚑launch-bound: for such kernels the host's launch latency can reach the events, "
+           f"and `--mode graph` measures them better. " if overhead else "")
+        + "**× cuBLAS** = cuBLAS median / this median on the same shape and dtype (> 1: faster than cuBLAS); "
+        "cuBLAS runs through `torch.matmul` with TF32 off. "
+        "Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "
+        "`on` searches the rung's space (CUDA: every `-D` point timed by this runner; Triton: "
+        "`triton.autotune`); the config used is in the details.")
 
 
 def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
@@ -174,7 +215,9 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
     """The Markdown report of a results document; figures go beside it."""
     env, ms = doc["environment"], doc["measurements"]
     md_path = Path(md_path)
+    incomplete = doc.get("complete") is False
     out = [f"# `study compare` on {env['gpu']['name']}", "",
+           *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
            f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
            "regenerates it without a GPU. Do not edit by hand.", "",
            device_block(env), ""]
@@ -189,6 +232,16 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
             for mode in _modes(group):
                 out += [f"### {op} {shape_label(shape)} {dtype}, autotune {mode}", "",
                         ladder_table(group, mode), ""]
+        flagged = [m for m in ms if m["op"] == op and m["status"] == "ok" and flags(m)]
+        if flagged:
+            out += ["**Check these numbers** (see the legend):", ""]
+            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} autotune {m['autotune']}: "
+                    f"{', '.join(flags(m))} (noise {100 * (m['timing'] or {}).get('noise', 0):.2f} %, "
+                    f"stop `{(m['timing'] or {}).get('stop')}`, SM clock "
+                    f"{(m['clocks'] or {}).get('sm_mhz_min')}–{(m['clocks'] or {}).get('sm_mhz_max')} MHz, "
+                    f"reasons {', '.join((m['clocks'] or {}).get('throttle_reasons') or []) or 'none'})"
+                    for m in flagged]
+            out.append("")
         problems = [m for m in ms if m["op"] == op and m["status"] != "ok"]
         if problems:
             out += ["**Not measured** (never ranked):", ""]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from study.registry import ROOT
 
-SCHEMA = 1
+SCHEMA = 2  # 2: timing modes, noise stopping, clocks, ceilings, plan/complete for resuming
 
 
 def _version(dist: str) -> str | None:

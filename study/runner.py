@@ -22,35 +22,86 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable
 
-from study import stats
+from study import hardware, stats
 from study.backends import backend
 from study.registry import Implementation, implementations_of, ladder
 
 AUTOTUNE_MODES = ("off", "on", "both")
 
 
+MODES = ("cold", "hot", "graph")
+
+
+class TimingConfigError(ValueError):
+    """A timing configuration that cannot produce a sound measurement."""
+
+
 @dataclasses.dataclass(frozen=True)
 class TimerSettings:
-    """How every sample is taken; written beside every result."""
+    """How every sample is taken and when sampling stops; written beside every result.
 
-    reps: int = 30            # timed repetitions per measurement (at least 20)
-    warmup_ms: float = 25.0   # warm-up lasts at least this much GPU time ...
-    min_warmup: int = 3       # ... and at least this many launches
-    flush_l2: bool = True     # write a buffer of flush_factor × L2 before every sample
+    Modes: ``cold`` writes a buffer of ``flush_factor`` × L2 before each sample (the
+    flush is not timed) and brackets each launch with its own events; ``hot`` launches
+    back to back without a flush; ``graph`` captures N launches in one CUDA graph and
+    times each replay (per-launch time = replay / N; no flush, so hot caches).
+
+    Stopping: with ``reps`` set, exactly that many samples are kept; otherwise sampling
+    continues until the relative standard deviation of the kept samples is at most
+    ``noise``, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, or
+    until ``timeout_s`` (wall) has passed, which the report flags. Batches whose SM clock
+    (NVML, read while the batch runs and after it) is below ``throttle_threshold`` × the
+    maximum SM clock are discarded, followed by a ``recovery_s`` pause, unless
+    ``discard_throttled`` is off.
+    """
+
+    mode: str = "cold"
+    reps: int | None = None
+    noise: float = 0.005
+    min_samples: int = 20
+    min_time_s: float = 0.1
+    timeout_s: float = 15.0
+    max_samples: int = 50_000
+    warmup_ms: float = 25.0
+    min_warmup: int = 3
     flush_factor: int = 2
-    tune_reps: int = 10       # repetitions per candidate when the CUDA tuner compares configs
+    throttle_threshold: float = 0.75
+    discard_throttled: bool = True
+    recovery_s: float = 0.05
+    graph_launches: int | None = None
+    tune_reps: int = 10
 
     def __post_init__(self):
-        if self.reps < 20:
-            raise ValueError(f"at least 20 timed repetitions are needed for a stable median; got {self.reps}")
+        if self.mode not in MODES:
+            raise TimingConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        if self.reps is not None and self.reps < 20:
+            raise TimingConfigError(f"a fixed repetition count needs at least 20 timed repetitions "
+                                    f"for a stable median; got {self.reps}")
+        if not 0 < self.noise < 1:
+            raise TimingConfigError(f"the noise target is a relative standard deviation in (0, 1); "
+                                    f"got {self.noise}")
+        if self.min_samples < 10:
+            raise TimingConfigError(f"at least 10 samples are needed before the noise can be judged; "
+                                    f"got {self.min_samples}")
+        if self.min_time_s < 0 or self.timeout_s <= 0:
+            raise TimingConfigError("the minimum GPU time must be ≥ 0 and the timeout > 0")
+        if self.timeout_s < self.min_time_s:
+            raise TimingConfigError(f"the timeout ({self.timeout_s} s) is shorter than the minimum GPU "
+                                    f"time ({self.min_time_s} s): no measurement could finish")
+        if self.max_samples < max(self.min_samples, self.reps or 0):
+            raise TimingConfigError("max_samples is below the samples the other settings require")
         if self.min_warmup < 1 or self.warmup_ms < 0:
-            raise ValueError("warm-up needs at least one launch and a non-negative duration")
+            raise TimingConfigError("warm-up needs at least one launch and a non-negative duration")
         if self.flush_factor < 1 or self.tune_reps < 3:
-            raise ValueError("flush_factor must be ≥ 1 and tune_reps ≥ 3")
+            raise TimingConfigError("flush_factor must be ≥ 1 and tune_reps ≥ 3")
+        if not 0 <= self.throttle_threshold <= 1 or self.recovery_s < 0:
+            raise TimingConfigError("the throttle threshold is a fraction of the max clock in [0, 1]")
+        if self.graph_launches is not None and self.graph_launches < 1:
+            raise TimingConfigError("a graph needs at least one launch")
 
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "timer": "torch.cuda.Event pairs around each launch, same stream",
-                "headline": "median"}
+        return {**dataclasses.asdict(self), "flush_l2": self.mode == "cold",
+                "timer": "torch.cuda.Event pairs on the stream the kernel runs on",
+                "headline": "median", "stop": "reps" if self.reps else "noise"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +110,12 @@ class Case:
     shape: dict
     dtype: str
     autotune: str  # "off", "on", or "n/a" (cuBLAS: its switch arrives with cuBLASLt)
+
+    @property
+    def key(self) -> str:
+        """Identifies the case across runs (resuming matches on it)."""
+        shape = "x".join(str(v) for v in self.shape.values())
+        return f"{self.impl.name}|{shape}|{self.dtype}|{self.autotune}"
 
     @property
     def label(self) -> str:
@@ -104,43 +161,119 @@ def plan(ops: Iterable[str], shapes: dict | None = None, dtypes: dict | None = N
 
 # ---- timing ---------------------------------------------------------------------
 
-class Timer:
-    """Events, the L2 flush buffer and the warm-up rule; one per run."""
+def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | None:
+    """Why sampling stops now (``reps``, ``noise``, ``max_samples``, ``timeout``), or None."""
+    if st.reps is not None:
+        if len(kept) >= st.reps:
+            return "reps"
+    elif (len(kept) >= st.min_samples and sum(kept) * 1e-3 >= st.min_time_s
+          and stats.summarize(kept).rel_stdev <= st.noise):
+        return "noise"
+    elif len(kept) >= st.max_samples:
+        return "max_samples"
+    return "timeout" if elapsed_s > st.timeout_s else None
 
-    def __init__(self, settings: TimerSettings, l2_bytes: int):
+
+class Timer:
+    """Events, the L2 flush, warm-up, graphs, clocks and the stopping rule; one per run."""
+
+    def __init__(self, settings: TimerSettings, device, clocks=None):
         import torch
 
         self.settings = settings
-        self.flush_bytes = settings.flush_factor * l2_bytes if settings.flush_l2 else 0
-        self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda") if self.flush_bytes else None
+        self.device = device
+        self.clocks = clocks
+        self.flush_bytes = settings.flush_factor * device.l2_bytes
+        self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
 
-    def samples(self, fn: Callable[[], object], reps: int) -> list[float]:
-        """``reps`` event-timed launches (ms), each after an L2 flush that is not timed."""
+    def samples(self, fn: Callable[[], object], reps: int, flush: bool = True, per_call: int = 1):
+        """``reps`` event-timed calls (ms per launch), each after an untimed L2 flush if asked.
+        Returns (samples, lowest SM clock seen while they ran or None, clock-event reasons
+        read while they ran)."""
         import torch
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         for start, end in zip(starts, ends):
-            if self._flush is not None:
+            if flush:
                 self._flush.zero_()
             start.record()
             fn()
             end.record()
+        during = self.clocks.sm_mhz() if self.clocks else None  # the batch is still running
+        reasons = self.clocks.reasons() if self.clocks else 0
         torch.cuda.synchronize()
-        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+        after = self.clocks.sm_mhz() if self.clocks else None
+        seen = [c for c in (during, after) if c is not None]
+        samples = [s.elapsed_time(e) / per_call for s, e in zip(starts, ends)]
+        return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
 
-    def warm_up(self, fn: Callable[[], object]) -> int:
-        """Launch until both the count and the duration rule are met; returns the count."""
-        first = self.samples(fn, 1)[0]
-        per_launch = max(first, 1e-3)
-        extra = max(self.settings.min_warmup - 1, math.ceil(self.settings.warmup_ms / per_launch) - 1)
-        extra = min(extra, 10_000)
-        for _ in range(extra):
-            fn()
+    def warm_up(self, fn: Callable[[], object], flush: bool = True) -> tuple[int, float]:
+        """Launch until the count and duration rules are met; returns (launches, first sample ms)."""
         import torch
 
+        first = self.samples(fn, 1, flush)[0][0]
+        extra = max(self.settings.min_warmup - 1, math.ceil(self.settings.warmup_ms / max(first, 1e-3)) - 1)
+        for _ in range(min(extra, 10_000)):
+            fn()
         torch.cuda.synchronize()
-        return extra + 1
+        return extra + 1, first
+
+    def capture(self, fn: Callable[[], object], per_launch_ms: float):
+        """A CUDA graph of N launches (N from the settings, or enough for about 1 ms)."""
+        import torch
+
+        n = self.settings.graph_launches or max(1, min(200, math.ceil(1.0 / max(per_launch_ms, 1e-3))))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up on a side stream before capture, as torch advises
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(n):
+                fn()
+        return graph, n
+
+    def measure(self, fn: Callable[[], object], per_launch_ms: float, flush: bool, per_call: int = 1) -> dict:
+        """Sample until the stopping rule says so; the kept samples and how sampling went."""
+        st = self.settings
+        max_clock = self.device.max_sm_clock_mhz
+        threshold = st.throttle_threshold * max_clock
+        per_sample = per_launch_ms * per_call + (0.04 if flush else 0.0)
+        batch = max(1, min(256, math.ceil(10.0 / max(per_sample, 1e-3))))
+        kept, discarded, readings, reasons = [], 0, [], 0
+        stop, started = None, time.perf_counter()
+        while stop is None:
+            want = batch if st.reps is None else min(batch, st.reps - len(kept))
+            got, clock, seen_reasons = self.samples(fn, want, flush, per_call)
+            reasons |= seen_reasons
+            if clock is not None:
+                readings.append(clock)
+            if clock is not None and clock < threshold and st.discard_throttled:
+                discarded += len(got)
+                time.sleep(st.recovery_s)
+            else:
+                kept.extend(got)
+            stop = stop_rule(st, kept, time.perf_counter() - started)
+        noise = stats.summarize(kept).rel_stdev if kept else None
+        ordered = sorted(readings)
+        return {
+            "samples": kept,
+            "timing": {"mode": st.mode, "stop": stop, "noise": noise,
+                       "noise_target": None if st.reps else st.noise,
+                       "above_target": st.reps is None and (noise is None or noise > st.noise),
+                       "kept": len(kept), "discarded_throttled": discarded,
+                       "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
+                       "wall_s": time.perf_counter() - started},
+            "clocks": {"available": bool(self.clocks and self.clocks.available),
+                       "sm_mhz_min": ordered[0] if ordered else None,
+                       "sm_mhz_median": ordered[len(ordered) // 2] if ordered else None,
+                       "sm_mhz_max": ordered[-1] if ordered else None,
+                       "readings": len(ordered), "threshold_mhz": threshold,
+                       "below_threshold": sum(1 for c in ordered if c < threshold),
+                       "throttle_reasons": hardware.decode_reasons(reasons)},
+        }
 
 
 # ---- CUDA autotuning --------------------------------------------------------------
@@ -176,8 +309,9 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, timer: Timer, de
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue
-            timer.warm_up(launch.fn)
-            median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps)).median
+            flush = timer.settings.mode == "cold"
+            timer.warm_up(launch.fn, flush)
+            median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
         except Exception as exc:  # a point that fails to compile or launch is dropped, with why
             trials.append({"config": dict(point), "status": "crashed", "reason": _one_line(exc)})
@@ -207,23 +341,27 @@ def _record(case: Case, **fields) -> dict:
     record = {
         "op": impl.op, "rung": impl.rung, "rung_index": impl.rung_index, "backend": impl.backend,
         "implementation": impl.name, "source": impl.source, "shape": dict(case.shape),
-        "dtype": case.dtype, "autotune": case.autotune, "status": None, "reason": "", "config": {},
-        "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None, "min_ms": None,
-        "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None, "outliers": None,
-        "warmup_launches": None, "gflops": None, "pct_peak": None, "vs_cublas": None,
+        "dtype": case.dtype, "autotune": case.autotune, "mode": None, "status": None, "reason": "",
+        "config": {}, "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None,
+        "min_ms": None, "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None,
+        "outliers": None, "warmup_launches": None, "timing": None, "clocks": None,
+        "launch_bound": None, "gflops": None, "pct_peak": None, "pct_ceiling": None, "vs_cublas": None,
     }
     record.update(fields)
     return record
 
 
 class Session:
-    """Holds what cases share: the device, the timer, and the current inputs and reference."""
+    """Holds what cases share: the device, the timer, ceilings, and the current inputs and reference."""
 
-    def __init__(self, settings: TimerSettings, device, seed: int = 0):
+    def __init__(self, settings: TimerSettings, device, seed: int = 0, clocks=None,
+                 launch_overhead_ms: float | None = None, ceilings: dict | None = None):
         self.settings = settings
         self.device = device
         self.seed = seed
-        self.timer = Timer(settings, device.l2_bytes)
+        self.timer = Timer(settings, device, clocks)
+        self.launch_overhead_ms = launch_overhead_ms
+        self.ceilings = ceilings or {}
         self._key = None
         self._data = None
 
@@ -241,8 +379,7 @@ class Session:
 
     def measure(self, case: Case) -> dict:
         impl = case.impl
-        lad = ladder(impl.op)
-        problem = lad.problem
+        problem = ladder(impl.op).problem
         try:
             import torch
 
@@ -251,62 +388,104 @@ class Session:
             if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.dtype):
                 reason = problem.check_memory(case.shape, case.dtype, torch.cuda.mem_get_info()[0])
             if reason:
-                return _record(case, status="skipped", reason=reason)
+                return _record(case, status="skipped", reason=reason, mode=self.settings.mode)
             tensors, ref, scale = self._inputs(problem, case.shape, case.dtype)
             return self._measure(case, problem, tensors, ref, scale)
+        except TimingConfigError as exc:
+            return _record(case, status="skipped", reason=f"timing configuration: {exc}", mode=self.settings.mode)
         except Exception as exc:
-            return _record(case, status="crashed", reason=_one_line(exc),
+            return _record(case, status="crashed", reason=_one_line(exc), mode=self.settings.mode,
                            traceback=traceback.format_exc(limit=6))
 
     def _measure(self, case, problem, tensors, ref, scale) -> dict:
+        import torch
+
         impl, shape, dtype = case.impl, case.shape, case.dtype
-        be = backend(impl.backend)
+        mode = self.settings.mode
         config, log = None, None
         if impl.backend == "cuda" and case.autotune == "on":
             config, log = tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, self.timer, self.device)
-        launch = be.prepare(impl, problem, tensors, shape, dtype, config=config,
-                            autotune=case.autotune == "on")
+        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, dtype, config=config,
+                                               autotune=case.autotune == "on")
         with launch.context():
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
-            import torch
-
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
-            launch.out.fill_(float("nan"))
-            launch.fn()
-            verdict = problem.verify(launch.out, ref, scale, dtype)
+            verdict = self._check(launch.fn, launch.out, problem, ref, scale, dtype)
             error = {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs,
                      "max_rel": verdict.max_rel, "unwritten": verdict.unwritten,
                      "metric": "max |out − ref| / (|A|·|B|)"}
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen,
-                               autotune_log=log, error=error)
-            warm = self.timer.warm_up(launch.fn)
-            samples = self.timer.samples(launch.fn, self.settings.reps)
+                               autotune_log=log, error=error, mode=mode)
+            flush = mode == "cold"
+            warm, first = self.timer.warm_up(launch.fn, flush)
+            if first * 1e-3 > self.settings.timeout_s:
+                raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
+                                        f"sample ({first * 1e-3:.3f} s)")
+            fn, per_call = launch.fn, 1
+            if mode == "graph":
+                graph, per_call = self.timer.capture(launch.fn, first)
+                # A launch outside the capture stream records nothing and only warns: the
+                # replay must produce the output by itself before it is timed.
+                replayed = self._check(graph.replay, launch.out, problem, ref, scale, dtype)
+                if not replayed.ok:
+                    raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
+                                       f"({replayed.message}): a launch escaped the capture stream")
+                fn = graph.replay
+            sampling = self.timer.measure(fn, first, flush, per_call)
+        samples = sampling["samples"]
+        if not samples:
+            raise RuntimeError("every sample was discarded as throttled before the timeout; "
+                               f"clocks seen: {sampling['clocks']}")
         summary = stats.summarize(samples)
-        flops = problem.flops(shape)
-        gflops = flops / (summary.median * 1e-3) / 1e9
+        gflops = problem.flops(shape) / (summary.median * 1e-3) / 1e9
         peak = self.device.fp32_peak_flops if dtype == "float32" else None
-        return _record(case, status="ok", config=chosen, autotune_log=log, error=error,
+        ceiling = self.ceilings.get("ffma_gflops") if dtype == "float32" else None
+        return _record(case, status="ok", config=chosen, autotune_log=log, error=error, mode=mode,
                        samples_ms=samples, median_ms=summary.median, min_ms=summary.min,
                        q1_ms=summary.q1, q3_ms=summary.q3, mean_ms=summary.mean,
                        rel_stdev=summary.rel_stdev, outliers=summary.outliers, warmup_launches=warm,
-                       gflops=gflops, pct_peak=None if peak is None else 100 * gflops * 1e9 / peak)
+                       timing=sampling["timing"], clocks=sampling["clocks"],
+                       launch_bound=(None if self.launch_overhead_ms is None
+                                     else summary.median < 2 * self.launch_overhead_ms),
+                       gflops=gflops, pct_peak=None if peak is None else 100 * gflops * 1e9 / peak,
+                       pct_ceiling=None if not ceiling else 100 * gflops / ceiling)
+
+    @staticmethod
+    def _check(fn, out, problem, ref, scale, dtype):
+        """Poison the output, run once, compare: NaN left anywhere means it was not written."""
+        import torch
+
+        out.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        return problem.verify(out, ref, scale, dtype)
+
+
+def ordered(cases: list[Case]) -> list[Case]:
+    """Grouped by op, shape and dtype (inputs and reference are built once per group),
+    the baseline first in each group."""
+    order = sorted(range(len(cases)), key=lambda i: (cases[i].impl.op, tuple(cases[i].shape.values()),
+                                                     cases[i].dtype, cases[i].impl.backend != "cublas", i))
+    return [cases[i] for i in order]
+
+
+def crashed_record(case: Case, reason: str, mode: str | None = None) -> dict:
+    return _record(case, status="crashed", reason=reason, mode=mode)
 
 
 def run(cases: list[Case], session: Session, progress: Callable[[int, int, Case, dict], None] | None = None,
         on_result: Callable[[dict], None] | None = None) -> list[dict]:
-    """Measure every case, grouped so that inputs and reference are built once per group."""
-    order = sorted(range(len(cases)), key=lambda i: (cases[i].impl.op, tuple(cases[i].shape.values()),
-                                                     cases[i].dtype, cases[i].impl.backend != "cublas", i))
+    """Measure every case in this process (the CLI isolates them in workers, study.worker)."""
     results = []
-    for n, i in enumerate(order, 1):
+    for n, case in enumerate(ordered(cases), 1):
         started = time.perf_counter()
-        record = session.measure(cases[i])
+        record = session.measure(case)
         record["wall_s"] = time.perf_counter() - started
         results.append(record)
         if on_result:
             on_result(record)
         if progress:
-            progress(n, len(cases), cases[i], record)
+            progress(n, len(cases), case, record)
     return results

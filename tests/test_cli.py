@@ -39,3 +39,21 @@ def test_runs_from_the_repo_root_without_installing():
     proc = subprocess.run([sys.executable, "-m", "study", "compare", "--help"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "examples:" in proc.stdout and "--autotune" in proc.stdout
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["compare", "--noise", "-1"], "noise target"),
+    (["compare", "--timeout", "0.01", "--min-time", "0.1"], "shorter than the minimum GPU time"),
+    (["compare", "--min-samples", "2"], "at least 10 samples"),
+    (["compare", "--reps", "0"], "at least 20"),
+])
+def test_impossible_timing_configurations_are_refused(argv, message, capsys):
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["ceilings", "validate"])
+def test_gpu_commands_exit_2_without_a_gpu(command, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main([command]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err

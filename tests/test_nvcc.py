@@ -41,3 +41,15 @@ def test_a_broken_config_fails_loudly(tmp_path):
     cmd = nvcc_command(impl.target.path, bad, "sm_90a", tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode != 0 and "THREADS must be" in proc.stderr
+
+
+@pytest.mark.parametrize("name,config", [("ffma_loop", {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}),
+                                         ("empty", {"THREADS": 32})])
+def test_ceiling_kernels_compile(name, config, tmp_path):
+    from study.ceilings import FFMA, MICROBENCH
+
+    if name == "ffma_loop":
+        assert config == FFMA  # the test compiles what `study ceilings` launches
+    cmd = nvcc_command(MICROBENCH / f"{name}.cu", config, "sm_90a", tmp_path / "x.cubin")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -76,7 +76,30 @@ def test_plan_counts_cases_and_always_includes_the_baseline():
         plan(["sgemm"], rungs=["v9_magic"])
 
 
-@pytest.mark.parametrize("kwargs", [dict(reps=0), dict(reps=5), dict(min_warmup=0), dict(warmup_ms=-1)])
-def test_impossible_timer_settings_are_refused(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize("kwargs,message", [
+    (dict(reps=0), "at least 20"), (dict(reps=5), "at least 20"), (dict(noise=-0.01), "noise target"),
+    (dict(noise=0), "noise target"), (dict(min_samples=3), "at least 10 samples"),
+    (dict(timeout_s=0), "timeout > 0"), (dict(timeout_s=0.05, min_time_s=0.1), "shorter than the minimum GPU time"),
+    (dict(mode="lukewarm"), "mode must be"), (dict(min_warmup=0), "warm-up"), (dict(warmup_ms=-1), "warm-up"),
+    (dict(throttle_threshold=1.5), "throttle threshold"), (dict(graph_launches=0), "at least one launch"),
+])
+def test_impossible_timer_settings_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
         TimerSettings(**kwargs)
+
+
+def test_stop_rule_by_noise_time_count_and_timeout():
+    from study.runner import stop_rule
+
+    st = TimerSettings(min_samples=10, min_time_s=0.001, timeout_s=5, noise=0.01, max_samples=30)
+    steady = [1.0] * 9
+    assert stop_rule(st, steady, 0.1) is None  # too few samples
+    assert stop_rule(st, steady + [1.0], 0.1) == "noise"
+    noisy = [1.0, 2.0] * 5
+    assert stop_rule(st, noisy, 0.1) is None  # 33 % relative stdev: keep sampling
+    assert stop_rule(st, noisy, 6.0) == "timeout"
+    assert stop_rule(st, noisy * 3, 0.1) == "max_samples"
+    short = TimerSettings(min_samples=10, min_time_s=1.0, timeout_s=5)
+    assert stop_rule(short, [1.0] * 10, 0.1) is None  # 10 ms of GPU time < 1 s
+    fixed = TimerSettings(reps=20, timeout_s=5)
+    assert stop_rule(fixed, noisy * 2, 0.1) == "reps" and stop_rule(fixed, noisy, 0.1) is None

@@ -1,11 +1,9 @@
 import json
-from pathlib import Path
 
 import pytest
 
 from study.backends.cuda import read_kernel_header
-from study.registry import (CUDA_DIR, Baseline, Ladder, Rung, check_integrity, implementations,
-                            ladder)
+from study.registry import CUDA_DIR, Ladder, Rung, check_integrity, implementations, ladder
 
 
 def test_the_registry_is_sound():

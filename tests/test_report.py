@@ -32,7 +32,8 @@ def test_ladder_table_puts_backends_side_by_side(doc):
     assert len(rows) == 2  # the autotune-off table, then the autotune-on table
     assert rows[1].count("—") >= 6  # nothing of v0 was measured with autotune on
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
-    assert cells[2:8] == ["1,200", "23.4 %", "0.50×", "600", "11.7 %", "0.25×"]
+    assert cells[2:10] == ["1,200 ⚑launch-bound", "23.4 %", "25.0 %", "0.50×",
+                           "600 ⚑noisy ⚑throttled", "11.7 %", "12.5 %", "0.25×"]
     v1 = next(line for line in text.splitlines() if line.startswith("| v1"))
     assert "**wrong**" in v1 and "**skipped**" in v1
     base = next(line for line in text.splitlines() if "cuBLAS baseline" in line)
@@ -48,6 +49,22 @@ def test_statuses_reasons_device_block_and_legend(doc):
     assert "### sgemm 100×200×300 float32, autotune off" in text
     assert "### sgemm 100×200×300 float32, autotune on" in text
     assert "median" in text and "2× the L2 size" in text and "TF32 off" in text
+    assert "*measured* FP32 ceiling, an FFMA loop at 4,800 GFLOPS" in text
+    assert "An empty kernel measured 2.00 µs" in text and "at most 0.5 %" in text
+
+
+def test_flagged_measurements_are_listed_with_their_clocks(doc):
+    text = report.render(doc, Path("x.md"), draw=False)
+    line = next(l for l in text.splitlines() if l.startswith("- `sgemm/v0_naive_colmajor_b/triton`"))
+    assert "noisy, throttled" in line and "1200.0–1980.0 MHz" in line and "sw_power_cap" in line
+    assert "stop `timeout`" in line
+    detail = next(l for l in text.splitlines() if l.startswith("| `sgemm/v0_naive_colmajor_b/triton`"))
+    assert "timeout (40 throttled discarded)" in detail
+
+
+def test_incomplete_runs_say_so(doc):
+    doc["complete"] = False
+    assert "Incomplete run" in report.render(doc, Path("x.md"), draw=False)
 
 
 def test_report_command_regenerates_markdown_and_figure(tmp_path, capsys):

@@ -4,7 +4,6 @@ reference on small awkward shapes. On CPU this runs in Triton's interpreter."""
 import os
 
 import pytest
-import torch
 
 from study.backends import backend
 from study.registry import implementations, ladder

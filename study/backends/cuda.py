@@ -130,12 +130,24 @@ def load_function(path: Path, symbol: str, config: Mapping[str, int]):
     return _MODULES[key]
 
 
-def current_stream():
-    """torch's current stream as a CuPy stream (``Stream.from_external``; ExternalStream is deprecated)."""
-    import cupy as cp
-    import torch
+class StreamCache:
+    """torch's current stream as a CuPy stream, looked up at launch time: under CUDA graph
+    capture the current stream is the capture stream, and a kernel launched elsewhere is
+    silently left out of the graph (TOOLCHAIN.md 2.5). ``Stream.from_external`` replaces
+    the deprecated ExternalStream; one CuPy object is kept per torch stream."""
 
-    return cp.cuda.Stream.from_external(torch.cuda.current_stream())
+    def __init__(self):
+        self._streams = {}
+
+    def current(self):
+        import cupy as cp
+        import torch
+
+        stream = torch.cuda.current_stream()
+        found = self._streams.get(stream.cuda_stream)
+        if found is None:
+            found = self._streams[stream.cuda_stream] = cp.cuda.Stream.from_external(stream)
+        return found
 
 
 def as_cupy(tensor):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from study.backends import Launch
-from study.backends.cuda import current_stream, load_function
+from study.backends.cuda import StreamCache, load_function
 
 
 def check(impl, problem, shape, dtype) -> str | None:
@@ -19,10 +19,9 @@ def prepare(impl, problem, tensors, shape, dtype, config=None, autotune=False) -
     defines = problem.cuda_defines(config, tensors, out, shape)
     function = load_function(impl.target.path, impl.target.symbol, defines)
     grid, block, args = problem.cuda_launch(defines, tensors, out, shape)
-    smem = 0
-    stream = current_stream()
+    launch_on = StreamCache()
 
     def fn():
-        function(grid, block, args, shared_mem=smem, stream=stream)
+        function(grid, block, args, stream=launch_on.current())
 
     return Launch(fn=fn, out=out, config=defines)

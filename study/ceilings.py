@@ -1,0 +1,175 @@
+"""Measured ceilings: what this GPU actually reaches, next to its theoretical peaks.
+
+- FP32: an FFMA loop (``cuda_kernels/microbench/ffma_loop.cu``), FLOPs counted exactly.
+- Tensor cores: the best cuBLAS FP16 GEMM (FP32 accumulation) over a few large shapes.
+- Memory: a device-to-device copy of 2 GiB, counting bytes read plus bytes written.
+- Launch overhead: the event-timed duration of an empty kernel.
+
+All are timed by the runner's own :class:`~study.runner.Timer` (cold mode: the copy and
+the GEMMs are far larger than L2 anyway), so they are measured the way every kernel is.
+Results are cached per GPU under the study cache folder (``$STUDY_CACHE_DIR``, default
+``~/.cache/study``); ``python -m study ceilings --remeasure`` measures again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from study import stats
+from study.registry import CUDA_DIR
+
+MICROBENCH = CUDA_DIR / "microbench"
+TENSOR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192))
+COPY_BYTES = 2 * 2**30
+FFMA = {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}
+FFMA_BLOCKS_PER_SM = 8  # 2048 threads: a full SM
+
+# compute capability -> dense FP16 tensor-core FLOP per clock per SM (FP32 accumulation),
+# NVIDIA whitepapers via TOOLCHAIN.md §5.2. Hopper datasheets quote their tensor peaks at
+# 1830 MHz (989 TFLOPS on H100/H200 SXM); here the max SM clock is used, as for FP32.
+FP16_TENSOR_FLOP_PER_CLK_PER_SM = {(7, 0): 1024, (8, 0): 2048, (9, 0): 4096}
+
+
+def cache_path(device) -> Path:
+    root = Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
+    return root / f"ceilings-{device.slug}.json"
+
+
+def _time(timer, fn) -> dict:
+    """The runner's warm-up and stopping rule around ``fn``, in the timer's mode (no graph)."""
+    flush = timer.settings.mode == "cold"
+    _, first = timer.warm_up(fn, flush)
+    sampling = timer.measure(fn, first, flush)
+    summary = stats.summarize(sampling["samples"])
+    return {"median_ms": summary.median, "min_ms": summary.min, "rel_stdev": summary.rel_stdev,
+            "samples": summary.n, "timing": sampling["timing"], "clocks": sampling["clocks"]}
+
+
+def launch_overhead(timer) -> dict:
+    """Event-timed duration of one empty kernel launch."""
+    from study.backends.cuda import StreamCache, load_function
+
+    empty = load_function(MICROBENCH / "empty.cu", "empty_kernel", {"THREADS": 32})
+    streams = StreamCache()
+    return _time(timer, lambda: empty((1, 1, 1), (32, 1, 1), (), stream=streams.current()))
+
+
+def ffma(timer, device) -> dict:
+    import numpy as np
+    import torch
+
+    from study.backends.cuda import StreamCache, as_cupy, load_function
+
+    kernel = load_function(MICROBENCH / "ffma_loop.cu", "ffma_loop", FFMA)
+    blocks = device.sms * FFMA_BLOCKS_PER_SM
+    sink = as_cupy(torch.empty(blocks * FFMA["THREADS"], device="cuda"))
+    streams = StreamCache()
+    x = np.float32(0.999)
+
+    result = _time(timer, lambda: kernel((blocks, 1, 1), (FFMA["THREADS"], 1, 1), (sink, x),
+                                         stream=streams.current()))
+    flops = 2 * FFMA["CHAINS"] * FFMA["ITERS"] * blocks * FFMA["THREADS"]
+    result["gflops"] = flops / (result["median_ms"] * 1e-3) / 1e9
+    return result
+
+
+def device_copy(timer) -> dict:
+    import torch
+
+    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").fill_(7)
+    dst = torch.empty_like(src)
+    result = _time(timer, lambda: dst.copy_(src))
+    result["gbps"] = 2 * COPY_BYTES / (result["median_ms"] * 1e-3) / 1e9
+    return result
+
+
+def tensor_core(timer) -> dict:
+    """The best cuBLAS FP16 GEMM over TENSOR_SHAPES (random data: zeros run faster)."""
+    import torch
+
+    best, per_shape = None, []
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for m, n, k in TENSOR_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
+        c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        result = _time(timer, lambda: torch.matmul(a, b, out=c))
+        result["shape"] = {"M": m, "N": n, "K": k}
+        result["gflops"] = 2 * m * n * k / (result["median_ms"] * 1e-3) / 1e9
+        per_shape.append(result)
+        if best is None or result["gflops"] > best["gflops"]:
+            best = result
+    return {**best, "per_shape": per_shape}
+
+
+def measure(device, settings, clocks) -> dict:
+    """Every ceiling, with the theoretical peak it is compared with."""
+    import dataclasses
+
+    from study.runner import Timer
+
+    timer = Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
+    fp16_per_clk = FP16_TENSOR_FLOP_PER_CLK_PER_SM.get(tuple(device.capability))
+    fp16_peak = None if fp16_per_clk is None else device.sms * device.max_sm_clock_mhz * 1e6 * fp16_per_clk / 1e9
+    fp32_peak = None if device.fp32_peak_flops is None else device.fp32_peak_flops / 1e9
+    import torch
+
+    result = {"device": device.to_json(), "timer": timer.settings.to_json(),
+              "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
+              "copy": device_copy(timer), "tensor_fp16": tensor_core(timer)}
+    torch.cuda.empty_cache()  # the 2 GiB copy buffers and the large GEMM operands
+    result["ffma"]["theoretical_gflops"] = fp32_peak
+    result["copy"]["theoretical_gbps"] = device.memory_peak_bytes / 1e9
+    result["tensor_fp16"]["theoretical_gflops"] = fp16_peak
+    return result
+
+
+def summary(ceilings: dict) -> dict:
+    """The figures a run carries: measured ceilings by name."""
+    return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
+            "tensor_fp16_gflops": ceilings["tensor_fp16"]["gflops"],
+            "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
+
+
+def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, bool]:
+    """(ceilings, measured_now). Cached per GPU; a cache for another device name is ignored."""
+    path = cache_path(device)
+    if path.is_file() and not remeasure:
+        cached = json.loads(path.read_text())
+        if cached.get("device", {}).get("name") == device.name:
+            return cached, False
+    result = measure(device, settings, clocks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=1))
+    return result, True
+
+
+def markdown(ceilings: dict) -> str:
+    from tabulate import tabulate
+
+    def pct(value, peak):
+        return "—" if not peak else f"{100 * value / peak:.1f} %"
+
+    f, c, t, lo = ceilings["ffma"], ceilings["copy"], ceilings["tensor_fp16"], ceilings["launch_overhead"]
+    rows = [
+        ["FP32 FFMA loop", f"{f['gflops']:,.0f} GFLOPS", f"{f['theoretical_gflops']:,.0f} GFLOPS",
+         pct(f["gflops"], f["theoretical_gflops"]), f"{f['median_ms']:.4f}"],
+        ["FP16 tensor cores (best cuBLAS GEMM, " + "×".join(str(v) for v in t["shape"].values()) + ")",
+         f"{t['gflops']:,.0f} GFLOPS",
+         "—" if t["theoretical_gflops"] is None else f"{t['theoretical_gflops']:,.0f} GFLOPS",
+         pct(t["gflops"], t["theoretical_gflops"]), f"{t['median_ms']:.4f}"],
+        ["device copy (read + write, 2 GiB)", f"{c['gbps']:,.0f} GB/s", f"{c['theoretical_gbps']:,.0f} GB/s",
+         pct(c["gbps"], c["theoretical_gbps"]), f"{c['median_ms']:.4f}"],
+        ["empty kernel (launch overhead)", f"{lo['median_ms'] * 1e3:.2f} µs", "—", "—", f"{lo['median_ms']:.4f}"],
+    ]
+    dev = ceilings["device"]
+    return "\n".join([
+        f"# Measured ceilings on {dev['name']}", "",
+        "Generated by `python -m study ceilings`; timed by the study's runner (cold mode, median).", "",
+        tabulate(rows, ["ceiling", "measured", "theoretical", "% of theoretical", "median ms"],
+                 tablefmt="github", disable_numparse=True), "",
+        "Theoretical FP32: " + dev.get("peak_source", "") + ". Theoretical FP16 tensor: SMs × max SM clock × "
+        "4096 FLOP/clock/SM on sm_90 (NVIDIA's datasheet quotes 1830 MHz, i.e. 989 TFLOPS for H100/H200 SXM). "
+        "Theoretical memory: 2 × max memory clock × bus width / 8.", ""])

@@ -1,0 +1,72 @@
+"""The ``compare`` flow: plan, measure in workers, write after every case, resume, report.
+
+Nothing is lost: the results file is rewritten (atomically) after every measurement with
+``complete: false`` until the last case is done. Re-running the same command on the same
+commit with the same timer settings finds that file and measures only the cases it lacks;
+any other difference starts a fresh run (``--fresh`` forces one).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from study import results
+from study.runner import Case, crashed_record, ordered
+
+
+def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None, str]:
+    """The unfinished results document at ``path`` that this run may continue, and why (not)."""
+    if not path.is_file():
+        return None, "no earlier results"
+    try:
+        old = results.load(path)
+    except (OSError, ValueError) as exc:
+        return None, f"earlier results unreadable ({exc})"
+    if old.get("complete", True):
+        return None, "the earlier run was complete"
+    if old.get("plan") != plan_keys:
+        return None, "the earlier run planned other cases"
+    same = ("timer", "git")
+    if any(old["environment"].get(k) != env.get(k) for k in same):
+        return None, "the earlier run used other timer settings or another commit"
+    if old["environment"]["gpu"].get("name") != env["gpu"].get("name"):
+        return None, "the earlier run was on another GPU"
+    return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
+
+
+def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict],
+                progress: Callable[[int, int, Case, dict], None] | None = None,
+                fresh: bool = False, say: Callable[[str], None] = print) -> dict:
+    """Measure what the results file lacks, writing it after every case; returns the document."""
+    cases = ordered(cases)
+    plan_keys = [c.key for c in cases]
+    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env)
+    say(why)
+    if old is not None:
+        env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
+    done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
+
+    def save(complete: bool) -> dict:
+        doc = results.document(env, [done[k] for k in plan_keys if k in done])
+        doc["plan"], doc["complete"] = plan_keys, complete
+        results.write(json_path, doc)
+        return doc
+
+    save(False)
+    for n, case in enumerate(cases, 1):
+        if case.key in done:
+            continue
+        started = time.perf_counter()
+        try:
+            record = measure(case)
+        except Exception as exc:  # the pool itself failed: record it, keep going
+            record = crashed_record(case, f"{type(exc).__name__}: {exc}", env["timer"]["mode"])
+        record["case"] = case.key
+        record["wall_s"] = time.perf_counter() - started
+        done[case.key] = record
+        save(False)
+        if progress:
+            progress(n, len(cases), case, record)
+    return save(True)

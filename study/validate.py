@@ -1,0 +1,233 @@
+"""``python -m study validate``: the study's timer against independent instruments.
+
+A fixed set of kernels (a few µs to tens of ms; CUDA, Triton and cuBLAS) is timed
+- by the study's runner (cold mode, noise-based stopping), twice, for run-to-run spread;
+- by ``triton.testing.do_bench`` with ``return_mode="median"`` (it also flushes L2 before
+  every call: the same cold policy);
+- by Nsight Compute where ``ncu`` is installed: ``gpu__time_duration.sum`` per launch, with
+  ``--clock-control none`` (the card's own clocks, as in the other two) and ncu's default
+  cache control, which flushes caches before each kernel.
+
+Targets (for kernels of at least 50 µs): study/do_bench within 2 %, study/ncu within 3 %,
+run-to-run spread of the medians at most 1 %. Misses are reported with the measured facts
+that explain them, never hidden.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from study.registry import ROOT, implementations, ladder
+
+KERNELS = (
+    ("sgemm/baseline/cublas", "128x128x128"),
+    ("sgemm/v4_double_buffer/cuda", "512x512x512"),
+    ("sgemm/v4_double_buffer/triton", "1024x1024x1024"),
+    ("sgemm/baseline/cublas", "2048x2048x2048"),
+    ("sgemm/v3_register_tile/cuda", "4096x4096x4096"),
+    ("sgemm/v2_smem_tiling/triton", "4096x4096x4096"),
+    ("sgemm/v1_naive/cuda", "4096x4096x4096"),
+)
+TARGETS = {"min_ms": 0.05, "do_bench": 0.02, "ncu": 0.03, "spread": 0.01}
+NCU_LAUNCHES = 20
+
+
+def _launch(name: str, shape_text: str, seed: int = 0):
+    """A correct, ready launch of one implementation (autotune off)."""
+    from study.backends import backend
+
+    impl = next(i for i in implementations() if i.name == name)
+    problem = ladder(impl.op).problem
+    shape = problem.parse_shape(shape_text)
+    tensors = problem.make_inputs(shape, "float32", seed, "cuda")
+    ref, scale = problem.reference(tensors)
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, "float32")
+    return impl, problem, shape, launch, ref, scale
+
+
+def ncu_target(name: str, shape_text: str, launches: str) -> int:
+    """Run inside ncu: warm up, then profile exactly ``launches`` launches (no flush kernels:
+    ncu flushes caches itself)."""
+    import torch
+
+    _, problem, _, launch, ref, scale = _launch(name, shape_text)
+    with launch.context():
+        for _ in range(3):
+            launch.fn()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        for _ in range(int(launches)):
+            launch.fn()
+            torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+    verdict = problem.verify(launch.out, ref, scale, "float32")
+    return 0 if verdict.ok else 1
+
+
+_UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+
+
+def parse_ncu_csv(text: str, launches: int) -> tuple[list[float], int]:
+    """Per-launch durations (ms) from ncu's CSV, summing the kernels of each launch."""
+    start = text.find('"ID"')
+    if start < 0:
+        raise ValueError("no CSV table in ncu's output")
+    rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    durations = [float(r["Metric Value"].replace(",", "")) * _UNIT[r["Metric Unit"]] for r in rows]
+    if not durations or len(durations) % launches:
+        raise ValueError(f"ncu reported {len(durations)} kernels for {launches} launches")
+    per = len(durations) // launches
+    return [sum(durations[i * per:(i + 1) * per]) for i in range(launches)], per
+
+
+def ncu_time(name: str, shape_text: str) -> dict:
+    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics",
+           "gpu__time_duration.sum", "--csv", sys.executable, "-m", "study", "validate", "--ncu-target",
+           name, shape_text, str(NCU_LAUNCHES)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ncu exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}")
+    per_launch, kernels = parse_ncu_csv(proc.stdout, NCU_LAUNCHES)
+    return {"median_ms": statistics.median(per_launch), "launches": NCU_LAUNCHES, "kernels_per_launch": kernels}
+
+
+def measure_one(name, shape_text, timer, use_ncu: bool) -> dict:
+    import triton.testing
+
+    from study import stats
+
+    impl, problem, shape, launch, ref, scale = _launch(name, shape_text)
+    row = {"implementation": name, "backend": impl.backend, "shape": shape}
+    with launch.context():
+        launch.fn()
+        verdict = problem.verify(launch.out, ref, scale, "float32")
+        if not verdict.ok:
+            return {**row, "status": "wrong", "reason": verdict.message}
+        runs = []
+        for _ in range(2):
+            _, first = timer.warm_up(launch.fn, True)
+            sampling = timer.measure(launch.fn, first, True)
+            runs.append({"median_ms": stats.summarize(sampling["samples"]).median, "timing": sampling["timing"],
+                         "clocks": sampling["clocks"]})
+        do_bench = triton.testing.do_bench(launch.fn, warmup=25, rep=200, return_mode="median")
+    row.update(status="ok", study=runs, do_bench_ms=do_bench)
+    if use_ncu:
+        try:
+            row["ncu"] = ncu_time(name, shape_text)
+        except Exception as exc:
+            row["ncu"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return row
+
+
+def judge(row: dict) -> dict:
+    """Ratios and pass/fail against TARGETS (targets apply to kernels of at least 50 µs)."""
+    if row.get("status") != "ok":
+        return row
+    a, b = (r["median_ms"] for r in row["study"])
+    study = (a + b) / 2
+    row["study_ms"] = study
+    row["spread"] = abs(a - b) / study
+    row["vs_do_bench"] = study / row["do_bench_ms"]
+    ncu = row.get("ncu") or {}
+    row["vs_ncu"] = study / ncu["median_ms"] if "median_ms" in ncu else None
+    row["ncu_minus_study_us"] = None if row["vs_ncu"] is None else (ncu["median_ms"] - study) * 1e3
+    row["targeted"] = study >= TARGETS["min_ms"]
+    row["pass"] = {
+        "do_bench": abs(row["vs_do_bench"] - 1) <= TARGETS["do_bench"],
+        "ncu": None if row["vs_ncu"] is None else abs(row["vs_ncu"] - 1) <= TARGETS["ncu"],
+        "spread": row["spread"] <= TARGETS["spread"],
+    }
+    return row
+
+
+def markdown(doc: dict) -> str:
+    from tabulate import tabulate
+
+    env = doc["environment"]
+
+    def mark(ok, targeted):
+        return "" if ok is None else ("✓" if ok else ("✗" if targeted else "(✗ < 50 µs)"))
+
+    rows, notes = [], []
+    for r in doc["kernels"]:
+        shape = "×".join(str(v) for v in r["shape"].values())
+        if r.get("status") != "ok":
+            rows.append([f"`{r['implementation']}`", shape, r.get("status"), "", "", "", "", ""])
+            continue
+        p = r["pass"]
+        ncu = r.get("ncu") or {}
+        rows.append([
+            f"`{r['implementation']}`", shape, f"{r['study_ms']:.4f}", f"{r['do_bench_ms']:.4f}",
+            f"{r['vs_do_bench']:.3f} {mark(p['do_bench'], r['targeted'])}",
+            "—" if r["vs_ncu"] is None else f"{ncu['median_ms']:.4f}",
+            "—" if r["vs_ncu"] is None else f"{r['vs_ncu']:.3f} {mark(p['ncu'], r['targeted'])}",
+            f"{100 * r['spread']:.2f} % {mark(p['spread'], r['targeted'])}",
+        ])
+        if "error" in ncu:
+            notes.append(f"- `{r['implementation']}` {shape}: ncu failed: {ncu['error'].splitlines()[0]}")
+        if r["vs_ncu"] is not None and not p["ncu"]:
+            notes.append(f"- `{r['implementation']}` {shape}: study − ncu = {-r['ncu_minus_study_us']:.2f} µs "
+                         f"(the empty-kernel launch measures {doc['launch_overhead_ms'] * 1e3:.2f} µs with events; "
+                         f"ncu's gpu__time_duration excludes launch latency, and ncu serializes and flushes around "
+                         f"each kernel).")
+        if not p["do_bench"]:
+            notes.append(f"- `{r['implementation']}` {shape}: study/do_bench = {r['vs_do_bench']:.3f}; "
+                         f"study stop rule `{r['study'][0]['timing']['stop']}` at noise "
+                         f"{100 * r['study'][0]['timing']['noise']:.2f} %.")
+        if not p["spread"]:
+            t = r["study"]
+            notes.append(f"- `{r['implementation']}` {shape}: the two study runs gave {t[0]['median_ms']:.4f} and "
+                         f"{t[1]['median_ms']:.4f} ms (median SM clock {t[0]['clocks']['sm_mhz_median']} and "
+                         f"{t[1]['clocks']['sm_mhz_median']} MHz).")
+    ncu_line = ("Nsight Compute: `gpu__time_duration.sum`, `--clock-control none`, median of "
+                f"{NCU_LAUNCHES} launches." if doc["ncu_available"] else
+                "Nsight Compute (`ncu`) is not installed here: only the do_bench comparison is reported.")
+    return "\n".join([
+        f"# Timer validation on {env['gpu']['name']}", "",
+        "Generated by `python -m study validate`. Study = mean of two medians of the study's runner "
+        "(cold: L2 flushed before each sample, stopping at 0.5 % relative stdev); do_bench = "
+        "`triton.testing.do_bench(..., return_mode=\"median\")` (flushes L2 too).", "", ncu_line, "",
+        f"Targets for kernels of at least {TARGETS['min_ms'] * 1e3:.0f} µs: study/do_bench within "
+        f"{100 * TARGETS['do_bench']:.0f} %, study/ncu within {100 * TARGETS['ncu']:.0f} %, run-to-run spread "
+        f"≤ {100 * TARGETS['spread']:.0f} %. Shorter kernels are shown, and their misses marked, but not judged.", "",
+        tabulate(rows, ["kernel", "shape", "study ms", "do_bench ms", "study/do_bench", "ncu ms", "study/ncu",
+                        "run-to-run"], tablefmt="github", disable_numparse=True), "",
+        "## What the misses come from", "", *(notes or ["- No target was missed."]), "",
+        f"Commit `{env['git'].get('commit')}`, {env['utc']}, driver {env['gpu']['driver']}, "
+        f"torch {env['torch']}, triton {env['triton']}.", ""])
+
+
+def main(out_dir: Path | None, use_ncu: bool = True) -> int:
+    from study import hardware, results
+    from study.runner import Timer, TimerSettings
+    from study.ceilings import launch_overhead
+
+    device = hardware.current_device()
+    settings = TimerSettings()
+    timer = Timer(settings, device, hardware.Clocks())
+    have_ncu = use_ncu and shutil.which("ncu") is not None
+    if use_ncu and not have_ncu:
+        print("ncu is not installed: reporting the do_bench comparison only", file=sys.stderr)
+    overhead = launch_overhead(timer)["median_ms"]
+    rows = []
+    for name, shape in KERNELS:
+        print(f"validating {name} {shape} ...", file=sys.stderr, flush=True)
+        try:
+            rows.append(judge(measure_one(name, shape, timer, have_ncu)))
+        except Exception as exc:
+            rows.append({"implementation": name, "shape": {"text": shape}, "status": "crashed",
+                         "reason": f"{type(exc).__name__}: {exc}"})
+    doc = {"schema": results.SCHEMA, "environment": results.environment(device, settings, results.python_argv()),
+           "ncu_available": have_ncu, "targets": TARGETS, "launch_overhead_ms": overhead, "kernels": rows}
+    out_dir = out_dir or ROOT / "reports" / device.slug
+    results.write(out_dir / "validate.json", doc)
+    text = markdown(doc)
+    (out_dir / "validate.md").write_text(text)
+    print(text)
+    return 0

@@ -1,0 +1,107 @@
+"""GPU tests of issue 3: crash isolation, nothing lost on interruption, resuming, modes,
+noise-based stopping and clocks."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from study.registry import ROOT
+
+pytestmark = pytest.mark.gpu
+TESTS = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("study-cache")  # ceilings are measured once for the module
+
+
+def _env(cache, **extra):
+    path = os.pathsep.join(filter(None, [str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    return {**os.environ, "STUDY_CACHE_DIR": str(cache), "PYTHONPATH": path, "PYTHONUNBUFFERED": "1", **extra}
+
+
+def _study(args, cache, **extra):
+    return subprocess.run([sys.executable, "-m", "study", *args], cwd=ROOT, env=_env(cache, **extra),
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_a_faulting_kernel_is_recorded_and_the_run_goes_on_in_a_fresh_worker(tmp_path, cache):
+    proc = _study(["compare", "--op", "fault", "--op", "sgemm", "--rung", "v0", "--shape", "64x64x64",
+                   "--out", str(tmp_path), "--reps", "20"], cache, STUDY_PLUGINS="faulty_op")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    assert doc["complete"] is True
+    by = {m["implementation"]: m for m in doc["measurements"]}
+    fault = by.pop("fault/v0_illegal_address/cuda")
+    assert fault["status"] == "crashed" and "illegal memory access" in fault["reason"], fault["reason"]
+    assert "fresh worker" in fault["reason"]
+    assert {m["status"] for m in by.values()} == {"ok"}, {k: m["reason"] for k, m in by.items()}
+    assert set(by) == {"fault/v0_illegal_address/triton", "fault/baseline/cublas",
+                       "sgemm/v0_naive_colmajor_b/cuda", "sgemm/v0_naive_colmajor_b/triton", "sgemm/baseline/cublas"}
+
+
+def test_an_interrupted_run_keeps_every_result_and_the_same_command_resumes(tmp_path, cache):
+    args = ["compare", "--op", "sgemm", "--shape", "768x512x640", "--out", str(tmp_path), "--reps", "20"]
+    path = tmp_path / "compare.json"
+    proc = subprocess.Popen([sys.executable, "-m", "study", *args], cwd=ROOT, env=_env(cache),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        if path.is_file() and len(json.loads(path.read_text())["measurements"]) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert "run the same command again to resume" in err
+    first = json.loads(path.read_text())
+    kept = len(first["measurements"])
+    assert first["complete"] is False and 3 <= kept < 11
+    again = _study(args, cache)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"resuming: {kept} of 11 cases" in again.stderr
+    second = json.loads(path.read_text())
+    assert second["complete"] is True and len(second["measurements"]) == 11
+    for old, new in zip(first["measurements"], second["measurements"]):
+        assert old["samples_ms"] == new["samples_ms"] and old["case"] == new["case"]
+
+
+def _session_run(mode, **kw):
+    from study import hardware
+    from study.runner import Session, TimerSettings, plan, run
+
+    cases = plan(["sgemm"], shapes={"sgemm": [{"M": 256, "N": 320, "K": 288}]})
+    device = hardware.current_device()
+    settings = TimerSettings(mode=mode, min_time_s=0.01, timeout_s=5, **kw)
+    return run(cases, Session(settings, device, clocks=hardware.Clocks(), launch_overhead_ms=0.002))
+
+
+@pytest.mark.parametrize("mode", ["hot", "graph"])
+def test_hot_and_graph_modes_measure_every_backend(mode):
+    for m in _session_run(mode):
+        assert m["status"] == "ok", (m["implementation"], m["reason"])
+        assert m["mode"] == mode and m["timing"]["mode"] == mode and m["median_ms"] > 0
+        if mode == "graph":
+            assert m["timing"]["launches_per_sample"] >= 1
+    if mode == "graph":
+        assert max(m["timing"]["launches_per_sample"] for m in _session_run(mode, graph_launches=7)) == 7
+
+
+def test_noise_based_stopping_records_its_criterion_and_the_clocks():
+    from study import hardware
+
+    max_clock = hardware.current_device().max_sm_clock_mhz
+    records = _session_run("cold")
+    for m in records:
+        t, c = m["timing"], m["clocks"]
+        assert t["stop"] in ("noise", "timeout") and t["kept"] >= 20 and len(m["samples_ms"]) == t["kept"]
+        assert t["above_target"] == (t["noise"] > 0.005)
+        assert c["available"] and c["readings"] >= 1 and c["sm_mhz_max"] <= 1.02 * max_clock
+        assert isinstance(m["launch_bound"], bool)

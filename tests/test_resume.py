@@ -1,0 +1,98 @@
+"""Nothing lost, and resuming instead of starting over (the flow, without a GPU)."""
+
+import copy
+import json
+
+import pytest
+
+from study import results
+from study.compare import resumable, run_compare
+from study.runner import crashed_record, plan
+
+ENV = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
+
+
+def _cases():
+    return plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"])
+
+
+def _fake(calls):
+    def measure(case):
+        calls.append(case.key)
+        record = crashed_record(case, "fake")  # any complete record will do
+        record.update(status="ok", median_ms=1.0, samples_ms=[1.0], gflops=1.0)
+        return record
+    return measure
+
+
+def test_results_are_written_after_every_case_and_an_interruption_keeps_them(tmp_path):
+    path = tmp_path / "compare.json"
+    calls = []
+    measure = _fake(calls)
+
+    def interrupting(case):
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return measure(case)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_compare(_cases(), ENV, path, interrupting, say=lambda _: None)
+    doc = results.load(path)
+    assert doc["complete"] is False and len(doc["measurements"]) == 2
+    assert doc["plan"] == [c.key for c in __import__("study.runner", fromlist=["ordered"]).ordered(_cases())]
+
+
+def test_the_same_command_resumes_and_measures_only_what_is_missing(tmp_path):
+    path = tmp_path / "compare.json"
+    first_calls, messages = [], []
+
+    def stop_after_two(case):
+        if len(first_calls) == 2:
+            raise KeyboardInterrupt
+        return _fake(first_calls)(case)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_compare(_cases(), ENV, path, stop_after_two, say=messages.append)
+    kept = results.load(path)["measurements"]
+    second_calls = []
+    env = {**ENV, "utc": "2026-12-01T00:00:00+00:00"}
+    doc = run_compare(_cases(), env, path, _fake(second_calls), say=messages.append)
+    assert messages[-1].startswith("resuming: 2 of 5")
+    assert set(second_calls).isdisjoint(first_calls) and len(second_calls) == 3
+    assert doc["complete"] is True and len(doc["measurements"]) == 5
+    assert doc["measurements"][:2] == [{**m, "vs_cublas": doc["measurements"][i]["vs_cublas"]}
+                                       for i, m in enumerate(kept)]
+    assert doc["environment"]["resumed_utc"] == ["2026-12-01T00:00:00+00:00"]
+
+
+def test_a_complete_run_other_settings_or_fresh_start_over(tmp_path):
+    path = tmp_path / "compare.json"
+    run_compare(_cases(), ENV, path, _fake([]), say=lambda _: None)
+    keys = [c.key for c in _cases()]
+    assert resumable(path, keys, ENV) == (None, "the earlier run was complete")
+    doc = results.load(path)
+    doc["complete"] = False
+    results.write(path, doc)
+    other = copy.deepcopy(ENV)
+    other["timer"]["noise"] = 0.01
+    assert resumable(path, doc["plan"][:-1], ENV)[1] == "the earlier run planned other cases"
+    assert "other timer settings" in resumable(path, doc["plan"], other)[1]
+    calls, said = [], []
+    run_compare(_cases(), ENV, path, _fake(calls), fresh=True, say=said.append)
+    assert said[0] == "--fresh" and len(calls) == 5
+
+
+def test_a_failing_measure_becomes_a_crashed_record_and_the_run_goes_on(tmp_path):
+    cases = _cases()
+    calls = []
+
+    def sometimes(case):
+        if not calls:
+            calls.append(case.key)
+            raise RuntimeError("worker pool broke")
+        return _fake(calls)(case)
+
+    doc = run_compare(cases, ENV, tmp_path / "c.json", sometimes, say=lambda _: None)
+    statuses = [m["status"] for m in doc["measurements"]]
+    assert statuses[0] == "crashed" and "worker pool broke" in doc["measurements"][0]["reason"]
+    assert statuses[1:] == ["ok"] * 4

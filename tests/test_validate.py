@@ -1,0 +1,47 @@
+import pytest
+
+from study.validate import judge, markdown, parse_ncu_csv
+
+CSV = '''==PROF== Connected to process 1
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python","h","gemm","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","10.50"
+"1","1","python","h","splitk_reduce","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","1,500"
+"2","1","python","h","gemm","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","usecond","11.50"
+"3","1","python","h","splitk_reduce","1","7","(256, 1, 1)","(8, 8, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","2,500"
+'''
+
+
+def test_ncu_csv_sums_the_kernels_of_each_launch():
+    per_launch, kernels = parse_ncu_csv(CSV, launches=2)
+    assert kernels == 2 and per_launch == pytest.approx([0.012, 0.014])
+    with pytest.raises(ValueError, match="3 launches"):
+        parse_ncu_csv(CSV, launches=3)
+    with pytest.raises(ValueError, match="no CSV"):
+        parse_ncu_csv("ncu: nothing profiled", launches=1)
+
+
+def _row(a, b, do_bench, ncu):
+    return {"implementation": "sgemm/v1_naive/cuda", "backend": "cuda", "shape": {"M": 1, "N": 1, "K": 1},
+            "status": "ok", "do_bench_ms": do_bench, "ncu": {"median_ms": ncu},
+            "study": [{"median_ms": a, "timing": {"stop": "noise", "noise": 0.001}, "clocks": {"sm_mhz_median": 1980}},
+                      {"median_ms": b, "timing": {"stop": "noise", "noise": 0.001}, "clocks": {"sm_mhz_median": 1980}}]}
+
+
+def test_judge_applies_the_targets():
+    good = judge(_row(1.00, 1.004, 1.01, 0.99))
+    assert good["targeted"] and all(good["pass"].values())
+    bad = judge(_row(1.0, 1.05, 0.9, 0.9))
+    assert bad["pass"] == {"do_bench": False, "ncu": False, "spread": False}
+    short = judge(_row(0.01, 0.01, 0.0105, 0.008))
+    assert not short["targeted"] and short["pass"]["ncu"] is False
+
+
+def test_markdown_explains_each_miss_from_the_measurements():
+    doc = {"environment": {"gpu": {"name": "X", "driver": "1"}, "git": {"commit": "c"}, "utc": "t",
+                           "torch": "2", "triton": "3"},
+           "ncu_available": True, "launch_overhead_ms": 0.002,
+           "kernels": [judge(_row(1.0, 1.05, 0.9, 0.9)), judge(_row(0.01, 0.01, 0.0105, 0.008))]}
+    text = markdown(doc)
+    assert "1.139 ✗" in text and "(✗ < 50 µs)" in text
+    assert "study − ncu = 2.00 µs (the empty-kernel launch measures 2.00 µs" in text
+    assert "the two study runs gave 1.0000 and 1.0500 ms" in text
