@@ -215,11 +215,11 @@ def cmd_compare(args) -> int:
     out_dir = args.out or ROOT / "reports" / device.slug
     json_path, md_path = results.default_paths(out_dir, args.name)
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    measured, fresh = ceilings.load_or_measure(device, settings, clocks)
-    say(("measured" if fresh else "loaded cached") + f" ceilings ({ceilings.cache_path(device)})")
+    measured, source = ceilings.load_or_measure(device, settings, clocks)
+    say(f"ceilings: {source}")
     overhead = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
     env = results.environment(device, settings, results.python_argv())
-    env["ceilings"] = ceilings.summary(measured)
+    env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
     env["launch_overhead_ms"] = overhead
     env["clocks_available"] = clocks.available
     say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
@@ -262,13 +262,13 @@ def cmd_ceilings(args) -> int:
     from study.runner import TimerSettings
 
     device = hardware.current_device()
-    measured, fresh = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
+    measured, source = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
     out_dir = args.out or ROOT / "reports" / device.slug
     results.write(out_dir / "ceilings.json", measured)
     text = ceilings.markdown(measured)
     (out_dir / "ceilings.md").write_text(text)
     print(text)
-    print(("measured now" if fresh else f"from the cache {ceilings.cache_path(device)} (--remeasure to redo)")
+    print(f"ceilings: {source}" + ("" if source == "measured now" else " (--remeasure to measure again)")
           + f"; wrote {out_dir / 'ceilings.json'} and ceilings.md", file=sys.stderr)
     return 0
 

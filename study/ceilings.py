@@ -114,9 +114,12 @@ def measure(device, settings, clocks) -> dict:
     fp16_per_clk = FP16_TENSOR_FLOP_PER_CLK_PER_SM.get(tuple(device.capability))
     fp16_peak = None if fp16_per_clk is None else device.sms * device.max_sm_clock_mhz * 1e6 * fp16_per_clk / 1e9
     fp32_peak = None if device.fp32_peak_flops is None else device.fp32_peak_flops / 1e9
+    import datetime
+
     import torch
 
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
+              "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
               "copy": device_copy(timer), "tensor_fp16": tensor_core(timer)}
     torch.cuda.empty_cache()  # the 2 GiB copy buffers and the large GEMM operands
@@ -133,17 +136,26 @@ def summary(ceilings: dict) -> dict:
             "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
 
 
-def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, bool]:
-    """(ceilings, measured_now). Cached per GPU; a cache for another device name is ignored."""
+def committed_path(device) -> Path:
+    from study.registry import ROOT
+
+    return ROOT / "reports" / device.slug / "ceilings.json"
+
+
+def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, str]:
+    """(ceilings, where they come from). Looked up in the cache, then in the committed
+    ``reports/<gpu>/ceilings.json``; measured (and cached) when neither holds this GPU's."""
     path = cache_path(device)
-    if path.is_file() and not remeasure:
-        cached = json.loads(path.read_text())
-        if cached.get("device", {}).get("name") == device.name:
-            return cached, False
+    if not remeasure:
+        for source in (path, committed_path(device)):
+            if source.is_file():
+                cached = json.loads(source.read_text())
+                if cached.get("device", {}).get("name") == device.name:
+                    return cached, str(source)
     result = measure(device, settings, clocks)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
-    return result, True
+    return result, "measured now"
 
 
 def markdown(ceilings: dict) -> str:
