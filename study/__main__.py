@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from study.registry import BACKENDS, ROOT, check_integrity, implementations_of, ladders
+from study.registry import BACKENDS, ROOT, check_integrity, implementations, implementations_of, ladders
 
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   every op at its default shapes
@@ -31,6 +31,7 @@ EXAMPLES_CEILINGS = """examples:
 EXAMPLES_VALIDATE = """examples:
   python -m study validate
   python -m study validate --no-ncu
+  python -m study validate --kernel sgemm/v1_naive/cuda 4096x4096x4096
 """
 EXAMPLES_LIST = """examples:
   python -m study list
@@ -94,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
                          epilog=EXAMPLES_VALIDATE, formatter_class=argparse.RawDescriptionHelpFormatter)
     val.add_argument("--out", type=Path, default=None, help="folder of validate.{json,md} (default: reports/<gpu>/)")
     val.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even where it is installed")
+    val.add_argument("--kernel", nargs=2, action="append", metavar=("IMPL", "SHAPE"),
+                     help="validate these (repeatable) instead of the fixed set")
     val.add_argument("--ncu-target", nargs=3, metavar=("IMPL", "SHAPE", "LAUNCHES"), help=argparse.SUPPRESS)
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
@@ -280,7 +283,12 @@ def cmd_validate(args) -> int:
         return validate.ncu_target(*args.ncu_target)
     if not _gpu_or_exit("validate"):
         return 2
-    return validate.main(args.out, use_ncu=not args.no_ncu)
+    if args.kernel:
+        known = {i.name for i in implementations()}
+        unknown = [name for name, _ in args.kernel if name not in known]
+        if unknown:
+            raise UsageError(f"unknown implementation {', '.join(unknown)}; see python -m study list --json")
+    return validate.main(args.out, use_ncu=not args.no_ncu, kernels=[tuple(k) for k in args.kernel or validate.KERNELS])
 
 
 def print_summary(doc: dict) -> None:

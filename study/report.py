@@ -136,6 +136,8 @@ def device_block(env: dict) -> str:
 
 def legend(env: dict) -> str:
     t = env["timer"]
+    t = {"mode": "cold", "flush_factor": 2, "noise": None, "min_samples": t.get("reps"), "min_time_s": 0,
+         "timeout_s": 0, "throttle_threshold": None, "discard_throttled": False, **t}  # schema 1: fixed reps, cold
     mode = {
         "cold": f"the L2 flushed before each sample by writing {t['flush_factor']}× the L2 size (not timed), "
                 f"each launch between its own pair of CUDA events",
@@ -143,11 +145,13 @@ def legend(env: dict) -> str:
         "graph": "N launches captured in one CUDA graph, each replay between two CUDA events and divided by "
                  "N (no L2 flush)",
     }[t["mode"]]
-    stop = (f"exactly {t['reps']} kept samples" if t.get("reps") else
-            f"until the relative standard deviation of the kept samples is at most {100 * t['noise']:g} %, "
+    stop = (f"after exactly {t['reps']} kept samples" if t.get("reps") else
+            f"until the relative standard deviation of the kept samples inside Tukey's fences is at most "
+            f"{100 * t['noise']:g} %, "
             f"with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, or "
             f"{t['timeout_s']:g} s have passed (⚑noisy: stopped by the timeout above the target)")
-    throttle = (f"Samples taken while the SM clock (NVML) was below {100 * t['throttle_threshold']:g} % of its "
+    throttle = ("Clocks were not recorded (results schema 1)." if t["throttle_threshold"] is None else
+                f"Samples taken while the SM clock (NVML) was below {100 * t['throttle_threshold']:g} % of its "
                 f"maximum are {'discarded, then a pause' if t['discard_throttled'] else 'kept and flagged'} "
                 f"(⚑throttled).")
     ceilings = env.get("ceilings") or {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from study.registry import ROOT
 
 SCHEMA = 2  # 2: timing modes, noise stopping, clocks, ceilings, plan/complete for resuming
+READABLE = (1, 2)  # schema 1 lacks those fields; the report shows them as unknown
 
 
 def _version(dist: str) -> str | None:
@@ -112,8 +113,8 @@ def load(path: Path) -> dict:
     doc = json.loads(Path(path).read_text())
     if not isinstance(doc, dict) or "schema" not in doc:
         raise ValueError(f"{path}: not a study results file (no 'schema')")
-    if doc["schema"] != SCHEMA:
-        raise ValueError(f"{path}: schema {doc['schema']} is not the schema {SCHEMA} this version reads")
+    if doc["schema"] not in READABLE:
+        raise ValueError(f"{path}: schema {doc['schema']} is not one this version reads ({', '.join(map(str, READABLE))})")
     for key in ("environment", "measurements"):
         if key not in doc:
             raise ValueError(f"{path}: missing {key!r}")

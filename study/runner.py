@@ -22,6 +22,8 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable
 
+import numpy as np
+
 from study import hardware, stats
 from study.backends import backend
 from study.registry import Implementation, implementations_of, ladder
@@ -161,13 +163,26 @@ def plan(ops: Iterable[str], shapes: dict | None = None, dtypes: dict | None = N
 
 # ---- timing ---------------------------------------------------------------------
 
+LEAD_NS = np.uint64(200_000)
+
+
+def _lead_kernel():
+    try:
+        from study.backends.cuda import StreamCache, load_function
+        from study.registry import CUDA_DIR
+
+        return load_function(CUDA_DIR / "microbench" / "delay.cu", "delay_kernel", {"THREADS": 32}), StreamCache()
+    except ImportError:  # no CuPy: batches start without lead work (first samples may carry launch latency)
+        return None
+
+
 def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | None:
     """Why sampling stops now (``reps``, ``noise``, ``max_samples``, ``timeout``), or None."""
     if st.reps is not None:
         if len(kept) >= st.reps:
             return "reps"
     elif (len(kept) >= st.min_samples and sum(kept) * 1e-3 >= st.min_time_s
-          and stats.summarize(kept).rel_stdev <= st.noise):
+          and stats.summarize(kept).noise <= st.noise):
         return "noise"
     elif len(kept) >= st.max_samples:
         return "max_samples"
@@ -185,6 +200,13 @@ class Timer:
         self.clocks = clocks
         self.flush_bytes = settings.flush_factor * device.l2_bytes
         self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
+        self._lead = _lead_kernel()
+
+    def lead(self) -> None:
+        """Keep the GPU busy while the host queues a batch (cuda_kernels/microbench/delay.cu)."""
+        if self._lead is not None:
+            kernel, streams = self._lead
+            kernel((1, 1, 1), (32, 1, 1), (LEAD_NS,), stream=streams.current())
 
     def samples(self, fn: Callable[[], object], reps: int, flush: bool = True, per_call: int = 1):
         """``reps`` event-timed calls (ms per launch), each after an untimed L2 flush if asked.
@@ -194,6 +216,7 @@ class Timer:
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        self.lead()
         for start, end in zip(starts, ends):
             if flush:
                 self._flush.zero_()
@@ -256,14 +279,16 @@ class Timer:
             else:
                 kept.extend(got)
             stop = stop_rule(st, kept, time.perf_counter() - started)
-        noise = stats.summarize(kept).rel_stdev if kept else None
+        summary = stats.summarize(kept) if kept else None
+        noise = summary.noise if summary else None
         ordered = sorted(readings)
         return {
             "samples": kept,
             "timing": {"mode": st.mode, "stop": stop, "noise": noise,
                        "noise_target": None if st.reps else st.noise,
                        "above_target": st.reps is None and (noise is None or noise > st.noise),
-                       "kept": len(kept), "discarded_throttled": discarded,
+                       "kept": len(kept), "outliers": summary.outliers if summary else None,
+                       "discarded_throttled": discarded,
                        "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
                        "wall_s": time.perf_counter() - started},
             "clocks": {"available": bool(self.clocks and self.clocks.available),

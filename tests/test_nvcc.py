@@ -44,7 +44,7 @@ def test_a_broken_config_fails_loudly(tmp_path):
 
 
 @pytest.mark.parametrize("name,config", [("ffma_loop", {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}),
-                                         ("empty", {"THREADS": 32})])
+                                         ("empty", {"THREADS": 32}), ("delay", {"THREADS": 32})])
 def test_ceiling_kernels_compile(name, config, tmp_path):
     from study.ceilings import FFMA, MICROBENCH
 

@@ -32,3 +32,13 @@ def test_single_sample_has_zero_spread():
 def test_refuses_meaningless_samples(bad):
     with pytest.raises(ValueError):
         summarize(bad)
+
+
+def test_noise_is_the_spread_of_the_inliers_so_rare_far_outliers_cannot_hold_it_up():
+    steady = [1.0 + 0.001 * (i % 5) for i in range(100)]
+    with_spikes = steady[:96] + [2.0, 2.0, 2.0, 2.0]  # 4 % far outliers, like the batch-start samples
+    s = summarize(with_spikes)
+    assert s.outliers == 4
+    assert s.rel_stdev > 0.15  # the plain figure is ruled by the spikes ...
+    assert s.noise < 0.002  # ... the inlier spread is what the median sees
+    assert s.median == summarize(steady[:96]).median

@@ -20,6 +20,11 @@ def test_ncu_csv_sums_the_kernels_of_each_launch():
         parse_ncu_csv("ncu: nothing profiled", launches=1)
 
 
+def test_ncu_short_unit_names_are_understood():
+    short = CSV.replace('"usecond"', '"us"').replace('"nsecond"', '"ns"')
+    assert parse_ncu_csv(short, launches=2)[0] == pytest.approx([0.012, 0.014])
+
+
 def _row(a, b, do_bench, ncu):
     return {"implementation": "sgemm/v1_naive/cuda", "backend": "cuda", "shape": {"M": 1, "N": 1, "K": 1},
             "status": "ok", "do_bench_ms": do_bench, "ncu": {"median_ms": ncu},
