@@ -90,7 +90,8 @@ def ladder_table(ms: list[dict], mode: str) -> str:
 
 def detail_table(ms: list[dict]) -> str:
     header = ["implementation", "shape", "autotune", "mode", "status", "median ms", "min ms", "q1–q3 ms", "n",
-              "stop", "rel. stdev", "SM MHz (min–max)", "flags", "error / tol.", "config"]
+              "stop", "noise (inliers)", "outliers", "rel. stdev (all)", "SM MHz (min–max)", "flags",
+              "error / tol.", "config"]
     rows = []
     for m in ms:
         err = m.get("error") or {}
@@ -105,6 +106,8 @@ def detail_table(ms: list[dict]) -> str:
             f"`{m['implementation']}`", f"{shape_label(m['shape'])} {m['dtype']}", m["autotune"],
             m.get("mode") or "—", m["status"], _num(m["median_ms"], ".4f"),
             _num(m["min_ms"], ".4f"), q, str(len(m["samples_ms"])) if m["samples_ms"] else "—", stop,
+            _num(None if timing.get("noise") is None else 100 * timing["noise"], ".2f", " %"),
+            "—" if m.get("outliers") is None else str(m["outliers"]),
             _num(None if m["rel_stdev"] is None else 100 * m["rel_stdev"], ".2f", " %"), mhz,
             ", ".join(flags(m)) or "",
             "—" if not err else f"{_num(err.get('err'), '.2e')} / {_num(err.get('tolerance'), '.0e')}",
@@ -145,8 +148,8 @@ def legend(env: dict) -> str:
         "graph": "N launches captured in one CUDA graph, each replay between two CUDA events and divided by "
                  "N (no L2 flush)",
     }[t["mode"]]
-    stop = (f"after exactly {t['reps']} kept samples" if t.get("reps") else
-            f"until the relative standard deviation of the kept samples inside Tukey's fences is at most "
+    stop = (f"stops after exactly {t['reps']} kept samples" if t.get("reps") else
+            f"continues until the relative standard deviation of the kept samples inside Tukey's fences is at most "
             f"{100 * t['noise']:g} %, "
             f"with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, or "
             f"{t['timeout_s']:g} s have passed (⚑noisy: stopped by the timeout above the target)")
@@ -160,7 +163,7 @@ def legend(env: dict) -> str:
         f"**How these numbers were measured.** Every implementation first passes a correctness gate "
         f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
         f"timed). Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
-        f"autotuning happen before). Mode `{t['mode']}`: {mode}. Sampling stops {stop}. {throttle} "
+        f"autotuning happen before). Mode `{t['mode']}`: {mode}. Sampling {stop}. {throttle} "
         f"The headline is the **median**; min and quartiles are in the details. GFLOPS = 2·M·N·K / median. "
         f"**% peak** is of the *theoretical* FP32 peak: {env['gpu'].get('peak_source', '')}. "
         + (f"**% ceiling** is of the *measured* FP32 ceiling, an FFMA loop at "
