@@ -107,6 +107,9 @@ def tensor_core(timer) -> dict:
 def measure(device, settings, clocks) -> dict:
     """Every ceiling, with the theoretical peak it is compared with."""
     import dataclasses
+    import datetime
+
+    import torch
 
     from study.runner import Timer
 
@@ -114,10 +117,6 @@ def measure(device, settings, clocks) -> dict:
     fp16_per_clk = FP16_TENSOR_FLOP_PER_CLK_PER_SM.get(tuple(device.capability))
     fp16_peak = None if fp16_per_clk is None else device.sms * device.max_sm_clock_mhz * 1e6 * fp16_per_clk / 1e9
     fp32_peak = None if device.fp32_peak_flops is None else device.fp32_peak_flops / 1e9
-    import datetime
-
-    import torch
-
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
               "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),

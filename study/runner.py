@@ -4,10 +4,13 @@ For each case: skip checks (with reasons) → inputs and float64 reference (once
 op, shape and dtype) → prepare (layout, allocation, compilation; CUDA autotuning
 picks its config here) → first launch (JIT, Triton autotuning, lazy loading) →
 correctness gate on a NaN-poisoned output (outside tolerance: ``wrong``, never
-timed) → warm-up → timed repetitions, each between two CUDA events on torch's
-current stream with the L2 flushed before it by writing a buffer twice the L2 →
-statistics. An exception at any step is recorded as ``crashed`` with its message
-and the run goes on.
+timed) → warm-up → samples in the chosen mode (cold: L2 flushed before each; hot;
+graph), each between two CUDA events on torch's current stream, batch by batch with
+the SM clock read while each batch runs, until the stopping rule is met (see
+:class:`TimerSettings`) → statistics (:mod:`study.stats`). An exception at any step is
+recorded as ``crashed`` with its message and the run goes on; the CLI runs cases in
+worker processes (:mod:`study.worker`) so that a faulting kernel cannot take the run
+down with it.
 """
 
 from __future__ import annotations
@@ -29,8 +32,6 @@ from study.backends import backend
 from study.registry import Implementation, implementations_of, ladder
 
 AUTOTUNE_MODES = ("off", "on", "both")
-
-
 MODES = ("cold", "hot", "graph")
 
 
@@ -308,20 +309,21 @@ def _cache_path() -> Path:
     return root / "cuda_autotune.json"
 
 
-def _tune_key(impl, device, shape, dtype) -> str:
+def _tune_key(impl, device, shape, dtype, mode) -> str:
     space = json.dumps([dict(p) for p in impl.space], sort_keys=True)
     source = (impl.target.path.read_text() + space).encode()
     digest = hashlib.sha256(source).hexdigest()[:16]
     shape_s = "x".join(str(v) for v in shape.values())
-    return f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|{dtype}|{digest}"
+    return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|{dtype}|"
+            f"{mode}|{digest}")
 
 
 def tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, timer: Timer, device) -> tuple[dict, dict]:
     """Time every point of the kernel's space with the runner's own timer; keep the fastest
-    correct one. Cached per GPU, shape, dtype and kernel source."""
+    correct one. Cached per GPU, shape, dtype, timing mode and kernel source."""
     path = _cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
-    key = _tune_key(impl, device, shape, dtype)
+    key = _tune_key(impl, device, shape, dtype, timer.settings.mode)
     if key in cache:
         return dict(cache[key]["config"]), {"cached": True, **cache[key]}
     cuda = backend("cuda")

@@ -49,10 +49,10 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, ceilings) -> Non
         record = session.measure(Case(impls[name], shape, dtype, autotune))
         lost = not _context_ok()
         if lost:
-            record["reason"] = (record.get("reason") or "") + (
-                " [the worker's CUDA context was lost after this case; the run continued in a fresh worker]")
-            if record["status"] == "ok":
-                record["status"], record["reason"] = "crashed", "the CUDA context failed right after a clean measurement" + record["reason"]
+            if record["status"] == "ok":  # an asynchronous fault surfaced only now: never rank it
+                record["status"] = "crashed"
+                record["reason"] = "the CUDA context failed right after this measurement"
+            record["reason"] += " [the worker's CUDA context was lost; the run continued in a fresh worker]"
         conn.send(("record", record, lost))
         if lost:
             return
