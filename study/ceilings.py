@@ -14,7 +14,6 @@ Results are cached per GPU under the study cache folder (``$STUDY_CACHE_DIR``, d
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from study import stats
@@ -33,15 +32,14 @@ FP16_TENSOR_FLOP_PER_CLK_PER_SM = {(7, 0): 1024, (8, 0): 2048, (9, 0): 4096}
 
 
 def cache_path(device) -> Path:
-    root = Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
-    return root / f"ceilings-{device.slug}.json"
+    from study.results import cache_dir
+
+    return cache_dir() / f"ceilings-{device.slug}.json"
 
 
 def _time(timer, fn) -> dict:
-    """The runner's warm-up and stopping rule around ``fn``, in the timer's mode (no graph)."""
-    flush = timer.settings.mode == "cold"
-    _, first = timer.warm_up(fn, flush)
-    sampling = timer.measure(fn, first, flush)
+    """The runner's warm-up and stopping rule around ``fn``; the figures a ceiling keeps."""
+    sampling = timer.time(fn)
     summary = stats.summarize(sampling["samples"])
     return {"median_ms": summary.median, "min_ms": summary.min, "rel_stdev": summary.rel_stdev,
             "samples": summary.n, "timing": sampling["timing"], "clocks": sampling["clocks"]}

@@ -121,6 +121,11 @@ def load(path: Path) -> dict:
     return {**doc, "measurements": finalize(doc["measurements"])}
 
 
+def cache_dir() -> Path:
+    """Where measured state that outlives a run is kept (CUDA autotune picks, ceilings)."""
+    return Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
+
+
 def default_paths(out_dir: Path, name: str = "compare") -> tuple[Path, Path]:
     return out_dir / f"{name}.json", out_dir / f"{name}.md"
 

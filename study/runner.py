@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import time
 import traceback
 from pathlib import Path
@@ -101,8 +100,12 @@ class TimerSettings:
         if self.graph_launches is not None and self.graph_launches < 1:
             raise TimingConfigError("a graph needs at least one launch")
 
+    @property
+    def flush_l2(self) -> bool:
+        return self.mode == "cold"
+
     def to_json(self) -> dict:
-        return {**dataclasses.asdict(self), "flush_l2": self.mode == "cold",
+        return {**dataclasses.asdict(self), "flush_l2": self.flush_l2,
                 "timer": "torch.cuda.Event pairs on the stream the kernel runs on",
                 "headline": "median", "stop": "reps" if self.reps else "noise"}
 
@@ -243,6 +246,12 @@ class Timer:
         torch.cuda.synchronize()
         return extra + 1, first
 
+    def time(self, fn: Callable[[], object]) -> dict:
+        """Warm-up, then sampling, in the settings' mode (graphs excepted: see Session)."""
+        flush = self.settings.flush_l2
+        warm, first = self.warm_up(fn, flush)
+        return {**self.measure(fn, first, flush), "warmup_launches": warm, "first_ms": first}
+
     def capture(self, fn: Callable[[], object], per_launch_ms: float):
         """A CUDA graph of N launches (N from the settings, or enough for about 1 ms)."""
         import torch
@@ -305,8 +314,9 @@ class Timer:
 # ---- CUDA autotuning --------------------------------------------------------------
 
 def _cache_path() -> Path:
-    root = Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
-    return root / "cuda_autotune.json"
+    from study.results import cache_dir
+
+    return cache_dir() / "cuda_autotune.json"
 
 
 def _tune_key(impl, device, shape, dtype, mode) -> str:
@@ -336,7 +346,7 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, timer: Timer, de
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue
-            flush = timer.settings.mode == "cold"
+            flush = timer.settings.flush_l2
             timer.warm_up(launch.fn, flush)
             median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
@@ -349,10 +359,9 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, timer: Timer, de
     best = min(good, key=lambda t: t["median_ms"])
     entry = {"config": best["config"], "trials": trials}
     cache[key] = entry
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cache, indent=1))
-    tmp.replace(path)
+    from study.results import write
+
+    write(path, cache)
     return dict(best["config"]), {"cached": False, **entry}
 
 
@@ -438,14 +447,14 @@ class Session:
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
-            verdict = self._check(launch.fn, launch.out, problem, ref, scale, dtype)
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, dtype)
             error = {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs,
                      "max_rel": verdict.max_rel, "unwritten": verdict.unwritten,
                      "metric": "max |out − ref| / (|A|·|B|)"}
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen,
                                autotune_log=log, error=error, mode=mode)
-            flush = mode == "cold"
+            flush = self.settings.flush_l2
             warm, first = self.timer.warm_up(launch.fn, flush)
             if first * 1e-3 > self.settings.timeout_s:
                 raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
@@ -455,7 +464,7 @@ class Session:
                 graph, per_call = self.timer.capture(launch.fn, first)
                 # A launch outside the capture stream records nothing and only warns: the
                 # replay must produce the output by itself before it is timed.
-                replayed = self._check(graph.replay, launch.out, problem, ref, scale, dtype)
+                replayed = check_output(graph.replay, launch.out, problem, ref, scale, dtype)
                 if not replayed.ok:
                     raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
                                        f"({replayed.message}): a launch escaped the capture stream")
@@ -479,15 +488,17 @@ class Session:
                        gflops=gflops, pct_peak=None if peak is None else 100 * gflops * 1e9 / peak,
                        pct_ceiling=None if not ceiling else 100 * gflops / ceiling)
 
-    @staticmethod
-    def _check(fn, out, problem, ref, scale, dtype):
-        """Poison the output, run once, compare: NaN left anywhere means it was not written."""
-        import torch
 
-        out.fill_(float("nan"))
-        fn()
-        torch.cuda.synchronize()
-        return problem.verify(out, ref, scale, dtype)
+
+def check_output(fn, out, problem, ref, scale, dtype):
+    """The correctness gate: poison the output, run once, compare with the reference.
+    NaN left anywhere means an element was never written."""
+    import torch
+
+    out.fill_(float("nan"))
+    fn()
+    torch.cuda.synchronize()
+    return problem.verify(out, ref, scale, dtype)
 
 
 def ordered(cases: list[Case]) -> list[Case]:

@@ -66,7 +66,7 @@ def ncu_target(name: str, shape_text: str, launches: str) -> int:
             launch.fn()
             torch.cuda.synchronize()
         torch.cuda.profiler.stop()
-    verdict = problem.verify(launch.out, ref, scale, "float32")
+    verdict = problem.verify(launch.out, ref, scale, "float32")  # the output of the profiled launches
     return 0 if verdict.ok else 1
 
 
@@ -104,17 +104,18 @@ def measure_one(name, shape_text, timer, use_ncu: bool) -> dict:
 
     from study import stats
 
+    from study.runner import check_output
+
     impl, problem, shape, launch, ref, scale = _launch(name, shape_text)
     row = {"implementation": name, "backend": impl.backend, "shape": shape}
     with launch.context():
         launch.fn()
-        verdict = problem.verify(launch.out, ref, scale, "float32")
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, "float32")
         if not verdict.ok:
             return {**row, "status": "wrong", "reason": verdict.message}
         runs = []
         for _ in range(2):
-            _, first = timer.warm_up(launch.fn, True)
-            sampling = timer.measure(launch.fn, first, True)
+            sampling = timer.time(launch.fn)
             runs.append({"median_ms": stats.summarize(sampling["samples"]).median, "timing": sampling["timing"],
                          "clocks": sampling["clocks"]})
         do_bench = triton.testing.do_bench(launch.fn, warmup=25, rep=200, return_mode="median")
