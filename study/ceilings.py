@@ -45,13 +45,18 @@ def _time(timer, fn) -> dict:
             "samples": summary.n, "timing": sampling["timing"], "clocks": sampling["clocks"]}
 
 
-def launch_overhead(timer) -> dict:
-    """Event-timed duration of one empty kernel launch."""
+def empty_launch():
+    """A launch of one block of an empty kernel on torch's current stream."""
     from study.backends.cuda import StreamCache, load_function
 
     empty = load_function(MICROBENCH / "empty.cu", "empty_kernel", {"THREADS": 32})
     streams = StreamCache()
-    return _time(timer, lambda: empty((1, 1, 1), (32, 1, 1), (), stream=streams.current()))
+    return lambda: empty((1, 1, 1), (32, 1, 1), (), stream=streams.current())
+
+
+def launch_overhead(timer) -> dict:
+    """Event-timed duration of one empty kernel launch."""
+    return _time(timer, empty_launch())
 
 
 def ffma(timer, device) -> dict:

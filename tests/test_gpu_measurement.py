@@ -105,3 +105,21 @@ def test_noise_based_stopping_records_its_criterion_and_the_clocks():
         assert t["above_target"] == (t["noise"] > 0.005)
         assert c["available"] and c["readings"] >= 1 and c["sm_mhz_max"] <= 1.02 * max_clock
         assert isinstance(m["launch_bound"], bool)
+
+
+def test_validate_compares_the_timers_and_measures_the_instrument_offset(tmp_path, cache):
+    import shutil
+
+    proc = _study(["validate", "--out", str(tmp_path), "--kernel", "sgemm/v2_smem_tiling/cuda", "1024x1024x1024"],
+                  cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "validate.json").read_text())
+    (row,) = doc["kernels"]
+    assert doc["complete"] and row["status"] == "ok"
+    assert abs(row["vs_do_bench"] - 1) < 0.05 and row["spread"] < 0.05
+    if shutil.which("ncu"):
+        # an empty kernel runs for a few µs at most, and less than an event pair around it measures
+        assert 0 < doc["ncu_empty"]["median_ms"] < doc["launch_overhead_ms"] < 0.05
+        assert abs(row["vs_ncu"] - 1) < 0.1
+    else:
+        assert not doc["ncu_available"] and "not installed" in (tmp_path / "validate.md").read_text()

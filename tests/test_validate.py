@@ -50,3 +50,19 @@ def test_markdown_explains_each_miss_from_the_measurements():
     assert "1.139 ✗" in text and "(✗ < 50 µs)" in text
     assert "study − ncu = 2.00 µs (the empty-kernel launch measures 2.00 µs" in text
     assert "the two study runs gave 1.0000 and 1.0500 ms" in text
+
+
+def test_a_miss_against_ncu_is_shown_with_the_measured_instrument_offset():
+    doc = {"environment": {"gpu": {"name": "X", "driver": "1"}, "git": {"commit": "c"}, "utc": "t",
+                           "torch": "2", "triton": "3"},
+           "ncu_available": True, "launch_overhead_ms": 0.004, "ncu_empty": {"median_ms": 0.0015}}
+    offset = 0.004 - 0.0015
+    row = judge(_row(0.074, 0.074, 0.074, 0.0714), offset)
+    assert row["targeted"] and row["pass"]["ncu"] is False  # the offset never changes a verdict
+    assert row["vs_ncu_less_offset"] == pytest.approx((0.074 - offset) / 0.0714)
+    text = markdown({**doc, "kernels": [row]})
+    assert "events read 4.00 µs and ncu 1.50 µs: 2.50 µs" in text
+    assert "kernels shorter than 83 µs" in text
+    assert "study − ncu = 2.60 µs, against an events-vs-ncu offset of 2.50 µs" in text
+    assert f"study/ncu = {row['vs_ncu_less_offset']:.3f}" in text
+    assert judge(_row(0.074, 0.074, 0.074, 0.0714))["vs_ncu_less_offset"] is None
