@@ -100,3 +100,20 @@ def test_results_round_trip_keeps_full_precision_and_nulls_non_finite(tmp_path, 
     back = results.load(path)
     assert back["measurements"][1]["median_ms"] == 0.1234567890123
     assert back["measurements"][3]["error"]["err"] is None
+
+
+def test_without_nvml_clocks_are_unknown_with_a_warning_and_reported_so(doc, monkeypatch):
+    import sys
+
+    from study import hardware
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml now raises ImportError
+    with pytest.warns(UserWarning, match="clocks are recorded as unknown"):
+        clocks = hardware.Clocks()
+    assert not clocks.available and clocks.sm_mhz() is None and clocks.reasons() == 0
+    m = doc["measurements"][0]
+    m["clocks"] = {"available": False, "sm_mhz_min": None, "sm_mhz_median": None, "sm_mhz_max": None}
+    name = m["implementation"]
+    text = report.render(doc, Path("x.md"), draw=False)
+    row = next(l for l in text.splitlines() if l.startswith(f"| `{name}`"))
+    assert "| unknown " in row
