@@ -58,34 +58,31 @@ def _launch(name: str, shape_text: str, seed: int = 0):
     return impl, problem, shape, launch, ref, scale
 
 
-def ncu_target(name: str, shape_text: str, launches: str) -> int:
-    """Run inside ncu: warm up, then profile exactly ``launches`` launches (no flush kernels:
-    ncu flushes caches itself)."""
+def _profiled(fn, launches: int) -> None:
+    """Warm up, then exactly ``launches`` launches inside the profiler range, one at a time."""
     import torch
 
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for _ in range(launches):
+        fn()
+        torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+
+
+def ncu_target(name: str, shape_text: str, launches: str) -> int:
+    """Run inside ncu: profile exactly ``launches`` launches of one implementation, or of the
+    empty kernel (no flush kernels: ncu flushes caches itself)."""
     if name == EMPTY:
         from study.ceilings import empty_launch
 
-        fn = empty_launch()
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        for _ in range(int(launches)):
-            fn()
-            torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
+        _profiled(empty_launch(), int(launches))
         return 0
     _, problem, _, launch, ref, scale = _launch(name, shape_text)
     with launch.context():
-        for _ in range(3):
-            launch.fn()
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        for _ in range(int(launches)):
-            launch.fn()
-            torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
+        _profiled(launch.fn, int(launches))
     verdict = problem.verify(launch.out, ref, scale, "float32")  # the output of the profiled launches
     return 0 if verdict.ok else 1
 
