@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from study.registry import BACKENDS, ROOT, check_integrity, implementations, implementations_of, ladders
+from study.registry import BACKENDS, check_integrity, implementation, implementations_of, ladder, ladders
 
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   every op at its default shapes
@@ -215,7 +215,7 @@ def cmd_compare(args) -> int:
 
     device = hardware.current_device()
     clocks = hardware.Clocks()
-    out_dir = args.out or ROOT / "reports" / device.slug
+    out_dir = args.out or results.report_dir(device)
     json_path, md_path = results.default_paths(out_dir, args.name)
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     measured, source = ceilings.load_or_measure(device, settings, clocks)
@@ -266,7 +266,7 @@ def cmd_ceilings(args) -> int:
 
     device = hardware.current_device()
     measured, source = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
-    out_dir = args.out or ROOT / "reports" / device.slug
+    out_dir = args.out or results.report_dir(device)
     results.write(out_dir / "ceilings.json", measured)
     text = ceilings.markdown(measured)
     (out_dir / "ceilings.md").write_text(text)
@@ -281,13 +281,15 @@ def cmd_validate(args) -> int:
 
     if args.ncu_target:
         return validate.ncu_target(*args.ncu_target)
+    for name, shape in args.kernel or ():  # usage errors before the GPU check, as in compare
+        try:
+            ladder(implementation(name).op).problem.parse_shape(shape)
+        except KeyError:
+            raise UsageError(f"unknown implementation {name}; see python -m study list --json") from None
+        except ValueError as exc:
+            raise UsageError(f"{name} {shape}: {exc}") from None
     if not _gpu_or_exit("validate"):
         return 2
-    if args.kernel:
-        known = {i.name for i in implementations()}
-        unknown = [name for name, _ in args.kernel if name not in known]
-        if unknown:
-            raise UsageError(f"unknown implementation {', '.join(unknown)}; see python -m study list --json")
     return validate.main(args.out, use_ncu=not args.no_ncu, kernels=[tuple(k) for k in args.kernel or validate.KERNELS])
 
 

@@ -139,9 +139,9 @@ def summary(ceilings: dict) -> dict:
 
 
 def committed_path(device) -> Path:
-    from study.registry import ROOT
+    from study.results import report_dir
 
-    return ROOT / "reports" / device.slug / "ceilings.json"
+    return report_dir(device) / "ceilings.json"
 
 
 def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, str]:
@@ -154,9 +154,10 @@ def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[
                 cached = json.loads(source.read_text())
                 if cached.get("device", {}).get("name") == device.name:
                     return cached, str(source)
+    from study.results import write
+
     result = measure(device, settings, clocks)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(result, indent=1))
+    write(path, result)
     return result, "measured now"
 
 

@@ -172,6 +172,14 @@ def implementations() -> list[Implementation]:
     return [impl for lad in ladders().values() for impl in implementations_of(lad)]
 
 
+def implementation(name: str) -> Implementation:
+    """The implementation called ``name`` (op/rung/backend), or a KeyError that lists the known ones."""
+    found = {impl.name: impl for impl in implementations()}
+    if name not in found:
+        raise KeyError(f"unknown implementation {name}; known: {', '.join(found)}")
+    return found[name]
+
+
 def check_integrity(all_ladders: Mapping[str, Ladder] | None = None,
                     cuda_dir: Path = CUDA_DIR) -> list[str]:
     """Every way the registry can be inconsistent, as sentences; empty when sound."""

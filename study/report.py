@@ -170,8 +170,9 @@ def legend(env: dict) -> str:
            f"{ceilings['ffma_gflops']:,.0f} GFLOPS on this GPU (`python -m study ceilings`). "
            if ceilings.get("ffma_gflops") else "")
         + (f"An empty kernel measured {overhead * 1e3:.2f} µs this run; a median within 2× of it is "
-           f"marked ⚑launch-bound: for such kernels the host's launch latency can reach the events, "
-           f"and `--mode graph` measures them better. " if overhead else "")
+           f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
+           f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "
+           f"part of such a number; `--mode graph` spreads it over many launches. " if overhead else "")
         + "**× cuBLAS** = cuBLAS median / this median on the same shape and dtype (> 1: faster than cuBLAS); "
         "cuBLAS runs through `torch.matmul` with TF32 off. "
         "Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "

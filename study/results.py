@@ -126,6 +126,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
 
 
+def report_dir(device) -> Path:
+    """Where a GPU's committed reports live: ``reports/<gpu slug>/``."""
+    return ROOT / "reports" / device.slug
+
+
 def default_paths(out_dir: Path, name: str = "compare") -> tuple[Path, Path]:
     return out_dir / f"{name}.json", out_dir / f"{name}.md"
 

@@ -118,16 +118,18 @@ class Case:
     autotune: str  # "off", "on", or "n/a" (cuBLAS: its switch arrives with cuBLASLt)
 
     @property
+    def shape_text(self) -> str:
+        return "x".join(str(v) for v in self.shape.values())
+
+    @property
     def key(self) -> str:
         """Identifies the case across runs (resuming matches on it)."""
-        shape = "x".join(str(v) for v in self.shape.values())
-        return f"{self.impl.name}|{shape}|{self.dtype}|{self.autotune}"
+        return f"{self.impl.name}|{self.shape_text}|{self.dtype}|{self.autotune}"
 
     @property
     def label(self) -> str:
-        shape = "x".join(str(v) for v in self.shape.values())
         tune = "" if self.autotune == "n/a" else f" autotune={self.autotune}"
-        return f"{self.impl.name} {shape} {self.dtype}{tune}"
+        return f"{self.impl.name} {self.shape_text} {self.dtype}{tune}"
 
 
 def plan(ops: Iterable[str], shapes: dict | None = None, dtypes: dict | None = None,

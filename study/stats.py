@@ -51,20 +51,21 @@ def summarize(samples: Sequence[float]) -> Summary:
     if any(math.isnan(x) or x < 0 for x in xs):
         raise ValueError("timing samples must be non-negative numbers")
     n = len(xs)
-    mean = sum(xs) / n
-    stdev = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    mean, stdev = _mean_stdev(xs)
     q1, q3 = _quantile(xs, 0.25), _quantile(xs, 0.75)
     iqr = q3 - q1
     inliers = [x for x in xs if q1 - 1.5 * iqr <= x <= q3 + 1.5 * iqr]
     return Summary(n=n, median=_quantile(xs, 0.5), mean=mean, min=xs[0], max=xs[-1], q1=q1, q3=q3,
-                   stdev=stdev, rel_stdev=_rel_stdev(xs, mean, stdev), outliers=n - len(inliers),
-                   noise=_rel_stdev(inliers))
+                   stdev=stdev, rel_stdev=_relative(mean, stdev), outliers=n - len(inliers),
+                   noise=_relative(*_mean_stdev(inliers)))
 
 
-def _rel_stdev(xs, mean=None, stdev=None) -> float:
+def _mean_stdev(xs: Sequence[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for a single sample)."""
     n = len(xs)
-    if n < 2:
-        return 0.0
-    mean = sum(xs) / n if mean is None else mean
-    stdev = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if stdev is None else stdev
+    mean = sum(xs) / n
+    return mean, (math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0)
+
+
+def _relative(mean: float, stdev: float) -> float:
     return stdev / mean if mean > 0 else 0.0

@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from study.registry import ROOT, implementations, ladder
+from study.registry import ROOT, implementation, ladder
 
 KERNELS = (
     ("sgemm/baseline/cublas", "128x128x128"),
@@ -49,7 +49,7 @@ def _launch(name: str, shape_text: str, seed: int = 0):
     """A correct, ready launch of one implementation (autotune off)."""
     from study.backends import backend
 
-    impl = next(i for i in implementations() if i.name == name)
+    impl = implementation(name)
     problem = ladder(impl.op).problem
     shape = problem.parse_shape(shape_text)
     tensors = problem.make_inputs(shape, "float32", seed, "cuda")
@@ -264,7 +264,7 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
     if use_ncu and not have_ncu:
         print("ncu is not installed: reporting the do_bench comparison only", file=sys.stderr)
     overhead = launch_overhead(timer)["median_ms"]
-    out_dir = out_dir or ROOT / "reports" / device.slug
+    out_dir = out_dir or results.report_dir(device)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {"schema": results.SCHEMA, "environment": results.environment(device, settings, results.python_argv()),
            "ncu_available": have_ncu, "targets": TARGETS, "launch_overhead_ms": overhead, "kernels": [],

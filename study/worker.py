@@ -39,14 +39,13 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, ceilings) -> Non
     device = hardware.current_device()
     session = Session(TimerSettings(**settings), device, seed=seed, clocks=hardware.Clocks(),
                       launch_overhead_ms=launch_overhead_ms, ceilings=ceilings)
-    impls = {impl.name: impl for impl in registry.implementations()}
     conn.send(("ready", os.getpid()))
     while True:
         message = conn.recv()
         if message is None:
             return
         name, shape, dtype, autotune = message
-        record = session.measure(Case(impls[name], shape, dtype, autotune))
+        record = session.measure(Case(registry.implementation(name), shape, dtype, autotune))
         lost = not _context_ok()
         if lost:
             if record["status"] == "ok":  # an asynchronous fault surfaced only now: never rank it
@@ -63,8 +62,7 @@ class WorkerPool:
 
     def __init__(self, settings: TimerSettings, seed: int, launch_overhead_ms=None, ceilings=None,
                  hang_seconds: float = HANG_SECONDS):
-        self._args = ({f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)},
-                      seed, launch_overhead_ms, ceilings)
+        self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms, ceilings)
         self._ctx = mp.get_context("spawn")
         self._proc = None
         self._conn = None

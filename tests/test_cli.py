@@ -22,6 +22,8 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
     (["compare", "--shape", "0x10x10"], "at least 1"),
     (["compare", "--dtype", "float8"], "unknown dtype float8"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
+    (["validate", "--kernel", "sgemm/v9_magic/cuda", "64x64x64"], "unknown implementation sgemm/v9_magic/cuda"),
+    (["validate", "--kernel", "sgemm/v1_naive/cuda", "64x64"], "of the form MxNxK"),
 ])
 def test_bad_arguments_get_a_clear_message(argv, message, capsys):
     assert main(argv) == 2
