@@ -6,6 +6,66 @@
 
 #define CDIV(a, b) (((a) + (b) - 1) / (b))
 
+// ---- storage types ------------------------------------------------------------------------
+// The precision being measured sets one of STORAGE_FP32 / STORAGE_FP16 / STORAGE_BF16 (-D,
+// study/precision.py). Half types travel as their raw 16-bit patterns and are converted with
+// PTX (cvt), so no cuda_fp16.h / cuda_bf16.h is needed under NVRTC. Arithmetic is FP32.
+#if defined(STORAGE_FP16) || defined(STORAGE_BF16)
+typedef unsigned short storage_t;
+#else
+typedef float storage_t;
+#endif
+// Elements of storage_t in one 16-byte (128-bit) load.
+constexpr int VEC = 16 / (int)sizeof(storage_t);
+
+__device__ __forceinline__ float to_float(float v) { return v; }
+__device__ __forceinline__ float to_float(unsigned short h) {
+#if defined(STORAGE_BF16)
+    return __uint_as_float((unsigned)h << 16);  // bf16 is the top half of an fp32
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#endif
+}
+
+// Round to the storage type (round to nearest even).
+__device__ __forceinline__ storage_t from_float(float v) {
+#if defined(STORAGE_BF16)
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+#elif defined(STORAGE_FP16)
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v));
+    return h;
+#else
+    return v;
+#endif
+}
+
+// acc + the dot product of two 16-byte vectors of storage_t (4 floats or 8 halves), in FP32.
+__device__ __forceinline__ float dot16(uint4 a, uint4 b, float acc) {
+    const unsigned ua[4] = {a.x, a.y, a.z, a.w}, ub[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if defined(STORAGE_FP16) || defined(STORAGE_BF16)
+        acc = fmaf(to_float((unsigned short)(ua[i] & 0xffff)), to_float((unsigned short)(ub[i] & 0xffff)), acc);
+        acc = fmaf(to_float((unsigned short)(ua[i] >> 16)), to_float((unsigned short)(ub[i] >> 16)), acc);
+#else
+        acc = fmaf(__uint_as_float(ua[i]), __uint_as_float(ub[i]), acc);
+#endif
+    }
+    return acc;
+}
+
+// Sum over the 32 lanes of a warp; every lane gets the total.
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
 // 32-bit shared-memory address of a generic pointer, as cp.async and ldmatrix want it.
 __device__ __forceinline__ unsigned smem_addr(const void* p) {
     unsigned r;

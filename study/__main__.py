@@ -10,14 +10,17 @@ import json
 import sys
 from pathlib import Path
 
-from study.registry import BACKENDS, check_integrity, implementation, implementations_of, ladder, ladders
+from study.paths import report_dir
+from study.registry import BACKENDS, PluginError, check_integrity, implementation, implementations_of, ladder, ladders
 
 EXAMPLES_COMPARE = """examples:
-  python -m study compare                                   every op at its default shapes
+  python -m study compare                                   every op, its default shapes, precisions, modes
   python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
-  python -m study compare --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
+  python -m study compare --op sgemm --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
+  python -m study compare --op sgemv --dtype fp16 --shape 16384x16384 --mode cold --mode hot
+  python -m study compare --shape sgemm:2048x2048x2048 --shape sgemv:8192x1024
   python -m study compare --out /tmp/reports --name trial
-  python -m study compare --mode graph --shape 256x256x256 --noise 1
+  python -m study compare --mode graph --op sgemm --shape 256x256x256 --noise 1
   python -m study compare --reps 50 --fresh
 """
 EXAMPLES_REPORT = """examples:
@@ -58,17 +61,23 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--backend", action="append", choices=BACKENDS,
                      help="backend to run (repeatable; the cuBLAS baseline always runs)")
     cmp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
-    cmp.add_argument("--shape", action="append", help="MxNxK (repeatable; default: the op's shapes)")
-    cmp.add_argument("--dtype", action="append", help="dtype (repeatable; default: the op's first)")
+    cmp.add_argument("--shape", action="append",
+                     help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
+                          "ops run (repeatable; default: each op's shapes)")
+    cmp.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
+                     help="precision (repeatable; default: each op's own; an op lists those it accepts)")
     cmp.add_argument("--autotune", choices=("off", "on", "both"), default="off",
                      help="off: declared configs; on: search each rung's space; both: measure each way")
-    cmp.add_argument("--mode", choices=("cold", "hot", "graph"), default="cold",
-                     help="cold: L2 flushed before each sample (default); hot: back-to-back launches; "
-                          "graph: N launches replayed from one CUDA graph")
+    cmp.add_argument("--mode", action="append", choices=("cold", "hot", "graph"),
+                     help="cold: L2 flushed before each sample; hot: back-to-back launches; graph: N launches "
+                          "replayed from one CUDA graph (repeatable; default: each op's, e.g. cold and hot for sgemv)")
     cmp.add_argument("--reps", type=int, default=None,
                      help="a fixed number of timed repetitions (≥ 20) instead of stopping by noise")
     cmp.add_argument("--noise", type=float, default=0.5,
                      help="stop when the relative stdev of the samples is at most this many %% (default 0.5)")
+    cmp.add_argument("--ci", type=float, default=0.1,
+                     help="or stop when the median's 95%% confidence interval is within ± this many %% of it "
+                          "(default 0.1): kernels with an intrinsic jitter")
     cmp.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
     cmp.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
     cmp.add_argument("--timeout", type=float, default=15.0,
@@ -98,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     val.add_argument("--kernel", nargs=2, action="append", metavar=("IMPL", "SHAPE"),
                      help="validate these (repeatable) instead of the fixed set")
     val.add_argument("--ncu-target", nargs=3, metavar=("IMPL", "SHAPE", "LAUNCHES"), help=argparse.SUPPRESS)
+    val.add_argument("--ncu-precision", default=None, help=argparse.SUPPRESS)
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
                          epilog=EXAMPLES_REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,20 +124,51 @@ def cmd_list(args) -> int:
         print(json.dumps([impl.to_json() for lad in ladders().values() for impl in implementations_of(lad)],
                          indent=1))
     else:
+        from study.metrics import unit
+
         for op, lad in ladders().items():
             impls = implementations_of(lad)
             have = {(i.rung, i.backend) for i in impls}
+            p = lad.problem
             rows = [[f"v{n}", r.key, r.idea, r.removes, "✓" if (r.key, "cuda") in have else "—",
-                     "✓" if (r.key, "triton") in have else "—", ""] for n, r in enumerate(lad.rungs)]
-            rows.append(["", "baseline", lad.baseline.title, "", "", "", "✓"])
-            print(f"{op}  ({', '.join(lad.problem.dtypes)}; default shapes "
-                  f"{', '.join(lad.problem.shape_label(s) for s in lad.problem.default_shapes)})")
-            print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton", "cuBLAS"],
-                           tablefmt="simple"))
+                     "✓" if (r.key, "triton") in have else "—"] for n, r in enumerate(lad.rungs)]
+            rows += [["", f"{b.key} ({'reference' if b.reference else 'baseline'})", f"{b.title} → {b.library}",
+                      "", "", ""] for b in lad.baselines]
+            print(f"{op}  ({p.bound}-bound, {unit(p.bound)}; shape {p.shape_form}; precisions "
+                  f"{', '.join(f'{x.name} ({x.dtype}, {x.math})' for x in p.precisions)}; default shapes "
+                  f"{', '.join(p.shape_label(s) for s in p.default_shapes)}; modes {', '.join(p.default_modes)})")
+            print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
             print()
     for p in problems:
         print(f"registry problem: {p}", file=sys.stderr)
     return 2 if problems else 0
+
+
+def parse_shapes(texts: list[str], ops: list[str], all_ops) -> dict:
+    """op -> shapes from ``--shape`` values: ``op:shape`` goes to that op; a bare shape to every
+    op of the run whose form it fits. A shape that fits none names each op's form."""
+    shapes: dict = {op: [] for op in ops}
+    for text in texts:
+        op, sep, body = text.partition(":")
+        if sep:
+            if op not in ops:
+                raise UsageError(f"--shape {text}: {op!r} is not an op of this run ({', '.join(ops)})")
+            try:
+                shapes[op].append(all_ops[op].problem.parse_shape(body))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            continue
+        fitted, errors = 0, []
+        for op in ops:
+            try:
+                shapes[op].append(all_ops[op].problem.parse_shape(text))
+                fitted += 1
+            except ValueError as exc:
+                errors.append(str(exc))
+        if not fitted:
+            raise UsageError("; ".join(errors) if len(ops) == 1 else
+                             f"--shape {text} fits none of the ops of this run: " + "; ".join(errors))
+    return shapes
 
 
 def _cases(args):
@@ -138,22 +179,17 @@ def _cases(args):
     for op in ops:
         if op not in all_ops:
             raise UsageError(f"unknown op {op!r}; known: {', '.join(all_ops)}")
-    shapes = dtypes = None
+    shapes = None
     if args.shape:
-        try:
-            shapes = {op: [all_ops[op].problem.parse_shape(s) for s in args.shape] for op in ops}
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    if args.dtype:
-        from study.problem import DTYPES
-
-        unknown = [d for d in args.dtype if d not in DTYPES]
-        if unknown:
-            raise UsageError(f"unknown dtype {', '.join(unknown)}; known: {', '.join(DTYPES)}")
-        dtypes = {op: list(args.dtype) for op in ops}
+        shapes = parse_shapes(args.shape, ops, all_ops)
+        for op in [op for op in ops if not shapes[op]]:
+            print(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given; not run",
+                  file=sys.stderr)
+        ops = [op for op in ops if shapes[op]]
+    precisions = {op: list(args.dtype) for op in ops} if args.dtype else None
     try:
-        return plan(ops, shapes=shapes, dtypes=dtypes, backends=args.backend, rungs=args.rung,
-                    autotune=args.autotune)
+        return plan(ops, shapes=shapes, precisions=precisions, backends=args.backend, rungs=args.rung,
+                    autotune=args.autotune, modes=args.mode)
     except (KeyError, ValueError) as exc:
         raise UsageError(exc.args[0] if exc.args else str(exc)) from None
 
@@ -173,19 +209,24 @@ def _no_gpu_reason() -> str | None:
 
 
 def _progress(n, total, case, record):
+    from study import metrics
     from study.report import reason_line
 
     status = record["status"]
-    what = (f"{record['gflops']:,.0f} GFLOPS  ({record['median_ms']:.4f} ms)" if status == "ok"
-            else f"{status}: {reason_line(record['reason'])[:160]}")
-    print(f"[{n:>{len(str(total))}}/{total}] {case.label:<60} {what}", file=sys.stderr, flush=True)
+    if status == "ok":
+        bound = record["work"]["bound"]
+        value = metrics.derive(record, {})["gbps" if bound == "memory" else "gflops"]
+        what = f"{value:,.0f} {metrics.unit(bound)}  ({record['median_ms']:.4f} ms)"
+    else:
+        what = f"{status}: {reason_line(record['reason'])[:160]}"
+    print(f"[{n:>{len(str(total))}}/{total}] {case.label:<72} {what}", file=sys.stderr, flush=True)
 
 
 def _settings(args):
     from study.runner import TimerSettings, TimingConfigError
 
     try:
-        return TimerSettings(mode=args.mode, reps=args.reps, noise=args.noise / 100, min_samples=args.min_samples,
+        return TimerSettings(mode=(args.mode or ["cold"])[0], reps=args.reps, noise=args.noise / 100, ci=args.ci / 100, min_samples=args.min_samples,
                              min_time_s=args.min_time, timeout_s=args.timeout,
                              throttle_threshold=args.throttle_threshold, discard_throttled=not args.keep_throttled,
                              graph_launches=args.graph_launches)
@@ -215,7 +256,7 @@ def cmd_compare(args) -> int:
 
     device = hardware.current_device()
     clocks = hardware.Clocks()
-    out_dir = args.out or results.report_dir(device)
+    out_dir = args.out or report_dir(device.slug)
     json_path, md_path = results.default_paths(out_dir, args.name)
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     measured, source = ceilings.load_or_measure(device, settings, clocks)
@@ -225,10 +266,12 @@ def cmd_compare(args) -> int:
     env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
     env["launch_overhead_ms"] = overhead
     env["clocks_available"] = clocks.available
+    env["modes"] = sorted({c.mode for c in cases})
     say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
-        f"{len({json.dumps(c.shape) for c in cases})} shapes, autotune {args.autotune}, mode {settings.mode}; "
-        f"empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
-    session_args = dict(seed=args.seed, launch_overhead_ms=overhead, ceilings=env["ceilings"])
+        f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
+        f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, autotune {args.autotune}, "
+        f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
+    session_args = dict(seed=args.seed, launch_overhead_ms=overhead)
     if args.no_isolate:
         session = Session(settings, device, clocks=clocks, **session_args)
         measure, pool = session.measure, None
@@ -236,7 +279,7 @@ def cmd_compare(args) -> int:
         from study.worker import WorkerPool
 
         pool = WorkerPool(settings, **session_args)
-        measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why, settings.mode))  # noqa: E731
+        measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why))  # noqa: E731
 
     def stop(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")
@@ -266,7 +309,7 @@ def cmd_ceilings(args) -> int:
 
     device = hardware.current_device()
     measured, source = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
-    out_dir = args.out or results.report_dir(device)
+    out_dir = args.out or report_dir(device.slug)
     results.write(out_dir / "ceilings.json", measured)
     text = ceilings.markdown(measured)
     (out_dir / "ceilings.md").write_text(text)
@@ -280,7 +323,7 @@ def cmd_validate(args) -> int:
     from study import validate
 
     if args.ncu_target:
-        return validate.ncu_target(*args.ncu_target)
+        return validate.ncu_target(*args.ncu_target, precision=args.ncu_precision)
     for name, shape in args.kernel or ():  # usage errors before the GPU check, as in compare
         try:
             ladder(implementation(name).op).problem.parse_shape(shape)
@@ -296,12 +339,15 @@ def cmd_validate(args) -> int:
 def print_summary(doc: dict) -> None:
     from tabulate import tabulate
 
-    rows = [[m["implementation"], "×".join(str(v) for v in m["shape"].values()), m["autotune"], m["status"],
-             "" if m["gflops"] is None else f"{m['gflops']:,.0f}",
+    from study import metrics
+
+    rows = [[m["implementation"], "×".join(str(v) for v in m["shape"].values()), m.get("precision"), m.get("mode"),
+             m["autotune"], m["status"],
+             "" if metrics.headline(m) is None else f"{metrics.headline(m):,.0f} {metrics.unit(m['work']['bound'])}",
              "" if m["pct_peak"] is None else f"{m['pct_peak']:.1f}",
-             "" if m["vs_cublas"] is None else f"{m['vs_cublas']:.2f}"] for m in doc["measurements"]]
-    print(tabulate(rows, ["implementation", "shape", "autotune", "status", "GFLOPS", "% peak", "× cuBLAS"],
-                   tablefmt="simple"))
+             "" if m["x_ref"] is None else f"{m['x_ref']:.2f}"] for m in doc["measurements"]]
+    print(tabulate(rows, ["implementation", "shape", "precision", "mode", "autotune", "status", "median",
+                          "% peak", "× ref"], tablefmt="simple"))
 
 
 def cmd_report(args) -> int:
@@ -322,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
                 "validate": cmd_validate}[args.command](args)
-    except UsageError as exc:
+    except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

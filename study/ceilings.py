@@ -1,7 +1,8 @@
 """Measured ceilings: what this GPU actually reaches, next to its theoretical peaks.
 
 - FP32: an FFMA loop (``cuda_kernels/microbench/ffma_loop.cu``), FLOPs counted exactly.
-- Tensor cores: the best cuBLAS FP16 GEMM (FP32 accumulation) over a few large shapes.
+- Tensor cores: the best cuBLAS GEMM over a few large shapes, per tensor-core precision
+  (FP16 and BF16 with FP32 accumulation, TF32 on FP32 operands).
 - Memory: a device-to-device copy of 2 GiB, counting bytes read plus bytes written.
 - Launch overhead: the event-timed duration of an empty kernel.
 
@@ -17,23 +18,19 @@ import json
 from pathlib import Path
 
 from study import stats
-from study.registry import CUDA_DIR
+from study.paths import MICROBENCH_DIR as MICROBENCH
+from study.paths import cache_dir, report_dir
 
-MICROBENCH = CUDA_DIR / "microbench"
 TENSOR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192))
 COPY_BYTES = 2 * 2**30
 FFMA = {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}
 FFMA_BLOCKS_PER_SM = 8  # 2048 threads: a full SM
-
-# compute capability -> dense FP16 tensor-core FLOP per clock per SM (FP32 accumulation),
-# NVIDIA whitepapers via TOOLCHAIN.md §5.2. Hopper datasheets quote their tensor peaks at
-# 1830 MHz (989 TFLOPS on H100/H200 SXM); here the max SM clock is used, as for FP32.
-FP16_TENSOR_FLOP_PER_CLK_PER_SM = {(7, 0): 1024, (8, 0): 2048, (9, 0): 4096}
+# The tensor-core ceilings: (key, torch dtype name, torch fp32_precision, math mode of the peak).
+TENSOR = (("tensor_fp16", "float16", "ieee", "fp16"), ("tensor_bf16", "bfloat16", "ieee", "bf16"),
+          ("tensor_tf32", "float32", "tf32", "tf32"))
 
 
 def cache_path(device) -> Path:
-    from study.results import cache_dir
-
     return cache_dir() / f"ceilings-{device.slug}.json"
 
 
@@ -88,23 +85,32 @@ def device_copy(timer) -> dict:
     return result
 
 
-def tensor_core(timer) -> dict:
-    """The best cuBLAS FP16 GEMM over TENSOR_SHAPES (random data: zeros run faster)."""
+def tensor_core(timer, dtype: str, fp32_precision: str) -> dict:
+    """The best cuBLAS GEMM of one precision over TENSOR_SHAPES (random data: zeros run faster)."""
     import torch
+
+    from study.problem import DTYPES
 
     best, per_shape = None, []
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for m, n, k in TENSOR_SHAPES:
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16, generator=gen)
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16, generator=gen)
-        c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-        result = _time(timer, lambda: torch.matmul(a, b, out=c))
-        result["shape"] = {"M": m, "N": n, "K": k}
-        result["gflops"] = 2 * m * n * k / (result["median_ms"] * 1e-3) / 1e9
-        per_shape.append(result)
-        if best is None or result["gflops"] > best["gflops"]:
-            best = result
-    return {**best, "per_shape": per_shape}
+    matmul = torch.backends.cuda.matmul
+    previous = matmul.fp32_precision
+    matmul.fp32_precision = fp32_precision
+    try:
+        for m, n, k in TENSOR_SHAPES:
+            a = torch.randn(m, k, device="cuda", dtype=DTYPES[dtype], generator=gen)
+            b = torch.randn(k, n, device="cuda", dtype=DTYPES[dtype], generator=gen)
+            c = torch.empty(m, n, device="cuda", dtype=DTYPES[dtype])
+            result = _time(timer, lambda: torch.matmul(a, b, out=c))
+            result["shape"] = {"M": m, "N": n, "K": k}
+            result["gflops"] = 2 * m * n * k / (result["median_ms"] * 1e-3) / 1e9
+            per_shape.append(result)
+            if best is None or result["gflops"] > best["gflops"]:
+                best = result
+            del a, b, c
+    finally:
+        matmul.fp32_precision = previous
+    return {**best, "per_shape": per_shape, "dtype": dtype, "fp32_precision": fp32_precision}
 
 
 def measure(device, settings, clocks) -> dict:
@@ -117,31 +123,36 @@ def measure(device, settings, clocks) -> dict:
     from study.runner import Timer
 
     timer = Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
-    fp16_per_clk = FP16_TENSOR_FLOP_PER_CLK_PER_SM.get(tuple(device.capability))
-    fp16_peak = None if fp16_per_clk is None else device.sms * device.max_sm_clock_mhz * 1e6 * fp16_per_clk / 1e9
-    fp32_peak = None if device.fp32_peak_flops is None else device.fp32_peak_flops / 1e9
+    fp32_peak = device.peak_flops("ieee")
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
               "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
-              "copy": device_copy(timer), "tensor_fp16": tensor_core(timer)}
-    torch.cuda.empty_cache()  # the 2 GiB copy buffers and the large GEMM operands
-    result["ffma"]["theoretical_gflops"] = fp32_peak
+              "copy": device_copy(timer)}
+    torch.cuda.empty_cache()
+    for key, dtype, fp32_precision, math in TENSOR:
+        result[key] = tensor_core(timer, dtype, fp32_precision)
+        peak = device.peak_flops(math)
+        result[key]["theoretical_gflops"] = None if peak is None else peak / 1e9
+        torch.cuda.empty_cache()  # the large GEMM operands
+    result["ffma"]["theoretical_gflops"] = None if fp32_peak is None else fp32_peak / 1e9
     result["copy"]["theoretical_gbps"] = device.memory_peak_bytes / 1e9
-    result["tensor_fp16"]["theoretical_gflops"] = fp16_peak
     return result
 
 
 def summary(ceilings: dict) -> dict:
     """The figures a run carries: measured ceilings by name."""
     return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
-            "tensor_fp16_gflops": ceilings["tensor_fp16"]["gflops"],
+            **{f"{key}_gflops": ceilings[key]["gflops"] for key, *_ in TENSOR if key in ceilings},
             "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
 
 
 def committed_path(device) -> Path:
-    from study.results import report_dir
+    return report_dir(device.slug) / "ceilings.json"
 
-    return report_dir(device) / "ceilings.json"
+
+def complete(ceilings: dict) -> bool:
+    """Whether a stored ceilings file has every ceiling this version measures."""
+    return all(key in ceilings for key in ("launch_overhead", "ffma", "copy", *(k for k, *_ in TENSOR)))
 
 
 def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, str]:
@@ -152,7 +163,7 @@ def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[
         for source in (path, committed_path(device)):
             if source.is_file():
                 cached = json.loads(source.read_text())
-                if cached.get("device", {}).get("name") == device.name:
+                if cached.get("device", {}).get("name") == device.name and complete(cached):
                     return cached, str(source)
     from study.results import write
 
@@ -167,24 +178,31 @@ def markdown(ceilings: dict) -> str:
     def pct(value, peak):
         return "—" if not peak else f"{100 * value / peak:.1f} %"
 
-    f, c, t, lo = ceilings["ffma"], ceilings["copy"], ceilings["tensor_fp16"], ceilings["launch_overhead"]
-    rows = [
-        ["FP32 FFMA loop", f"{f['gflops']:,.0f} GFLOPS", f"{f['theoretical_gflops']:,.0f} GFLOPS",
-         pct(f["gflops"], f["theoretical_gflops"]), f"{f['median_ms']:.4f}"],
-        ["FP16 tensor cores (best cuBLAS GEMM, " + "×".join(str(v) for v in t["shape"].values()) + ")",
-         f"{t['gflops']:,.0f} GFLOPS",
-         "—" if t["theoretical_gflops"] is None else f"{t['theoretical_gflops']:,.0f} GFLOPS",
-         pct(t["gflops"], t["theoretical_gflops"]), f"{t['median_ms']:.4f}"],
-        ["device copy (read + write, 2 GiB)", f"{c['gbps']:,.0f} GB/s", f"{c['theoretical_gbps']:,.0f} GB/s",
-         pct(c["gbps"], c["theoretical_gbps"]), f"{c['median_ms']:.4f}"],
-        ["empty kernel (launch overhead)", f"{lo['median_ms'] * 1e3:.2f} µs", "—", "—", f"{lo['median_ms']:.4f}"],
-    ]
+    def gflops(value):
+        return "—" if value is None else f"{value:,.0f} GFLOPS"
+
+    f, c, lo = ceilings["ffma"], ceilings["copy"], ceilings["launch_overhead"]
+    rows = [["FP32 FFMA loop", gflops(f["gflops"]), gflops(f["theoretical_gflops"]),
+             pct(f["gflops"], f["theoretical_gflops"]), f"{f['median_ms']:.4f}"]]
+    for key, dtype, fp32_precision, math in TENSOR:
+        if key in ceilings:
+            t = ceilings[key]
+            what = dtype if fp32_precision == "ieee" else f"{dtype}, {fp32_precision}"
+            rows.append([f"{math.upper()} tensor cores (best cuBLAS GEMM, {what}, "
+                         + "×".join(str(v) for v in t["shape"].values()) + ")", gflops(t["gflops"]),
+                         gflops(t["theoretical_gflops"]), pct(t["gflops"], t["theoretical_gflops"]),
+                         f"{t['median_ms']:.4f}"])
+    rows += [["device copy (read + write, 2 GiB)", f"{c['gbps']:,.0f} GB/s", f"{c['theoretical_gbps']:,.0f} GB/s",
+              pct(c["gbps"], c["theoretical_gbps"]), f"{c['median_ms']:.4f}"],
+             ["empty kernel (launch overhead)", f"{lo['median_ms'] * 1e3:.2f} µs", "—", "—", f"{lo['median_ms']:.4f}"]]
     dev = ceilings["device"]
+    sheet = dev.get("datasheet_tensor_clock_mhz")
     return "\n".join([
         f"# Measured ceilings on {dev['name']}", "",
         "Generated by `python -m study ceilings`; timed by the study's runner (cold mode, median).", "",
         tabulate(rows, ["ceiling", "measured", "theoretical", "% of theoretical", "median ms"],
                  tablefmt="github", disable_numparse=True), "",
-        "Theoretical FP32: " + dev.get("peak_source", "") + ". Theoretical FP16 tensor: SMs × max SM clock × "
-        "4096 FLOP/clock/SM on sm_90 (NVIDIA's datasheet quotes 1830 MHz, i.e. 989 TFLOPS for H100/H200 SXM). "
-        "Theoretical memory: 2 × max memory clock × bus width / 8.", ""])
+        "Theoretical compute peaks: " + dev.get("peak_source", "") + f", at the max SM clock "
+        f"({dev['max_sm_clock_mhz']:.0f} MHz)"
+        + (f"; NVIDIA's datasheet quotes the tensor peaks at {sheet:.0f} MHz, 8 % lower" if sheet else "")
+        + ". Theoretical memory: 2 × max memory clock × bus width / 8.", ""])

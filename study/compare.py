@@ -62,7 +62,7 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         try:
             record = measure(case)
         except Exception as exc:  # the pool itself failed: record it, keep going
-            record = crashed_record(case, f"{type(exc).__name__}: {exc}", env["timer"]["mode"])
+            record = crashed_record(case, f"{type(exc).__name__}: {exc}")
         record["case"] = case.key
         record["wall_s"] = time.perf_counter() - started
         done[case.key] = record

@@ -1,13 +1,17 @@
-"""Device facts and theoretical peaks.
+"""Device facts and the one table of theoretical peaks.
 
-Theoretical FP32 peak = SMs × max SM clock × FP32 FLOP per clock per SM. The clock
-is NVML's maximum SM clock (1980 MHz on the H200; ``torch``'s ``clock_rate`` when
-NVML is missing). FLOP/clock/SM are 2 × the FP32 lanes per SM of each architecture,
-from NVIDIA's architecture whitepapers (Volta, Turing, Ampere GA100 and GA102, Ada,
-Hopper, Blackwell) as collected in ../shared/TOOLCHAIN.md §5.2; e.g. H100/H200 SXM:
-132 × 256 × 1.98 GHz = 66.9 TFLOPS, the datasheet's FP32 figure.
+Compute peak = SMs × max SM clock × FLOP per clock per SM for (architecture, math mode).
+FLOP/clock/SM are dense rates (no sparsity) from NVIDIA's architecture whitepapers and
+datasheets, derived as datasheet peak ÷ (SMs × boost clock) and collected in
+docs/toolchain.md §5.2; an FMA counts 2 FLOP. E.g. H100/H200 SXM (sm_90): FP32 256,
+TF32 2048, FP16/BF16 4096, so 132 × 256 × 1.98 GHz = 66.9 TFLOPS FP32.
 
-Memory peak = 2 (double data rate) × max memory clock × bus width / 8.
+The clock is NVML's maximum SM clock (1980 MHz on the H200; torch's ``clock_rate`` when NVML
+is missing) for every unit. NVIDIA's Hopper datasheets quote the *tensor* peaks at 1830 MHz
+(989.4 TFLOPS BF16 dense); at 1980 MHz the same rate gives 1070.5, 8 % more. Reports use the
+max-clock figure (the harder one to reach) and name the datasheet figure beside it.
+
+Memory peak = 2 (double data rate) × max memory clock × bus width / 8 (4.81 TB/s on the H200).
 """
 
 from __future__ import annotations
@@ -15,20 +19,30 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
-# compute capability -> FP32 FLOP per clock per SM (2 × FP32 lanes).
-FP32_FLOP_PER_CLK_PER_SM = {
-    (7, 0): 128,   # V100: 64 FP32 lanes
-    (7, 5): 128,   # Turing: 64
-    (8, 0): 128,   # A100: 64
-    (8, 6): 256,   # GA10x: 128
-    (8, 7): 256,   # Orin: 128
-    (8, 9): 256,   # Ada: 128
-    (9, 0): 256,   # Hopper: 128
-    (10, 0): 256,  # Blackwell B200: 128
-    (12, 0): 256,  # Blackwell GeForce/RTX Pro: 128
+# (compute capability) -> {math mode: dense FLOP per clock per SM}. "3xtf32" is a third of
+# "tf32": three tensor-core products per FP32-accurate one.
+PEAK_FLOP_PER_CLK_PER_SM = {
+    (7, 5): {"ieee": 128, "fp16": 512},                                   # Turing
+    (8, 0): {"ieee": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048},      # A100
+    (8, 6): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # GA10x (pro; GeForce halves TF32/FP16-acc32)
+    (8, 7): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # Orin
+    (8, 9): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # Ada (pro)
+    (9, 0): {"ieee": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096},      # H100/H200 SXM
 }
-PEAK_SOURCE = ("SMs × max SM clock (NVML) × FP32 FLOP/clock/SM for the compute capability "
-               "(NVIDIA architecture whitepapers; 256 on sm_90)")
+# Architectures whose datasheets quote tensor peaks at a clock other than the max SM clock.
+DATASHEET_TENSOR_CLOCK_MHZ = {(9, 0): 1830.0}
+TENSOR_MATH = ("tf32", "3xtf32", "fp16", "bf16")
+PEAK_SOURCE = ("SMs × max SM clock (NVML) × dense FLOP/clock/SM for (architecture, math mode), "
+               "from NVIDIA whitepapers and datasheets (docs/toolchain.md §5.2); on sm_90: FP32 256, "
+               "TF32 2048, FP16/BF16 4096")
+MEMORY_PEAK_SOURCE = "2 × max memory clock × bus width / 8"
+
+
+def flop_per_clk_per_sm(capability, math: str) -> float | None:
+    rates = PEAK_FLOP_PER_CLK_PER_SM.get(tuple(capability), {})
+    if math == "3xtf32":
+        return rates["tf32"] / 3 if "tf32" in rates else None
+    return rates.get(math)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,12 +59,14 @@ class Device:
     driver: str
     clock_source: str
 
+    def peak_flops(self, math: str) -> float | None:
+        """Theoretical FLOP/s of the unit that does ``math``, at the max SM clock."""
+        per_clk = flop_per_clk_per_sm(self.capability, math)
+        return None if per_clk is None else self.sms * self.max_sm_clock_mhz * 1e6 * per_clk
+
     @property
     def fp32_peak_flops(self) -> float | None:
-        per_clk = FP32_FLOP_PER_CLK_PER_SM.get(tuple(self.capability))
-        if per_clk is None:
-            return None
-        return self.sms * self.max_sm_clock_mhz * 1e6 * per_clk
+        return self.peak_flops("ieee")
 
     @property
     def memory_peak_bytes(self) -> float:
@@ -59,9 +75,18 @@ class Device:
     def to_json(self) -> dict:
         data = dataclasses.asdict(self)
         data["capability"] = list(self.capability)
-        data["fp32_peak_gflops"] = None if self.fp32_peak_flops is None else self.fp32_peak_flops / 1e9
+        peaks = {m: self.peak_flops(m) for m in ("ieee", *TENSOR_MATH)}
+        data["peaks_gflops"] = {m: v / 1e9 for m, v in peaks.items() if v is not None}
+        data["peak_clock_mhz"] = self.max_sm_clock_mhz
+        datasheet = DATASHEET_TENSOR_CLOCK_MHZ.get(tuple(self.capability))
+        if datasheet:
+            data["datasheet_tensor_clock_mhz"] = datasheet
+            data["datasheet_peaks_gflops"] = {m: v * datasheet / self.max_sm_clock_mhz
+                                              for m, v in data["peaks_gflops"].items() if m in TENSOR_MATH}
+        data["fp32_peak_gflops"] = data["peaks_gflops"].get("ieee")
         data["memory_peak_gbps"] = self.memory_peak_bytes / 1e9
         data["peak_source"] = PEAK_SOURCE
+        data["memory_peak_source"] = MEMORY_PEAK_SOURCE
         return data
 
 

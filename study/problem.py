@@ -1,12 +1,19 @@
-"""What every problem (op) provides, and the correctness gate shared by all of them."""
+"""What every problem (op) provides, and the correctness gate shared by all of them.
+
+Every hook the runner and the backends call is declared here once; an op subclasses
+:class:`Problem`, sets the class attributes and implements the hooks it needs. Shapes are
+dicts keyed by the op's named ``axes``; precisions are :class:`study.precision.Precision`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Mapping
+from typing import Any, Mapping
 
 import torch
+
+from study.precision import Precision
 
 DTYPES = {
     "float32": torch.float32,
@@ -20,9 +27,9 @@ DTYPES = {
 class Verdict:
     """The outcome of comparing one output with the reference.
 
-    ``err`` is the problem's gate metric (for GEMM the error of each element divided
-    by the error bound's scale, see :meth:`Problem.scale`); ``max_abs`` and
-    ``max_rel`` are recorded for readers who prefer the plain figures.
+    ``err`` is the problem's gate metric (for GEMM and GEMV the error of each element divided
+    by the error bound's scale, see :meth:`Problem.reference`); ``max_abs`` and ``max_rel``
+    are recorded for readers who prefer the plain figures.
     """
 
     ok: bool
@@ -34,27 +41,42 @@ class Verdict:
     message: str
 
 
-class Problem:
-    """Base class of an op: shapes, inputs, reference, throughput and tolerance.
+@dataclasses.dataclass(frozen=True)
+class CudaLaunch:
+    """What a CUDA rung's launch needs: grid, block, kernel arguments, and the bytes of dynamic
+    shared memory (above 48 KiB the backend raises the kernel's limit first)."""
 
-    Subclasses set the class attributes and implement the abstract methods; the
-    backends call the ``*_launch`` hooks so that they stay free of op knowledge.
-    """
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    args: tuple
+    smem: int = 0
+
+
+class Problem:
+    """Base class of an op: shapes, precisions, inputs, reference, work and tolerance."""
 
     name: str = ""
     axes: tuple[str, ...] = ()
-    dtypes: tuple[str, ...] = ()
+    bound: str = "compute"                       # or "memory": picks GFLOPS or GB/s and the peak
+    precisions: tuple[Precision, ...] = ()
+    default_precisions: tuple[str, ...] = ()     # --dtype default; empty: the first precision
     default_shapes: tuple[Mapping[str, int], ...] = ()
-    tolerance: Mapping[str, float] = {}
-    throughput_unit: str = "GFLOPS"
+    default_modes: tuple[str, ...] = ("cold",)   # --mode default
+    tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
+    error_metric: str = "max |out − ref| / scale"
 
     # ---- shapes ---------------------------------------------------------------
+    @property
+    def shape_form(self) -> str:
+        return "x".join(self.axes)
+
     def parse_shape(self, text: str) -> dict[str, int]:
-        """``"MxNxK"`` → ``{"M": .., "N": .., "K": ..}``; a clear ValueError otherwise."""
+        """``"4096x4096"`` → ``{"M": 4096, "N": 4096}`` for axes (M, N); a clear ValueError otherwise."""
         parts = re.split(r"[x×,]", text.strip().lower())
         if len(parts) != len(self.axes) or not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            raise ValueError(f"{self.name}: shape {text!r} is not of the form "
-                             f"{'x'.join(self.axes)} with whole numbers (e.g. 4096x4096x4096)")
+            example = "x".join(str(v) for v in self.default_shapes[0].values()) if self.default_shapes else ""
+            raise ValueError(f"{self.name}: shape {text!r} is not of the form {self.shape_form} with whole "
+                             f"numbers" + (f" (e.g. {example})" if example else ""))
         shape = dict(zip(self.axes, (int(p) for p in parts)))
         bad = [f"{k}={v}" for k, v in shape.items() if v < 1]
         if bad:
@@ -65,61 +87,95 @@ class Problem:
     def shape_label(shape: Mapping[str, int]) -> str:
         return "x".join(str(v) for v in shape.values())
 
-    def check(self, shape: Mapping[str, int], dtype: str) -> str | None:
-        """A reason this (shape, dtype) cannot be run at all, or None."""
-        if dtype not in self.dtypes:
-            return f"{self.name} is defined for {', '.join(self.dtypes)} only; {dtype} is not supported"
+    def precision(self, name: str) -> Precision:
+        for p in self.precisions:
+            if p.name == name:
+                return p
+        raise KeyError(f"{self.name} accepts {', '.join(p.name for p in self.precisions)}; not {name!r}")
+
+    def check(self, shape: Mapping[str, int], precision: Precision) -> str | None:
+        """A reason this (shape, precision) cannot be run at all, or None."""
+        if precision not in self.precisions:
+            return f"{self.name} accepts {', '.join(p.name for p in self.precisions)}; not {precision.name}"
         if any(v < 1 for v in shape.values()):
             return f"{self.name}: sizes must be at least 1"
         return None
 
-    def check_memory(self, shape: Mapping[str, int], dtype: str, free_bytes: int) -> str | None:
-        need = self.bytes_needed(shape, dtype)
+    def check_memory(self, shape: Mapping[str, int], precision: Precision, free_bytes: int) -> str | None:
+        need = self.bytes_needed(shape, precision)
         if need > free_bytes:
             return (f"needs about {need / 2**30:.1f} GiB of GPU memory (inputs, output, float64 "
                     f"reference) but {free_bytes / 2**30:.1f} GiB are free")
         return None
 
+    def work(self, shape: Mapping[str, int], precision: Precision) -> dict:
+        """What one launch does, stored with every record: FLOPs, minimum bytes, bound."""
+        return {"flops": self.flops(shape), "bytes": self.bytes(shape, precision), "bound": self.bound}
+
     # ---- to implement ---------------------------------------------------------
     def flops(self, shape) -> int:
         raise NotImplementedError
 
-    def bytes(self, shape, dtype) -> int:
+    def bytes(self, shape, precision: Precision) -> int:
+        """Minimum device-memory traffic: every input read once, every output written once."""
         raise NotImplementedError
 
-    def bytes_needed(self, shape, dtype) -> int:
+    def bytes_needed(self, shape, precision: Precision) -> int:
+        """GPU memory a case needs (inputs, output, reference and its temporaries)."""
         raise NotImplementedError
 
-    def make_inputs(self, shape, dtype, seed: int, device) -> dict[str, torch.Tensor]:
+    def make_inputs(self, shape, precision: Precision, seed: int, device) -> dict[str, torch.Tensor]:
         raise NotImplementedError
 
-    def make_output(self, shape, dtype, device) -> torch.Tensor:
+    def make_output(self, shape, precision: Precision, device) -> torch.Tensor:
         raise NotImplementedError
 
-    def reference(self, tensors) -> tuple[torch.Tensor, torch.Tensor]:
-        """(reference in float64, per-element error scale in float64)."""
+    def reference(self, tensors, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
+        """(reference in float64, per-element error scale in float64): the gate checks
+        max |out − ref| / scale ≤ the precision's tolerance."""
         raise NotImplementedError
 
     def with_layout(self, tensors, layout: Mapping[str, str]) -> dict[str, torch.Tensor]:
         return dict(tensors)
 
+    # ---- backend hooks ----------------------------------------------------------
+    def cuda_check(self, params: Mapping[str, int], shape, precision: Precision) -> str | None:
+        """A reason a CUDA rung with these parameters cannot run this case, or None."""
+        return None
+
+    def cuda_defines(self, config, tensors, out, shape, precision: Precision) -> dict:
+        """The ``-D`` defines of one compilation: the config, the precision's storage macro,
+        and whatever the op derives from the data (alignment)."""
+        return {**config, **precision.cuda_defines}
+
+    def cuda_launch(self, rung: str, defines, tensors, out, shape) -> CudaLaunch:
+        """Grid, block, arguments and dynamic shared memory of rung ``rung`` (its key)."""
+        raise NotImplementedError
+
+    def triton_check(self, shape, precision: Precision) -> str | None:
+        return None
+
+    def triton_launch(self, kernel, tensors, out, shape, config, precision: Precision) -> Any:
+        raise NotImplementedError
+
     # ---- the gate -------------------------------------------------------------
-    def verify(self, out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor, dtype: str) -> Verdict:
+    def verify(self, out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor, precision: Precision) -> Verdict:
         """Compare ``out`` with the float64 reference; NaN (the poison) never passes."""
-        tol = self.tolerance[dtype]
+        tol = self.tolerance[precision.name]
         out64 = out.to(torch.float64)
         unwritten = int(torch.isnan(out64).sum())
         diff = (out64 - ref).abs()
         finite = bool(torch.isfinite(diff).all())
+        tiny = torch.finfo(torch.float64).tiny
         max_abs = float(diff.max()) if finite else float("inf")
-        max_rel = float((diff / ref.abs().clamp_min(torch.finfo(torch.float64).tiny)).max()) if finite else float("inf")
-        err = float((diff / scale.clamp_min(torch.finfo(torch.float64).tiny)).max()) if finite else float("inf")
+        max_rel = float((diff / ref.abs().clamp_min(tiny)).max()) if finite else float("inf")
+        err = float((diff / scale.clamp_min(tiny)).max()) if finite else float("inf")
         if unwritten:
             msg = f"{unwritten} output elements were never written (still NaN)"
         elif not finite:
             msg = "output holds inf or NaN"
         elif err > tol:
-            msg = f"error {err:.3g} exceeds the {dtype} tolerance {tol:.3g}"
+            msg = f"error {err:.3g} exceeds the {precision.name} tolerance {tol:.3g}"
         else:
             msg = ""
         return Verdict(ok=not msg, err=err, tolerance=tol, max_abs=max_abs, max_rel=max_rel,

@@ -1,44 +1,68 @@
 """Problems, ladders and implementations, as data.
 
-A *problem* (an op such as ``sgemm``) owns its inputs, reference, FLOPs, bytes and
-tolerance. Its *ladder* is an ordered list of *rungs*; each rung registers, in one
-line, a CUDA kernel file and its Triton twin. Every op also has one cuBLAS
-*baseline*. From these the registry derives the flat list of *implementations*
-that the runner, the CLI and the report iterate; nothing else keeps a list of
-variants.
+A *problem* (an op such as ``sgemm``) owns its inputs, reference, work and tolerances.
+Its *ladder* is an ordered list of *rungs*; each rung registers, in one line, a CUDA
+kernel file and its Triton twin. Every op also has one or more library *baselines*, each
+naming the library it calls; exactly one is the *reference* that ``x ref`` divides by.
+From these the registry derives the flat list of *implementations* that the runner, the
+CLI and the report iterate; nothing else keeps a list of variants.
 
-Pairing is checked, not hoped for: :func:`check_integrity` names every CUDA rung
-without a Triton twin, every op without a baseline, every ``.cu`` file that no
+Ops are loaded in one place, :func:`load`: the ``study.ops`` package (one module per op,
+each making one :func:`register` call), then the modules named in ``STUDY_PLUGINS``
+(comma-separated), which may live anywhere on ``sys.path`` and keep their ``.cu`` files in
+their own folder (``register(..., kernel_dir=...)``).
+
+Pairing is checked, not hoped for: :func:`check_integrity` names every CUDA rung without
+a Triton twin, every op without exactly one reference baseline, every ``.cu`` file that no
 rung registers, and every duplicated name.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
+import os
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-ROOT = Path(__file__).resolve().parent.parent
-CUDA_DIR = ROOT / "cuda_kernels"
+from study import kernel_header
+from study.paths import CUDA_DIR, display
+
 NOT_OPS = ("microbench",)  # cuda_kernels/microbench: ceiling kernels, not rungs (study/ceilings.py)
-BACKENDS = ("cuda", "triton", "cublas")
+BACKENDS = ("cuda", "triton", "cublas", "cublaslt")
+
+
+class PluginError(ImportError):
+    """A module named in STUDY_PLUGINS that could not be imported."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TritonTwin:
-    """The Triton side of a rung: a kernel, the one config that mirrors the CUDA
-    rung (autotune off) and the space that ``triton.autotune`` searches (on)."""
+    """The Triton side of a rung: a kernel, the one config that mirrors the CUDA rung
+    (autotune off), the space ``triton.autotune`` searches (on), and the precisions it
+    implements (None: all of the op's)."""
 
     kernel: Any
     fixed: Mapping[str, Any]
     space: tuple[Mapping[str, Any], ...]
     source: str
+    precisions: tuple[str, ...] | None = None
+
+
+def twin(kernel, fixed: Mapping[str, Any], space, precisions=None) -> TritonTwin:
+    """A TritonTwin whose source names the kernel's file and function."""
+    fn = getattr(kernel, "fn", kernel)
+    return TritonTwin(kernel=kernel, fixed=MappingProxyType(dict(fixed)), space=tuple(space),
+                      source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}",
+                      precisions=None if precisions is None else tuple(precisions))
 
 
 @dataclasses.dataclass(frozen=True)
 class Rung:
-    """One step of a ladder: the idea it adds and the bottleneck it removes."""
+    """One step of a ladder: the idea it adds and the bottleneck it removes. ``cuda`` is a
+    file name in the op's kernel folder."""
 
     key: str
     idea: str
@@ -50,44 +74,50 @@ class Rung:
 
 @dataclasses.dataclass(frozen=True)
 class Baseline:
-    """The library reference every rung of an op is compared with."""
+    """A library implementation of the op. ``run(tensors, out, precision)`` returns the
+    launch closure; ``backend`` is the name its records carry (``cublas`` for torch calls
+    that reach cuBLAS); exactly one baseline per op is the ``reference``."""
 
+    key: str
     title: str
-    run: Any  # callable(problem, tensors, shape, dtype) -> output tensor
+    library: str
+    backend: str
+    run: Callable
     source: str
+    reference: bool = False
+    precisions: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Implementation:
-    """(op, rung, backend) and its parameters: what one measurement measures."""
+    """(op, rung or baseline, backend) and its parameters: what one measurement measures."""
 
     op: str
     rung: str | None
     rung_index: int | None
+    baseline: str | None
     backend: str
     title: str
     params: Mapping[str, Any]
     space: tuple[Mapping[str, Any], ...]
     source: str
     layout: Mapping[str, str]
+    precisions: tuple[str, ...]
+    reference: bool
+    library: str | None
     target: Any = dataclasses.field(compare=False, repr=False)
 
     @property
     def name(self) -> str:
-        return f"{self.op}/{self.rung or 'baseline'}/{self.backend}"
+        return f"{self.op}/{self.rung or self.baseline}/{self.backend}"
 
     def to_json(self) -> dict:
         return {
-            "name": self.name,
-            "op": self.op,
-            "rung": self.rung,
-            "rung_index": self.rung_index,
-            "backend": self.backend,
-            "title": self.title,
-            "params": dict(self.params),
-            "autotune_space": len(self.space),
-            "layout": dict(self.layout),
-            "source": self.source,
+            "name": self.name, "op": self.op, "rung": self.rung, "rung_index": self.rung_index,
+            "baseline": self.baseline, "backend": self.backend, "title": self.title,
+            "library": self.library, "reference": self.reference, "params": dict(self.params),
+            "autotune_space": len(self.space), "layout": dict(self.layout),
+            "precisions": list(self.precisions), "source": self.source,
         }
 
 
@@ -95,76 +125,89 @@ class Implementation:
 class Ladder:
     problem: Any
     rungs: tuple[Rung, ...]
-    baseline: Baseline
+    baselines: tuple[Baseline, ...]
+    kernel_dir: Path
 
     @property
     def op(self) -> str:
         return self.problem.name
 
+    @property
+    def reference(self) -> Baseline | None:
+        refs = [b for b in self.baselines if b.reference]
+        return refs[0] if len(refs) == 1 else None
+
 
 _LADDERS: dict[str, Ladder] = {}
+_LOADED = False
 
 
-def register(problem, rungs, baseline: Baseline) -> Ladder:
-    """Register an op's ladder; a second op of the same name is an error, not an overwrite."""
+def register(problem, rungs, baselines, kernel_dir: Path | None = None) -> Ladder:
+    """Register an op's ladder; a second op of the same name is an error, not an overwrite.
+    ``kernel_dir`` holds its ``.cu`` files (default ``cuda_kernels/<op>``)."""
     if problem.name in _LADDERS:
         raise ValueError(f"op {problem.name!r} is registered twice")
-    ladder = Ladder(problem, tuple(rungs), baseline)
-    _LADDERS[problem.name] = ladder
-    return ladder
+    ladder_ = Ladder(problem, tuple(rungs), tuple(baselines),
+                     Path(kernel_dir) if kernel_dir is not None else CUDA_DIR / problem.name)
+    _LADDERS[problem.name] = ladder_
+    return ladder_
+
+
+def load() -> None:
+    """Import every op: the ``study.ops`` package, then each module in ``STUDY_PLUGINS``.
+    The one place ops are loaded; a plugin that fails raises PluginError naming it."""
+    global _LOADED
+    if _LOADED:
+        return
+    importlib.import_module("study.ops")
+    for name in filter(None, (n.strip() for n in os.environ.get("STUDY_PLUGINS", "").split(","))):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:
+            raise PluginError(f"the plugin {name!r} (STUDY_PLUGINS) failed to import: "
+                              f"{type(exc).__name__}: {exc}") from exc
+    _LOADED = True
 
 
 def ladders() -> dict[str, Ladder]:
-    _load()
+    load()
     return dict(_LADDERS)
 
 
 def ladder(op: str) -> Ladder:
-    _load()
+    load()
     if op not in _LADDERS:
         raise KeyError(f"unknown op {op!r}; known: {', '.join(sorted(_LADDERS)) or 'none'}")
     return _LADDERS[op]
 
 
-def _load() -> None:
-    """Import the ops package (each op module makes one ``register(...)`` call), then the
-    modules named in ``STUDY_PLUGINS`` (comma-separated): ops that live outside this package,
-    such as the deliberately faulting op of the tests. Worker processes inherit the variable."""
-    import importlib
-    import os
-
-    from study import ops  # noqa: F401
-
-    for name in filter(None, (n.strip() for n in os.environ.get("STUDY_PLUGINS", "").split(","))):
-        importlib.import_module(name)
-
-
 def implementations_of(lad: Ladder) -> list[Implementation]:
-    """The ladder's implementations in report order: rung by rung, CUDA then Triton, then the baseline."""
-    from study.backends.cuda import read_kernel_header  # the .cu header holds its own params
-
+    """The ladder's implementations in report order: rung by rung, CUDA then Triton, then
+    the baselines (the reference first)."""
+    op_precisions = tuple(p.name for p in lad.problem.precisions)
     impls = []
     for index, rung in enumerate(lad.rungs):
+        layout = MappingProxyType(dict(rung.layout))
         if rung.cuda is not None:
-            path = CUDA_DIR / lad.op / rung.cuda
-            header = read_kernel_header(path)
+            header = kernel_header.read(lad.kernel_dir / rung.cuda, lad.op)
             impls.append(Implementation(
-                op=lad.op, rung=rung.key, rung_index=index, backend="cuda",
-                title=f"{rung.key} (CUDA)", params=MappingProxyType(header.params),
-                space=header.space, source=str(path.relative_to(ROOT)),
-                layout=MappingProxyType(dict(rung.layout)), target=header))
+                op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="cuda",
+                title=f"{rung.key} (CUDA)", params=MappingProxyType(header.params), space=header.space,
+                source=display(header.path), layout=layout, precisions=header.precisions,
+                reference=False, library=None, target=header))
         if rung.triton is not None:
-            twin = rung.triton
+            tw = rung.triton
             impls.append(Implementation(
-                op=lad.op, rung=rung.key, rung_index=index, backend="triton",
-                title=f"{rung.key} (Triton)", params=MappingProxyType(dict(twin.fixed)),
-                space=tuple(twin.space), source=twin.source,
-                layout=MappingProxyType(dict(rung.layout)), target=twin))
-    if lad.baseline is not None:
+                op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="triton",
+                title=f"{rung.key} (Triton)", params=MappingProxyType(dict(tw.fixed)), space=tuple(tw.space),
+                source=tw.source, layout=layout, precisions=tw.precisions or op_precisions,
+                reference=False, library=None, target=tw))
+    for base in sorted(lad.baselines, key=lambda b: not b.reference):
         impls.append(Implementation(
-            op=lad.op, rung=None, rung_index=None, backend="cublas", title=lad.baseline.title,
-            params=MappingProxyType({}), space=(), source=lad.baseline.source,
-            layout=MappingProxyType({}), target=lad.baseline))
+            op=lad.op, rung=None, rung_index=None, baseline=base.key, backend=base.backend,
+            title=base.title, params=MappingProxyType({}), space=(), source=base.source,
+            layout=MappingProxyType({}), precisions=base.precisions or op_precisions,
+            reference=base.reference, library=base.library, target=base))
     return impls
 
 
@@ -173,45 +216,64 @@ def implementations() -> list[Implementation]:
 
 
 def implementation(name: str) -> Implementation:
-    """The implementation called ``name`` (op/rung/backend), or a KeyError that lists the known ones."""
+    """The implementation called ``name`` (op/rung-or-baseline/backend), or a KeyError listing the known ones."""
     found = {impl.name: impl for impl in implementations()}
     if name not in found:
         raise KeyError(f"unknown implementation {name}; known: {', '.join(found)}")
     return found[name]
 
 
-def check_integrity(all_ladders: Mapping[str, Ladder] | None = None,
-                    cuda_dir: Path = CUDA_DIR) -> list[str]:
+def _check_rung_file(op: str, lad: Ladder, rung: Rung, path: Path) -> list[str]:
+    if not path.is_file():
+        return [f"op {op!r}: rung {rung.key!r} names {rung.cuda}, which does not exist in {display(lad.kernel_dir)}"]
+    try:
+        header = kernel_header.read(path, op)
+    except ValueError as exc:
+        return [f"op {op!r}: {exc}"]
+    problems = []
+    if f" {header.symbol}(" not in path.read_text().replace("\n", " "):
+        problems.append(f"{rung.cuda} must define the kernel {header.symbol}(...) "
+                        f"(the symbol is <op>_vN_name for the file NN_name.cu)")
+    if not rung.key.startswith(header.symbol.removeprefix(f"{op}_").split("_", 1)[0] + "_"):
+        problems.append(f"rung {rung.key!r} is registered with {rung.cuda}, whose number differs")
+    unknown = set(header.precisions) - {p.name for p in lad.problem.precisions}
+    if unknown:
+        problems.append(f"{rung.cuda} declares precisions {', '.join(sorted(unknown))} that op {op!r} does not accept")
+    return problems
+
+
+def check_integrity(all_ladders: Mapping[str, Ladder] | None = None, cuda_dir: Path = CUDA_DIR) -> list[str]:
     """Every way the registry can be inconsistent, as sentences; empty when sound."""
     all_ladders = ladders() if all_ladders is None else all_ladders
     problems: list[str] = []
     registered: set[Path] = set()
+    folders = {cuda_dir.resolve() / d.name for d in cuda_dir.iterdir() if d.is_dir() and d.name not in NOT_OPS} \
+        if cuda_dir.is_dir() else set()
     for op, lad in all_ladders.items():
-        if lad.baseline is None:
-            problems.append(f"op {op!r} has no cuBLAS baseline")
-        keys = [r.key for r in lad.rungs]
-        for key in {k for k in keys if keys.count(k) > 1}:
-            problems.append(f"op {op!r}: rung {key!r} appears more than once")
+        refs = [b.key for b in lad.baselines if b.reference]
+        if not lad.baselines:
+            problems.append(f"op {op!r} has no baseline")
+        elif len(refs) != 1:
+            problems.append(f"op {op!r} must have exactly one reference baseline; has {len(refs)}"
+                            + (f" ({', '.join(refs)})" if refs else ""))
+        keys = [r.key for r in lad.rungs] + [b.key for b in lad.baselines]
+        for key in sorted({k for k in keys if keys.count(k) > 1}):
+            problems.append(f"op {op!r}: {key!r} appears more than once")
         for rung in lad.rungs:
             if rung.cuda is not None and rung.triton is None:
                 problems.append(f"op {op!r}: CUDA rung {rung.key!r} has no Triton twin")
             if rung.triton is not None and rung.cuda is None:
                 problems.append(f"op {op!r}: Triton rung {rung.key!r} has no CUDA kernel")
             if rung.cuda is not None:
-                path = (cuda_dir / op / rung.cuda).resolve()
-                if not path.is_file():
-                    problems.append(f"op {op!r}: rung {rung.key!r} names {rung.cuda}, which does not exist")
+                path = (lad.kernel_dir / rung.cuda).resolve()
                 registered.add(path)
-                if path.is_file():
-                    symbol = f"{op}_{rung.key}"
-                    if f" {symbol}(" not in path.read_text().replace("\n", " "):
-                        problems.append(f"{rung.cuda} must define the kernel {symbol}(...) "
-                                        f"(the symbol is op_rungkey, and the file NN_name matches vN_name)")
-                    elif not rung.key.startswith(f"v{int(path.name.split('_', 1)[0])}_"):
-                        problems.append(f"rung {rung.key!r} is registered with {rung.cuda}, whose number differs")
-    for path in sorted(cuda_dir.glob("*/*.cu")):
-        if path.parent.name not in NOT_OPS and path.resolve() not in registered:
-            problems.append(f"{path.relative_to(cuda_dir.parent)} is not registered by any rung")
+                problems += _check_rung_file(op, lad, rung, path)
+        if lad.kernel_dir.resolve().parent != cuda_dir.resolve():
+            folders.add(lad.kernel_dir.resolve())
+    for folder in sorted(folders):
+        for path in sorted(folder.glob("*.cu")):
+            if path.resolve() not in registered:
+                problems.append(f"{display(path)} is not registered by any rung")
     try:
         names = [impl.name for lad in all_ladders.values() for impl in implementations_of(lad)]
     except (OSError, ValueError) as exc:

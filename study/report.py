@@ -1,7 +1,8 @@
 """Markdown and figures from a results document alone (no GPU, no registry needed).
 
-Pure functions from results to text; the figure is the one side effect and goes to
-``figures/`` beside the Markdown.
+Pure functions from results to text; the figures are the one side effect and go to
+``figures/`` beside the Markdown. Every figure shown is derived in :mod:`study.metrics`;
+this module only lays them out, in the unit of each op (GFLOPS or GB/s).
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS"}
+from study import metrics
+
+BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt"}
+RUNG_BACKENDS = ("cuda", "triton")
+MODE_ORDER = ("cold", "hot", "graph")
 
 
 def shape_label(shape: dict) -> str:
@@ -33,8 +38,13 @@ def _num(value, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else f"{value:{fmt}}{suffix}"
 
 
+def unit_of(ms: list[dict]) -> str:
+    return metrics.unit((ms[0].get("work") or {}).get("bound", "compute")) if ms else "GFLOPS"
+
+
 def flags(m: dict) -> list[str]:
-    """Why a number deserves a second look: noise above target, throttling, launch-bound."""
+    """Why a number deserves a second look: noise above target, throttling, launch-bound,
+    above the memory peak (served from L2)."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -43,55 +53,76 @@ def flags(m: dict) -> list[str]:
         out.append("throttled")
     if m.get("launch_bound"):
         out.append("launch-bound")
+    if (m.get("work") or {}).get("bound") == "memory" and (m.get("pct_peak") or 0) > 100:
+        out.append("L2")
     return out
 
 
-def _cell(m: dict | None) -> list[str]:
-    """GFLOPS, % of peak, % of ceiling, × cuBLAS for one measurement, or its status where not ok."""
-    if m is None:
-        return ["—", "—", "—", "—"]
-    if m["status"] != "ok":
-        return [f"**{m['status']}**", "—", "—", "—"]
-    mark = "".join(f" ⚑{f}" for f in flags(m))
-    return [_num(m["gflops"], ",.0f") + mark, _num(m["pct_peak"], ".1f", " %"),
-            _num(m.get("pct_ceiling"), ".1f", " %"), _num(m["vs_cublas"], ".2f", "×")]
-
-
-def _groups(measurements):
-    """(op) -> (shape json, dtype, autotune mode) -> list of measurements, in first-seen order."""
-    ops: dict = defaultdict(lambda: defaultdict(list))
-    for m in measurements:
-        key = (json.dumps(m["shape"]), m["dtype"])
-        ops[m["op"]][key].append(m)
-    return ops
-
-
 def _modes(ms) -> list[str]:
-    modes = sorted({m["autotune"] for m in ms if m["autotune"] != "n/a"})
-    return modes or ["off"]
+    present = {m.get("mode") or "cold" for m in ms}
+    return [mode for mode in MODE_ORDER if mode in present]
 
 
-def ladder_table(ms: list[dict], mode: str) -> str:
-    """Rung rows, CUDA | Triton | cuBLAS side by side; the baseline closes the table."""
+def _tunes(ms) -> list[str]:
+    return sorted({m["autotune"] for m in ms if m["autotune"] != "n/a"}) or ["off"]
+
+
+def _headline_cell(m: dict | None) -> str:
+    if m is None:
+        return "—"
+    if m["status"] != "ok":
+        return f"**{m['status']}**"
+    return _num(metrics.headline(m), ",.0f") + "".join(f" ⚑{f}" for f in flags(m))
+
+
+def ladder_table(ms: list[dict], tune: str) -> str:
+    """One (op, shape, precision) at one autotune setting: rows are rungs, then baselines;
+    a column group per backend (CUDA, Triton) with the headline per timing mode, % peak and
+    % ceiling of the first mode, and × ref per mode. Baseline rows fill the first group.
+    Columns empty in every row are left out."""
+    unit = unit_of(ms)
+    modes = _modes(ms)
+    first = modes[0]
+    pick = {(m["rung"] or m.get("baseline"), m["backend"], m.get("mode") or "cold"): m
+            for m in ms if m["autotune"] in (tune, "n/a")}
+    backends = [b for b in RUNG_BACKENDS if any(m["backend"] == b and m["rung"] for m in ms)] or ["cuda"]
+
+    def group(key, backend) -> list[str]:
+        by_mode = {mode: pick.get((key, backend, mode)) for mode in modes}
+        head = by_mode[first]
+        ok = head is not None and head["status"] == "ok"
+        return ([_headline_cell(by_mode[mode]) for mode in modes]
+                + [_num(head["pct_peak"], ".1f", " %") if ok else "—",
+                   _num(head.get("pct_ceiling"), ".1f", " %") if ok else "—"]
+                + [_num(by_mode[mode].get("x_ref"), ".2f", "×") if by_mode[mode] and by_mode[mode]["status"] == "ok"
+                   else "—" for mode in modes])
+
+    suffix = (lambda mode: f" {mode}") if len(modes) > 1 else (lambda mode: "")
+    header = ["#", "rung"]
+    for b in backends:
+        label = BACKEND_LABEL[b]
+        header += ([f"{label} {unit}{suffix(mode)}" for mode in modes] + [f"{label} % peak", f"{label} % ceiling"]
+                   + [f"{label} × ref{suffix(mode)}" for mode in modes])
     rungs = sorted({(m["rung_index"], m["rung"]) for m in ms if m["rung"] is not None})
-    pick = {(m["rung"], m["backend"]): m for m in ms if m["autotune"] in (mode, "n/a")}
-    header = ["#", "rung",
-              "CUDA GFLOPS", "CUDA % peak", "CUDA % ceiling", "CUDA × cuBLAS",
-              "Triton GFLOPS", "Triton % peak", "Triton % ceiling", "Triton × cuBLAS",
-              "cuBLAS GFLOPS", "cuBLAS % peak", "cuBLAS % ceiling"]
-    rows = []
-    for index, rung in rungs:
-        rows.append([f"v{index}", f"`{rung}`", *_cell(pick.get((rung, "cuda"))),
-                     *_cell(pick.get((rung, "triton"))), "", "", ""])
-    base_cells = _cell(pick.get((None, "cublas")))
-    rows.append(["", "**cuBLAS baseline**", *[""] * 8, *base_cells[:3]])
-    return tabulate(rows, header, tablefmt="github", disable_numparse=True)
+    rows = [[f"v{index}", f"`{rung}`", *[c for b in backends for c in group(rung, b)]] for index, rung in rungs]
+    width = len(header) - 2 - len(group("", backends[0]))
+    bases = {}
+    for m in ms:
+        if m["rung"] is None:
+            bases.setdefault((not m.get("reference"), m["baseline"] or "baseline"), m)
+    for (_, key), m in sorted(bases.items()):
+        role = "reference" if m.get("reference") else "baseline"
+        title = f"**{m['baseline'] or 'baseline'}** ({m.get('library') or BACKEND_LABEL.get(m['backend'], m['backend'])}, {role})"
+        rows.append(["", title, *group(key, m["backend"]), *[""] * width])
+    keep = [i for i in range(len(header)) if i < 2 or any(r[i] not in ("—", "") for r in rows)]
+    return tabulate([[r[i] for i in keep] for r in rows], [header[i] for i in keep], tablefmt="github",
+                    disable_numparse=True)
 
 
 def detail_table(ms: list[dict]) -> str:
-    header = ["implementation", "shape", "autotune", "mode", "status", "median ms", "min ms", "q1–q3 ms", "n",
-              "stop", "noise (inliers)", "outliers", "rel. stdev (all)", "SM MHz (min–max)", "flags",
-              "error / tol.", "config"]
+    header = ["implementation", "shape", "precision", "autotune", "mode", "status", "median ms", "min ms",
+              "q1–q3 ms", "n", "stop", "noise (inliers)", "median ± (95 %)", "outliers", "rel. stdev (all)",
+              "SM MHz (min–max)", "flags", "error / tol.", "config"]
     rows = []
     for m in ms:
         err = m.get("error") or {}
@@ -103,10 +134,11 @@ def detail_table(ms: list[dict]) -> str:
         if timing.get("discarded_throttled"):
             stop += f" ({timing['discarded_throttled']} throttled discarded)"
         rows.append([
-            f"`{m['implementation']}`", f"{shape_label(m['shape'])} {m['dtype']}", m["autotune"],
-            m.get("mode") or "—", m["status"], _num(m["median_ms"], ".4f"),
+            f"`{m['implementation']}`", shape_label(m["shape"]), f"{m.get('precision')} ({m['dtype']}, {m.get('math')})",
+            m["autotune"], m.get("mode") or "—", m["status"], _num(m["median_ms"], ".4f"),
             _num(m["min_ms"], ".4f"), q, str(len(m["samples_ms"])) if m["samples_ms"] else "—", stop,
             _num(None if timing.get("noise") is None else 100 * timing["noise"], ".2f", " %"),
+            _num(None if timing.get("median_ci") is None else 100 * timing["median_ci"], ".3f", " %"),
             "—" if m.get("outliers") is None else str(m["outliers"]),
             _num(None if m["rel_stdev"] is None else 100 * m["rel_stdev"], ".2f", " %"), mhz,
             ", ".join(flags(m)) or "",
@@ -116,7 +148,23 @@ def detail_table(ms: list[dict]) -> str:
     return tabulate(rows, header, tablefmt="github", disable_numparse=True)
 
 
-def device_block(env: dict) -> str:
+def peaks_text(gpu: dict, maths: list[str]) -> str:
+    """The peaks this report uses, each with the clock it assumes."""
+    peaks = gpu.get("peaks_gflops") or {}
+    clock = gpu.get("peak_clock_mhz") or gpu.get("max_sm_clock_mhz")
+    parts = []
+    for math in maths:
+        if math in peaks:
+            text = f"{metrics.PEAK_NAMES.get(math, math)} {peaks[math]:,.0f} GFLOPS at {clock:.0f} MHz"
+            sheet = (gpu.get("datasheet_peaks_gflops") or {}).get(math)
+            if sheet:
+                text += f" (the datasheet's {sheet:,.0f} at {gpu['datasheet_tensor_clock_mhz']:.0f} MHz)"
+            parts.append(text)
+    parts.append(f"memory {_num(gpu.get('memory_peak_gbps'), ',.0f', ' GB/s')}")
+    return "; ".join(parts)
+
+
+def device_block(env: dict, maths: list[str]) -> str:
     gpu = env["gpu"]
     git = env.get("git", {})
     dirty = {True: " (dirty)", False: "", None: ""}[git.get("dirty")]
@@ -125,8 +173,7 @@ def device_block(env: dict) -> str:
                 f"{gpu['l2_bytes'] / 2**20:.0f} MiB L2)"],
         ["max clocks", f"SM {gpu['max_sm_clock_mhz']:.0f} MHz, memory {gpu['max_mem_clock_mhz']:.0f} MHz "
                        f"({gpu['bus_width_bits']}-bit), from {gpu['clock_source']}"],
-        ["FP32 peak (theoretical)", _num(gpu.get("fp32_peak_gflops"), ",.0f", " GFLOPS")],
-        ["memory peak (theoretical)", _num(gpu.get("memory_peak_gbps"), ",.0f", " GB/s")],
+        ["peaks (theoretical)", peaks_text(gpu, maths)],
         ["driver / CUDA", f"{gpu['driver']} / {env['cuda']}"],
         ["torch / triton / cupy", f"{env['torch']} / {env['triton']} / {env['cupy']}"],
         ["python", env["python"]],
@@ -137,51 +184,75 @@ def device_block(env: dict) -> str:
     return tabulate(rows, ["", ""], tablefmt="github", disable_numparse=True)
 
 
-def legend(env: dict) -> str:
+MODE_TEXT = {
+    "cold": "`cold`: the L2 flushed before each sample by writing {flush}× the L2 size (not timed), each launch "
+            "between its own pair of CUDA events — what HBM delivers",
+    "hot": "`hot`: launches back to back without flushing the L2, each between its own pair of CUDA events — data "
+           "that fits in L2 is served from it, so a memory-bound figure above the memory peak (⚑L2) is L2 "
+           "bandwidth, not HBM",
+    "graph": "`graph`: N launches captured in one CUDA graph, each replay between two CUDA events and divided by "
+             "N (no L2 flush)",
+}
+
+
+def legend(env: dict, ms: list[dict]) -> str:
     t = env["timer"]
-    t = {"mode": "cold", "flush_factor": 2, "noise": None, "min_samples": t.get("reps"), "min_time_s": 0,
+    t = {"mode": "cold", "flush_factor": 2, "noise": None, "ci": None, "min_samples": t.get("reps"), "min_time_s": 0,
          "timeout_s": 0, "throttle_threshold": None, "discard_throttled": False, **t}  # schema 1: fixed reps, cold
-    mode = {
-        "cold": f"the L2 flushed before each sample by writing {t['flush_factor']}× the L2 size (not timed), "
-                f"each launch between its own pair of CUDA events",
-        "hot": "launches back to back without flushing the L2, each between its own pair of CUDA events",
-        "graph": "N launches captured in one CUDA graph, each replay between two CUDA events and divided by "
-                 "N (no L2 flush)",
-    }[t["mode"]]
+    modes = "; ".join(MODE_TEXT[mode].format(flush=t["flush_factor"]) for mode in _modes(ms))
+    ci = (f" or the median's 95 % confidence interval (order statistics) is within ± {100 * t['ci']:g} % of it "
+          f"(stop `ci`: a kernel whose launches jitter more than that target, but whose median more samples pin "
+          f"down)" if t.get("ci") else "")
     stop = (f"stops after exactly {t['reps']} kept samples" if t.get("reps") else
-            f"continues until the relative standard deviation of the kept samples inside Tukey's fences is at most "
-            f"{100 * t['noise']:g} %, "
-            f"with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, or "
-            f"{t['timeout_s']:g} s have passed (⚑noisy: stopped by the timeout above the target)")
+            f"continues, with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, until the "
+            f"relative standard deviation of the kept samples inside Tukey's fences is at most "
+            f"{100 * t['noise']:g} % (stop `noise`){ci}, or {t['timeout_s']:g} s have passed (⚑noisy: stopped "
+            f"by the timeout with neither target met)")
     throttle = ("Clocks were not recorded (results schema 1)." if t["throttle_threshold"] is None else
                 f"Samples taken while the SM clock (NVML) was below {100 * t['throttle_threshold']:g} % of its "
                 f"maximum are {'discarded, then a pause' if t['discard_throttled'] else 'kept and flagged'} "
                 f"(⚑throttled).")
     ceilings = env.get("ceilings") or {}
     overhead = env.get("launch_overhead_ms")
+    gpu = env["gpu"]
+    units = []
+    if any((m.get("work") or {}).get("bound", "compute") == "compute" for m in ms):
+        units.append("**GFLOPS** = the op's FLOPs (declared by its problem, e.g. 2·M·N·K for a GEMM) / median; "
+                     "**% peak** of the theoretical peak of the unit the precision uses: "
+                     f"{gpu.get('peak_source', '')}")
+    if any((m.get("work") or {}).get("bound") == "memory" for m in ms):
+        units.append("**GB/s** = the op's minimum bytes (every input read once, every output written once) / "
+                     f"median; **% peak** of the theoretical memory bandwidth ({gpu.get('memory_peak_source', '')})")
+    measured = [f"{name} {ceilings[key]:,.0f} {'GB/s' if key == 'copy_gbps' else 'GFLOPS'}"
+                for key, name in [*metrics.CEILINGS.values(), metrics.MEMORY_CEILING] if ceilings.get(key)]
     return (
         f"**How these numbers were measured.** Every implementation first passes a correctness gate "
         f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
         f"timed). Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
-        f"autotuning happen before). Mode `{t['mode']}`: {mode}. Sampling {stop}. {throttle} "
-        f"The headline is the **median**; min and quartiles are in the details. GFLOPS = 2·M·N·K / median. "
-        f"**% peak** is of the *theoretical* FP32 peak: {env['gpu'].get('peak_source', '')}. "
-        + (f"**% ceiling** is of the *measured* FP32 ceiling, an FFMA loop at "
-           f"{ceilings['ffma_gflops']:,.0f} GFLOPS on this GPU (`python -m study ceilings`). "
-           if ceilings.get("ffma_gflops") else "")
+        f"autotuning happen before). Modes: {modes}. Sampling {stop}. {throttle} "
+        f"The headline is the **median**; min and quartiles are in the details. " + ". ".join(units) + ". "
+        + (f"**% ceiling** is of the *measured* ceiling of the same kind on this GPU (`python -m study "
+           f"ceilings`): {', '.join(measured)}. " if measured else "")
         + (f"An empty kernel measured {overhead * 1e3:.2f} µs this run; a median within 2× of it is "
            f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
            f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "
            f"part of such a number; `--mode graph` spreads it over many launches. " if overhead else "")
-        + "**× cuBLAS** = cuBLAS median / this median on the same shape and dtype (> 1: faster than cuBLAS); "
-        "cuBLAS runs through `torch.matmul` with TF32 off. "
+        + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
+        "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
+        "Library baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "
+        "reductions off; the switches are in each record's config. "
         "Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "
         "`on` searches the rung's space (CUDA: every `-D` point timed by this runner; Triton: "
         "`triton.autotune`); the config used is in the details.")
 
 
+def _label(m: dict, tunes: set) -> str:
+    return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" (autotune {m['autotune']})" if len(tunes) > 1 else "")
+
+
 def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
-    """One seaborn figure of the ladder: GFLOPS by rung, a panel per shape, cuBLAS dashed."""
+    """The ladder: the op's headline unit by rung (first timing mode), a panel per shape and a
+    row per precision; the reference baseline dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -190,33 +261,97 @@ def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     import seaborn as sns
 
     ok = [m for m in measurements if m["op"] == op and m["status"] == "ok"]
+    first = (_modes(ok) or ["cold"])[0]
+    ok = [m for m in ok if (m.get("mode") or "cold") == first]
     rungs = [m for m in ok if m["rung"] is not None]
     if not rungs:
         return None
-    modes = {m["autotune"] for m in rungs}
-    frame = pd.DataFrame([{
-        "rung": f"v{m['rung_index']}",
-        "implementation": BACKEND_LABEL[m["backend"]] + (f" (autotune {m['autotune']})" if len(modes) > 1 else ""),
-        "shape": shape_label(m["shape"]) + f" {m['dtype']}",
-        "GFLOPS": m["gflops"],
-    } for m in rungs])
+    unit = unit_of(rungs)
+    tunes = {m["autotune"] for m in rungs}
+    frame = pd.DataFrame([{"rung": f"v{m['rung_index']}", "implementation": _label(m, tunes),
+                           "shape": shape_label(m["shape"]), "precision": m.get("precision") or m["dtype"],
+                           unit: metrics.headline(m)} for m in rungs])
     shapes = list(dict.fromkeys(frame["shape"]))
+    precisions = list(dict.fromkeys(frame["precision"]))
     sns.set_theme(style="whitegrid")
-    grid = sns.catplot(data=frame, kind="bar", x="rung", y="GFLOPS", hue="implementation", col="shape",
-                       col_order=shapes, order=sorted(frame["rung"].unique(), key=lambda r: int(r[1:])),
-                       height=3.6, aspect=1.25, sharey=False)
-    for shape, ax in zip(shapes, grid.axes.flat):
-        base = [m for m in ok if m["backend"] == "cublas" and shape_label(m["shape"]) + f" {m['dtype']}" == shape]
+    grid = sns.catplot(data=frame, kind="bar", x="rung", y=unit, hue="implementation", col="shape",
+                       col_order=shapes, row="precision", row_order=precisions,
+                       order=sorted(frame["rung"].unique(), key=lambda r: int(r[1:])),
+                       height=3.2, aspect=1.2, sharey=False)
+    for (precision, shape), ax in grid.axes_dict.items():  # row and col both set: (row, col) keys
+        base = [m for m in ok if m.get("reference") and shape_label(m["shape"]) == shape
+                and (m.get("precision") or m["dtype"]) == precision]
         if base:
-            ax.axhline(base[0]["gflops"], color="black", linestyle="--", linewidth=1)
-            ax.text(0.01, base[0]["gflops"], " cuBLAS", va="bottom", ha="left", fontsize=8,
+            value = metrics.headline(base[0])
+            ax.axhline(value, color="black", linestyle="--", linewidth=1)
+            ax.text(0.01, value, f" {base[0].get('baseline') or 'reference'}", va="bottom", ha="left", fontsize=8,
                     transform=ax.get_yaxis_transform())
-        ax.set_title(shape)
-    grid.figure.suptitle(f"{op}: GFLOPS by rung (median)", y=1.03)
+        ax.set_title(f"{shape} {precision}")
+    grid.figure.suptitle(f"{op}: {unit} by rung (median, {first})", y=1.02)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(path, dpi=120, bbox_inches="tight")
+    grid.figure.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(grid.figure)
     return path
+
+
+def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path | None:
+    """Arithmetic intensity (FLOP per minimum byte) against GFLOPS, log-log: the compute roof of
+    each math mode present and the memory roof; one point per implementation and shape (first
+    timing mode), shaped by backend and coloured by rung."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ok = [m for m in measurements if m["op"] == op and m["status"] == "ok" and m.get("intensity") and m.get("gflops")]
+    first = (_modes(ok) or ["cold"])[0]
+    ok = [m for m in ok if (m.get("mode") or "cold") == first]
+    gpu = env["gpu"]
+    bandwidth = gpu.get("memory_peak_gbps")
+    if not ok or not bandwidth:
+        return None
+    intensities = [m["intensity"] for m in ok]
+    lo, hi = min(intensities) / 4, max(intensities) * 4
+    xs = np.geomspace(min(lo, 0.1), max(hi, 1000), 200)
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    maths = sorted({m.get("math") or "ieee" for m in ok})
+    for math in maths:
+        peak = (gpu.get("peaks_gflops") or {}).get(math)
+        if peak:
+            ax.plot(xs, np.minimum(peak, bandwidth * xs), linewidth=1.2,
+                    label=f"roof: {metrics.PEAK_NAMES.get(math, math)} {peak:,.0f} GFLOPS, memory {bandwidth:,.0f} GB/s")
+    markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P"}
+    rung_keys = sorted({(m["rung_index"], m["rung"]) for m in ok if m["rung"] is not None})
+    colours = {key: plt.cm.viridis(i / max(1, len(rung_keys) - 1)) for i, (_, key) in enumerate(rung_keys)}
+    seen = set()
+    for m in ok:
+        key = m["rung"]
+        label = f"v{m['rung_index']}" if key else (m.get("baseline") or "baseline")
+        legend_key = (label, m["backend"])
+        ax.scatter(m["intensity"], m["gflops"], marker=markers.get(m["backend"], "x"),
+                   color=colours.get(key, "black"), s=70 if not key else 36, alpha=0.85, edgecolors="none",
+                   label=None if legend_key in seen else f"{label} {BACKEND_LABEL.get(m['backend'], m['backend'])}")
+        seen.add(legend_key)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per minimum byte)")
+    ax.set_ylabel("GFLOPS")
+    ax.set_title(f"{op}: roofline ({first}, median)")
+    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    ax.grid(True, which="both", linewidth=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _groups(measurements):
+    """op -> (shape json, precision) -> measurements, in first-seen order."""
+    ops: dict = defaultdict(lambda: defaultdict(list))
+    for m in measurements:
+        ops[m["op"]][(json.dumps(m["shape"]), m.get("precision") or m["dtype"])].append(m)
+    return ops
 
 
 def render(doc: dict, md_path: Path, draw: bool = True) -> str:
@@ -224,42 +359,46 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
     env, ms = doc["environment"], doc["measurements"]
     md_path = Path(md_path)
     incomplete = doc.get("complete") is False
+    maths = sorted({m.get("math") or "ieee" for m in ms if (m.get("work") or {}).get("bound", "compute") == "compute"})
     out = [f"# `study compare` on {env['gpu']['name']}", "",
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
            f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
            "regenerates it without a GPU. Do not edit by hand.", "",
-           device_block(env), ""]
+           device_block(env, maths), ""]
     for op, groups in _groups(ms).items():
-        out += [f"## {op}", ""]
+        op_ms = [m for m in ms if m["op"] == op]
+        out += [f"## {op}", "", f"Headline unit: **{unit_of(op_ms)}**.", ""]
         if draw:
-            fig = figure(ms, op, md_path.parent / "figures" / f"{md_path.stem}-{op}.png")
-            if fig is not None:
-                out += [f"![{op} ladder]({fig.relative_to(md_path.parent).as_posix()})", ""]
-        for (shape_json, dtype), group in groups.items():
+            for kind, fig in (("ladder", figure(ms, op, md_path.parent / "figures" / f"{md_path.stem}-{op}.png")),
+                              ("roofline", roofline(ms, op, env, md_path.parent / "figures"
+                                                    / f"{md_path.stem}-{op}-roofline.png"))):
+                if fig is not None:
+                    out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
+        for (shape_json, precision), group in groups.items():
             shape = json.loads(shape_json)
-            for mode in _modes(group):
-                out += [f"### {op} {shape_label(shape)} {dtype}, autotune {mode}", "",
-                        ladder_table(group, mode), ""]
-        flagged = [m for m in ms if m["op"] == op and m["status"] == "ok" and flags(m)]
+            dtype, math = group[0]["dtype"], group[0].get("math") or "ieee"
+            for tune in _tunes(group):
+                out += [f"### {op} {shape_label(shape)} {precision} ({dtype}, {math}), autotune {tune}", "",
+                        ladder_table(group, tune), ""]
+        flagged = [m for m in op_ms if m["status"] == "ok" and flags(m)]
         if flagged:
             out += ["**Check these numbers** (see the legend):", ""]
-            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} autotune {m['autotune']}: "
-                    f"{', '.join(flags(m))} (noise {100 * (m['timing'] or {}).get('noise', 0):.2f} %, "
-                    f"stop `{(m['timing'] or {}).get('stop')}`, SM clock "
-                    f"{(m['clocks'] or {}).get('sm_mhz_min')}–{(m['clocks'] or {}).get('sm_mhz_max')} MHz, "
+            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m.get('precision')} {m.get('mode')} "
+                    f"autotune {m['autotune']}: {', '.join(flags(m))} (noise "
+                    f"{100 * ((m['timing'] or {}).get('noise') or 0):.2f} %, stop `{(m['timing'] or {}).get('stop')}`, "
+                    f"SM clock {(m['clocks'] or {}).get('sm_mhz_min')}–{(m['clocks'] or {}).get('sm_mhz_max')} MHz, "
                     f"reasons {', '.join((m['clocks'] or {}).get('throttle_reasons') or []) or 'none'})"
                     for m in flagged]
             out.append("")
-        problems = [m for m in ms if m["op"] == op and m["status"] != "ok"]
+        problems = [m for m in op_ms if m["status"] != "ok"]
         if problems:
             out += ["**Not measured** (never ranked):", ""]
-            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m['dtype']} autotune "
-                    f"{m['autotune']}: **{m['status']}** — {reason_line(m['reason'])}"
+            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m.get('precision') or m['dtype']} "
+                    f"{m.get('mode')} autotune {m['autotune']}: **{m['status']}** — {reason_line(m['reason'])}"
                     for m in problems]
             out.append("")
-        out += ["<details><summary>All measurements</summary>", "",
-                detail_table([m for m in ms if m["op"] == op]), "", "</details>", ""]
-    out += ["## Legend", "", legend(env), ""]
+        out += ["<details><summary>All measurements</summary>", "", detail_table(op_ms), "", "</details>", ""]
+    out += ["## Legend", "", legend(env, ms), ""]
     return "\n".join(out)
 
 

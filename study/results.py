@@ -12,10 +12,14 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from study.registry import ROOT
+from study import metrics
+from study.paths import ROOT
 
-SCHEMA = 2  # 2: timing modes, noise stopping, clocks, ceilings, plan/complete for resuming
-READABLE = (1, 2)  # schema 1 lacks those fields; the report shows them as unknown
+# 3: precisions (precision, dtype, math), work (flops, bytes, bound), several baselines
+#    (baseline, library, reference) and x_ref, timing mode per case, peaks per math mode.
+# 2: timing modes, noise stopping, clocks, ceilings, plan/complete for resuming.
+SCHEMA = 3
+READABLE = (1, 2, 3)  # older files are upgraded on load (upgrade()); missing fields show as unknown
 
 
 def _version(dist: str) -> str | None:
@@ -69,24 +73,38 @@ def environment(device, settings, argv: list[str]) -> dict:
     }
 
 
-def finalize(measurements: list[dict]) -> list[dict]:
-    """Fill ``vs_cublas``: the cuBLAS median over this median, same op, shape and dtype
-    (> 1 means faster than cuBLAS). Pure: returns new records."""
-    baseline = {}
-    for m in measurements:
-        if m["backend"] == "cublas" and m["status"] == "ok":
-            baseline[(m["op"], json.dumps(m["shape"], sort_keys=True), m["dtype"])] = m["median_ms"]
-    out = []
-    for m in measurements:
+def upgrade(doc: dict) -> dict:
+    """A schema-1 or -2 document in schema 3's terms: those files are SGEMM in FP32, one cuBLAS
+    baseline (the reference), one timing mode, GFLOPS stored per record. The FLOPs are taken
+    back from the stored GFLOPS and median, the only form they were kept in."""
+    if doc["schema"] >= 3:
+        return doc
+    env = dict(doc["environment"])
+    gpu = dict(env.get("gpu") or {})
+    if "peaks_gflops" not in gpu and gpu.get("fp32_peak_gflops"):
+        gpu["peaks_gflops"] = {"ieee": gpu["fp32_peak_gflops"]}
+    env["gpu"] = gpu
+    mode = (env.get("timer") or {}).get("mode", "cold")
+    records = []
+    for m in doc["measurements"]:
         m = dict(m)
-        base = baseline.get((m["op"], json.dumps(m["shape"], sort_keys=True), m["dtype"]))
-        m["vs_cublas"] = base / m["median_ms"] if base and m["status"] == "ok" else None
-        out.append(m)
-    return out
+        flops = m["gflops"] * 1e9 * m["median_ms"] * 1e-3 if m.get("gflops") and m.get("median_ms") else None
+        baseline = m["backend"] == "cublas"
+        m.update({"precision": "fp32", "math": "ieee", "mode": m.get("mode") or mode,
+                  "baseline": "torch_matmul" if baseline else None, "library": "cuBLAS" if baseline else None,
+                  "reference": baseline, "work": {"flops": flops, "bytes": None, "bound": "compute"}})
+        records.append(m)
+    return {**doc, "environment": env, "measurements": records, "upgraded_from": doc["schema"]}
+
+
+def finalize(measurements: list[dict], env: dict) -> list[dict]:
+    """Every derived figure (GFLOPS, GB/s, % peak, % ceiling, × ref) from the stored
+    measurements and the environment, in one place (:mod:`study.metrics`)."""
+    return metrics.finalize(measurements, env)
 
 
 def document(env: dict, measurements: list[dict]) -> dict:
-    return {"schema": SCHEMA, "environment": env, "measurements": finalize(measurements)}
+    return {"schema": SCHEMA, "environment": env, "measurements": finalize(measurements, env)}
 
 
 def _clean(value):
@@ -118,17 +136,8 @@ def load(path: Path) -> dict:
     for key in ("environment", "measurements"):
         if key not in doc:
             raise ValueError(f"{path}: missing {key!r}")
-    return {**doc, "measurements": finalize(doc["measurements"])}
-
-
-def cache_dir() -> Path:
-    """Where measured state that outlives a run is kept (CUDA autotune picks, ceilings)."""
-    return Path(os.environ.get("STUDY_CACHE_DIR", Path.home() / ".cache" / "study"))
-
-
-def report_dir(device) -> Path:
-    """Where a GPU's committed reports live: ``reports/<gpu slug>/``."""
-    return ROOT / "reports" / device.slug
+    doc = upgrade(doc)
+    return {**doc, "measurements": finalize(doc["measurements"], doc["environment"])}
 
 
 def default_paths(out_dir: Path, name: str = "compare") -> tuple[Path, Path]:

@@ -1,7 +1,7 @@
 """The one runner every backend goes through.
 
 For each case: skip checks (with reasons) → inputs and float64 reference (once per
-op, shape and dtype) → prepare (layout, allocation, compilation; CUDA autotuning
+op, shape and precision) → prepare (layout, allocation, compilation; CUDA autotuning
 picks its config here) → first launch (JIT, Triton autotuning, lazy loading) →
 correctness gate on a NaN-poisoned output (outside tolerance: ``wrong``, never
 timed) → warm-up → samples in the chosen mode (cold: L2 flushed before each; hot;
@@ -28,6 +28,7 @@ import numpy as np
 
 from study import hardware, stats
 from study.backends import backend
+from study.precision import Precision, select
 from study.registry import Implementation, implementations_of, ladder
 
 AUTOTUNE_MODES = ("off", "on", "both")
@@ -48,9 +49,12 @@ class TimerSettings:
     times each replay (per-launch time = replay / N; no flush, so hot caches).
 
     Stopping: with ``reps`` set, exactly that many samples are kept; otherwise sampling
-    continues until the relative standard deviation of the kept samples is at most
-    ``noise``, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, or
-    until ``timeout_s`` (wall) has passed, which the report flags. Batches whose SM clock
+    continues, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, until
+    the relative standard deviation of the kept samples inside Tukey's fences is at most
+    ``noise`` (a steady kernel: stop ``noise``) or the median's 95 % confidence interval is
+    within ± ``ci`` of it (a kernel with an intrinsic jitter that more samples cannot lower,
+    but whose median they pin down: stop ``ci``), or until ``timeout_s`` (wall) has passed,
+    which the report flags (see :mod:`study.stats`). Batches whose SM clock
     (NVML, read while the batch runs and after it) is below ``throttle_threshold`` × the
     maximum SM clock are discarded, followed by a ``recovery_s`` pause, unless
     ``discard_throttled`` is off.
@@ -59,6 +63,7 @@ class TimerSettings:
     mode: str = "cold"
     reps: int | None = None
     noise: float = 0.005
+    ci: float = 0.001
     min_samples: int = 20
     min_time_s: float = 0.1
     timeout_s: float = 15.0
@@ -81,6 +86,8 @@ class TimerSettings:
         if not 0 < self.noise < 1:
             raise TimingConfigError(f"the noise target is a relative standard deviation in (0, 1); "
                                     f"got {self.noise}")
+        if not 0 < self.ci < 1:
+            raise TimingConfigError(f"the confidence target is a relative half-width in (0, 1); got {self.ci}")
         if self.min_samples < 10:
             raise TimingConfigError(f"at least 10 samples are needed before the noise can be judged; "
                                     f"got {self.min_samples}")
@@ -114,8 +121,9 @@ class TimerSettings:
 class Case:
     impl: Implementation
     shape: dict
-    dtype: str
-    autotune: str  # "off", "on", or "n/a" (cuBLAS: its switch arrives with cuBLASLt)
+    precision: Precision
+    autotune: str  # "off", "on", or "n/a" (baselines: no switch of ours)
+    mode: str = "cold"
 
     @property
     def shape_text(self) -> str:
@@ -124,46 +132,55 @@ class Case:
     @property
     def key(self) -> str:
         """Identifies the case across runs (resuming matches on it)."""
-        return f"{self.impl.name}|{self.shape_text}|{self.dtype}|{self.autotune}"
+        return f"{self.impl.name}|{self.shape_text}|{self.precision.name}|{self.autotune}|{self.mode}"
 
     @property
     def label(self) -> str:
         tune = "" if self.autotune == "n/a" else f" autotune={self.autotune}"
-        return f"{self.impl.name} {self.shape_text} {self.dtype}{tune}"
+        return f"{self.impl.name} {self.shape_text} {self.precision.name} {self.mode}{tune}"
 
 
-def plan(ops: Iterable[str], shapes: dict | None = None, dtypes: dict | None = None,
+def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None = None,
          backends: Iterable[str] | None = None, rungs: Iterable[str] | None = None,
-         autotune: str = "off") -> list[Case]:
-    """The product of the named axes, baseline always included so × cuBLAS is defined.
+         autotune: str = "off", modes: Iterable[str] | None = None) -> list[Case]:
+    """The product of the named axes: shapes × precisions × timing modes × implementations ×
+    autotune modes. Baselines are always included so that × ref is defined.
 
-    ``shapes``/``dtypes`` map op → list; missing ops use the problem's defaults. Unknown
-    rung names raise KeyError naming the known ones.
+    ``shapes``/``precisions`` map op → list (shape dicts / --dtype names); missing ops use
+    the problem's defaults. ``modes`` (cold, hot, graph) default to each op's own. Unknown
+    rung names raise KeyError naming the known ones, unknown precisions ValueError.
     """
     if autotune not in AUTOTUNE_MODES:
         raise ValueError(f"--autotune must be one of {', '.join(AUTOTUNE_MODES)}; got {autotune!r}")
-    modes = ("off", "on") if autotune == "both" else (autotune,)
+    tunes = ("off", "on") if autotune == "both" else (autotune,)
     backends = set(backends) if backends else None
     wanted_rungs = set(rungs) if rungs else None
     cases = []
     for op in ops:
         lad = ladder(op)
+        problem = lad.problem
         known = {r.key for r in lad.rungs} | {f"v{i}" for i in range(len(lad.rungs))}
         if wanted_rungs and not wanted_rungs <= known | {"baseline"}:
             unknown = ", ".join(sorted(wanted_rungs - known - {"baseline"}))
             raise KeyError(f"{op}: unknown rung {unknown}; known: {', '.join(r.key for r in lad.rungs)}")
-        impls = implementations_of(lad)
-        for shape in (shapes or {}).get(op) or [dict(s) for s in lad.problem.default_shapes]:
-            for dtype in (dtypes or {}).get(op) or [lad.problem.dtypes[0]]:
-                for impl in impls:
-                    if impl.backend == "cublas":
-                        cases.append(Case(impl, shape, dtype, "n/a"))
-                        continue
-                    if backends and impl.backend not in backends:
-                        continue
-                    if wanted_rungs and not ({impl.rung, f"v{impl.rung_index}"} & wanted_rungs):
-                        continue
-                    cases.extend(Case(impl, shape, dtype, mode) for mode in modes)
+        names = (precisions or {}).get(op) or problem.default_precisions or [problem.precisions[0].name]
+        chosen = select(problem.precisions, names, op)
+        op_modes = list(modes) if modes else list(problem.default_modes)
+        for mode in op_modes:
+            if mode not in MODES:
+                raise ValueError(f"--mode must be one of {', '.join(MODES)}; got {mode!r}")
+        for shape in (shapes or {}).get(op) or [dict(s) for s in problem.default_shapes]:
+            for precision in chosen:
+                for mode in op_modes:
+                    for impl in implementations_of(lad):
+                        if impl.rung is None:
+                            cases.append(Case(impl, shape, precision, "n/a", mode))
+                            continue
+                        if backends and impl.backend not in backends:
+                            continue
+                        if wanted_rungs and not ({impl.rung, f"v{impl.rung_index}"} & wanted_rungs):
+                            continue
+                        cases.extend(Case(impl, shape, precision, tune, mode) for tune in tunes)
     return cases
 
 
@@ -175,22 +192,25 @@ LEAD_NS = np.uint64(200_000)
 def _lead_kernel():
     try:
         from study.backends.cuda import StreamCache, load_function
-        from study.registry import CUDA_DIR
+        from study.paths import MICROBENCH_DIR
 
-        return load_function(CUDA_DIR / "microbench" / "delay.cu", "delay_kernel", {"THREADS": 32}), StreamCache()
+        return load_function(MICROBENCH_DIR / "delay.cu", "delay_kernel", {"THREADS": 32}), StreamCache()
     except ImportError:  # no CuPy: batches start without lead work (first samples may carry launch latency)
         return None
 
 
 def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | None:
-    """Why sampling stops now (``reps``, ``noise``, ``max_samples``, ``timeout``), or None."""
+    """Why sampling stops now (``reps``, ``noise``, ``ci``, ``max_samples``, ``timeout``), or None."""
     if st.reps is not None:
         if len(kept) >= st.reps:
             return "reps"
-    elif (len(kept) >= st.min_samples and sum(kept) * 1e-3 >= st.min_time_s
-          and stats.summarize(kept).noise <= st.noise):
-        return "noise"
-    elif len(kept) >= st.max_samples:
+    elif len(kept) >= st.min_samples and sum(kept) * 1e-3 >= st.min_time_s:
+        summary = stats.summarize(kept)
+        if summary.noise <= st.noise:
+            return "noise"
+        if summary.median_ci <= st.ci:
+            return "ci"
+    if st.reps is None and len(kept) >= st.max_samples:
         return "max_samples"
     return "timeout" if elapsed_s > st.timeout_s else None
 
@@ -252,7 +272,7 @@ class Timer:
         """Warm-up, then sampling, in the settings' mode (graphs excepted: see Session)."""
         flush = self.settings.flush_l2
         warm, first = self.warm_up(fn, flush)
-        return {**self.measure(fn, first, flush), "warmup_launches": warm, "first_ms": first}
+        return {**self.measure(fn, first, flush, mode=self.settings.mode), "warmup_launches": warm, "first_ms": first}
 
     def capture(self, fn: Callable[[], object], per_launch_ms: float):
         """A CUDA graph of N launches (N from the settings, or enough for about 1 ms)."""
@@ -270,7 +290,8 @@ class Timer:
                 fn()
         return graph, n
 
-    def measure(self, fn: Callable[[], object], per_launch_ms: float, flush: bool, per_call: int = 1) -> dict:
+    def measure(self, fn: Callable[[], object], per_launch_ms: float, flush: bool, per_call: int = 1,
+                mode: str = "cold") -> dict:
         """Sample until the stopping rule says so; the kept samples and how sampling went."""
         st = self.settings
         max_clock = self.device.max_sm_clock_mhz
@@ -293,12 +314,13 @@ class Timer:
             stop = stop_rule(st, kept, time.perf_counter() - started)
         summary = stats.summarize(kept) if kept else None
         noise = summary.noise if summary else None
+        ci = summary.median_ci if summary else None
         ordered = sorted(readings)
         return {
             "samples": kept,
-            "timing": {"mode": st.mode, "stop": stop, "noise": noise,
-                       "noise_target": None if st.reps else st.noise,
-                       "above_target": st.reps is None and (noise is None or noise > st.noise),
+            "timing": {"mode": mode, "stop": stop, "noise": noise, "median_ci": None if ci == math.inf else ci,
+                       "noise_target": None if st.reps else st.noise, "ci_target": None if st.reps else st.ci,
+                       "above_target": st.reps is None and stop not in ("noise", "ci"),
                        "kept": len(kept), "outliers": summary.outliers if summary else None,
                        "discarded_throttled": discarded,
                        "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
@@ -316,39 +338,39 @@ class Timer:
 # ---- CUDA autotuning --------------------------------------------------------------
 
 def _cache_path() -> Path:
-    from study.results import cache_dir
+    from study.paths import cache_dir
 
     return cache_dir() / "cuda_autotune.json"
 
 
-def _tune_key(impl, device, shape, dtype, mode) -> str:
+def _tune_key(impl, device, shape, precision, mode) -> str:
     space = json.dumps([dict(p) for p in impl.space], sort_keys=True)
     source = (impl.target.path.read_text() + space).encode()
     digest = hashlib.sha256(source).hexdigest()[:16]
     shape_s = "x".join(str(v) for v in shape.values())
-    return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|{dtype}|"
-            f"{mode}|{digest}")
+    return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|"
+            f"{precision.name}|{mode}|{digest}")
 
 
-def tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, timer: Timer, device) -> tuple[dict, dict]:
-    """Time every point of the kernel's space with the runner's own timer; keep the fastest
-    correct one. Cached per GPU, shape, dtype, timing mode and kernel source."""
+def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer: Timer,
+              device) -> tuple[dict, dict]:
+    """Time every point of the kernel's space with the runner's own timer, in the case's timing
+    mode; keep the fastest correct one. Cached per GPU, shape, precision, mode and kernel source."""
     path = _cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
-    key = _tune_key(impl, device, shape, dtype, timer.settings.mode)
+    key = _tune_key(impl, device, shape, precision, mode)
     if key in cache:
         return dict(cache[key]["config"]), {"cached": True, **cache[key]}
     cuda = backend("cuda")
     trials = []
     for point in impl.space:
         try:
-            launch = cuda.prepare(impl, problem, tensors, shape, dtype, config=point)
-            launch.fn()
-            verdict = problem.verify(launch.out, ref, scale, dtype)
+            launch = cuda.prepare(impl, problem, tensors, shape, precision, config=point)
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue
-            flush = timer.settings.flush_l2
+            flush = mode == "cold"
             timer.warm_up(launch.fn, flush)
             median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
@@ -376,87 +398,89 @@ def _one_line(exc: BaseException) -> str:
 
 def _record(case: Case, **fields) -> dict:
     impl = case.impl
+    problem = ladder(impl.op).problem
     record = {
-        "op": impl.op, "rung": impl.rung, "rung_index": impl.rung_index, "backend": impl.backend,
+        "op": impl.op, "rung": impl.rung, "rung_index": impl.rung_index, "baseline": impl.baseline,
+        "backend": impl.backend, "library": impl.library, "reference": impl.reference,
         "implementation": impl.name, "source": impl.source, "shape": dict(case.shape),
-        "dtype": case.dtype, "autotune": case.autotune, "mode": None, "status": None, "reason": "",
+        "precision": case.precision.name, "dtype": case.precision.dtype, "math": case.precision.math,
+        "autotune": case.autotune, "mode": case.mode, "status": None, "reason": "",
+        "work": problem.work(case.shape, case.precision),
         "config": {}, "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None,
         "min_ms": None, "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None,
-        "outliers": None, "warmup_launches": None, "timing": None, "clocks": None,
-        "launch_bound": None, "gflops": None, "pct_peak": None, "pct_ceiling": None, "vs_cublas": None,
+        "outliers": None, "warmup_launches": None, "timing": None, "clocks": None, "launch_bound": None,
     }
     record.update(fields)
     return record
 
 
 class Session:
-    """Holds what cases share: the device, the timer, ceilings, and the current inputs and reference."""
+    """Holds what cases share: the device, the timer, and the current inputs and reference."""
 
     def __init__(self, settings: TimerSettings, device, seed: int = 0, clocks=None,
-                 launch_overhead_ms: float | None = None, ceilings: dict | None = None):
+                 launch_overhead_ms: float | None = None):
         self.settings = settings
         self.device = device
         self.seed = seed
         self.timer = Timer(settings, device, clocks)
         self.launch_overhead_ms = launch_overhead_ms
-        self.ceilings = ceilings or {}
         self._key = None
         self._data = None
 
-    def _inputs(self, problem, shape, dtype):
-        key = (problem.name, tuple(shape.items()), dtype)
+    def _inputs(self, problem, shape, precision):
+        key = (problem.name, tuple(shape.items()), precision.name)
         if key != self._key:
             import torch
 
             self._key, self._data = None, None
             torch.cuda.empty_cache()
-            tensors = problem.make_inputs(shape, dtype, self.seed, "cuda")
-            ref, scale = problem.reference(tensors)
+            tensors = problem.make_inputs(shape, precision, self.seed, "cuda")
+            ref, scale = problem.reference(tensors, precision)
             self._key, self._data = key, (tensors, ref, scale)
         return self._data
 
     def measure(self, case: Case) -> dict:
+        """One record, whatever happens: skipped (with the reason), wrong (never timed),
+        crashed (with the error), or ok (with samples)."""
         impl = case.impl
         problem = ladder(impl.op).problem
         try:
             import torch
 
-            reason = problem.check(case.shape, case.dtype) or backend(impl.backend).check(
-                impl, problem, case.shape, case.dtype)
-            if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.dtype):
-                reason = problem.check_memory(case.shape, case.dtype, torch.cuda.mem_get_info()[0])
+            reason = problem.check(case.shape, case.precision) or backend(impl.backend).check(
+                impl, problem, case.shape, case.precision)
+            if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.precision.name):
+                reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0])
             if reason:
-                return _record(case, status="skipped", reason=reason, mode=self.settings.mode)
-            tensors, ref, scale = self._inputs(problem, case.shape, case.dtype)
+                return _record(case, status="skipped", reason=reason)
+            tensors, ref, scale = self._inputs(problem, case.shape, case.precision)
             return self._measure(case, problem, tensors, ref, scale)
         except TimingConfigError as exc:
-            return _record(case, status="skipped", reason=f"timing configuration: {exc}", mode=self.settings.mode)
+            return _record(case, status="skipped", reason=f"timing configuration: {exc}")
         except Exception as exc:
-            return _record(case, status="crashed", reason=_one_line(exc), mode=self.settings.mode,
-                           traceback=traceback.format_exc(limit=6))
+            return _record(case, status="crashed", reason=_one_line(exc), traceback=traceback.format_exc(limit=6))
 
     def _measure(self, case, problem, tensors, ref, scale) -> dict:
         import torch
 
-        impl, shape, dtype = case.impl, case.shape, case.dtype
-        mode = self.settings.mode
+        impl, shape, precision, mode = case.impl, case.shape, case.precision, case.mode
         config, log = None, None
         if impl.backend == "cuda" and case.autotune == "on":
-            config, log = tune_cuda(impl, problem, tensors, ref, scale, shape, dtype, self.timer, self.device)
-        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, dtype, config=config,
+            config, log = tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, self.timer,
+                                    self.device)
+        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, config=config,
                                                autotune=case.autotune == "on")
         with launch.context():
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
-            verdict = check_output(launch.fn, launch.out, problem, ref, scale, dtype)
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             error = {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs,
-                     "max_rel": verdict.max_rel, "unwritten": verdict.unwritten,
-                     "metric": "max |out − ref| / (|A|·|B|)"}
+                     "max_rel": verdict.max_rel, "unwritten": verdict.unwritten, "metric": problem.error_metric}
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen,
-                               autotune_log=log, error=error, mode=mode)
-            flush = self.settings.flush_l2
+                               autotune_log=log, error=error)
+            flush = mode == "cold"
             warm, first = self.timer.warm_up(launch.fn, flush)
             if first * 1e-3 > self.settings.timeout_s:
                 raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
@@ -466,53 +490,48 @@ class Session:
                 graph, per_call = self.timer.capture(launch.fn, first)
                 # A launch outside the capture stream records nothing and only warns: the
                 # replay must produce the output by itself before it is timed.
-                replayed = check_output(graph.replay, launch.out, problem, ref, scale, dtype)
+                replayed = check_output(graph.replay, launch.out, problem, ref, scale, precision)
                 if not replayed.ok:
                     raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
                                        f"({replayed.message}): a launch escaped the capture stream")
                 fn = graph.replay
-            sampling = self.timer.measure(fn, first, flush, per_call)
+            sampling = self.timer.measure(fn, first, flush, per_call, mode=mode)
         samples = sampling["samples"]
         if not samples:
             raise RuntimeError("every sample was discarded as throttled before the timeout; "
                                f"clocks seen: {sampling['clocks']}")
         summary = stats.summarize(samples)
-        gflops = problem.flops(shape) / (summary.median * 1e-3) / 1e9
-        peak = self.device.fp32_peak_flops if dtype == "float32" else None
-        ceiling = self.ceilings.get("ffma_gflops") if dtype == "float32" else None
-        return _record(case, status="ok", config=chosen, autotune_log=log, error=error, mode=mode,
+        return _record(case, status="ok", config=chosen, autotune_log=log, error=error,
                        samples_ms=samples, median_ms=summary.median, min_ms=summary.min,
                        q1_ms=summary.q1, q3_ms=summary.q3, mean_ms=summary.mean,
                        rel_stdev=summary.rel_stdev, outliers=summary.outliers, warmup_launches=warm,
                        timing=sampling["timing"], clocks=sampling["clocks"],
                        launch_bound=(None if self.launch_overhead_ms is None
-                                     else summary.median < 2 * self.launch_overhead_ms),
-                       gflops=gflops, pct_peak=None if peak is None else 100 * gflops * 1e9 / peak,
-                       pct_ceiling=None if not ceiling else 100 * gflops / ceiling)
+                                     else summary.median < 2 * self.launch_overhead_ms))
 
 
-
-def check_output(fn, out, problem, ref, scale, dtype):
+def check_output(fn, out, problem, ref, scale, precision):
     """The correctness gate: poison the output, run once, compare with the reference.
     NaN left anywhere means an element was never written."""
     import torch
 
     out.fill_(float("nan"))
     fn()
-    torch.cuda.synchronize()
-    return problem.verify(out, ref, scale, dtype)
+    if out.is_cuda:
+        torch.cuda.synchronize()
+    return problem.verify(out, ref, scale, precision)
 
 
 def ordered(cases: list[Case]) -> list[Case]:
-    """Grouped by op, shape and dtype (inputs and reference are built once per group),
-    the baseline first in each group."""
+    """Grouped by op, shape and precision (inputs and reference are built once per group),
+    the baselines first in each group."""
     order = sorted(range(len(cases)), key=lambda i: (cases[i].impl.op, tuple(cases[i].shape.values()),
-                                                     cases[i].dtype, cases[i].impl.backend != "cublas", i))
+                                                     cases[i].precision.name, cases[i].impl.rung is not None, i))
     return [cases[i] for i in order]
 
 
-def crashed_record(case: Case, reason: str, mode: str | None = None) -> dict:
-    return _record(case, status="crashed", reason=reason, mode=mode)
+def crashed_record(case: Case, reason: str) -> dict:
+    return _record(case, status="crashed", reason=reason)
 
 
 def run(cases: list[Case], session: Session, progress: Callable[[int, int, Case, dict], None] | None = None,

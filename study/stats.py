@@ -11,6 +11,13 @@ deviation of the samples inside Tukey's fences. The plain relative standard devi
 (``rel_stdev``, also kept) is ruled by a few far outliers: on the H200, 4 % of slow
 samples held it at 2–15 % over 30 000 samples while the median was stable to 0.1 %, so a
 rule on it never stopped. The inlier spread measures the scatter the median sees.
+
+``median_ci`` is how well the median itself is known: the relative half-width of its 95 %
+confidence interval from order statistics (the samples of rank n/2 ± 1.96·√n/2), which
+assumes nothing about the distribution. A spread is a property of the kernel and does not
+shrink with more samples; this interval does. On the H200, GEMV launches of 50–250 µs had
+an inlier spread of 0.6–1.9 % (about 1 µs of jitter) that no number of samples lowers,
+while their medians agreed to 0.1 % across tenths of 50 000 samples.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ class Summary:
     rel_stdev: float
     outliers: int
     noise: float
+    median_ci: float
 
 
 def _quantile(xs: Sequence[float], q: float) -> float:
@@ -55,9 +63,21 @@ def summarize(samples: Sequence[float]) -> Summary:
     q1, q3 = _quantile(xs, 0.25), _quantile(xs, 0.75)
     iqr = q3 - q1
     inliers = [x for x in xs if q1 - 1.5 * iqr <= x <= q3 + 1.5 * iqr]
-    return Summary(n=n, median=_quantile(xs, 0.5), mean=mean, min=xs[0], max=xs[-1], q1=q1, q3=q3,
+    median = _quantile(xs, 0.5)
+    return Summary(n=n, median=median, mean=mean, min=xs[0], max=xs[-1], q1=q1, q3=q3,
                    stdev=stdev, rel_stdev=_relative(mean, stdev), outliers=n - len(inliers),
-                   noise=_relative(*_mean_stdev(inliers)))
+                   noise=_relative(*_mean_stdev(inliers)), median_ci=_median_ci(xs, median))
+
+
+def _median_ci(xs: Sequence[float], median: float) -> float:
+    """Relative half-width of the median's distribution-free 95 % confidence interval (sorted
+    input); infinite below 6 samples, where the interval reaches past the extremes."""
+    n = len(xs)
+    half = 1.96 * math.sqrt(n) / 2
+    lo, hi = math.floor(n / 2 - half), math.ceil(n / 2 + half)
+    if lo < 0 or hi > n - 1 or median <= 0:
+        return math.inf
+    return (xs[hi] - xs[lo]) / 2 / median
 
 
 def _mean_stdev(xs: Sequence[float]) -> tuple[float, float]:

@@ -29,13 +29,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from study.registry import ROOT, implementation, ladder
+from study.paths import ROOT, report_dir
+from study.registry import implementation, ladder
 
 KERNELS = (
-    ("sgemm/baseline/cublas", "128x128x128"),
+    ("sgemm/torch_matmul/cublas", "128x128x128"),
     ("sgemm/v4_double_buffer/cuda", "512x512x512"),
     ("sgemm/v4_double_buffer/triton", "1024x1024x1024"),
-    ("sgemm/baseline/cublas", "2048x2048x2048"),
+    ("sgemm/torch_matmul/cublas", "2048x2048x2048"),
     ("sgemm/v3_register_tile/cuda", "4096x4096x4096"),
     ("sgemm/v2_smem_tiling/triton", "4096x4096x4096"),
     ("sgemm/v1_naive/cuda", "4096x4096x4096"),
@@ -45,17 +46,19 @@ NCU_LAUNCHES = 20
 EMPTY = "microbench/empty"  # not a rung: the empty kernel that measures the events-vs-ncu offset
 
 
-def _launch(name: str, shape_text: str, seed: int = 0):
-    """A correct, ready launch of one implementation (autotune off)."""
+def _launch(name: str, shape_text: str, seed: int = 0, precision_name: str | None = None):
+    """A correct, ready launch of one implementation (autotune off), at the op's first precision
+    (FP32 for the GEMM/GEMV ops) unless another is named."""
     from study.backends import backend
 
     impl = implementation(name)
     problem = ladder(impl.op).problem
     shape = problem.parse_shape(shape_text)
-    tensors = problem.make_inputs(shape, "float32", seed, "cuda")
-    ref, scale = problem.reference(tensors)
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, "float32")
-    return impl, problem, shape, launch, ref, scale
+    precision = problem.precision(precision_name) if precision_name else problem.precisions[0]
+    tensors = problem.make_inputs(shape, precision, seed, "cuda")
+    ref, scale = problem.reference(tensors, precision)
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
+    return impl, problem, shape, launch, ref, scale, precision
 
 
 def _profiled(fn, launches: int) -> None:
@@ -72,18 +75,19 @@ def _profiled(fn, launches: int) -> None:
     torch.cuda.profiler.stop()
 
 
-def ncu_target(name: str, shape_text: str, launches: str) -> int:
+def ncu_target(name: str, shape_text: str, launches: str, precision: str | None = None) -> int:
     """Run inside ncu: profile exactly ``launches`` launches of one implementation, or of the
-    empty kernel (no flush kernels: ncu flushes caches itself)."""
+    empty kernel (no flush kernels: ncu flushes caches itself). Also what `ncu ... python -m
+    study validate --ncu-target IMPL SHAPE N [--ncu-precision fp16]` profiles by hand."""
     if name == EMPTY:
         from study.ceilings import empty_launch
 
         _profiled(empty_launch(), int(launches))
         return 0
-    _, problem, _, launch, ref, scale = _launch(name, shape_text)
+    _, problem, _, launch, ref, scale, chosen = _launch(name, shape_text, precision_name=precision)
     with launch.context():
         _profiled(launch.fn, int(launches))
-    verdict = problem.verify(launch.out, ref, scale, "float32")  # the output of the profiled launches
+    verdict = problem.verify(launch.out, ref, scale, chosen)  # the output of the profiled launches
     return 0 if verdict.ok else 1
 
 
@@ -123,11 +127,11 @@ def measure_one(name, shape_text, timer, use_ncu: bool) -> dict:
 
     from study.runner import check_output
 
-    impl, problem, shape, launch, ref, scale = _launch(name, shape_text)
-    row = {"implementation": name, "backend": impl.backend, "shape": shape}
+    impl, problem, shape, launch, ref, scale, precision = _launch(name, shape_text)
+    row = {"implementation": name, "backend": impl.backend, "shape": shape, "precision": precision.name}
     with launch.context():
         launch.fn()
-        verdict = check_output(launch.fn, launch.out, problem, ref, scale, "float32")
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
         if not verdict.ok:
             return {**row, "status": "wrong", "reason": verdict.message}
         runs = []
@@ -264,7 +268,7 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
     if use_ncu and not have_ncu:
         print("ncu is not installed: reporting the do_bench comparison only", file=sys.stderr)
     overhead = launch_overhead(timer)["median_ms"]
-    out_dir = out_dir or results.report_dir(device)
+    out_dir = out_dir or report_dir(device.slug)
     out_dir.mkdir(parents=True, exist_ok=True)
     doc = {"schema": results.SCHEMA, "environment": results.environment(device, settings, results.python_argv()),
            "ncu_available": have_ncu, "targets": TARGETS, "launch_overhead_ms": overhead, "kernels": [],

@@ -31,21 +31,23 @@ def _context_ok() -> bool:
         return False
 
 
-def _serve(conn, settings: dict, seed: int, launch_overhead_ms, ceilings) -> None:
-    """The worker's loop: receive a case key, send back its record (and whether the context died)."""
+def _serve(conn, settings: dict, seed: int, launch_overhead_ms) -> None:
+    """The worker's loop: receive a case, send back its record (and whether the context died)."""
     from study import hardware, registry
     from study.runner import Session
 
     device = hardware.current_device()
     session = Session(TimerSettings(**settings), device, seed=seed, clocks=hardware.Clocks(),
-                      launch_overhead_ms=launch_overhead_ms, ceilings=ceilings)
+                      launch_overhead_ms=launch_overhead_ms)
     conn.send(("ready", os.getpid()))
     while True:
         message = conn.recv()
         if message is None:
             return
-        name, shape, dtype, autotune = message
-        record = session.measure(Case(registry.implementation(name), shape, dtype, autotune))
+        name, shape, precision, autotune, mode = message
+        impl = registry.implementation(name)
+        problem = registry.ladder(impl.op).problem
+        record = session.measure(Case(impl, shape, problem.precision(precision), autotune, mode))
         lost = not _context_ok()
         if lost:
             if record["status"] == "ok":  # an asynchronous fault surfaced only now: never rank it
@@ -60,9 +62,9 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, ceilings) -> Non
 class WorkerPool:
     """One live worker at a time, restarted whenever the last one died or lost its context."""
 
-    def __init__(self, settings: TimerSettings, seed: int, launch_overhead_ms=None, ceilings=None,
+    def __init__(self, settings: TimerSettings, seed: int, launch_overhead_ms=None,
                  hang_seconds: float = HANG_SECONDS):
-        self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms, ceilings)
+        self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms)
         self._ctx = mp.get_context("spawn")
         self._proc = None
         self._conn = None
@@ -90,7 +92,7 @@ class WorkerPool:
             except (EOFError, OSError, RuntimeError) as exc:
                 self.close(kill=True)
                 return crashed(f"the measurement worker could not start: {exc}")
-        self._conn.send((case.impl.name, dict(case.shape), case.dtype, case.autotune))
+        self._conn.send((case.impl.name, dict(case.shape), case.precision.name, case.autotune, case.mode))
         if not self._conn.poll(self.hang_seconds):
             self.close(kill=True)
             return crashed(f"no result within {self.hang_seconds:.0f} s: the worker was killed (hang)")

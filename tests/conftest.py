@@ -1,5 +1,5 @@
 """Without a GPU, Triton kernels run in its interpreter; the variable must be set before
-``@triton.jit`` decorates them (TOOLCHAIN.md 4.3), i.e. before triton_kernels is imported."""
+``@triton.jit`` decorates them (docs/toolchain.md 4.3), i.e. before triton_kernels is imported."""
 
 import os
 

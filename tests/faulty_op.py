@@ -1,12 +1,13 @@
 """A test-only op whose CUDA rung faults (tests/kernels/fault/00_illegal_address.cu).
 
 Registered only when STUDY_PLUGINS names this module (with tests/ on PYTHONPATH), so the
-default ladders never contain it."""
+default ladders never contain it. Its kernels live outside cuda_kernels/, in its own folder,
+as a user's own op would."""
 
 from pathlib import Path
 
-from study.ops.sgemm import SGEMM, cublas_matmul
-from study.registry import Baseline, Rung, register
+from study.ops.sgemm import BASELINES, SGEMM
+from study.registry import Rung, register, twin
 from triton_kernels import sgemm as tk
 
 
@@ -18,7 +19,7 @@ class Fault(SGEMM):
 register(
     Fault(),
     rungs=[Rung("v0_illegal_address", "writes 4 TiB past C", "— (tests crash isolation)",
-                cuda=str(Path(__file__).parent / "kernels" / "fault" / "00_illegal_address.cu"),
-                triton=tk.V1_NAIVE)],
-    baseline=Baseline("cuBLAS (torch.matmul, TF32 off)", cublas_matmul, "torch.matmul"),
+                cuda="00_illegal_address.cu", triton=twin(tk.sgemm_naive, tk.V1_NAIVE, tk.NAIVE_SPACE))],
+    baselines=BASELINES,
+    kernel_dir=Path(__file__).parent / "kernels" / "fault",
 )

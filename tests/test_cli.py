@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from study.__main__ import main
-from study.registry import ROOT
+from study.paths import ROOT
 
 
 def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch):
@@ -18,10 +18,16 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
 @pytest.mark.parametrize("argv,message", [
     (["compare", "--op", "nosuchop"], "unknown op 'nosuchop'"),
     (["compare", "--rung", "v9_magic"], "unknown rung v9_magic"),
-    (["compare", "--shape", "4096x4096"], "of the form MxNxK"),
+    (["compare", "--op", "sgemm", "--shape", "4096x4096"], "of the form MxNxK"),
+    (["compare", "--shape", "64"], "fits none of the ops of this run: sgemm: shape '64' is not of the form MxNxK"),
+    (["compare", "--shape", "sgemv:64x64x64"], "sgemv: shape '64x64x64' is not of the form MxN"),
+    (["compare", "--op", "sgemm", "--shape", "sgemv:64x64"], "'sgemv' is not an op of this run (sgemm)"),
     (["compare", "--shape", "0x10x10"], "at least 1"),
-    (["compare", "--dtype", "float8"], "unknown dtype float8"),
+    (["compare", "--dtype", "float8"], "unknown dtype 'float8'; sgemm accepts: fp32"),
+    (["compare", "--op", "sgemv", "--dtype", "tf32"], "sgemv does not accept 'tf32'; sgemv accepts: fp32, fp16, bf16"),
+    (["compare", "--op", "sgemm", "--dtype", "bf16"], "sgemm does not accept 'bf16'; sgemm accepts: fp32"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
+    (["compare", "--ci", "0"], "confidence target"),
     (["validate", "--kernel", "sgemm/v9_magic/cuda", "64x64x64"], "unknown implementation sgemm/v9_magic/cuda"),
     (["validate", "--kernel", "sgemm/v1_naive/cuda", "64x64"], "of the form MxNxK"),
 ])
@@ -59,3 +65,23 @@ def test_gpu_commands_exit_2_without_a_gpu(command, capsys, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main([command]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
+    from study.__main__ import _parser, _cases
+
+    cases = _cases(_parser().parse_args(["compare", "--shape", "64x32", "--shape", "sgemm:8x8x8"]))
+    assert {(c.impl.op, c.shape_text) for c in cases} == {("sgemv", "64x32"), ("sgemm", "8x8x8")}
+    cases = _cases(_parser().parse_args(["compare", "--shape", "64x32", "--dtype", "fp16", "--mode", "hot"]))
+    assert {c.impl.op for c in cases} == {"sgemv"} and {c.precision.name for c in cases} == {"fp16"}
+    assert {c.mode for c in cases} == {"hot"}
+    assert "sgemm: no --shape of its form MxNxK was given; not run" in capsys.readouterr().err
+
+
+def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):
+    (tmp_path / "broken_op.py").write_text("raise RuntimeError('half-written op')\n")
+    env = {**__import__("os").environ, "STUDY_PLUGINS": "broken_op", "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "study", "list"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "the plugin 'broken_op' (STUDY_PLUGINS) failed to import: RuntimeError: half-written op" in proc.stderr
+    assert "Traceback" not in proc.stderr

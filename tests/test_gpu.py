@@ -1,5 +1,6 @@
-"""GPU tests (`pytest -m gpu`): every implementation correct on awkward shapes, every CUDA
-autotune point correct, bad inputs handled, and a tiny-budget run of the whole pipeline."""
+"""GPU tests (`pytest -m gpu`): every implementation correct on awkward shapes at every
+precision it implements, every CUDA autotune point correct, bad inputs handled, and a
+tiny-budget run of the whole pipeline."""
 
 import pytest
 import torch
@@ -8,74 +9,118 @@ from study.backends import backend
 from study.registry import implementations, ladder
 
 pytestmark = pytest.mark.gpu
-AWKWARD = [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257)]
+AWKWARD = {
+    "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257)],
+    # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split.
+    "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
+}
 IMPLS = implementations()
+CASES = [(impl, shape, p) for impl in IMPLS for shape in AWKWARD[impl.op] for p in ladder(impl.op).problem.precisions
+         if p.name in impl.precisions]
 
 
-def _data(op, shape, seed=7):
+def _data(op, shape, precision, seed=7):
     problem = ladder(op).problem
     shape = dict(zip(problem.axes, shape))
-    tensors = problem.make_inputs(shape, "float32", seed, "cuda")
-    ref, scale = problem.reference(tensors)
+    tensors = problem.make_inputs(shape, precision, seed, "cuda")
+    ref, scale = problem.reference(tensors, precision)
     return problem, shape, tensors, ref, scale
 
 
-def _run(impl, problem, shape, tensors, ref, scale, **kw):
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, "float32", **kw)
+def _run(impl, problem, shape, tensors, ref, scale, precision, **kw):
+    from study.runner import check_output
+
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, **kw)
     with launch.context():
-        launch.fn()
-    torch.cuda.synchronize()
-    return problem.verify(launch.out, ref, scale, "float32"), launch
+        launch.fn()  # compile, tune
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+    return verdict, launch
 
 
-@pytest.mark.parametrize("shape", AWKWARD, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("impl", IMPLS, ids=lambda i: i.name)
-def test_every_implementation_is_correct_on_awkward_shapes(impl, shape):
-    problem, shape, tensors, ref, scale = _data(impl.op, shape, seed=sum(shape))
-    verdict, _ = _run(impl, problem, shape, tensors, ref, scale)
+@pytest.mark.parametrize("impl,shape,precision", CASES, ids=lambda v: getattr(v, "name", None) if not isinstance(
+    v, tuple) else "x".join(map(str, v)))
+def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precision):
+    problem, shape, tensors, ref, scale = _data(impl.op, shape, precision, seed=sum(shape))
+    assert backend(impl.backend).check(impl, problem, shape, precision) is None
+    verdict, _ = _run(impl, problem, shape, tensors, ref, scale, precision)
     assert verdict.ok, verdict.message
 
 
-@pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1500, 1700)], ids=lambda s: "x".join(map(str, s)))
+AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)]}
+
+
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)
-def test_every_cuda_autotune_point_is_correct(impl, shape):
-    problem, shape, tensors, ref, scale = _data(impl.op, shape)
-    for point in impl.space:
-        verdict, launch = _run(impl, problem, shape, tensors, ref, scale, config=point)
-        assert verdict.ok, f"{launch.config}: {verdict.message}"
+def test_every_cuda_autotune_point_is_correct(impl):
+    problem = ladder(impl.op).problem
+    for shape in AUTOTUNE_SHAPES[impl.op]:
+        for precision in (p for p in problem.precisions if p.name in impl.precisions):
+            problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
+            for point in impl.space:
+                verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=point)
+                assert verdict.ok, f"{shape} {precision.name} {launch.config}: {verdict.message}"
 
 
 def test_misaligned_rows_take_the_scalar_path_and_stay_correct():
-    impl = next(i for i in IMPLS if i.rung == "v4_double_buffer" and i.backend == "cuda")
-    problem, shape, tensors, ref, scale = _data("sgemm", (64, 64, 64))
+    impl = next(i for i in IMPLS if i.name == "sgemm/v4_double_buffer/cuda")
+    fp32 = ladder("sgemm").problem.precisions[0]
+    problem, shape, tensors, ref, scale = _data("sgemm", (64, 64, 64), fp32)
     storage = torch.empty(64 * 64 + 1, device="cuda")
     a = storage[1:].view(64, 64)  # 4-byte offset: float4 would fault
     a.copy_(tensors["A"])
-    verdict, launch = _run(impl, problem, shape, {"A": a, "B": tensors["B"]}, ref, scale)
+    verdict, launch = _run(impl, problem, shape, {"A": a, "B": tensors["B"]}, ref, scale, fp32)
     assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
 
 
+@pytest.mark.parametrize("rung", ["v2_vector_loads", "v3_split_n"])
+def test_gemv_with_a_misaligned_vector_takes_the_scalar_path(rung):
+    impl = next(i for i in IMPLS if i.name == f"sgemv/{rung}/cuda")
+    fp16 = ladder("sgemv").problem.precision("fp16")
+    problem, shape, tensors, ref, scale = _data("sgemv", (256, 1024), fp16)
+    x = torch.empty(1025, device="cuda", dtype=torch.float16)[1:]  # 2-byte offset
+    x.copy_(tensors["x"])
+    verdict, launch = _run(impl, problem, shape, {"A": tensors["A"], "x": x}, ref, scale, fp16)
+    assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
+
+
+def test_v3_split_reduction_is_deterministic_and_its_counters_reset():
+    impl = next(i for i in IMPLS if i.name == "sgemv/v3_split_n/cuda")
+    fp32 = ladder("sgemv").problem.precision("fp32")
+    problem, shape, tensors, ref, scale = _data("sgemv", (1024, 65536), fp32)
+    verdict, launch = _run(impl, problem, shape, tensors, ref, scale, fp32)
+    assert verdict.ok and launch.keep.grid[1] > 1, (verdict.message, launch.keep.grid)
+    first = launch.out.clone()
+    for _ in range(20):
+        launch.fn()
+    torch.cuda.synchronize()
+    assert torch.equal(first, launch.out)
+    assert int(launch.keep.args[-1].sum()) == 0  # every row group's counter back at zero
+
+
 def test_non_contiguous_input_is_refused_with_a_clear_message():
-    impl = next(i for i in IMPLS if i.rung == "v1_naive" and i.backend == "cuda")
-    problem, shape, tensors, ref, scale = _data("sgemm", (32, 32, 32))
+    impl = next(i for i in IMPLS if i.name == "sgemm/v1_naive/cuda")
+    fp32 = ladder("sgemm").problem.precisions[0]
+    problem, shape, tensors, ref, scale = _data("sgemm", (32, 32, 32), fp32)
     sliced = torch.empty(32, 64, device="cuda")[:, :32]
     sliced.copy_(tensors["A"])
     with pytest.raises(ValueError, match="contiguous"):
-        _run(impl, problem, shape, {"A": sliced, "B": tensors["B"]}, ref, scale)
+        _run(impl, problem, shape, {"A": sliced, "B": tensors["B"]}, ref, scale, fp32)
 
 
-def test_cublas_baseline_turns_tf32_off_and_restores_the_setting():
-    impl = next(i for i in IMPLS if i.backend == "cublas")
-    problem, shape, tensors, ref, scale = _data("sgemm", (256, 256, 1024))
+def test_library_baseline_sets_its_switches_and_restores_them():
+    impl = next(i for i in IMPLS if i.name == "sgemm/torch_matmul/cublas")
+    fp32 = ladder("sgemm").problem.precisions[0]
+    problem, shape, tensors, ref, scale = _data("sgemm", (256, 256, 1024), fp32)
     matmul = torch.backends.cuda.matmul
-    before = matmul.fp32_precision
+    before = (matmul.fp32_precision, matmul.allow_fp16_reduced_precision_reduction)
     matmul.fp32_precision = "tf32"
+    matmul.allow_fp16_reduced_precision_reduction = True
     try:
-        verdict, launch = _run(impl, problem, shape, tensors, ref, scale)
+        verdict, launch = _run(impl, problem, shape, tensors, ref, scale, fp32)
         assert verdict.ok, verdict.message  # TF32 would exceed the FP32 tolerance
-        assert launch.config["tf32"] is False and matmul.fp32_precision == "tf32"
+        assert launch.config["tf32"] is False and launch.config["reduced_precision_reduction"] is False
+        assert matmul.fp32_precision == "tf32" and matmul.allow_fp16_reduced_precision_reduction is True
     finally:
-        matmul.fp32_precision = before
+        matmul.fp32_precision, matmul.allow_fp16_reduced_precision_reduction = before
 
 
 def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
@@ -83,19 +128,24 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
     from study.runner import Session, TimerSettings, plan, run
 
     monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path / "cache"))
-    cases = plan(["sgemm"], shapes={"sgemm": [{"M": 256, "N": 192, "K": 130}]}, autotune="both")
+    cases = plan(["sgemm", "sgemv"], shapes={"sgemm": [{"M": 256, "N": 192, "K": 130}],
+                                              "sgemv": [{"M": 1000, "N": 3000}]}, autotune="both")
     device = hardware.current_device()
     settings = TimerSettings(reps=20, warmup_ms=1, min_warmup=1)
     records = run(cases, Session(settings, device, seed=3))
     doc = results.document(results.environment(device, settings, ["pytest"]), records)
     assert {m["implementation"] for m in doc["measurements"]} == {i.name for i in IMPLS}
     for m in doc["measurements"]:
-        assert m["status"] == "ok", (m["implementation"], m["reason"])
-        assert len(m["samples_ms"]) == 20 and m["median_ms"] > 0 and m["vs_cublas"] > 0
-        assert m["pct_peak"] is None or 0 < m["pct_peak"] < 100
+        assert m["status"] == "ok", (m["implementation"], m["precision"], m["reason"])
+        assert len(m["samples_ms"]) == 20 and m["median_ms"] > 0 and m["x_ref"] > 0
+        assert (m["gbps"] if m["work"]["bound"] == "memory" else m["gflops"]) > 0
+        if m["mode"] == "cold":
+            assert 0 < m["pct_peak"] < 100
     tuned = [m for m in doc["measurements"] if m["backend"] == "cuda" and m["autotune"] == "on"]
     assert all(m["autotune_log"]["trials"] for m in tuned)
     path = tmp_path / "r.json"
     results.write(path, doc)
-    md = report.write_report(results.load(path), tmp_path / "r.md")
-    assert "v4" in md.read_text() and (tmp_path / "figures" / "r-sgemm.png").is_file()
+    md = report.write_report(results.load(path), tmp_path / "r.md").read_text()
+    assert "GB/s cold" in md and "GB/s hot" in md and "GFLOPS" in md
+    for name in ("r-sgemm.png", "r-sgemv.png", "r-sgemv-roofline.png"):
+        assert (tmp_path / "figures" / name).is_file()

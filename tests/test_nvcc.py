@@ -1,5 +1,7 @@
-"""Every registered .cu compiles with nvcc for sm_80 and sm_90a, the way NVRTC compiles it
-(same -D defines, common.cuh from the same folder); every autotune point too (sm_90a)."""
+"""Every registered .cu compiles with nvcc the way NVRTC compiles it (same -D defines,
+common.cuh from the same folder), for each architecture its header declares (plus sm_90a, the
+H200, where the declaration admits it), at every precision it implements, with and without
+the aligned fast path; every autotune point too (sm_90a)."""
 
 import shutil
 import subprocess
@@ -7,49 +9,65 @@ import subprocess
 import pytest
 
 from study.backends.cuda import nvcc_command
-from study.registry import implementations
+from study.paths import MICROBENCH_DIR
+from study.registry import implementations, ladder
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA sources cannot be compiled here")
 CUDA = [i for i in implementations() if i.backend == "cuda"]
 
 
-def _compile(impl, config, arch, tmp_path):
+def _defines(impl, config, precision_name, aligned):
+    return {**config, **ladder(impl.op).problem.precision(precision_name).cuda_defines, "ALIGNED": aligned}
+
+
+def _compile(impl, defines, arch, tmp_path):
     out = tmp_path / f"{impl.target.symbol}.cubin"
-    cmd = nvcc_command(impl.target.path, config, arch, out)
+    cmd = nvcc_command(impl.target.path, defines, arch, out)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     assert out.stat().st_size > 0
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+DEFAULT = [(impl, arch, p) for impl in CUDA for arch in impl.target.test_targets() for p in impl.precisions]
+
+
 @pytest.mark.parametrize("aligned", [0, 1])
-@pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.rung)
-def test_default_config_compiles(impl, aligned, arch, tmp_path):
-    _compile(impl, {**impl.params, "ALIGNED": aligned}, arch, tmp_path)
+@pytest.mark.parametrize("impl,arch,precision", DEFAULT, ids=lambda v: getattr(v, "name", v))
+def test_default_config_compiles_for_its_declared_archs(impl, arch, precision, aligned, tmp_path):
+    _compile(impl, _defines(impl, impl.params, precision, aligned), arch, tmp_path)
 
 
-@pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.rung)
+@pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_every_autotune_point_compiles(impl, tmp_path):
     for point in impl.space:
-        _compile(impl, {**point, "ALIGNED": 1}, "sm_90a", tmp_path)
+        for precision in impl.precisions:
+            _compile(impl, _defines(impl, point, precision, 1), "sm_90a", tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):
-    impl = next(i for i in CUDA if i.rung.startswith("v3"))
-    bad = {**impl.params, "THREADS": 64, "ALIGNED": 1}  # violates THREADS == (BM/TM)*(BN/TN)
-    cmd = nvcc_command(impl.target.path, bad, "sm_90a", tmp_path / "x.cubin")
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    impl = next(i for i in CUDA if i.name == "sgemm/v3_register_tile/cuda")
+    bad = _defines(impl, {**impl.params, "THREADS": 64}, "fp32", 1)  # violates THREADS == (BM/TM)*(BN/TN)
+    proc = subprocess.run(nvcc_command(impl.target.path, bad, "sm_90a", tmp_path / "x.cubin"),
+                          capture_output=True, text=True)
     assert proc.returncode != 0 and "THREADS must be" in proc.stderr
+
+
+def test_a_kernel_declared_for_hopper_only_is_not_compiled_for_ampere(tmp_path):
+    from study import kernel_header
+
+    path = tmp_path / "00_wgmma_only.cu"
+    path.write_text("// arch: sm_90a\n// config: THREADS=128\n")
+    assert kernel_header.read(path, "x").test_targets() == ("sm_90a",)
 
 
 @pytest.mark.parametrize("name,config", [("ffma_loop", {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}),
                                          ("empty", {"THREADS": 32}), ("delay", {"THREADS": 32})])
 def test_ceiling_kernels_compile(name, config, tmp_path):
-    from study.ceilings import FFMA, MICROBENCH
+    from study.ceilings import FFMA
 
     if name == "ffma_loop":
         assert config == FFMA  # the test compiles what `study ceilings` launches
-    cmd = nvcc_command(MICROBENCH / f"{name}.cu", config, "sm_90a", tmp_path / "x.cubin")
+    cmd = nvcc_command(MICROBENCH_DIR / f"{name}.cu", config, "sm_90a", tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -1,79 +1,172 @@
+"""Problems without a GPU: tolerances that pass each precision and fail the next-lower one,
+layouts, shapes per op, skip reasons, the plan and the timer's settings."""
+
 import pytest
 import torch
 
+from study.precision import BF16_STORAGE, FP16_STORAGE, FP32, TF32, select
 from study.registry import ladder
 from study.runner import TimerSettings, plan
 
 SGEMM = ladder("sgemm").problem
+SGEMV = ladder("sgemv").problem
 
 
-def _case(m, n, k, seed=1):
-    t = SGEMM.make_inputs({"M": m, "N": n, "K": k}, "float32", seed, "cpu")
-    ref, scale = SGEMM.reference(t)
+def _gemm(m, n, k, seed=1):
+    t = SGEMM.make_inputs({"M": m, "N": n, "K": k}, FP32, seed, "cpu")
+    ref, scale = SGEMM.reference(t, FP32)
     return t, ref, scale
 
 
-def _round_to_tf32(x):
-    bits = x.view(torch.int32)
-    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)  # 10 mantissa bits, round to nearest
+def _round_mantissa(x, bits):
+    """float32 rounded to ``bits`` mantissa bits (10: TF32 and FP16; 7: BF16), to nearest."""
+    drop = 23 - bits
+    b = x.view(torch.int32)
+    return ((b + (1 << (drop - 1))) & ~((1 << drop) - 1)).view(torch.float32)
 
 
 def test_fp32_product_passes_and_records_errors():
-    t, ref, scale = _case(64, 48, 300)
-    v = SGEMM.verify(t["A"] @ t["B"], ref, scale, "float32")
+    t, ref, scale = _gemm(64, 48, 300)
+    v = SGEMM.verify(t["A"] @ t["B"], ref, scale, FP32)
     assert v.ok, v.message
     assert 0 < v.err < v.tolerance and v.max_abs > 0 and v.unwritten == 0
 
 
 def test_tf32_operands_fail_the_fp32_gate():
-    t, ref, scale = _case(64, 48, 300)
-    out = _round_to_tf32(t["A"]) @ _round_to_tf32(t["B"])
-    v = SGEMM.verify(out, ref, scale, "float32")
-    assert not v.ok and "exceeds" in v.message
+    t, ref, scale = _gemm(64, 48, 300)
+    out = _round_mantissa(t["A"], 10) @ _round_mantissa(t["B"], 10)
+    v = SGEMM.verify(out, ref, scale, FP32)
+    assert not v.ok and "exceeds the fp32 tolerance" in v.message
 
 
 def test_unwritten_and_wrong_outputs_fail():
-    t, ref, scale = _case(16, 16, 16)
+    t, ref, scale = _gemm(16, 16, 16)
     out = t["A"] @ t["B"]
     out[3, 4] = float("nan")
-    v = SGEMM.verify(out, ref, scale, "float32")
+    v = SGEMM.verify(out, ref, scale, FP32)
     assert not v.ok and v.unwritten == 1 and "never written" in v.message
     out = t["A"] @ t["B"]
     out[0, 0] += 1e-3
-    assert not SGEMM.verify(out, ref, scale, "float32").ok
+    assert not SGEMM.verify(out, ref, scale, FP32).ok
+
+
+def _gemv(m, n, precision, seed=3):
+    t = SGEMV.make_inputs({"M": m, "N": n}, precision, seed, "cpu")
+    ref, scale = SGEMV.reference(t, precision)
+    return t, ref, scale
+
+
+def _accumulate_in(a, x, dtype):
+    """y = A·x summed left to right in ``dtype`` (every product and partial sum rounded to it)."""
+    acc = torch.zeros(a.shape[0], dtype=dtype)
+    for j in range(a.shape[1]):
+        acc = (acc + a[:, j].to(dtype) * x[j].to(dtype)).to(dtype)
+    return acc
+
+
+@pytest.mark.parametrize("precision", [FP32, FP16_STORAGE, BF16_STORAGE], ids=lambda p: p.name)
+@pytest.mark.parametrize("n", [1, 3, 64, 1024])
+def test_gemv_fp32_accumulation_rounded_once_passes_every_precision(precision, n):
+    t, ref, scale = _gemv(40, n, precision)
+    out = (t["A"].float() @ t["x"].float()).to(t["A"].dtype)
+    v = SGEMV.verify(out, ref, scale, precision)
+    assert v.ok, v.message
+
+
+@pytest.mark.parametrize("n", [64, 1024])
+def test_gemv_gates_fail_the_next_lower_precision(n):
+    # FP32 storage: operands rounded to 10 mantissa bits (a TF32 or FP16 path) fail the fp32 gate.
+    t, ref, scale = _gemv(40, n, FP32)
+    tf32 = _round_mantissa(t["A"], 10).double() @ _round_mantissa(t["x"], 10).double()
+    assert not SGEMV.verify(tf32.float(), ref, scale, FP32).ok
+    # FP16 storage: accumulating in FP16 (a half2 FMA loop) fails the fp16 gate.
+    t, ref, scale = _gemv(40, n, FP16_STORAGE)
+    assert not SGEMV.verify(_accumulate_in(t["A"], t["x"], torch.float16), ref, scale, FP16_STORAGE).ok
+    # BF16 storage: accumulating in BF16 fails the bf16 gate.
+    t, ref, scale = _gemv(40, n, BF16_STORAGE)
+    assert not SGEMV.verify(_accumulate_in(t["A"], t["x"], torch.bfloat16), ref, scale, BF16_STORAGE).ok
+    # ... and an FP16 output is not an FP32 one: the fp32 gate fails a result rounded to half.
+    t, ref, scale = _gemv(40, n, FP32)
+    assert not SGEMV.verify((t["A"] @ t["x"]).half().float(), ref, scale, FP32).ok
 
 
 def test_column_major_layout_keeps_values_and_changes_strides():
-    t, _, _ = _case(5, 7, 3)
+    t, _, _ = _gemm(5, 7, 3)
     b = SGEMM.with_layout(t, {"B": "col"})["B"]
     assert b.shape == (3, 7) and b.stride() == (1, 3)
     assert torch.equal(b, t["B"])
 
 
-@pytest.mark.parametrize("text,message", [("4096x4096", "of the form"), ("0x4x4", "at least 1"),
-                                          ("-3x4x4", "at least 1"), ("axbxc", "of the form")])
-def test_bad_shapes_are_refused_with_a_reason(text, message):
+@pytest.mark.parametrize("problem,text,message", [
+    (SGEMM, "4096x4096", "of the form MxNxK"), (SGEMM, "0x4x4", "at least 1"), (SGEMM, "-3x4x4", "at least 1"),
+    (SGEMM, "axbxc", "of the form MxNxK"), (SGEMV, "4096x4096x4096", "of the form MxN"),
+    (SGEMV, "64", "of the form MxN"), (SGEMV, "8x0", "at least 1"),
+])
+def test_bad_shapes_are_refused_with_the_ops_form(problem, text, message):
     with pytest.raises(ValueError, match=message):
-        SGEMM.parse_shape(text)
+        problem.parse_shape(text)
 
 
-def test_unsupported_dtype_huge_and_oversized_shapes_are_skipped_with_reasons():
-    assert "float32 only" in SGEMM.check({"M": 8, "N": 8, "K": 8}, "float16")
-    assert "32-bit" in SGEMM.check({"M": 70000, "N": 70000, "K": 8}, "float32")
-    reason = SGEMM.check_memory({"M": 65536, "N": 65536, "K": 4096}, "float32", free_bytes=10 * 2**30)
+def test_shapes_parse_into_the_ops_named_axes():
+    assert SGEMV.parse_shape("8192x1024") == {"M": 8192, "N": 1024}
+    assert SGEMM.parse_shape("1×2×3") == {"M": 1, "N": 2, "K": 3}
+
+
+def test_precisions_are_chosen_by_name_and_refused_with_the_valid_ones():
+    assert select(SGEMV.precisions, ["bf16", "fp32"], "sgemv") == [BF16_STORAGE, FP32]
+    with pytest.raises(ValueError, match="sgemm does not accept 'fp16'; sgemm accepts: fp32"):
+        select(SGEMM.precisions, ["fp16"], "sgemm")
+    with pytest.raises(ValueError, match="unknown dtype 'fp8'; sgemv accepts: fp32, fp16, bf16"):
+        select(SGEMV.precisions, ["fp8"], "sgemv")
+
+
+def test_a_precision_picks_storage_math_triton_cublas_and_cuda_defines():
+    assert (FP32.dtype, FP32.math, FP32.triton_input_precision, FP32.cublas_fp32_precision) == (
+        "float32", "ieee", "ieee", "ieee")
+    assert (TF32.triton_input_precision, TF32.cublas_fp32_precision) == ("tf32", "tf32")
+    assert FP16_STORAGE.cuda_defines == {"STORAGE_FP16": 1} and BF16_STORAGE.cuda_defines == {"STORAGE_BF16": 1}
+    assert FP16_STORAGE.triton_input_precision is None and FP16_STORAGE.element_bytes == 2
+
+
+def test_unsupported_precision_huge_and_oversized_shapes_are_skipped_with_reasons():
+    assert "accepts fp32; not fp16" in SGEMM.check({"M": 8, "N": 8, "K": 8}, FP16_STORAGE)
+    assert "32-bit" in SGEMM.check({"M": 70000, "N": 70000, "K": 8}, FP32)
+    assert "32-bit" in SGEMV.check({"M": 70000, "N": 70000}, FP32)
+    reason = SGEMM.check_memory({"M": 65536, "N": 65536, "K": 4096}, FP32, free_bytes=10 * 2**30)
     assert reason and "GiB" in reason
-    assert SGEMM.check_memory({"M": 64, "N": 64, "K": 64}, "float32", free_bytes=10 * 2**30) is None
+    assert SGEMM.check_memory({"M": 64, "N": 64, "K": 64}, FP32, free_bytes=10 * 2**30) is None
 
 
-def test_plan_counts_cases_and_always_includes_the_baseline():
+def test_work_is_declared_by_the_problem():
+    assert SGEMM.work({"M": 2, "N": 3, "K": 4}, FP32) == {"flops": 48, "bytes": 4 * (8 + 12 + 6), "bound": "compute"}
+    assert SGEMV.work({"M": 8, "N": 16}, FP16_STORAGE) == {"flops": 256, "bytes": 2 * (128 + 16 + 8),
+                                                           "bound": "memory"}
+
+
+def test_v3_split_plan_fills_the_gpu_and_keeps_slices_aligned():
+    from study.ops.sgemv import split_plan
+
+    splits, width = split_plan(1024, 65536, 4, 132)
+    assert splits > 1 and width % 128 == 0 and (splits - 1) * width < 65536 <= splits * width
+    assert split_plan(16384, 16384, 2, 132) == (1, 16384)
+    assert split_plan(3, 100, 4, 132) == (1, 128)  # narrower than one warp-wide load: no split
+
+
+def test_plan_counts_cases_per_op_precision_and_mode():
     cases = plan(["sgemm"], autotune="both")
-    per_shape = 5 * 2 * 2 + 1  # rungs x backends x autotune modes + cuBLAS once
+    per_shape = 5 * 2 * 2 + 1  # rungs × backends × autotune modes + the baseline once
     assert len(cases) == per_shape * len(SGEMM.default_shapes)
+    gemv = plan(["sgemv"])
+    per = (4 * 2 + 1) * len(SGEMV.default_precisions) * len(SGEMV.default_modes)
+    assert len(gemv) == per * len(SGEMV.default_shapes)
+    assert {c.mode for c in gemv} == {"cold", "hot"} and {c.precision.name for c in gemv} == {"fp32", "fp16", "bf16"}
     only = plan(["sgemm"], backends=["cuda"], rungs=["v3"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]})
     assert [(c.impl.backend, c.impl.rung, c.autotune) for c in only] == [
         ("cuda", "v3_register_tile", "off"), ("cublas", None, "n/a")]
     with pytest.raises(KeyError, match="unknown rung"):
         plan(["sgemm"], rungs=["v9_magic"])
+    with pytest.raises(ValueError, match="sgemm does not accept 'bf16'"):
+        plan(["sgemm"], precisions={"sgemm": ["bf16"]})
 
 
 @pytest.mark.parametrize("kwargs,message", [

@@ -1,6 +1,8 @@
-"""Reports render from a small made-up results file (tests/data/results_small.json),
-without a GPU: tables, numbers, statuses, legend and figure."""
+"""Reports render from results alone, without a GPU: a schema-2 file (tests/data/results_small.json,
+SGEMM as the previous schema stored it) and a schema-3 document built here (a memory-bound op,
+two timing modes, two baselines). Tables, numbers, statuses, legend and figures."""
 
+import copy
 import json
 import shutil
 from pathlib import Path
@@ -18,38 +20,41 @@ def doc():
     return results.load(DATA)
 
 
-def test_finalize_derives_vs_cublas_from_medians(doc):
+def test_a_schema_2_file_is_upgraded_and_derives_x_ref_from_medians(doc):
     by = {(m["rung"], m["backend"], m["autotune"]): m for m in doc["measurements"]}
-    assert by[("v0_naive_colmajor_b", "cuda", "off")]["vs_cublas"] == pytest.approx(0.5)
-    assert by[("v0_naive_colmajor_b", "triton", "off")]["vs_cublas"] == pytest.approx(0.25)
-    assert by[(None, "cublas", "n/a")]["vs_cublas"] == pytest.approx(1.0)
-    assert by[("v1_naive", "cuda", "off")]["vs_cublas"] is None  # wrong is never ranked
+    assert by[("v0_naive_colmajor_b", "cuda", "off")]["x_ref"] == pytest.approx(0.5)
+    assert by[("v0_naive_colmajor_b", "triton", "off")]["x_ref"] == pytest.approx(0.25)
+    assert by[(None, "cublas", "n/a")]["x_ref"] == pytest.approx(1.0)
+    assert by[("v1_naive", "cuda", "off")]["x_ref"] is None  # wrong is never ranked
+    base = by[(None, "cublas", "n/a")]
+    assert base["gflops"] == pytest.approx(2400) and base["pct_peak"] == pytest.approx(46.875)
+    assert base["work"]["flops"] == pytest.approx(2400e9 * 0.005e-3) and doc["upgraded_from"] == 2
 
 
-def test_ladder_table_puts_backends_side_by_side(doc):
+def test_schema_2_ladder_table_puts_backends_side_by_side(doc):
     text = report.render(doc, Path("x.md"), draw=False)
     rows = [line for line in text.splitlines() if line.startswith("| v0")]
     assert len(rows) == 2  # the autotune-off table, then the autotune-on table
-    assert rows[1].count("—") >= 6  # nothing of v0 was measured with autotune on
+    assert set(c.strip() for c in rows[1].strip("|").split("|")[2:]) == {"—"}  # nothing of v0 with autotune on
     cells = [c.strip() for c in rows[0].strip("|").split("|")]
     assert cells[2:10] == ["1,200 ⚑launch-bound", "23.4 %", "25.0 %", "0.50×",
                            "600 ⚑noisy ⚑throttled", "11.7 %", "12.5 %", "0.25×"]
     v1 = next(line for line in text.splitlines() if line.startswith("| v1"))
     assert "**wrong**" in v1 and "**skipped**" in v1
-    base = next(line for line in text.splitlines() if "cuBLAS baseline" in line)
-    assert "2,400" in base and "46.9 %" in base
+    base = next(line for line in text.splitlines() if "reference)" in line)
+    assert "2,400" in base and "46.9 %" in base and "1.00×" in base
 
 
 def test_statuses_reasons_device_block_and_legend(doc):
     text = report.render(doc, Path("x.md"), draw=False)
-    assert "Made-up GPU X1" in text and "5,120 GFLOPS" in text and "`0123abcd`" in text
+    assert "Made-up GPU X1" in text and "FP32 FFMA 5,120 GFLOPS" in text and "`0123abcd`" in text
     assert "**wrong** — error 3e-05 exceeds" in text
     assert "**skipped** — M=100 needs" in text
     assert "**crashed** — CudaCompileError: boom" in text
-    assert "### sgemm 100×200×300 float32, autotune off" in text
-    assert "### sgemm 100×200×300 float32, autotune on" in text
+    assert "### sgemm 100×200×300 fp32 (float32, ieee), autotune off" in text
+    assert "### sgemm 100×200×300 fp32 (float32, ieee), autotune on" in text
     assert "median" in text and "2× the L2 size" in text and "TF32 off" in text
-    assert "*measured* FP32 ceiling, an FFMA loop at 4,800 GFLOPS" in text
+    assert "FFMA loop 4,800 GFLOPS" in text and "Headline unit: **GFLOPS**" in text
     assert "An empty kernel measured 2.00 µs" in text and "at most 0.5 %" in text
 
 
@@ -60,6 +65,62 @@ def test_flagged_measurements_are_listed_with_their_clocks(doc):
     assert "stop `timeout`" in line
     detail = next(l for l in text.splitlines() if l.startswith("| `sgemm/v0_naive_colmajor_b/triton`"))
     assert "timeout (40 throttled discarded)" in detail
+
+
+def _gemv_doc(doc):
+    """A schema-3 document: sgemv at one shape, fp16, cold and hot, two rungs, two baselines."""
+    env = copy.deepcopy(doc["environment"])
+    env["gpu"]["peaks_gflops"] = {"ieee": 5120.0}
+    env["ceilings"]["copy_gbps"] = 2900.0
+    work = {"flops": 2 * 1000 * 2000, "bytes": 2 * (1000 * 2000 + 2000 + 1000), "bound": "memory"}
+    base = {"op": "sgemv", "shape": {"M": 1000, "N": 2000}, "precision": "fp16", "dtype": "float16", "math": "ieee",
+            "status": "ok", "reason": "", "work": work, "config": {}, "error": None, "samples_ms": [1.0],
+            "min_ms": None, "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None, "timing": {},
+            "clocks": {}, "library": None, "reference": False, "baseline": None}
+    records = []
+    for mode, scale in (("cold", 1.0), ("hot", 0.5)):
+        for rung, index, backend, ms in (("v0_a", 0, "cuda", 0.004), ("v0_a", 0, "triton", 0.008),
+                                         ("v1_b", 1, "cuda", 0.002), ("v1_b", 1, "triton", 0.0025)):
+            records.append({**base, "rung": rung, "rung_index": index, "backend": backend, "autotune": "off",
+                            "mode": mode, "implementation": f"sgemv/{rung}/{backend}", "median_ms": ms * scale})
+        for key, library, ref, ms in (("torch_mv", "cuBLAS", True, 0.002), ("cupy_dot", "cuBLAS (CuPy)", False, 0.004)):
+            records.append({**base, "rung": None, "rung_index": None, "backend": "cublas", "autotune": "n/a",
+                            "mode": mode, "baseline": key, "library": library, "reference": ref,
+                            "implementation": f"sgemv/{key}/cublas", "median_ms": ms * scale})
+    return results.document(env, records)
+
+
+def test_a_memory_bound_op_is_reported_in_gbps_with_cold_and_hot_side_by_side(doc):
+    gemv = _gemv_doc(doc)
+    by = {(m["implementation"], m["mode"]): m for m in gemv["measurements"]}
+    cold = by[("sgemv/v1_b/cuda", "cold")]
+    assert cold["gbps"] == pytest.approx(4006000 / 0.002e-3 / 1e9)
+    assert cold["pct_peak"] == pytest.approx(100 * cold["gbps"] / 3072.0)
+    assert cold["pct_ceiling"] == pytest.approx(100 * cold["gbps"] / 2900.0) and cold["ceiling"] == "device copy"
+    assert cold["x_ref"] == pytest.approx(1.0) and by[("sgemv/v0_a/cuda", "hot")]["x_ref"] == pytest.approx(0.5)
+    assert by[("sgemv/cupy_dot/cublas", "cold")]["x_ref"] == pytest.approx(0.5)
+    text = report.render(gemv, Path("x.md"), draw=False)
+    header = next(l for l in text.splitlines() if l.startswith("| #"))
+    assert "CUDA GB/s cold" in header and "CUDA GB/s hot" in header and "Triton × ref hot" in header
+    assert "GFLOPS" not in header and "Headline unit: **GB/s**" in text
+    table = [l for l in text.splitlines() if l.startswith("| ") and "`sgemv/" not in l and "---" not in l]
+    columns = list(zip(*[[c.strip() for c in l.strip("|").split("|")] for l in table[1:]]))
+    assert all(any(c not in ("", "—") for c in col) for col in columns)  # no blank column
+    ref_row = next(l for l in table if "**torch_mv** (cuBLAS, reference)" in l)
+    other = next(l for l in table if "**cupy_dot** (cuBLAS (CuPy), baseline)" in l)
+    assert "1.00×" in ref_row and "0.50×" in other
+    assert text.index("**torch_mv**") < text.index("**cupy_dot**")  # the reference first
+    assert "⚑L2" in text  # hot GB/s above the 3,072 GB/s peak: L2, and the legend says so
+    assert "is L2 bandwidth, not HBM" in text and "minimum bytes" in text
+
+
+def test_the_report_command_draws_the_ladder_and_the_roofline(tmp_path, doc):
+    path = tmp_path / "g.json"
+    results.write(path, _gemv_doc(doc))
+    assert main(["report", str(path)]) == 0
+    md = (tmp_path / "g.md").read_text()
+    for name in ("g-sgemv.png", "g-sgemv-roofline.png"):
+        assert f"(figures/{name})" in md and (tmp_path / "figures" / name).stat().st_size > 1000
 
 
 def test_incomplete_runs_say_so(doc):
@@ -96,7 +157,7 @@ def test_results_round_trip_keeps_full_precision_and_nulls_non_finite(tmp_path, 
     doc["measurements"][1]["median_ms"] = 0.1234567890123
     doc["measurements"][3]["error"]["err"] = float("inf")
     path = tmp_path / "r.json"
-    results.write(path, doc)
+    results.write(path, {**doc, "schema": results.SCHEMA})
     back = results.load(path)
     assert back["measurements"][1]["median_ms"] == 0.1234567890123
     assert back["measurements"][3]["error"]["err"] is None

@@ -20,7 +20,7 @@ def _fake(calls):
     def measure(case):
         calls.append(case.key)
         record = crashed_record(case, "fake")  # any complete record will do
-        record.update(status="ok", median_ms=1.0, samples_ms=[1.0], gflops=1.0)
+        record.update(status="ok", median_ms=1.0, samples_ms=[1.0])
         return record
     return measure
 
@@ -60,7 +60,7 @@ def test_the_same_command_resumes_and_measures_only_what_is_missing(tmp_path):
     assert messages[-1].startswith("resuming: 2 of 5")
     assert set(second_calls).isdisjoint(first_calls) and len(second_calls) == 3
     assert doc["complete"] is True and len(doc["measurements"]) == 5
-    assert doc["measurements"][:2] == [{**m, "vs_cublas": doc["measurements"][i]["vs_cublas"]}
+    assert doc["measurements"][:2] == [{**m, "x_ref": doc["measurements"][i]["x_ref"]}
                                        for i, m in enumerate(kept)]
     assert doc["environment"]["resumed_utc"] == ["2026-12-01T00:00:00+00:00"]
 

@@ -8,22 +8,18 @@ no overlap, 2 = load tile k+1 while computing tile k).
 What Triton does not let us say: how outputs map to threads. ``tl.dot`` always
 stages operands through shared memory and register-tiles the product, so the
 twins of v2 (shared-memory tiling) and v3 (register micro-tile) differ only in
-block tile and warps; the report shows what that costs or gains. Every dot runs
-with ``input_precision="ieee"``: Triton's default for FP32 is TF32
-(TOOLCHAIN.md 4.2), which would not be the same problem.
+block tile and warps; the report shows what that costs or gains. Every dot takes
+its ``input_precision`` from the precision being measured (``ieee`` for FP32):
+Triton's default for FP32 is TF32 (docs/toolchain.md 4.2), which would not be the
+same problem.
 
 Index arithmetic is 32-bit: the op refuses matrices of 2**31 or more elements.
+This module holds kernels and plain config dicts only; study/ops/sgemm.py pairs them
+with their CUDA rungs.
 """
 
 import triton
 import triton.language as tl
-
-from study.registry import TritonTwin
-
-
-def _twin(kernel, fixed, space):
-    return TritonTwin(kernel=kernel, fixed=fixed, space=tuple(space),
-                      source=f"triton_kernels/sgemm.py::{kernel.fn.__name__ if hasattr(kernel, 'fn') else kernel.__name__}")
 
 
 @triton.jit
@@ -56,7 +52,7 @@ def sgemm_tiled(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     """v2–v4: BM×BK and BK×BN tiles staged through shared memory by ``tl.dot``; the
     pipeline depth comes from the launch's ``num_stages``."""
@@ -72,7 +68,7 @@ def sgemm_tiled(
         k_left = K - k0
         a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
         b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision="ieee")
+        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
         a += BK * stride_ak
         b += BK * stride_bk
     c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
@@ -92,12 +88,15 @@ def _tiled_space(stages):
             for bm, bn, bk, w in points for s in stages]
 
 
+NAIVE_SPACE = _naive_space()
 # CUDA v0/v1: 8×32 outputs per block of 256 threads (one output each).
-V0_NAIVE_COLMAJOR_B = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stages=1), _naive_space())
-V1_NAIVE = _twin(sgemm_naive, dict(BM=8, BN=32, num_warps=8, num_stages=1), _naive_space())
+V0_NAIVE_COLMAJOR_B = dict(BM=8, BN=32, num_warps=8, num_stages=1)
+V1_NAIVE = dict(BM=8, BN=32, num_warps=8, num_stages=1)
 # CUDA v2: 64×64×16 tile, 256 threads, single shared buffer.
-V2_SMEM_TILING = _twin(sgemm_tiled, dict(BM=64, BN=64, BK=16, num_warps=8, num_stages=1), _tiled_space((1,)))
+V2_SMEM_TILING = dict(BM=64, BN=64, BK=16, num_warps=8, num_stages=1)
 # CUDA v3: 128×128×16 tile, 256 threads (8×8 outputs each), single shared buffer.
-V3_REGISTER_TILE = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=1), _tiled_space((1,)))
+V3_REGISTER_TILE = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=1)
+SINGLE_BUFFER_SPACE = _tiled_space((1,))
 # CUDA v4: as v3, two shared buffers (load tile k+1 while computing tile k).
-V4_DOUBLE_BUFFER = _twin(sgemm_tiled, dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2), _tiled_space((2,)))
+V4_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
+DOUBLE_BUFFER_SPACE = _tiled_space((2,))

@@ -1,10 +1,11 @@
-// sgemm v0 — naive, one thread per output, B column-major (SEEDS.md §1, v0).
+// sgemm v0 — naive, one thread per output, B column-major (docs/ladders/sgemm.md, v0).
 // Idea: the textbook triple loop: thread (row, col) walks K and writes C[row][col].
 // Bottleneck it shows: B is stored column-major (B[k + col*K]); the 32 threads of a warp
 // hold 32 consecutive cols, so each of their B loads is K*4 bytes from the next: one
 // 32-byte sector per thread instead of one 128-byte line per warp (uncoalesced), and
 // nothing is reused through shared memory.
 // Builds on: nothing. Constraints: none (any M, N, K >= 1; ALIGNED is unused).
+// arch: sm_75
 // config: BM=8 BN=32 THREADS=256
 // space: BM=8 BN=32 THREADS=256
 // space: BM=4 BN=32 THREADS=128

@@ -1,9 +1,10 @@
-// sgemm v1 — naive with B row-major (SEEDS.md §1, v1).
+// sgemm v1 — naive with B row-major (docs/ladders/sgemm.md, v1).
 // Idea: the same loop as v0 with B[k*N + col]: a warp's 32 threads read 32 consecutive
 // floats of one B row (one 128-byte line) and broadcast one A element.
 // Removes: v0's uncoalesced B loads.
 // Bottleneck that remains: no reuse; every FFMA needs two global (L1/L2) loads.
 // Builds on: v0. Constraints: none (any M, N, K >= 1; ALIGNED is unused).
+// arch: sm_75
 // config: BM=8 BN=32 THREADS=256
 // space: BM=8 BN=32 THREADS=256
 // space: BM=4 BN=32 THREADS=128

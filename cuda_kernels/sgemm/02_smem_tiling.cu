@@ -1,4 +1,4 @@
-// sgemm v2 — shared-memory tiling with float4 global->shared copies (SEEDS.md §1, v2).
+// sgemm v2 — shared-memory tiling with float4 global->shared copies (docs/ladders/sgemm.md, v2).
 // Idea: a block computes a BM x BN tile of C; for each BK-wide slice of K it copies the
 // BM x BK slice of A and the BK x BN slice of B into shared memory once (16-byte loads
 // where the rows allow), and its threads read them from there. Each thread owns RM x RN
@@ -10,6 +10,7 @@
 // the FFMA pipes; profilers show short-scoreboard stalls.
 // Builds on: v1. Constraints: none. ALIGNED=1 (K and N multiples of 4, 16-byte aligned
 // rows) selects float4 copies; ALIGNED=0 copies element by element.
+// arch: sm_75
 // config: BM=64 BN=64 BK=16 RM=4 RN=4 THREADS=256
 // space: BM=64 BN=64 BK=8 RM=4 RN=4 THREADS=256
 // space: BM=64 BN=64 BK=32 RM=4 RN=4 THREADS=256

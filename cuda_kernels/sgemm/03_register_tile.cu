@@ -1,4 +1,4 @@
-// sgemm v3 — register micro-tile with float4 shared loads (SEEDS.md §1, v3).
+// sgemm v3 — register micro-tile with float4 shared loads (docs/ladders/sgemm.md, v3).
 // Idea: a 256-thread block computes a 128 x 128 tile (BK = 16: measured on the H200 at
 // 4096^3, 3.97 ms against 4.27 ms for BK = 8, half the barriers per FFMA); each thread keeps an 8 x 8 tile of
 // C in 64 independent accumulators. A is stored transposed in shared memory (As[k][m]),
@@ -11,6 +11,7 @@
 // Builds on: v2. Constraints: none. ALIGNED=1 selects float4 global loads and stores;
 // ALIGNED=0 moves element by element. Shared rows are padded by 4 floats so that the
 // transposed stores of A land in distinct banks while float4 reads stay 16-byte aligned.
+// arch: sm_75
 // config: BM=128 BN=128 BK=16 TM=8 TN=8 THREADS=256
 // space: BM=128 BN=128 BK=8 TM=8 TN=8 THREADS=256
 // space: BM=128 BN=64 BK=8 TM=8 TN=4 THREADS=256

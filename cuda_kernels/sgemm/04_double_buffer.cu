@@ -1,4 +1,4 @@
-// sgemm v4 — double buffering with cp.async (SEEDS.md §1, v4).
+// sgemm v4 — double buffering with cp.async (docs/ladders/sgemm.md, v4).
 // Idea: v3 with two shared buffers per operand. While the block computes slice k from one
 // buffer, cp.async (sm_80+, global->shared without passing through registers) fills the
 // other with slice k+1. The copies of slice k+1 are issued right after the one barrier of
@@ -17,6 +17,7 @@
 // at a time because its slice is stored transposed; B moves 16 bytes at a time when
 // ALIGNED=1 (K, N multiples of 4, aligned rows), 4 bytes otherwise. Out-of-range elements
 // are zero-filled by cp.async's src-size operand.
+// arch: sm_80
 // config: BM=128 BN=128 BK=16 TM=8 TN=8 THREADS=256
 // space: BM=128 BN=128 BK=8 TM=8 TN=8 THREADS=256
 // space: BM=128 BN=64 BK=8 TM=8 TN=4 THREADS=256

@@ -1,8 +1,10 @@
-"""The three backends behind one small interface.
+"""The backends behind one small interface.
 
-``prepare`` does everything that must stay out of the timed region (layout
-changes, output allocation, compilation, DLPack views) and returns a
-:class:`Launch` whose ``fn`` contains only the launch.
+Each backend module has ``check(impl, problem, shape, precision)`` → a skip reason or None,
+and ``prepare(impl, problem, tensors, shape, precision, config=None, autotune=False)`` →
+:class:`Launch`. ``prepare`` does everything that must stay out of the timed region (layout
+changes, output and workspace allocation, compilation, DLPack views, library switches) and
+returns a Launch whose ``fn`` contains only the launch.
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ class Launch:
     config: dict
     context: Callable[[], ContextManager] = contextlib.nullcontext
     chosen: Callable[[], dict] | None = None  # a tuner's pick, known only after the first launch
+    keep: Any = None  # what the launch needs alive (workspaces) that fn does not hold itself
 
 
 def backend(name: str):
-    """The module that implements a backend (``cuda``, ``triton``, ``cublas``)."""
-    from study.backends import cublas, cuda_launch, triton_launch
+    """The module that implements a backend: ``cuda``, ``triton``, or a library backend
+    (``cublas``: torch calls that reach cuBLAS)."""
+    from study.backends import cuda_launch, library, triton_launch
 
-    return {"cuda": cuda_launch, "triton": triton_launch, "cublas": cublas}[name]
+    modules = {"cuda": cuda_launch, "triton": triton_launch, "cublas": library, "cublaslt": library}
+    if name not in modules:
+        raise KeyError(f"unknown backend {name!r}; known: {', '.join(modules)}")
+    return modules[name]

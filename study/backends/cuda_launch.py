@@ -6,22 +6,35 @@ from study.backends import Launch
 from study.backends.cuda import StreamCache, load_function
 
 
-def check(impl, problem, shape, dtype) -> str | None:
-    return problem.cuda_check(impl.params, shape)
+def check(impl, problem, shape, precision) -> str | None:
+    """Why this rung cannot run the case: a precision it does not implement, an architecture
+    it was not written for, or a constraint of its parameters; None when it can."""
+    import torch
+
+    header = impl.target
+    if precision.name not in header.precisions:
+        return f"this rung implements {', '.join(header.precisions)} only, not {precision.name}"
+    if torch.cuda.is_available():
+        reason = header.arch_reason(torch.cuda.get_device_capability())
+        if reason:
+            return reason
+    return problem.cuda_check(impl.params, shape, precision)
 
 
-def prepare(impl, problem, tensors, shape, dtype, config=None, autotune=False) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
     """``config`` is a point of the kernel's space (the runner's CUDA tuner picks it when
     autotune is on); ``None`` means the header's defaults."""
     config = dict(impl.params if config is None else config)
     tensors = problem.with_layout(tensors, impl.layout)
-    out = problem.make_output(shape, dtype, tensors[next(iter(tensors))].device)
-    defines = problem.cuda_defines(config, tensors, out, shape)
-    function = load_function(impl.target.path, impl.target.symbol, defines)
-    grid, block, args = problem.cuda_launch(defines, tensors, out, shape)
+    out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
+    defines = problem.cuda_defines(config, tensors, out, shape, precision)
+    launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
+    function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
     launch_on = StreamCache()
+    grid, block, args, smem = launch.grid, launch.block, launch.args, launch.smem
 
     def fn():
-        function(grid, block, args, stream=launch_on.current())
+        function(grid, block, args, shared_mem=smem, stream=launch_on.current())
 
-    return Launch(fn=fn, out=out, config=defines)
+    return Launch(fn=fn, out=out, config={**defines, **({"smem_bytes": smem} if smem else {})},
+                  keep=launch)

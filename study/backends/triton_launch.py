@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 from study.backends import Launch
 
 
-def check(impl, problem, shape, dtype) -> str | None:
-    return problem.triton_check(shape)
+def check(impl, problem, shape, precision) -> str | None:
+    if precision.name not in impl.precisions:
+        return f"this twin implements {', '.join(impl.precisions)} only, not {precision.name}"
+    if precision.dtype == "bfloat16" and os.environ.get("TRITON_INTERPRET") == "1":
+        return ("Triton's interpreter does not handle bfloat16 faithfully (its float32 → bfloat16 "
+                "conversion does not round to nearest; triton-lang/triton#5424, #11584): BF16 twins run "
+                "on the GPU only")
+    return problem.triton_check(shape, precision)
 
 
 _TUNERS: dict = {}
 
 
-def _autotuned(twin):
-    """One ``triton.autotune`` wrapper per twin, so its per-shape cache lives for the process."""
+def _autotuned(twin, problem):
+    """One ``triton.autotune`` wrapper per twin, so its per-shape cache lives for the process;
+    keyed on the op's shape axes (and, as Triton always does, the dtypes of the tensors)."""
     if id(twin) in _TUNERS:
         return _TUNERS[id(twin)]
     import triton
@@ -26,23 +35,24 @@ def _autotuned(twin):
         # Short but flushed: tuning picks by median, the runner measures the pick afterwards.
         return triton.testing.do_bench(fn, warmup=10, rep=40, quantiles=quantiles)
 
-    _TUNERS[id(twin)] = triton.autotune(configs=configs, key=["M", "N", "K"], do_bench=bench)(twin.kernel)
-    return _TUNERS[id(twin)]
+    tuner = triton.autotune(configs=configs, key=list(problem.axes), do_bench=bench)(twin.kernel)
+    _TUNERS[id(twin)] = tuner
+    return tuner
 
 
 def config_of(best) -> dict:
     return {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}
 
 
-def prepare(impl, problem, tensors, shape, dtype, config=None, autotune=False) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
     twin = impl.target
     tensors = problem.with_layout(tensors, impl.layout)
-    out = problem.make_output(shape, dtype, tensors[next(iter(tensors))].device)
+    out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
     if autotune:
-        tuned = _autotuned(twin)
-        launch = problem.triton_launch(tuned, tensors, out, shape, {})
-        return Launch(fn=launch, out=out, config={"autotune": "triton.autotune",
-                                                  "space": len(twin.space)},
+        tuned = _autotuned(twin, problem)
+        launch = problem.triton_launch(tuned, tensors, out, shape, {}, precision)
+        return Launch(fn=launch, out=out, config={"autotune": "triton.autotune", "space": len(twin.space)},
                       chosen=lambda: config_of(tuned.best_config))
     config = dict(impl.params if config is None else config)
-    return Launch(fn=problem.triton_launch(twin.kernel, tensors, out, shape, config), out=out, config=config)
+    return Launch(fn=problem.triton_launch(twin.kernel, tensors, out, shape, config, precision), out=out,
+                  config=config)

@@ -1,3 +1,4 @@
-"""One module per problem; importing this package registers every ladder."""
+"""One module per problem; importing this package registers every ladder
+(:func:`study.registry.load` is the one place that imports it)."""
 
-from study.ops import sgemm  # noqa: F401
+from study.ops import sgemm, sgemv  # noqa: F401

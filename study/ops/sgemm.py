@@ -1,8 +1,8 @@
 """SGEMM: C = A·B in FP32, A (M×K) and B (K×N) row-major unless a rung says otherwise.
 
-The ladder is SEEDS.md §1: v0 naive with column-major B → v1 coalesced → v2
-shared-memory tiling → v3 register micro-tile → v4 cp.async double buffering.
-A rung is one line below; its kernel file and its Triton twin hold the rest.
+The ladder is the seed's FP32 ladder (docs/ladders/sgemm.md): v0 naive with column-major
+B → v1 coalesced → v2 shared-memory tiling → v3 register micro-tile → v4 cp.async double
+buffering. A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from study.problem import Problem
-from study.registry import Baseline, Rung, register
+from study.precision import FP32
+from study.problem import CudaLaunch, Problem
+from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
 INT32_MAX = 2**31 - 1
@@ -32,24 +33,27 @@ def cdiv(a: int, b: int) -> int:
 class SGEMM(Problem):
     name = "sgemm"
     axes = ("M", "N", "K")
-    dtypes = ("float32",)
+    bound = "compute"
+    precisions = (FP32,)
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 1000, "N": 1500, "K": 1700})
-    tolerance = {"float32": 2e-6}
+    tolerance = {"fp32": 2e-6}
+    error_metric = "max |out − ref| / (|A|·|B|)"
 
     def flops(self, shape) -> int:
         return 2 * shape["M"] * shape["N"] * shape["K"]
 
-    def bytes(self, shape, dtype) -> int:
-        return 4 * (shape["M"] * shape["K"] + shape["K"] * shape["N"] + shape["M"] * shape["N"])
+    def bytes(self, shape, precision) -> int:
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        return precision.element_bytes * (m * k + k * n + m * n)
 
-    def bytes_needed(self, shape, dtype) -> int:
+    def bytes_needed(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
         # fp32 inputs, output and a re-laid B; float64 copies of A, B, |A|, |B|;
         # float64 reference, scale and the two temporaries of the comparison.
         return 4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
 
-    def check(self, shape, dtype) -> str | None:
-        reason = super().check(shape, dtype)
+    def check(self, shape, precision) -> str | None:
+        reason = super().check(shape, precision)
         if reason:
             return reason
         biggest = max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"])
@@ -59,13 +63,13 @@ class SGEMM(Problem):
         return None
 
     # ---- data -----------------------------------------------------------------
-    def make_inputs(self, shape, dtype, seed, device):
+    def make_inputs(self, shape, precision, seed, device):
         gen = torch.Generator().manual_seed(seed)
         a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
         b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
         return {"A": a.to(device), "B": b.to(device)}
 
-    def make_output(self, shape, dtype, device):
+    def make_output(self, shape, precision, device):
         # Poisoned: an element the kernel never writes stays NaN and fails the gate.
         return torch.full((shape["M"], shape["N"]), float("nan"), dtype=torch.float32, device=device)
 
@@ -76,44 +80,43 @@ class SGEMM(Problem):
             out["B"] = tensors["B"].t().contiguous().t()
         return out
 
-    def reference(self, tensors):
+    def reference(self, tensors, precision):
         a = tensors["A"].to(torch.float64)
         b = tensors["B"].to(torch.float64)
         return a @ b, a.abs() @ b.abs()
 
     # ---- CUDA glue ------------------------------------------------------------
-    def cuda_check(self, params, shape) -> str | None:
+    def cuda_check(self, params, shape, precision) -> str | None:
         if cdiv(shape["M"], params["BM"]) > 65535:
             return f"M={shape['M']} needs more than 65535 row blocks of BM={params['BM']} (grid.y limit)"
-        return self.check(shape, "float32")
+        return None
 
-    def cuda_defines(self, config, tensors, out, shape):
+    def cuda_defines(self, config, tensors, out, shape, precision):
         """The config plus ALIGNED: 1 when every row of A, B and C starts on 16 bytes, so
         ``float4``/16-byte ``cp.async`` may be used; 0 selects the kernels' scalar paths."""
         aligned = (shape["K"] % 4 == 0 and shape["N"] % 4 == 0
                    and all(t.data_ptr() % 16 == 0 for t in (tensors["A"], tensors["B"], out)))
-        return {**config, "ALIGNED": int(aligned)}
+        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
-    def cuda_launch(self, defines, tensors, out, shape):
+    def cuda_launch(self, rung, defines, tensors, out, shape):
         from study.backends.cuda import as_cupy
 
         b = tensors["B"]
         # A column-major B reaches the kernel as its contiguous N×K storage.
         b_storage = b.t() if b.stride(0) == 1 and b.dim() == 2 and not b.is_contiguous() else b
-        grid = (cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), 1)
-        block = (defines["THREADS"], 1, 1)
-        args = (as_cupy(tensors["A"]), as_cupy(b_storage), as_cupy(out),
-                np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"]))
-        return grid, block, args
+        return CudaLaunch(
+            grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), 1),
+            block=(defines["THREADS"], 1, 1),
+            args=(as_cupy(tensors["A"]), as_cupy(b_storage), as_cupy(out),
+                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"])))
 
     # ---- Triton glue ----------------------------------------------------------
-    def triton_check(self, shape) -> str | None:
-        return self.check(shape, "float32")
-
-    def triton_launch(self, kernel, tensors, out, shape, config):
+    def triton_launch(self, kernel, tensors, out, shape, config, precision):
         a, b = tensors["A"], tensors["B"]
         m, n, k = shape["M"], shape["N"], shape["K"]
         meta = dict(config)
+        if "INPUT_PRECISION" in kernel.arg_names:  # only the tl.dot kernels take it
+            meta["INPUT_PRECISION"] = precision.triton_input_precision
 
         def grid(cfg):
             return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
@@ -125,28 +128,32 @@ class SGEMM(Problem):
         return fn
 
 
-def cublas_matmul(tensors, out):
+def torch_matmul(tensors, out, precision):
     a, b = tensors["A"], tensors["B"]
     return lambda: torch.matmul(a, b, out=out)
 
+
+BASELINES = [Baseline("torch_matmul", "torch.matmul", "cuBLAS", "cublas", torch_matmul, "torch.matmul",
+                      reference=True)]
 
 register(
     SGEMM(),
     rungs=[
         Rung("v0_naive_colmajor_b", "one thread per output, B column-major",
              "— (the baseline: a warp's B reads are K·4 bytes apart, uncoalesced)",
-             cuda="00_naive_colmajor_b.cu", triton=tk.V0_NAIVE_COLMAJOR_B, layout={"B": "col"}),
-        Rung("v1_naive", "B row-major: a warp reads 32 consecutive floats",
-             "uncoalesced global loads", cuda="01_naive.cu", triton=tk.V1_NAIVE),
+             cuda="00_naive_colmajor_b.cu", triton=twin(tk.sgemm_naive, tk.V0_NAIVE_COLMAJOR_B, tk.NAIVE_SPACE),
+             layout={"B": "col"}),
+        Rung("v1_naive", "B row-major: a warp reads 32 consecutive floats", "uncoalesced global loads",
+             cuda="01_naive.cu", triton=twin(tk.sgemm_naive, tk.V1_NAIVE, tk.NAIVE_SPACE)),
         Rung("v2_smem_tiling", "64×64×16 tiles in shared memory, float4 global→shared copies",
              "re-reading every operand from global memory", cuda="02_smem_tiling.cu",
-             triton=tk.V2_SMEM_TILING),
+             triton=twin(tk.sgemm_tiled, tk.V2_SMEM_TILING, tk.SINGLE_BUFFER_SPACE)),
         Rung("v3_register_tile", "128×128×16 tile, 8×8 outputs per thread, float4 shared loads, 64 accumulators",
              "too many shared-memory loads per FFMA", cuda="03_register_tile.cu",
-             triton=tk.V3_REGISTER_TILE),
+             triton=twin(tk.sgemm_tiled, tk.V3_REGISTER_TILE, tk.SINGLE_BUFFER_SPACE)),
         Rung("v4_double_buffer", "cp.async double buffering: load tile k+1 while computing tile k",
              "waiting at the barrier for each tile's loads", cuda="04_double_buffer.cu",
-             triton=tk.V4_DOUBLE_BUFFER),
+             triton=twin(tk.sgemm_tiled, tk.V4_DOUBLE_BUFFER, tk.DOUBLE_BUFFER_SPACE)),
     ],
-    baseline=Baseline("cuBLAS (torch.matmul, TF32 off)", cublas_matmul, "torch.matmul"),
+    baselines=BASELINES,
 )

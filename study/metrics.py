@@ -1,0 +1,97 @@
+"""Every derived figure of a measurement, in one pure function.
+
+A record stores what was measured (the median and the samples) and the work it did
+(``work``: FLOPs, minimum bytes, and whether the op is compute- or memory-bound, all
+declared by its problem). From these and the run's environment (theoretical peaks of the
+GPU, measured ceilings) :func:`derive` computes:
+
+- ``gflops`` = FLOPs / median and ``gbps`` = minimum bytes / median (each input read once,
+  each output written once): the op's headline is GFLOPS when it is compute-bound, GB/s
+  when it is memory-bound;
+- ``pct_peak``: % of the theoretical peak of the unit its precision uses (FP32 FFMA, TF32,
+  FP16 or BF16 tensor cores), or of the memory bandwidth for a memory-bound op;
+- ``pct_ceiling``: % of the measured ceiling of the same kind (FFMA loop, best cuBLAS GEMM of
+  that precision, device copy);
+- ``intensity``: FLOP per minimum byte, the roofline's x axis.
+
+``x_ref`` needs every record of a run (the reference baseline on the same op, shape,
+precision and timing mode) and is filled by :func:`with_x_ref`.
+"""
+
+from __future__ import annotations
+
+import json
+
+UNITS = {"compute": "GFLOPS", "memory": "GB/s"}
+PEAK_NAMES = {"ieee": "FP32 FFMA", "tf32": "TF32 tensor cores", "3xtf32": "TF32 tensor cores ÷ 3",
+              "fp16": "FP16 tensor cores", "bf16": "BF16 tensor cores"}
+CEILINGS = {"ieee": ("ffma_gflops", "FFMA loop"), "tf32": ("tensor_tf32_gflops", "best cuBLAS TF32 GEMM"),
+            "fp16": ("tensor_fp16_gflops", "best cuBLAS FP16 GEMM"),
+            "bf16": ("tensor_bf16_gflops", "best cuBLAS BF16 GEMM")}
+MEMORY_CEILING = ("copy_gbps", "device copy")
+
+
+def unit(bound: str) -> str:
+    return UNITS[bound]
+
+
+def headline(record: dict) -> float | None:
+    """The figure an op is judged by: GFLOPS (compute-bound) or GB/s (memory-bound)."""
+    bound = (record.get("work") or {}).get("bound", "compute")
+    return record.get("gbps") if bound == "memory" else record.get("gflops")
+
+
+def derive(record: dict, env: dict) -> dict:
+    """The derived fields of one record (empty figures unless its status is ok)."""
+    work = record.get("work") or {}
+    bound = work.get("bound", "compute")
+    math = record.get("math") or "ieee"
+    out = {"gflops": None, "gbps": None, "intensity": None, "pct_peak": None, "peak": None,
+           "pct_ceiling": None, "ceiling": None}
+    flops, nbytes = work.get("flops"), work.get("bytes")
+    if flops and nbytes:
+        out["intensity"] = flops / nbytes
+    median = record.get("median_ms")
+    if record.get("status") != "ok" or not median:
+        return out
+    seconds = median * 1e-3
+    out["gflops"] = flops / seconds / 1e9 if flops else None
+    out["gbps"] = nbytes / seconds / 1e9 if nbytes else None
+    gpu = env.get("gpu") or {}
+    ceilings = env.get("ceilings") or {}
+    if bound == "memory":
+        peak, value = gpu.get("memory_peak_gbps"), out["gbps"]
+        out["peak"] = "memory bandwidth"
+        key, name = MEMORY_CEILING
+    else:
+        peak, value = (gpu.get("peaks_gflops") or {}).get(math), out["gflops"]
+        out["peak"] = PEAK_NAMES.get(math, math)
+        key, name = CEILINGS.get(math, (None, None))
+    if peak and value is not None:
+        out["pct_peak"] = 100 * value / peak
+    if key and ceilings.get(key) and value is not None:
+        out["pct_ceiling"] = 100 * value / ceilings[key]
+        out["ceiling"] = name
+    return out
+
+
+def group_key(record: dict) -> tuple:
+    """What a record is compared within: op, shape, precision, timing mode."""
+    return (record["op"], json.dumps(record["shape"], sort_keys=True), record.get("precision"), record.get("mode"))
+
+
+def with_x_ref(records: list[dict]) -> list[dict]:
+    """``x_ref`` = the reference baseline's median / this median in the same group (> 1:
+    faster than the reference); None when either is not ok. Pure: returns new records."""
+    reference = {group_key(r): r["median_ms"] for r in records
+                 if r.get("reference") and r["status"] == "ok" and r.get("median_ms")}
+    out = []
+    for r in records:
+        base = reference.get(group_key(r))
+        out.append({**r, "x_ref": base / r["median_ms"] if base and r["status"] == "ok" and r.get("median_ms") else None})
+    return out
+
+
+def finalize(records: list[dict], env: dict) -> list[dict]:
+    """Every derived figure of every record, from stored measurements and the environment."""
+    return with_x_ref([{**r, **derive(r, env)} for r in records])

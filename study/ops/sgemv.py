@@ -1,0 +1,183 @@
+"""SGEMV: y = A·x, A row-major M×N, x of length N, y of length M; FP32, FP16 or BF16
+storage (inputs and output), FP32 arithmetic.
+
+A GEMV reads every element of A once and does one multiply-add with it: 2 FLOP per 4 bytes
+in FP32 (0.5 FLOP/byte, 1 in FP16) against the H200's ~14 FLOP/byte FP32 ridge point, so it
+is memory-bound and judged in GB/s of its minimum traffic (A, x and y once each) against
+the memory bandwidth. The ladder (docs/ladders/sgemv.md): v0 one thread per row → v1 one
+warp per row with a shuffle reduction (coalesced) → v2 16-byte loads, several rows per warp
+→ v3 more loads in flight per lane and a split of the columns when rows are too few to fill
+the GPU. A rung is one line below.
+
+Reported cold (L2 flushed before each launch: HBM) and hot (back to back) side by side: the
+H200's 60 MiB L2 holds a 4096² FP16 or BF16 matrix (32 MiB) whole and most of an FP32 one
+(64 MiB), so hot figures above the memory bandwidth come from L2, not HBM.
+
+Correctness gate. The inputs are drawn in the storage type, so the float64 reference of
+those very values is exact, and a correct kernel errs only by its FP32 accumulation and by
+rounding y once to the storage type. Each element must satisfy
+    |out − ref| ≤ τ·(|A|·|x|) + u·|ref|,     τ = 2e-6,  u = 2^-24 (FP32), 2^-11 (FP16), 2^-8 (BF16)
+which is checked as max |out − ref| / ((|A|·|x|) + |ref|·u/τ) ≤ τ. The first term is the FP32
+accumulation budget (as SGEMM's, see study/ops/sgemm.py); the second is the output's own
+rounding, exact for round-to-nearest. A kernel that accumulates in the storage type (FP16
+or BF16) or rounds FP32 operands to 10 mantissa bits exceeds it by an order of magnitude on
+rows of 64 elements or more (tests/test_problem.py shows each).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
+from study.problem import DTYPES, CudaLaunch, Problem
+from study.registry import Baseline, Rung, register, twin
+from triton_kernels import sgemv as tk
+
+INT32_MAX = 2**31 - 1
+TAU = 2e-6
+OUTPUT_ROUNDING = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
+# v3 splits the columns until rows × slices reaches this many per SM: 64 warps (a full SM) at one
+# row per warp. ncu on the H200 at 1024×65536 FP32 with a target of 32: 5 slices, 320 blocks, 29 %
+# achieved occupancy, 3.6 TB/s (75 % of DRAM peak).
+ROW_SLICES_PER_SM = 64
+DEFAULT_SMS = 132   # the H200's, for launches on the CPU (Triton's interpreter)
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def split_plan(m: int, n: int, element_bytes: int, sms: int) -> tuple[int, int]:
+    """(slices, columns per slice) for v3: enough row slices for ROW_SLICES_PER_SM per SM, each
+    slice a whole number of warp-wide 16-byte loads (so every slice starts aligned)."""
+    chunk = 32 * (16 // element_bytes)
+    want = max(1, cdiv(sms * ROW_SLICES_PER_SM, m))
+    splits = max(1, min(want, n // chunk, 65535))
+    split_n = cdiv(cdiv(n, splits), chunk) * chunk
+    return cdiv(n, split_n), split_n
+
+
+def _sms(tensor) -> int:
+    return torch.cuda.get_device_properties(tensor.device).multi_processor_count if tensor.is_cuda else DEFAULT_SMS
+
+
+class SGEMV(Problem):
+    name = "sgemv"
+    axes = ("M", "N")
+    bound = "memory"
+    precisions = (FP32, FP16_STORAGE, BF16_STORAGE)
+    default_precisions = ("fp32", "fp16", "bf16")
+    default_shapes = ({"M": 1024, "N": 1024}, {"M": 4096, "N": 4096}, {"M": 16384, "N": 16384},
+                      {"M": 8192, "N": 1024}, {"M": 1024, "N": 65536})
+    default_modes = ("cold", "hot")
+    tolerance = {"fp32": TAU, "fp16": TAU, "bf16": TAU}
+    error_metric = "max |out − ref| / (|A|·|x| + |ref|·u/τ), u the output's unit roundoff"
+
+    def flops(self, shape) -> int:
+        return 2 * shape["M"] * shape["N"]
+
+    def bytes(self, shape, precision) -> int:
+        m, n = shape["M"], shape["N"]
+        return precision.element_bytes * (m * n + n + m)
+
+    def bytes_needed(self, shape, precision) -> int:
+        m, n = shape["M"], shape["N"]
+        # storage A and its FP32 draw, float64 A and |A| for the reference, v3's partials (≤ 8 slices).
+        return (precision.element_bytes + 4 + 16) * m * n + 64 * (m + n)
+
+    def check(self, shape, precision) -> str | None:
+        return super().check(shape, precision) or (
+            f"A of {shape['M'] * shape['N']} elements is beyond the 32-bit element offsets the Triton "
+            f"twins use (at most {INT32_MAX})" if shape["M"] * shape["N"] > INT32_MAX else None)
+
+    # ---- data -----------------------------------------------------------------
+    def make_inputs(self, shape, precision, seed, device):
+        gen = torch.Generator().manual_seed(seed)
+        dtype = DTYPES[precision.dtype]
+        a = (torch.rand(shape["M"], shape["N"], generator=gen) * 2 - 1).to(dtype)
+        x = (torch.rand(shape["N"], generator=gen) * 2 - 1).to(dtype)
+        return {"A": a.to(device), "x": x.to(device)}
+
+    def make_output(self, shape, precision, device):
+        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
+        return torch.full((shape["M"],), float("nan"), dtype=DTYPES[precision.dtype], device=device)
+
+    def reference(self, tensors, precision):
+        a = tensors["A"].to(torch.float64)
+        x = tensors["x"].to(torch.float64)
+        ref = a @ x
+        return ref, a.abs() @ x.abs() + ref.abs() * (OUTPUT_ROUNDING[precision.name] / TAU)
+
+    # ---- CUDA glue ------------------------------------------------------------
+    def cuda_defines(self, config, tensors, out, shape, precision):
+        """The config, the storage macro and ALIGNED: 1 when N is a multiple of the 16-byte
+        vector and A and x start on 16 bytes (every row then does), else the scalar paths."""
+        vec = 16 // precision.element_bytes
+        aligned = shape["N"] % vec == 0 and all(t.data_ptr() % 16 == 0 for t in (tensors["A"], tensors["x"]))
+        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
+
+    def cuda_launch(self, rung, defines, tensors, out, shape):
+        from study.backends.cuda import as_cupy
+
+        m, n = shape["M"], shape["N"]
+        threads = defines["THREADS"]
+        rows = {"v0": threads, "v1": threads // 32}.get(rung[:2], threads // 32 * defines.get("WARP_ROWS", 1))
+        args = [as_cupy(tensors["A"]), as_cupy(tensors["x"]), as_cupy(out), np.int32(m), np.int32(n)]
+        grid = (cdiv(m, rows), 1, 1)
+        if rung.startswith("v3"):
+            splits, split_n = split_plan(m, n, out.element_size(), _sms(out))
+            partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
+            counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
+            args += [np.int32(split_n), as_cupy(partial), as_cupy(counter)]
+            grid = (cdiv(m, rows), splits, 1)
+        return CudaLaunch(grid=grid, block=(threads, 1, 1), args=tuple(args))
+
+    # ---- Triton glue ----------------------------------------------------------
+    def triton_launch(self, kernel, tensors, out, shape, config, precision):
+        a, x = tensors["A"], tensors["x"]
+        m, n = shape["M"], shape["N"]
+        names = kernel.arg_names
+        meta = dict(config)
+        if "VEC" in names:
+            meta["VEC"] = 16 // precision.element_bytes
+        extra = ()
+        if "SPLITS" in names:
+            splits, split_n = split_plan(m, n, precision.element_bytes, _sms(out))
+            partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
+            counter = torch.zeros(m, dtype=torch.int32, device=out.device)  # ≥ one per program of any ROWS
+            meta["SPLITS"] = splits
+            extra = (split_n, partial, counter)
+
+        def grid(cfg):
+            return (cdiv(m, cfg["BM"] if "BM" in cfg else cfg["ROWS"]), meta.get("SPLITS", 1))
+
+        def fn():
+            kernel[grid](a, x, out, m, n, a.stride(0), *extra, **meta)
+
+        return fn
+
+
+def torch_mv(tensors, out, precision):
+    a, x = tensors["A"], tensors["x"]
+    return lambda: torch.mv(a, x, out=out)
+
+
+register(
+    SGEMV(),
+    rungs=[
+        Rung("v0_thread_per_row", "one thread per row, FP32 accumulator",
+             "— (the baseline: a warp's loads are a row apart, uncoalesced)",
+             cuda="00_thread_per_row.cu", triton=twin(tk.sgemv_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE)),
+        Rung("v1_warp_per_row", "one warp per row: lanes read consecutive elements, shuffle reduction",
+             "uncoalesced loads", cuda="01_warp_per_row.cu",
+             triton=twin(tk.sgemv_warp, tk.V1_WARP_PER_ROW, tk.WARP_SPACE)),
+        Rung("v2_vector_loads", "16-byte loads per lane, 2 rows per warp sharing each load of x",
+             "narrow loads (4 or 2 bytes per lane per instruction)", cuda="02_vector_loads.cu",
+             triton=twin(tk.sgemv_vector, tk.V2_VECTOR_LOADS, tk.VECTOR_SPACE)),
+        Rung("v3_split_n", "more loads in flight per lane; columns split over blocks when rows are few, "
+             "ordered last-block reduction", "too few bytes in flight (latency-bound), idle SMs on short-wide A",
+             cuda="03_split_n.cu", triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE)),
+    ],
+    baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True)],
+)

@@ -1,0 +1,95 @@
+"""Session.measure's control flow without a GPU: a fake backend and a fake timer drive each
+outcome — skipped (with the reason), wrong (never timed), crashed (with the error), ok."""
+
+import types
+
+import pytest
+import torch
+
+from study import runner
+from study.backends import Launch
+from study.registry import implementation, ladder
+from study.runner import Case, Session, TimerSettings
+
+IMPL = implementation("sgemv/v1_warp_per_row/cuda")
+PROBLEM = ladder("sgemv").problem
+FP32 = PROBLEM.precision("fp32")
+SHAPE = {"M": 8, "N": 16}
+
+
+class FakeTimer:
+    def __init__(self, settings, device, clocks=None):
+        self.settings, self.calls = settings, []
+
+    def warm_up(self, fn, flush=True):
+        self.calls.append(("warm_up", flush))
+        return 3, 0.5
+
+    def measure(self, fn, first, flush, per_call=1, mode="cold"):
+        self.calls.append(("measure", mode))
+        return {"samples": [0.5, 0.5, 0.6], "timing": {"mode": mode, "stop": "reps"}, "clocks": {"available": False}}
+
+
+def _backend(check=None, wrong=False, fail=None):
+    """A backend whose launch writes the right answer (or a wrong one), or raises."""
+    def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False):
+        if fail:
+            raise fail
+        out = problem.make_output(shape, precision, "cpu")
+        answer = (tensors["A"].double() @ tensors["x"].double()).float() + (1.0 if wrong else 0.0)
+        return Launch(fn=lambda: out.copy_(answer), out=out, config={"fake": 1})
+
+    return types.SimpleNamespace(check=lambda *a: check, prepare=prepare)
+
+
+@pytest.fixture
+def session(monkeypatch):
+    monkeypatch.setattr(runner, "Timer", FakeTimer)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (2**34, 2**34), raising=False)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    s = Session(TimerSettings(reps=20), device=None, launch_overhead_ms=1.0)
+
+    def inputs(problem, shape, precision):
+        tensors = problem.make_inputs(shape, precision, 0, "cpu")
+        return (tensors, *problem.reference(tensors, precision))
+
+    monkeypatch.setattr(s, "_inputs", inputs)
+    return s
+
+
+def _measure(session, monkeypatch, fake, mode="cold", precision=FP32):
+    monkeypatch.setattr(runner, "backend", lambda name: fake)
+    return session.measure(Case(IMPL, SHAPE, precision, "off", mode))
+
+
+def test_a_skip_reason_is_recorded_and_nothing_runs(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend(check="this rung implements fp32 only"))
+    assert record["status"] == "skipped" and record["reason"] == "this rung implements fp32 only"
+    assert session.timer.calls == [] and record["samples_ms"] == []
+
+
+def test_a_wrong_output_is_recorded_with_its_error_and_never_timed(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend(wrong=True))
+    assert record["status"] == "wrong" and "exceeds the fp32 tolerance" in record["reason"]
+    assert record["error"]["err"] > record["error"]["tolerance"] and session.timer.calls == []
+
+
+def test_an_exception_is_recorded_as_crashed_with_its_message(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend(fail=RuntimeError("launch failed: too many resources")))
+    assert record["status"] == "crashed" and "RuntimeError: launch failed: too many resources" in record["reason"]
+    assert "Traceback" in record["traceback"]
+
+
+def test_a_correct_output_is_timed_in_the_cases_mode_and_summarised(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend(), mode="hot", precision=PROBLEM.precision("fp16"))
+    assert record["status"] == "ok" and record["median_ms"] == 0.5 and record["samples_ms"] == [0.5, 0.5, 0.6]
+    assert session.timer.calls == [("warm_up", False), ("measure", "hot")]  # hot: no flush
+    assert (record["precision"], record["dtype"], record["math"], record["mode"]) == ("fp16", "float16", "ieee", "hot")
+    assert record["work"] == PROBLEM.work(SHAPE, PROBLEM.precision("fp16")) and record["launch_bound"] is True
+    assert "gbps" not in record  # figures are derived from the record later, in one place (metrics)
+
+
+def test_a_shape_the_problem_refuses_is_skipped_before_the_backend_is_asked(session, monkeypatch):
+    monkeypatch.setattr(runner, "backend", lambda name: pytest.fail("the backend must not be consulted"))
+    record = session.measure(Case(IMPL, {"M": 70000, "N": 70000}, FP32, "off"))
+    assert record["status"] == "skipped" and "32-bit" in record["reason"]
