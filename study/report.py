@@ -53,6 +53,8 @@ def flags(m: dict) -> list[str]:
         out.append("throttled")
     if m.get("launch_bound"):
         out.append("launch-bound")
+    if timing.get("host_bound_batches"):
+        out.append("host-bound")
     if (m.get("work") or {}).get("bound") == "memory" and (m.get("pct_peak") or 0) > 100:
         out.append("L2")
     return out
@@ -237,6 +239,13 @@ def legend(env: dict, ms: list[dict]) -> str:
            f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
            f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "
            f"part of such a number; `--mode graph` spreads it over many launches. " if overhead else "")
+        + ("Before each batch of samples a GPU delay kernel runs as long as the host needs to queue the batch "
+           "(measured on the previous batch), so that no sample waits for the host; a batch whose queueing still "
+           "took longer is counted and flagged ⚑host-bound. "
+           if any("host_bound_batches" in (m.get("timing") or {}) for m in ms) else
+           "Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
+           "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can still "
+           "include the host's launch latency (this run predates the lead sized to the batch). ")
         + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
         "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
         "Library baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "

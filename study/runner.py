@@ -186,7 +186,8 @@ def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None
 
 # ---- timing ---------------------------------------------------------------------
 
-LEAD_NS = np.uint64(200_000)
+LEAD_MIN_S = 200e-6       # the shortest lead: covers the first launches of any batch
+HOST_S_PER_SAMPLE = 50e-6  # first guess of the host's time to queue one sample; then measured
 
 
 def _lead_kernel():
@@ -227,34 +228,49 @@ class Timer:
         self.flush_bytes = settings.flush_factor * device.l2_bytes
         self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
         self._lead = _lead_kernel()
+        self.host_s_per_sample = HOST_S_PER_SAMPLE
+        self.host_bound_batches = 0
 
-    def lead(self) -> None:
+    def lead(self, seconds: float) -> None:
         """Keep the GPU busy while the host queues a batch (cuda_kernels/microbench/delay.cu)."""
         if self._lead is not None:
             kernel, streams = self._lead
-            kernel((1, 1, 1), (32, 1, 1), (LEAD_NS,), stream=streams.current())
+            kernel((1, 1, 1), (32, 1, 1), (np.uint64(int(seconds * 1e9)),), stream=streams.current())
 
     def samples(self, fn: Callable[[], object], reps: int, flush: bool = True, per_call: int = 1):
         """``reps`` event-timed calls (ms per launch), each after an untimed L2 flush if asked.
         Returns (samples, lowest SM clock seen while they ran or None, clock-event reasons
-        read while they ran)."""
+        read while they ran).
+
+        The lead kernel before the batch lasts as long as the host needs to queue the whole
+        batch (measured on the previous batch, 1.5× for margin): then the GPU never waits for
+        the host between two samples. Without it, back-to-back launches of a few µs (hot mode)
+        were timed with the host's launch latency inside them: on the H200, a 16 MB GEMV read
+        about half as fast hot as cold. A batch whose queueing still outlasted the lead plus its
+        own GPU time is counted in ``host_bound_batches``."""
         import torch
 
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        self.lead()
+        lead_s = max(LEAD_MIN_S, 1.5 * reps * self.host_s_per_sample)
+        self.lead(lead_s)
+        queued = time.perf_counter()
         for start, end in zip(starts, ends):
             if flush:
                 self._flush.zero_()
             start.record()
             fn()
             end.record()
+        queued = time.perf_counter() - queued
         during = self.clocks.sm_mhz() if self.clocks else None  # the batch is still running
         reasons = self.clocks.reasons() if self.clocks else 0
         torch.cuda.synchronize()
         after = self.clocks.sm_mhz() if self.clocks else None
         seen = [c for c in (during, after) if c is not None]
         samples = [s.elapsed_time(e) / per_call for s, e in zip(starts, ends)]
+        self.host_s_per_sample = queued / reps
+        if self._lead is not None and queued > lead_s + sum(samples) * per_call * 1e-3:
+            self.host_bound_batches += 1
         return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
 
     def warm_up(self, fn: Callable[[], object], flush: bool = True) -> tuple[int, float]:
@@ -299,7 +315,7 @@ class Timer:
         per_sample = per_launch_ms * per_call + (0.04 if flush else 0.0)
         batch = max(1, min(256, math.ceil(10.0 / max(per_sample, 1e-3))))
         kept, discarded, readings, reasons = [], 0, [], 0
-        stop, started = None, time.perf_counter()
+        stop, started, host_bound = None, time.perf_counter(), self.host_bound_batches
         while stop is None:
             want = batch if st.reps is None else min(batch, st.reps - len(kept))
             got, clock, seen_reasons = self.samples(fn, want, flush, per_call)
@@ -323,6 +339,7 @@ class Timer:
                        "above_target": st.reps is None and stop not in ("noise", "ci"),
                        "kept": len(kept), "outliers": summary.outliers if summary else None,
                        "discarded_throttled": discarded,
+                       "host_bound_batches": self.host_bound_batches - host_bound,
                        "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
                        "wall_s": time.perf_counter() - started},
             "clocks": {"available": bool(self.clocks and self.clocks.available),
