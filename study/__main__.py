@@ -248,53 +248,48 @@ def cmd_compare(args) -> int:
     settings = _settings(args)
     if not _gpu_or_exit("compare"):
         return 2
-    import signal
-
     from study import ceilings, hardware, report, results
-    from study.compare import run_compare
+    from study.compare import run_compare, run_interruptibly
     from study.runner import Session, Timer, crashed_record
 
+    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     device = hardware.current_device()
-    clocks = hardware.Clocks()
     out_dir = args.out or report_dir(device.slug)
     json_path, md_path = results.default_paths(out_dir, args.name)
-    say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    measured, source = ceilings.load_or_measure(device, settings, clocks)
-    say(f"ceilings: {source}")
-    overhead = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
-    env = results.environment(device, settings, results.python_argv())
-    env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
-    env["launch_overhead_ms"] = overhead
-    env["clocks_available"] = clocks.available
-    env["modes"] = sorted({c.mode for c in cases})
-    say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
-        f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
-        f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, autotune {args.autotune}, "
-        f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
-    session_args = dict(seed=args.seed, launch_overhead_ms=overhead)
-    if args.no_isolate:
-        session = Session(settings, device, clocks=clocks, **session_args)
-        measure, pool = session.measure, None
-    else:
-        from study.worker import WorkerPool
+    pool = None
 
-        pool = WorkerPool(settings, **session_args)
-        measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why))  # noqa: E731
+    def work() -> dict:
+        nonlocal pool
+        clocks = hardware.Clocks()
+        measured, source = ceilings.load_or_measure(device, settings, clocks)
+        say(f"ceilings: {source}")
+        overhead = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
+        env = results.environment(device, settings, results.python_argv())
+        env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
+        env["launch_overhead_ms"] = overhead
+        env["clocks_available"] = clocks.available
+        env["modes"] = sorted({c.mode for c in cases})
+        say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
+            f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
+            f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, autotune {args.autotune}, "
+            f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
+        session_args = dict(seed=args.seed, launch_overhead_ms=overhead)
+        if args.no_isolate:
+            measure = Session(settings, device, clocks=clocks, **session_args).measure
+        else:
+            from study.worker import WorkerPool
 
-    def stop(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+            pool = WorkerPool(settings, **session_args)
+            measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why))  # noqa: E731
+        return run_compare(cases, env, json_path, measure, progress=_progress, fresh=args.fresh, say=say)
 
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        doc = run_compare(cases, env, json_path, measure, progress=_progress, fresh=args.fresh, say=say)
-    except KeyboardInterrupt:
-        say(f"\ninterrupted: every finished measurement is in {json_path}; "
-            f"run the same command again to resume")
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    def cleanup() -> None:
         if pool is not None:
             pool.close(kill=True)
+
+    doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
+    if doc is None:
+        return code
     report.write_report(doc, md_path)
     print_summary(doc)
     say(f"\nwrote {json_path} and {md_path}")

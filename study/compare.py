@@ -8,6 +8,7 @@ any other difference starts a fresh run (``--fresh`` forces one).
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 from typing import Callable
@@ -70,3 +71,48 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         if progress:
             progress(n, len(cases), case, record)
     return save(True)
+
+
+INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+def interrupted_line(json_path: Path, total: int) -> str:
+    """The one line an interrupted run prints: what was saved and how to resume."""
+    try:
+        saved = len(results.load(json_path)["measurements"])
+    except (OSError, ValueError):
+        saved = 0
+    return (f"interrupted: {saved} of {total} measurements are saved in {json_path}; "
+            f"run the same command again to resume")
+
+
+def run_interruptibly(work: Callable[[], dict], json_path: Path, total: int, cleanup: Callable[[], None],
+                      say: Callable[[str], None]) -> tuple[dict | None, int]:
+    """Run ``work`` (the compare flow) so that Ctrl-C or SIGTERM stops it with one line and exit
+    code 130, never a traceback. The first signal raises KeyboardInterrupt; from then on both
+    signals are ignored while ``cleanup`` (stopping the worker) runs. Returns (the results
+    document or None, exit code)."""
+    watched = (signal.SIGINT, signal.SIGTERM)
+
+    def ignore_from_now_on():
+        for s in watched:
+            signal.signal(s, signal.SIG_IGN)
+
+    def stop(signum, frame):
+        ignore_from_now_on()
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = {s: signal.signal(s, stop) for s in watched}
+    try:
+        return work(), 0
+    except KeyboardInterrupt:
+        ignore_from_now_on()
+        say(interrupted_line(json_path, total))
+        return None, INTERRUPTED
+    finally:
+        ignore_from_now_on()
+        try:
+            cleanup()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)

@@ -32,7 +32,12 @@ def _context_ok() -> bool:
 
 
 def _serve(conn, settings: dict, seed: int, launch_overhead_ms) -> None:
-    """The worker's loop: receive a case, send back its record (and whether the context died)."""
+    """The worker's loop: receive a case, send back its record (and whether the context died).
+    Ctrl-C reaches every process of the terminal's group; the worker ignores it and is stopped by
+    its parent, so an interrupt prints the parent's one line and no worker traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from study import hardware, registry
     from study.runner import Session
 

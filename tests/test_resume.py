@@ -2,6 +2,7 @@
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
@@ -9,7 +10,7 @@ from study import results
 from study.compare import resumable, run_compare
 from study.runner import crashed_record, plan
 
-ENV = json.loads((__import__("pathlib").Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
+ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
 
 
 def _cases():
@@ -96,3 +97,64 @@ def test_a_failing_measure_becomes_a_crashed_record_and_the_run_goes_on(tmp_path
     statuses = [m["status"] for m in doc["measurements"]]
     assert statuses[0] == "crashed" and "worker pool broke" in doc["measurements"][0]["reason"]
     assert statuses[1:] == ["ok"] * 4
+
+
+SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from study.compare import run_compare, run_interruptibly
+from study.runner import crashed_record, plan
+
+cases = plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"])
+env = json.loads(Path(sys.argv[2]).read_text())["environment"]
+path = Path(sys.argv[1])
+cleaned = []
+
+def measure(case):
+    time.sleep(0.3)
+    record = crashed_record(case, "fake")
+    record.update(status="ok", median_ms=1.0, samples_ms=[1.0])
+    return record
+
+def cleanup():
+    time.sleep(0.5)  # a second signal arriving now must change nothing
+    cleaned.append(1)
+    print("cleaned up", file=sys.stderr)
+
+doc, code = run_interruptibly(lambda: run_compare(cases, env, path, measure, say=lambda _: None), path,
+                              len(cases), cleanup, lambda text: print(text, file=sys.stderr))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_an_interrupt_prints_one_line_and_exits_130_without_a_traceback(tmp_path, signame):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from study.paths import ROOT
+
+    path = tmp_path / "compare.json"
+    proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(path), str(Path(__file__).parent / "data" /
+                                                                          "results_small.json")],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"})
+    deadline = time.time() + 120
+    while time.time() < deadline and not (path.is_file() and results.load(path)["measurements"]):
+        time.sleep(0.05)
+    proc.send_signal(getattr(signal, signame))
+    time.sleep(0.2)
+    proc.send_signal(getattr(signal, signame))  # pressed twice
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    saved = len(results.load(path)["measurements"])
+    assert lines == ["cleaned up", f"interrupted: {saved} of 5 measurements are saved in {path}; "
+                                   f"run the same command again to resume"] or \
+        lines == [f"interrupted: {saved} of 5 measurements are saved in {path}; run the same command again to resume",
+                  "cleaned up"]
+    assert 1 <= saved < 5 and results.load(path)["complete"] is False
