@@ -52,9 +52,9 @@ class TimerSettings:
     continues, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, until
     the relative standard deviation of the kept samples inside Tukey's fences is at most
     ``noise`` (a steady kernel: stop ``noise``) or the median's 95 % confidence interval is
-    within ± ``ci`` of it (a kernel with an intrinsic jitter that more samples cannot lower,
-    but whose median they pin down: stop ``ci``), or until ``timeout_s`` (wall) has passed,
-    which the report flags (see :mod:`study.stats`). Batches whose SM clock
+    within ± ``ci`` of it, or within one timer tick (a kernel with an intrinsic jitter that more
+    samples cannot lower, but whose median they pin down: stop ``ci``), or until ``timeout_s``
+    (wall) has passed, which the report flags (see :mod:`study.stats`). Batches whose SM clock
     (NVML, read while the batch runs and after it) is below ``throttle_threshold`` × the
     maximum SM clock are discarded, followed by a ``recovery_s`` pause, unless
     ``discard_throttled`` is off.
@@ -209,7 +209,7 @@ def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | N
         summary = stats.summarize(kept)
         if summary.noise <= st.noise:
             return "noise"
-        if summary.median_ci <= st.ci:
+        if summary.median_ci <= max(st.ci, summary.resolution / summary.median):  # ≤ one timer tick: as good as it gets
             return "ci"
     if st.reps is None and len(kept) >= st.max_samples:
         return "max_samples"

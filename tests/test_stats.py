@@ -42,3 +42,36 @@ def test_noise_is_the_spread_of_the_inliers_so_rare_far_outliers_cannot_hold_it_
     assert s.rel_stdev > 0.15  # the plain figure is ruled by the spikes ...
     assert s.noise < 0.002  # ... the inlier spread is what the median sees
     assert s.median == summarize(steady[:96]).median
+
+
+def test_the_median_interval_narrows_with_samples_while_the_spread_does_not():
+    import random
+
+    rng = random.Random(1)
+    few = [1.0 + rng.gauss(0, 0.02) for _ in range(50)]
+    many = few + [1.0 + rng.gauss(0, 0.02) for _ in range(5000)]
+    a, b = summarize(few), summarize(many)
+    assert a.noise > 0.01 and b.noise > 0.01          # a 2 % jitter stays 2 %
+    assert b.median_ci < 0.001 < a.median_ci          # the median is pinned down by more samples
+    assert summarize([1.0, 2.0, 3.0]).median_ci == math.inf  # too few for a 95 % interval
+
+
+def test_resolution_is_the_smallest_step_between_distinct_samples():
+    ticks = [0.000032 * k for k in (100, 100, 101, 103, 101, 100, 104, 105, 106, 107, 109, 110)]
+    assert summarize(ticks).resolution == pytest.approx(0.000032)
+    assert summarize([1.0, 1.0]).resolution == 0.0
+    assert summarize([1.0, 2.0] * 10).resolution == 0.0  # two clusters: no tick to read
+
+
+def test_a_quantised_median_known_to_one_tick_stops_by_ci():
+    from study.runner import TimerSettings, stop_rule
+
+    st = TimerSettings(min_samples=10, min_time_s=0.0, timeout_s=5)
+    # a 3 µs kernel timed in 32 ns ticks, half its samples one tick above the other half: the
+    # interval is one tick (0.5 %), never 0.1 %, and no number of samples changes that
+    tick = 0.000032
+    body = [94 * tick, 95 * tick] * 400
+    tail = [k * tick for k in range(96, 120)] * 5
+    assert stop_rule(st, body + tail, 0.1) == "ci"
+    wide = [k * tick for k in range(50, 150)] * 4  # the median's interval spans about ten ticks
+    assert stop_rule(st, wide, 0.1) is None
