@@ -202,9 +202,11 @@ def legend(env: dict, ms: list[dict]) -> str:
     t = {"mode": "cold", "flush_factor": 2, "noise": None, "ci": None, "min_samples": t.get("reps"), "min_time_s": 0,
          "timeout_s": 0, "throttle_threshold": None, "discard_throttled": False, **t}  # schema 1: fixed reps, cold
     modes = "; ".join(MODE_TEXT[mode].format(flush=t["flush_factor"]) for mode in _modes(ms))
-    ci = (f" or the median's 95 % confidence interval (order statistics) is within ± {100 * t['ci']:g} % of it "
-          f"or one tick of the event timer (stop `ci`: a kernel whose launches jitter more than that target, but "
-          f"whose median more samples pin down)" if t.get("ci") else "")
+    tick = any("resolution_ms" in (m.get("timing") or {}) for m in ms)  # runs since the tick rule
+    ci = (f" or the median's 95 % confidence interval (order statistics) is within ± {100 * t['ci']:g} % of it"
+          + (" or one tick of the event timer" if tick else "") +
+          " (stop `ci`: a kernel whose launches jitter more than that target, but whose median more samples "
+          "pin down)" if t.get("ci") else "")
     stop = (f"stops after exactly {t['reps']} kept samples" if t.get("reps") else
             f"continues, with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, until the "
             f"relative standard deviation of the kept samples inside Tukey's fences is at most "

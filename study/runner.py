@@ -335,6 +335,7 @@ class Timer:
         return {
             "samples": kept,
             "timing": {"mode": mode, "stop": stop, "noise": noise, "median_ci": None if ci == math.inf else ci,
+                       "resolution_ms": summary.resolution if summary else None,
                        "noise_target": None if st.reps else st.noise, "ci_target": None if st.reps else st.ci,
                        "above_target": st.reps is None and stop not in ("noise", "ci"),
                        "kept": len(kept), "outliers": summary.outliers if summary else None,
