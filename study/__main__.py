@@ -6,6 +6,7 @@ Exit status: 0 success, 1 a measurement was wrong or crashed, 2 bad usage or no 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -171,6 +172,22 @@ def parse_shapes(texts: list[str], ops: list[str], all_ops) -> dict:
     return shapes
 
 
+def parse_dtypes(names: list[str], ops: list[str], all_ops) -> dict:
+    """op -> the --dtype names it accepts. Each name must be known and accepted by some op of
+    the run; an op that accepts none of them is left out by the caller."""
+    from study.precision import NAMES
+
+    for name in names:
+        if name not in NAMES:
+            raise UsageError(f"unknown dtype {name!r}; known: {', '.join(NAMES)}")
+    accepted = {op: [p.name for p in all_ops[op].problem.precisions] for op in ops}
+    for name in names:
+        if not any(name in accepted[op] for op in ops):
+            raise UsageError("; ".join(f"{op} does not accept {name!r}; {op} accepts: {', '.join(accepted[op])}"
+                                       for op in ops))
+    return {op: [n for n in names if n in accepted[op]] for op in ops if any(n in accepted[op] for n in names)}
+
+
 def _cases(args):
     from study.runner import plan
 
@@ -186,7 +203,12 @@ def _cases(args):
             print(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given; not run",
                   file=sys.stderr)
         ops = [op for op in ops if shapes[op]]
-    precisions = {op: list(args.dtype) for op in ops} if args.dtype else None
+    precisions = None
+    if args.dtype:
+        precisions = parse_dtypes(args.dtype, ops, all_ops)
+        for op in [op for op in ops if op not in precisions]:
+            print(f"{op}: accepts none of --dtype {', '.join(args.dtype)}; not run", file=sys.stderr)
+        ops = [op for op in ops if op in precisions]
     try:
         return plan(ops, shapes=shapes, precisions=precisions, backends=args.backend, rungs=args.rung,
                     autotune=args.autotune, modes=args.mode)
@@ -214,9 +236,8 @@ def _progress(n, total, case, record):
 
     status = record["status"]
     if status == "ok":
-        bound = record["work"]["bound"]
-        value = metrics.derive(record, {})["gbps" if bound == "memory" else "gflops"]
-        what = f"{value:,.0f} {metrics.unit(bound)}  ({record['median_ms']:.4f} ms)"
+        value = metrics.headline({**record, **metrics.derive(record, {})})
+        what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
     else:
         what = f"{status}: {reason_line(record['reason'])[:160]}"
     print(f"[{n:>{len(str(total))}}/{total}] {case.label:<72} {what}", file=sys.stderr, flush=True)
@@ -263,8 +284,10 @@ def cmd_compare(args) -> int:
         clocks = hardware.Clocks()
         measured, source = ceilings.load_or_measure(device, settings, clocks)
         say(f"ceilings: {source}")
-        overhead = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
+        overhead = ceilings.launch_overhead(Timer(dataclasses.replace(settings, mode="cold"), device, clocks))["median_ms"]
         env = results.environment(device, settings, results.python_argv())
+        for per_case in ("mode", "flush_l2"):  # each record carries its own mode
+            env["timer"].pop(per_case)
         env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
         env["launch_overhead_ms"] = overhead
         env["clocks_available"] = clocks.available

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from study import stats
+from study import metrics, stats
 from study.paths import MICROBENCH_DIR as MICROBENCH
 from study.paths import cache_dir, report_dir
 
@@ -142,7 +142,7 @@ def measure(device, settings, clocks) -> dict:
 def summary(ceilings: dict) -> dict:
     """The figures a run carries: measured ceilings by name."""
     return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
-            **{f"{key}_gflops": ceilings[key]["gflops"] for key, *_ in TENSOR if key in ceilings},
+            **{metrics.CEILINGS[math][0]: ceilings[key]["gflops"] for key, _, _, math in TENSOR if key in ceilings},
             "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
 
 

@@ -22,12 +22,15 @@ import warnings
 # (compute capability) -> {math mode: dense FLOP per clock per SM}. "3xtf32" is a third of
 # "tf32": three tensor-core products per FP32-accurate one.
 PEAK_FLOP_PER_CLK_PER_SM = {
-    (7, 5): {"ieee": 128, "fp16": 512},                                   # Turing
+    (7, 0): {"ieee": 128, "fp16": 1024},                                  # V100: 80 × 1.53 GHz × 1024 = 125 TF
+    (7, 5): {"ieee": 128, "fp16": 1024},                                  # Turing: T4 40 × 1.59 GHz × 1024 = 65 TF
     (8, 0): {"ieee": 128, "tf32": 1024, "fp16": 2048, "bf16": 2048},      # A100
     (8, 6): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # GA10x (pro; GeForce halves TF32/FP16-acc32)
     (8, 7): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # Orin
     (8, 9): {"ieee": 256, "tf32": 512, "fp16": 1024, "bf16": 1024},       # Ada (pro)
     (9, 0): {"ieee": 256, "tf32": 2048, "fp16": 4096, "bf16": 4096},      # H100/H200 SXM
+    (10, 0): {"ieee": 256},                                               # B200 (tensor rates not verified here)
+    (12, 0): {"ieee": 256},                                               # Blackwell GeForce/RTX Pro (idem)
 }
 # Architectures whose datasheets quote tensor peaks at a clock other than the max SM clock.
 DATASHEET_TENSOR_CLOCK_MHZ = {(9, 0): 1830.0}
@@ -63,10 +66,6 @@ class Device:
         """Theoretical FLOP/s of the unit that does ``math``, at the max SM clock."""
         per_clk = flop_per_clk_per_sm(self.capability, math)
         return None if per_clk is None else self.sms * self.max_sm_clock_mhz * 1e6 * per_clk
-
-    @property
-    def fp32_peak_flops(self) -> float | None:
-        return self.peak_flops("ieee")
 
     @property
     def memory_peak_bytes(self) -> float:

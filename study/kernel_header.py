@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 _HEADER_LINE = re.compile(r"^//\s*(config|space|arch|precisions):(.*)$")
-_ARCH = re.compile(r"sm_(\d)(\d+)(a?)")
+_ARCH = re.compile(r"sm_(\d+)(\d)(a?)")  # the last digit is the minor version: sm_90a, sm_100a, sm_120
 DEFAULT_ARCH = ("sm_80",)
 DEFAULT_PRECISIONS = ("fp32",)
 

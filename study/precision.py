@@ -28,7 +28,8 @@ MATH_MODES = {
     "fp16": "FP16 tensor cores, FP32 accumulation",
     "bf16": "BF16 tensor cores, FP32 accumulation",
 }
-STORAGE_DEFINE = {"float32": "STORAGE_FP32", "float16": "STORAGE_FP16", "bfloat16": "STORAGE_BF16"}
+# storage dtype -> (the CUDA macro that selects it in cuda_kernels/common.cuh, bytes per element)
+STORAGE = {"float32": ("STORAGE_FP32", 4), "float16": ("STORAGE_FP16", 2), "bfloat16": ("STORAGE_BF16", 2)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +41,8 @@ class Precision:
     def __post_init__(self):
         if self.math not in MATH_MODES:
             raise ValueError(f"unknown math mode {self.math!r}; known: {', '.join(MATH_MODES)}")
-        if self.dtype not in STORAGE_DEFINE:
-            raise ValueError(f"unknown storage dtype {self.dtype!r}; known: {', '.join(STORAGE_DEFINE)}")
+        if self.dtype not in STORAGE:
+            raise ValueError(f"unknown storage dtype {self.dtype!r}; known: {', '.join(STORAGE)}")
 
     @property
     def triton_input_precision(self) -> str | None:
@@ -59,11 +60,11 @@ class Precision:
 
     @property
     def cuda_defines(self) -> dict:
-        return {STORAGE_DEFINE[self.dtype]: 1}
+        return {STORAGE[self.dtype][0]: 1}
 
     @property
     def element_bytes(self) -> int:
-        return {"float32": 4, "float16": 2, "bfloat16": 2}[self.dtype]
+        return STORAGE[self.dtype][1]
 
     def to_json(self) -> dict:
         return {"name": self.name, "dtype": self.dtype, "math": self.math}

@@ -15,6 +15,14 @@ import torch
 
 from study.precision import Precision
 
+INT32_MAX = 2**31 - 1  # the largest element offset 32-bit index arithmetic (the Triton twins') reaches
+
+
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division: blocks of b that cover a."""
+    return -(-a // b)
+
+
 DTYPES = {
     "float32": torch.float32,
     "float16": torch.float16,

@@ -87,7 +87,7 @@ def ladder_table(ms: list[dict], tune: str) -> str:
     first = modes[0]
     pick = {(m["rung"] or m.get("baseline"), m["backend"], m.get("mode") or "cold"): m
             for m in ms if m["autotune"] in (tune, "n/a")}
-    backends = [b for b in RUNG_BACKENDS if any(m["backend"] == b and m["rung"] for m in ms)] or ["cuda"]
+    backends = [b for b in RUNG_BACKENDS if any(m["backend"] == b and m["rung"] for m in ms)] or [None]
 
     def group(key, backend) -> list[str]:
         by_mode = {mode: pick.get((key, backend, mode)) for mode in modes}
@@ -102,8 +102,9 @@ def ladder_table(ms: list[dict], tune: str) -> str:
     suffix = (lambda mode: f" {mode}") if len(modes) > 1 else (lambda mode: "")
     header = ["#", "rung"]
     for b in backends:
-        label = BACKEND_LABEL[b]
-        header += ([f"{label} {unit}{suffix(mode)}" for mode in modes] + [f"{label} % peak", f"{label} % ceiling"]
+        label = BACKEND_LABEL[b] if b else "baseline"  # a table of baselines only
+        header += ([f"{label} {unit}{suffix(mode)}" for mode in modes]
+                   + [f"{label} % peak{suffix(first)}", f"{label} % ceiling{suffix(first)}"]
                    + [f"{label} × ref{suffix(mode)}" for mode in modes])
     rungs = sorted({(m["rung_index"], m["rung"]) for m in ms if m["rung"] is not None})
     rows = [[f"v{index}", f"`{rung}`", *[c for b in backends for c in group(rung, b)]] for index, rung in rungs]
@@ -211,7 +212,7 @@ def legend(env: dict, ms: list[dict]) -> str:
             f"continues, with at least {t['min_samples']} samples and {t['min_time_s']:g} s of GPU time, until the "
             f"relative standard deviation of the kept samples inside Tukey's fences is at most "
             f"{100 * t['noise']:g} % (stop `noise`){ci}, or {t['timeout_s']:g} s have passed (⚑noisy: stopped "
-            f"by the timeout with neither target met)")
+            f"by the timeout or the sample limit with neither target met)")
     throttle = ("Clocks were not recorded (results schema 1)." if t["throttle_threshold"] is None else
                 f"Samples taken while the SM clock (NVML) was below {100 * t['throttle_threshold']:g} % of its "
                 f"maximum are {'discarded, then a pause' if t['discard_throttled'] else 'kept and flagged'} "
@@ -241,10 +242,11 @@ def legend(env: dict, ms: list[dict]) -> str:
            f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
            f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "
            f"part of such a number; `--mode graph` spreads it over many launches. " if overhead else "")
-        + ("Before each batch of samples a GPU delay kernel runs as long as the host needs to queue the batch "
-           "(measured on the previous batch), so that no sample waits for the host; a batch whose queueing still "
-           "took longer is counted and flagged ⚑host-bound. "
-           if any("host_bound_batches" in (m.get("timing") or {}) for m in ms) else
+        + ("Before each batch of samples a GPU delay kernel runs as long as the host took to queue the previous "
+           "batch (at most 20 ms), so that no sample waits for the host; a batch whose queueing still took longer "
+           "is counted and flagged ⚑host-bound. "
+           if any("host_bound_batches" in (m.get("timing") or {}) for m in ms) else "" if not any(
+               m.get("timing") for m in ms) else
            "Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
            "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can still "
            "include the host's launch latency (this run predates the lead sized to the batch). ")

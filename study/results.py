@@ -75,8 +75,8 @@ def environment(device, settings, argv: list[str]) -> dict:
 
 def upgrade(doc: dict) -> dict:
     """A schema-1 or -2 document in schema 3's terms: those files are SGEMM in FP32, one cuBLAS
-    baseline (the reference), one timing mode, GFLOPS stored per record. The FLOPs are taken
-    back from the stored GFLOPS and median, the only form they were kept in."""
+    baseline (the reference), one timing mode; the work of each record follows from its shape
+    (2·M·N·K FLOPs, 4·(M·K + K·N + M·N) bytes), and the stored figures are derived again."""
     if doc["schema"] >= 3:
         return doc
     env = dict(doc["environment"])
@@ -87,12 +87,14 @@ def upgrade(doc: dict) -> dict:
     mode = (env.get("timer") or {}).get("mode", "cold")
     records = []
     for m in doc["measurements"]:
-        m = dict(m)
-        flops = m["gflops"] * 1e9 * m["median_ms"] * 1e-3 if m.get("gflops") and m.get("median_ms") else None
+        m = {k: v for k, v in m.items() if k not in ("vs_cublas", "gflops", "pct_peak", "pct_ceiling")}
+        dims = m["shape"]
+        mm, nn, kk = dims["M"], dims["N"], dims["K"]
         baseline = m["backend"] == "cublas"
         m.update({"precision": "fp32", "math": "ieee", "mode": m.get("mode") or mode,
                   "baseline": "torch_matmul" if baseline else None, "library": "cuBLAS" if baseline else None,
-                  "reference": baseline, "work": {"flops": flops, "bytes": None, "bound": "compute"}})
+                  "reference": baseline, "work": {"flops": 2 * mm * nn * kk, "bytes": 4 * (mm * kk + kk * nn + mm * nn),
+                                                  "bound": "compute"}})
         records.append(m)
     return {**doc, "environment": env, "measurements": records, "upgraded_from": doc["schema"]}
 

@@ -109,12 +109,19 @@ class TimerSettings:
 
     @property
     def flush_l2(self) -> bool:
-        return self.mode == "cold"
+        return flushes(self.mode)
 
     def to_json(self) -> dict:
+        """The settings as results record them. ``mode`` is the mode of :meth:`Timer.time`
+        (ceilings, validate); a compare run records each case's mode with the case instead."""
         return {**dataclasses.asdict(self), "flush_l2": self.flush_l2,
                 "timer": "torch.cuda.Event pairs on the stream the kernel runs on",
-                "headline": "median", "stop": "reps" if self.reps else "noise"}
+                "headline": "median", "stop": "reps" if self.reps else "noise or ci"}
+
+
+def flushes(mode: str) -> bool:
+    """Whether samples of this timing mode start from a flushed L2."""
+    return mode == "cold"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +194,7 @@ def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None
 # ---- timing ---------------------------------------------------------------------
 
 LEAD_MIN_S = 200e-6       # the shortest lead: covers the first launches of any batch
+LEAD_MAX_S = 20e-3        # the longest: a full launch queue blocks the host behind the lead itself
 HOST_S_PER_SAMPLE = 50e-6  # first guess of the host's time to queue one sample; then measured
 
 
@@ -230,6 +238,7 @@ class Timer:
         self._lead = _lead_kernel()
         self.host_s_per_sample = HOST_S_PER_SAMPLE
         self.host_bound_batches = 0
+        self.flush_ms = None
 
     def lead(self, seconds: float) -> None:
         """Keep the GPU busy while the host queues a batch (cuda_kernels/microbench/delay.cu)."""
@@ -250,9 +259,11 @@ class Timer:
         own GPU time is counted in ``host_bound_batches``."""
         import torch
 
+        if flush and self.flush_ms is None:
+            self.flush_ms = self._time_flush()
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-        lead_s = max(LEAD_MIN_S, 1.5 * reps * self.host_s_per_sample)
+        lead_s = min(LEAD_MAX_S, max(LEAD_MIN_S, 1.5 * reps * self.host_s_per_sample))
         self.lead(lead_s)
         queued = time.perf_counter()
         for start, end in zip(starts, ends):
@@ -268,10 +279,25 @@ class Timer:
         after = self.clocks.sm_mhz() if self.clocks else None
         seen = [c for c in (during, after) if c is not None]
         samples = [s.elapsed_time(e) / per_call for s, e in zip(starts, ends)]
-        self.host_s_per_sample = queued / reps
-        if self._lead is not None and queued > lead_s + sum(samples) * per_call * 1e-3:
+        # At most double per batch: a host blocked behind a full launch queue measures the GPU's
+        # time, not its own, and must not lengthen the next lead without bound.
+        self.host_s_per_sample = min(queued / reps, 2 * self.host_s_per_sample)
+        gpu_s = (sum(samples) * per_call + (reps * self.flush_ms if flush else 0.0)) * 1e-3
+        if self._lead is not None and queued > lead_s + gpu_s:
             self.host_bound_batches += 1
         return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
+
+    def _time_flush(self) -> float:
+        """Milliseconds of one L2 flush (the GPU time between two samples of cold mode)."""
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self._flush.zero_()
+        start.record()
+        self._flush.zero_()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
 
     def warm_up(self, fn: Callable[[], object], flush: bool = True) -> tuple[int, float]:
         """Launch until the count and duration rules are met; returns (launches, first sample ms)."""
@@ -362,8 +388,10 @@ def _cache_path() -> Path:
 
 
 def _tune_key(impl, device, shape, precision, mode) -> str:
+    from study.backends.cuda import kernel_source  # with common.cuh inlined: an edited helper re-tunes
+
     space = json.dumps([dict(p) for p in impl.space], sort_keys=True)
-    source = (impl.target.path.read_text() + space).encode()
+    source = (kernel_source(impl.target.path) + space).encode()
     digest = hashlib.sha256(source).hexdigest()[:16]
     shape_s = "x".join(str(v) for v in shape.values())
     return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|"
@@ -388,7 +416,7 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer:
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue
-            flush = mode == "cold"
+            flush = flushes(mode)
             timer.warm_up(launch.fn, flush)
             median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
@@ -498,7 +526,7 @@ class Session:
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen,
                                autotune_log=log, error=error)
-            flush = mode == "cold"
+            flush = flushes(mode)
             warm, first = self.timer.warm_up(launch.fn, flush)
             if first * 1e-3 > self.settings.timeout_s:
                 raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "

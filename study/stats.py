@@ -85,7 +85,7 @@ def _resolution(xs: Sequence[float]) -> float:
 
 def _median_ci(xs: Sequence[float], median: float) -> float:
     """Relative half-width of the median's distribution-free 95 % confidence interval (sorted
-    input); infinite below 6 samples, where the interval reaches past the extremes."""
+    input); infinite below 8 samples, where the interval reaches past the extremes."""
     n = len(xs)
     half = 1.96 * math.sqrt(n) / 2
     lo, hi = math.floor(n / 2 - half), math.ceil(n / 2 + half)

@@ -23,7 +23,8 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
     (["compare", "--shape", "sgemv:64x64x64"], "sgemv: shape '64x64x64' is not of the form MxN"),
     (["compare", "--op", "sgemm", "--shape", "sgemv:64x64"], "'sgemv' is not an op of this run (sgemm)"),
     (["compare", "--shape", "0x10x10"], "at least 1"),
-    (["compare", "--dtype", "float8"], "unknown dtype 'float8'; sgemm accepts: fp32"),
+    (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known: fp32, tf32, fp16, bf16"),
+    (["compare", "--dtype", "tf32"], "sgemm does not accept 'tf32'; sgemm accepts: fp32; sgemv does not accept"),
     (["compare", "--op", "sgemv", "--dtype", "tf32"], "sgemv does not accept 'tf32'; sgemv accepts: fp32, fp16, bf16"),
     (["compare", "--op", "sgemm", "--dtype", "bf16"], "sgemm does not accept 'bf16'; sgemm accepts: fp32"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
@@ -76,6 +77,11 @@ def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
     assert {c.impl.op for c in cases} == {"sgemv"} and {c.precision.name for c in cases} == {"fp16"}
     assert {c.mode for c in cases} == {"hot"}
     assert "sgemm: no --shape of its form MxNxK was given; not run" in capsys.readouterr().err
+    cases = _cases(_parser().parse_args(["compare", "--dtype", "fp16"]))  # only sgemv accepts it
+    assert {c.impl.op for c in cases} == {"sgemv"} and {c.precision.name for c in cases} == {"fp16"}
+    assert "sgemm: accepts none of --dtype fp16; not run" in capsys.readouterr().err
+    cases = _cases(_parser().parse_args(["compare", "--dtype", "fp32", "--dtype", "bf16"]))
+    assert {(c.impl.op, c.precision.name) for c in cases} == {("sgemm", "fp32"), ("sgemv", "fp32"), ("sgemv", "bf16")}
 
 
 def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):

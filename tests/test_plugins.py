@@ -1,5 +1,5 @@
 """An op of a user's own, in a folder outside the repository, registered through STUDY_PLUGINS:
-listed with absolute paths, its kernels checked, compiled by the nvcc test's rules."""
+listed with absolute paths, its kernel files checked by the registry's integrity rules."""
 
 import json
 import os

@@ -196,3 +196,24 @@ def test_stop_rule_by_noise_time_count_and_timeout():
     assert stop_rule(short, [1.0] * 10, 0.1) is None  # 10 ms of GPU time < 1 s
     fixed = TimerSettings(reps=20, timeout_s=5)
     assert stop_rule(fixed, noisy * 2, 0.1) == "reps" and stop_rule(fixed, noisy, 0.1) is None
+
+
+def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_rung_name(monkeypatch):
+    import study.backends.cuda as cuda
+
+    monkeypatch.setattr(cuda, "as_cupy", lambda t: t)  # no GPU: the launch's tensors as they are
+    shape = {"M": 1000, "N": 4096}
+    t = SGEMV.make_inputs(shape, FP32, 0, "cpu")
+    out = SGEMV.make_output(shape, FP32, "cpu")
+    for defines, grid in (({"THREADS": 256, "LANES": 1}, (4, 1, 1)), ({"THREADS": 256, "LANES": 32}, (125, 1, 1)),
+                          ({"THREADS": 128, "LANES": 32, "WARP_ROWS": 4}, (63, 1, 1))):
+        launch = SGEMV.cuda_launch("v9_any_name", defines, t, out, shape)
+        assert launch.grid == grid and launch.block == (defines["THREADS"], 1, 1) and len(launch.args) == 5
+    split = SGEMV.cuda_launch("v1_named_like_another", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2, "SPLIT": 1},
+                              t, out, shape)
+    from study.ops.sgemv import split_plan
+
+    slices, width = split_plan(1000, 4096, 4, 132)
+    assert split.grid == (63, slices, 1) and slices > 1 and int(split.args[5]) == width
+    partial, counter = split.args[6], split.args[7]
+    assert partial.numel() == slices * 1000 and counter.numel() == 63 and int(counter.abs().sum()) == 0

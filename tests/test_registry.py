@@ -113,6 +113,10 @@ def test_plain_arch_means_that_capability_or_later():
     assert specific.admits((9, 0)) and not specific.admits((10, 0))
     with pytest.raises(ValueError, match="sm_XY"):
         kernel_header.Arch.parse("hopper")
+    blackwell = kernel_header.Arch.parse("sm_100a")
+    assert (blackwell.major, blackwell.minor, blackwell.name) == (10, 0, "sm_100a")
+    assert not blackwell.admits((9, 0)) and kernel_header.Arch.parse("sm_120").admits((12, 0))
+    assert not kernel_header.Arch.parse("sm_120").admits((8, 0))
 
 
 @pytest.mark.parametrize("text,message", [

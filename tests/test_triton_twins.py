@@ -51,12 +51,10 @@ def _mirror(op, cuda, tw):
     for key in ("BM", "BN", "BK", "UNROLL"):
         if key in cuda and key in tw and cuda[key] != tw[key]:
             out.append(f"{key} {tw[key]} vs {cuda[key]}")
-    if op == "sgemv" and "ROWS" in tw:
-        rows = cuda["THREADS"] // 32 * cuda.get("WARP_ROWS", 1)
-        if tw["ROWS"] != rows:
-            out.append(f"ROWS {tw['ROWS']} vs {rows} rows per block")
-    if op == "sgemv" and "BM" in tw and tw["BM"] != cuda["THREADS"]:
-        out.append("one row per thread")
+    if op == "sgemv":
+        rows = cuda["THREADS"] // cuda["LANES"] * cuda.get("WARP_ROWS", 1)  # rows per block, as the launch reads it
+        if tw.get("ROWS", tw.get("BM")) != rows:
+            out.append(f"{tw.get('ROWS', tw.get('BM'))} vs {rows} rows per block")
     return out
 
 
@@ -70,5 +68,6 @@ def test_twins_mirror_their_cuda_rungs():
 
 
 def test_the_mirror_check_can_fail():
-    assert _mirror("sgemv", {"THREADS": 256, "WARP_ROWS": 2}, {"ROWS": 8, "num_warps": 8})
+    assert _mirror("sgemv", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2}, {"ROWS": 8, "num_warps": 8})
+    assert _mirror("sgemv", {"THREADS": 256, "LANES": 1}, {"BM": 8, "num_warps": 8})
     assert _mirror("sgemm", {"THREADS": 256, "BM": 64}, {"BM": 128, "num_warps": 8})

@@ -8,11 +8,13 @@
 // Builds on: nothing. Constraints: none (any M, N, alignment).
 // arch: sm_80
 // precisions: fp32 fp16 bf16
-// config: THREADS=256
-// space: THREADS=64
-// space: THREADS=128
-// space: THREADS=512
+// config: THREADS=256 LANES=1
+// space: THREADS=64 LANES=1
+// space: THREADS=128 LANES=1
+// space: THREADS=512 LANES=1
 #include "common.cuh"
+
+static_assert(LANES == 1, "one thread per row: LANES (threads per row) is 1; the launch reads it");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemv_v0_thread_per_row(const storage_t* __restrict__ A, const storage_t* __restrict__ x,

@@ -9,13 +9,14 @@
 // Builds on: v0. Constraints: none. THREADS/32 rows per block.
 // arch: sm_80
 // precisions: fp32 fp16 bf16
-// config: THREADS=256
-// space: THREADS=128
-// space: THREADS=512
-// space: THREADS=1024
+// config: THREADS=256 LANES=32
+// space: THREADS=128 LANES=32
+// space: THREADS=512 LANES=32
+// space: THREADS=1024 LANES=32
 #include "common.cuh"
 
 static_assert(THREADS % 32 == 0, "THREADS must be whole warps");
+static_assert(LANES == 32, "one warp per row: LANES (threads per row) is 32; the launch reads it");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemv_v1_warp_per_row(const storage_t* __restrict__ A, const storage_t* __restrict__ x,

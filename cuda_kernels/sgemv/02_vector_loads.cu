@@ -14,15 +14,16 @@
 // loop with the same WARP_ROWS-row structure.
 // arch: sm_80
 // precisions: fp32 fp16 bf16
-// config: THREADS=256 WARP_ROWS=2
-// space: THREADS=256 WARP_ROWS=1
-// space: THREADS=256 WARP_ROWS=4
-// space: THREADS=128 WARP_ROWS=2
-// space: THREADS=512 WARP_ROWS=2
-// space: THREADS=128 WARP_ROWS=4
+// config: THREADS=256 WARP_ROWS=2 LANES=32
+// space: THREADS=256 WARP_ROWS=1 LANES=32
+// space: THREADS=256 WARP_ROWS=4 LANES=32
+// space: THREADS=128 WARP_ROWS=2 LANES=32
+// space: THREADS=512 WARP_ROWS=2 LANES=32
+// space: THREADS=128 WARP_ROWS=4 LANES=32
 #include "common.cuh"
 
 static_assert(THREADS % 32 == 0, "THREADS must be whole warps");
+static_assert(LANES == 32, "a warp per WARP_ROWS rows: LANES (threads per row) is 32; the launch reads it");
 static_assert(WARP_ROWS >= 1 && WARP_ROWS <= 8, "WARP_ROWS rows per warp: 1..8");
 
 extern "C" __global__ void __launch_bounds__(THREADS)

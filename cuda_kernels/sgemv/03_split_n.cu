@@ -26,19 +26,20 @@
 // partial gridDim.y * M floats when gridDim.y > 1.
 // arch: sm_80
 // precisions: fp32 fp16 bf16
-// config: THREADS=256 WARP_ROWS=2 UNROLL=2
-// space: THREADS=256 WARP_ROWS=1 UNROLL=4
-// space: THREADS=256 WARP_ROWS=2 UNROLL=4
-// space: THREADS=256 WARP_ROWS=4 UNROLL=1
-// space: THREADS=256 WARP_ROWS=4 UNROLL=2
-// space: THREADS=128 WARP_ROWS=2 UNROLL=2
-// space: THREADS=512 WARP_ROWS=1 UNROLL=2
-// space: THREADS=512 WARP_ROWS=2 UNROLL=2
-// space: THREADS=128 WARP_ROWS=1 UNROLL=4
-// space: THREADS=512 WARP_ROWS=1 UNROLL=4
+// config: THREADS=256 WARP_ROWS=2 UNROLL=2 LANES=32 SPLIT=1
+// space: THREADS=256 WARP_ROWS=1 UNROLL=4 LANES=32 SPLIT=1
+// space: THREADS=256 WARP_ROWS=2 UNROLL=4 LANES=32 SPLIT=1
+// space: THREADS=256 WARP_ROWS=4 UNROLL=1 LANES=32 SPLIT=1
+// space: THREADS=256 WARP_ROWS=4 UNROLL=2 LANES=32 SPLIT=1
+// space: THREADS=128 WARP_ROWS=2 UNROLL=2 LANES=32 SPLIT=1
+// space: THREADS=512 WARP_ROWS=1 UNROLL=2 LANES=32 SPLIT=1
+// space: THREADS=512 WARP_ROWS=2 UNROLL=2 LANES=32 SPLIT=1
+// space: THREADS=128 WARP_ROWS=1 UNROLL=4 LANES=32 SPLIT=1
+// space: THREADS=512 WARP_ROWS=1 UNROLL=4 LANES=32 SPLIT=1
 #include "common.cuh"
 
 static_assert(THREADS % 32 == 0, "THREADS must be whole warps");
+static_assert(LANES == 32 && SPLIT == 1, "LANES (threads per row) and SPLIT (a column split over gridDim.y) tell the launch the grid");
 static_assert(WARP_ROWS >= 1 && WARP_ROWS <= 8 && UNROLL >= 1 && UNROLL <= 8, "WARP_ROWS rows per warp and UNROLL loads in flight: 1..8");
 constexpr int ROWS = (THREADS / 32) * WARP_ROWS;  // rows per block
 

@@ -29,7 +29,7 @@ def backend(name: str):
     (``cublas``: torch calls that reach cuBLAS)."""
     from study.backends import cuda_launch, library, triton_launch
 
-    modules = {"cuda": cuda_launch, "triton": triton_launch, "cublas": library, "cublaslt": library}
+    modules = {"cuda": cuda_launch, "triton": triton_launch, "cublas": library}
     if name not in modules:
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(modules)}")
     return modules[name]

@@ -19,15 +19,10 @@ import numpy as np
 import torch
 
 from study.precision import FP32
-from study.problem import CudaLaunch, Problem
+from study.problem import INT32_MAX, CudaLaunch, Problem, cdiv
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
-INT32_MAX = 2**31 - 1
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 class SGEMM(Problem):

@@ -30,11 +30,10 @@ import numpy as np
 import torch
 
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, CudaLaunch, Problem
+from study.problem import DTYPES, INT32_MAX, CudaLaunch, Problem, cdiv
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemv as tk
 
-INT32_MAX = 2**31 - 1
 TAU = 2e-6
 OUTPUT_ROUNDING = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 # v3 splits the columns until rows × slices reaches this many per SM: 64 warps (a full SM) at one
@@ -42,10 +41,6 @@ OUTPUT_ROUNDING = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 # achieved occupancy, 3.6 TB/s (75 % of DRAM peak).
 ROW_SLICES_PER_SM = 64
 DEFAULT_SMS = 132   # the H200's, for launches on the CPU (Triton's interpreter)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def split_plan(m: int, n: int, element_bytes: int, sms: int) -> tuple[int, int]:
@@ -83,7 +78,8 @@ class SGEMV(Problem):
 
     def bytes_needed(self, shape, precision) -> int:
         m, n = shape["M"], shape["N"]
-        # storage A and its FP32 draw, float64 A and |A| for the reference, v3's partials (≤ 8 slices).
+        # storage A and its FP32 draw, float64 A and |A| for the reference; v3's partials are
+        # at most (64 row slices per SM + M) floats.
         return (precision.element_bytes + 4 + 16) * m * n + 64 * (m + n)
 
     def check(self, shape, precision) -> str | None:
@@ -118,14 +114,17 @@ class SGEMV(Problem):
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
+        """The grid follows from the kernel's declared parameters, not its name: LANES threads
+        share a row, each warp takes WARP_ROWS rows (default 1), and SPLIT=1 splits the columns
+        over gridDim.y with the partials and counters the kernel reduces with."""
         from study.backends.cuda import as_cupy
 
         m, n = shape["M"], shape["N"]
         threads = defines["THREADS"]
-        rows = {"v0": threads, "v1": threads // 32}.get(rung[:2], threads // 32 * defines.get("WARP_ROWS", 1))
+        rows = threads // defines["LANES"] * defines.get("WARP_ROWS", 1)
         args = [as_cupy(tensors["A"]), as_cupy(tensors["x"]), as_cupy(out), np.int32(m), np.int32(n)]
         grid = (cdiv(m, rows), 1, 1)
-        if rung.startswith("v3"):
+        if defines.get("SPLIT"):
             splits, split_n = split_plan(m, n, out.element_size(), _sms(out))
             partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
             counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
