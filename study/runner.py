@@ -217,7 +217,8 @@ def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | N
         summary = stats.summarize(kept)
         if summary.noise <= st.noise:
             return "noise"
-        if summary.median_ci <= max(st.ci, summary.resolution / summary.median):  # ≤ one timer tick: as good as it gets
+        tick = summary.resolution / summary.median if summary.median > 0 else 0.0
+        if summary.median_ci <= max(st.ci, tick):  # within one timer tick: as narrow as the instrument allows
             return "ci"
     if st.reps is None and len(kept) >= st.max_samples:
         return "max_samples"
