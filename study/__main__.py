@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from study.diff import DEFAULT_THRESHOLD
 from study.paths import report_dir
 from study.registry import BACKENDS, PluginError, check_integrity, implementation, implementations_of, ladder, ladders
 
@@ -36,6 +37,22 @@ EXAMPLES_VALIDATE = """examples:
   python -m study validate
   python -m study validate --no-ncu
   python -m study validate --kernel sgemm/v1_naive/cuda 4096x4096x4096
+"""
+EXAMPLES_DIFF = """examples:
+  python -m study diff before.json after.json
+  python -m study diff reports/h200/compare.json /tmp/compare.json --threshold 3 --md /tmp/diff.md
+"""
+EXAMPLES_MERGE = """examples:
+  python -m study merge shard-0.json shard-1.json --out reports/h200/compare.json
+  python -m study merge a.json b.json --out mixed.json --allow-mixed
+"""
+EXAMPLES_RERUN = """examples:
+  python -m study rerun reports/h200/compare.json
+  python -m study rerun reports/h200/sgemv-16384.json --out /tmp/again.json
+"""
+EXAMPLES_ENV = """examples:
+  python -m study env
+  python -m study env --json
 """
 EXAMPLES_LIST = """examples:
   python -m study list
@@ -94,7 +111,11 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     cmp.add_argument("--out", type=Path, default=None,
                      help="folder of the results and report (default: reports/<gpu>/)")
-    cmp.add_argument("--name", default="compare", help="file stem of results and report (default: compare)")
+    cmp.add_argument("--name", default=None,
+                     help="file stem of results and report (default: compare, or compare-shard-i-of-n)")
+    cmp.add_argument("--shard", default=None, metavar="I/N",
+                     help="measure only shard I of N (0 <= I < N): whole (op, shape, precision) groups; "
+                          "merge the shards' files with `study merge` (docs/cluster.md)")
 
     cei = sub.add_parser("ceilings", help="measure (once per GPU, cached) FFMA, tensor-core, copy and launch ceilings",
                          epilog=EXAMPLES_CEILINGS, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -109,6 +130,30 @@ def _parser() -> argparse.ArgumentParser:
                      help="validate these (repeatable) instead of the fixed set")
     val.add_argument("--ncu-target", nargs=3, metavar=("IMPL", "SHAPE", "LAUNCHES"), help=argparse.SUPPRESS)
     val.add_argument("--ncu-precision", default=None, help=argparse.SUPPRESS)
+
+    dif = sub.add_parser("diff", help="compare two results files case by case, with noise-aware verdicts",
+                         epilog=EXAMPLES_DIFF, formatter_class=argparse.RawDescriptionHelpFormatter)
+    dif.add_argument("a", type=Path)
+    dif.add_argument("b", type=Path)
+    dif.add_argument("--threshold", type=float, default=100 * DEFAULT_THRESHOLD,
+                     help="exit 1 when a pair is slower by more than this many %% beyond noise (default 5)")
+    dif.add_argument("--md", type=Path, default=None, help="also write the diff as Markdown here")
+
+    mrg = sub.add_parser("merge", help="join the results files of shards (or runs) into one",
+                         epilog=EXAMPLES_MERGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mrg.add_argument("files", type=Path, nargs="+")
+    mrg.add_argument("--out", type=Path, required=True, help="the merged results file (its report is written beside)")
+    mrg.add_argument("--allow-mixed", action="store_true",
+                     help="merge runs whose environments differ (each is kept; the report says so)")
+
+    rer = sub.add_parser("rerun", help="measure again exactly the cases of a results file, then diff (GPU)",
+                         epilog=EXAMPLES_RERUN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rer.add_argument("results", type=Path)
+    rer.add_argument("--out", type=Path, default=None, help="the new results file (default: beside, -rerun)")
+
+    envp = sub.add_parser("env", help="print what reproduces a number on this machine",
+                          epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
+    envp.add_argument("--json", action="store_true")
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
                          epilog=EXAMPLES_REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -267,16 +312,34 @@ def _gpu_or_exit(command: str) -> bool:
 def cmd_compare(args) -> int:
     cases = _cases(args)  # usage errors before the GPU check: they need no GPU to be told
     settings = _settings(args)
+    name = args.name or "compare"
+    if args.shard:
+        from study.shards import ShardError, parse_shard, shard_cases
+
+        try:
+            index, count = parse_shard(args.shard)
+        except ShardError as exc:
+            raise UsageError(str(exc)) from None
+        cases = shard_cases(cases, index, count)
+        name = args.name or f"compare-shard-{index}-of-{count}"
+        print(f"shard {index}/{count}: {len(cases)} cases", file=sys.stderr)
     if not _gpu_or_exit("compare"):
         return 2
+    code, _ = measure_and_report(cases, settings, args.out, name, seed=args.seed, isolate=not args.no_isolate,
+                                 fresh=args.fresh, what=f"autotune {args.autotune}")
+    return code
+
+
+def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what=""):
+    """The compare flow on the GPU: ceilings, environment, every case in a worker, the report.
+    Returns (exit code, the results document or None when interrupted)."""
     from study import ceilings, hardware, report, results
     from study.compare import run_compare, run_interruptibly
     from study.runner import Session, Timer, crashed_record
 
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     device = hardware.current_device()
-    out_dir = args.out or report_dir(device.slug)
-    json_path, md_path = results.default_paths(out_dir, args.name)
+    json_path, md_path = results.default_paths(out_dir or report_dir(device.slug), name)
     pool = None
 
     def work() -> dict:
@@ -292,19 +355,20 @@ def cmd_compare(args) -> int:
         env["launch_overhead_ms"] = overhead
         env["clocks_available"] = clocks.available
         env["modes"] = sorted({c.mode for c in cases})
+        env["seed"] = seed
         say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
             f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
-            f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, autotune {args.autotune}, "
+            f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, {what}, "
             f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
-        session_args = dict(seed=args.seed, launch_overhead_ms=overhead)
-        if args.no_isolate:
+        session_args = dict(seed=seed, launch_overhead_ms=overhead)
+        if not isolate:
             measure = Session(settings, device, clocks=clocks, **session_args).measure
         else:
             from study.worker import WorkerPool
 
             pool = WorkerPool(settings, **session_args)
             measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why))  # noqa: E731
-        return run_compare(cases, env, json_path, measure, progress=_progress, fresh=args.fresh, say=say)
+        return run_compare(cases, env, json_path, measure, progress=_progress, fresh=fresh, say=say)
 
     def cleanup() -> None:
         if pool is not None:
@@ -312,11 +376,113 @@ def cmd_compare(args) -> int:
 
     doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
     if doc is None:
-        return code
+        return code, None
     report.write_report(doc, md_path)
     print_summary(doc)
     say(f"\nwrote {json_path} and {md_path}")
-    return 1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0
+    return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
+
+
+def _load(path: Path) -> dict:
+    from study import results
+
+    try:
+        return results.load(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_diff(args) -> int:
+    from study import diff
+
+    a, b = _load(args.a), _load(args.b)
+    threshold = args.threshold / 100
+    pairs = diff.pair_runs(a, b)
+    if not any(p.a is not None and p.b is not None for p in pairs):
+        ops = lambda d: ", ".join(sorted({m["op"] for m in d["measurements"]})) or "none"  # noqa: E731
+        print(f"nothing to pair: {args.a} measured {ops(a)}, {args.b} measured {ops(b)}; every case is only in "
+              f"one of them", file=sys.stderr)
+    print(diff.terminal(a, b, pairs, threshold))
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(diff.markdown(args.a, args.b, a, b, pairs, threshold))
+        print(f"wrote {args.md}", file=sys.stderr)
+    return 1 if diff.regressions(pairs, threshold) else 0
+
+
+def cmd_merge(args) -> int:
+    from study import report, results
+    from study.shards import ShardError, merge
+
+    try:
+        doc = merge(args.files, allow_mixed=args.allow_mixed)
+    except ShardError as exc:
+        raise UsageError(str(exc)) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    results.write(args.out, doc)
+    md = report.write_report(doc, args.out.with_suffix(".md"))
+    print(f"merged {len(doc['measurements'])} measurements from {len(args.files)} files into {args.out} and {md}"
+          + (" (mixed environments: see the report)" if doc["environment"].get("mixed") else ""), file=sys.stderr)
+    return 0
+
+
+def rerun_plan(doc: dict):
+    """The cases and timer settings of a results file, to measure them again exactly."""
+    from study.results import case_key
+    from study.runner import Case, TimerSettings, TimingConfigError
+
+    cases = []
+    for key in doc.get("plan") or ["|".join(case_key(m)) for m in doc["measurements"]]:
+        parts = key.split("|")
+        if len(parts) != 5:
+            raise UsageError(f"cannot read the case {key!r} (results of schema {doc['schema']} predate per-case "
+                             f"precisions and modes; rerun works on schema 3 files)")
+        name, shape_text, precision, autotune, mode = parts
+        try:
+            impl = implementation(name)
+        except KeyError:
+            raise UsageError(f"{name} is not an implementation of this version of the study") from None
+        problem = ladder(impl.op).problem
+        cases.append(Case(impl, problem.parse_shape(shape_text), problem.precision(precision), autotune, mode))
+    timer = doc["environment"]["timer"]
+    fields = {f: timer[f] for f in TimerSettings.__dataclass_fields__ if f in timer}
+    try:
+        settings = TimerSettings(**fields)
+    except TimingConfigError as exc:
+        raise UsageError(f"the file's timer settings: {exc}") from None
+    return cases, settings, doc["environment"].get("seed", 0)
+
+
+def cmd_rerun(args) -> int:
+    from study import diff
+
+    old = _load(args.results)
+    cases, settings, seed = rerun_plan(old)
+    if not _gpu_or_exit("rerun"):
+        return 2
+    out = args.out or args.results.with_name(args.results.stem + "-rerun.json")
+    code, new = measure_and_report(cases, settings, out.parent, out.stem, seed=seed, fresh=True,
+                                   what=f"rerun of {args.results}")
+    if new is None:
+        return code
+    pairs = diff.pair_runs(old, new)
+    print(diff.terminal(old, new, pairs, DEFAULT_THRESHOLD))
+    return code
+
+
+def cmd_env(args) -> int:
+    from study import results
+
+    env = results.machine_environment()
+    if args.json:
+        print(json.dumps(env, indent=1))
+    else:
+        from tabulate import tabulate
+
+        rows = [[k, "—" if v is None else v] for k, v in results.flatten(env)]
+        print(tabulate(rows, tablefmt="plain"))
+    return 0
 
 
 def cmd_ceilings(args) -> int:
@@ -385,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
-                "validate": cmd_validate}[args.command](args)
+                "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
+                "env": cmd_env}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

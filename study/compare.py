@@ -29,11 +29,9 @@ def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None,
         return None, "the earlier run was complete"
     if old.get("plan") != plan_keys:
         return None, "the earlier run planned other cases"
-    same = ("timer", "git")
-    if any(old["environment"].get(k) != env.get(k) for k in same):
-        return None, "the earlier run used other timer settings or another commit"
-    if old["environment"]["gpu"].get("name") != env["gpu"].get("name"):
-        return None, "the earlier run was on another GPU"
+    changed = results.differences(old["environment"], env, ("GPU", "commit", "dirty tree", "timer settings"))
+    if changed:
+        return None, "the earlier run differs in " + ", ".join(label for label, _, _ in changed)
     return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
 
 

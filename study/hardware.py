@@ -138,6 +138,35 @@ def current_device() -> Device:
                   driver=driver, clock_source=source)
 
 
+def nvml_facts() -> dict:
+    """What NVML says about the current GPU beyond its clocks: UUID, power limit, persistence,
+    ECC and MIG modes, driver. Each fact is None where NVML cannot tell (or is missing)."""
+    facts = {"uuid": None, "power_limit_w": None, "persistence_mode": None, "ecc_mode": None, "mig_mode": None,
+             "driver": None}
+    try:
+        import pynvml
+        import torch
+
+        handle = _nvml_handle(torch.cuda.get_device_properties(torch.cuda.current_device()))
+    except Exception:
+        return facts
+    reads = {
+        "uuid": lambda: pynvml.nvmlDeviceGetUUID(handle),
+        "power_limit_w": lambda: pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000,
+        "persistence_mode": lambda: bool(pynvml.nvmlDeviceGetPersistenceMode(handle)),
+        "ecc_mode": lambda: bool(pynvml.nvmlDeviceGetEccMode(handle)[0]),
+        "mig_mode": lambda: bool(pynvml.nvmlDeviceGetMigMode(handle)[0]),
+        "driver": lambda: pynvml.nvmlSystemGetDriverVersion(),
+    }
+    for key, read in reads.items():
+        try:
+            value = read()
+            facts[key] = value.decode() if isinstance(value, bytes) else value
+        except Exception:  # not supported on this GPU or driver: unknown, not an error
+            pass
+    return facts
+
+
 # NVML clock-event ("throttle") reason bits, from nvml.h.
 THROTTLE_REASONS = {
     0x1: "gpu_idle", 0x2: "applications_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown",

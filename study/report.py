@@ -378,6 +378,12 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
            f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
            "regenerates it without a GPU. Do not edit by hand.", "",
            device_block(env, maths), ""]
+    if env.get("merged_from"):
+        out += [f"Merged by `python -m study merge` from {len(env['merged_from'])} results files: "
+                + ", ".join(f"`{p}`" for p in env["merged_from"]) + ".", ""]
+    if env.get("mixed"):
+        out += ["> **Mixed environments** (merged with `--allow-mixed`; the block above is the first file's):", ""]
+        out += [f"> - {line}" for line in env["mixed"]] + [""]
     for op, groups in _groups(ms).items():
         op_ms = [m for m in ms if m["op"] == op]
         out += [f"## {op}", "", f"Headline unit: **{unit_of(op_ms)}**.", ""]

@@ -55,22 +55,87 @@ def git_state() -> dict:
         return {"commit": "unknown", "dirty": None}
 
 
-def environment(device, settings, argv: list[str]) -> dict:
+def software() -> dict:
+    """The versions and the checkout a number depends on."""
     import torch
 
     return {
-        "gpu": device.to_json(),
         "cuda": torch.version.cuda,
         "torch": torch.__version__,
         "triton": _module_version("triton"),
         "cupy": _module_version("cupy") or _version("cupy-cuda13x"),
+        "nvmath": _version("nvmath-python"),
+        "numpy": _module_version("numpy"),
         "python": platform.python_version(),
         "platform": platform.platform(),
         "git": git_state(),
+    }
+
+
+def machine_environment() -> dict:
+    """``python -m study env``: the GPU (name, UUID, driver, max clocks, power limit, persistence,
+    ECC, MIG, peaks) where one is visible, and the software; works without a GPU."""
+    import torch
+
+    from study import hardware
+
+    if torch.cuda.is_available():
+        gpu = {**hardware.current_device().to_json(), **hardware.nvml_facts()}
+    else:
+        gpu = {"name": None, "visible": False, "reason": "no CUDA GPU is visible to torch"}
+    return {"gpu": gpu, **software(), "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def flatten(data: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """("gpu.name", value) pairs of a nested dict, for a two-column listing."""
+    rows = []
+    for key, value in data.items():
+        if isinstance(value, dict):
+            rows += flatten(value, f"{prefix}{key}.")
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
+
+
+def environment(device, settings, argv: list[str]) -> dict:
+    """What a results file records about how its numbers were made."""
+    from study import hardware
+
+    gpu = {**device.to_json(), **{k: v for k, v in hardware.nvml_facts().items() if v is not None}}
+    return {
+        "gpu": gpu,
+        **software(),
         "command": " ".join(shlex.quote(a) for a in argv),
         "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "timer": settings.to_json(),
     }
+
+
+# What reproduces a number, as (label, path in the environment): two runs that differ in any of
+# these may not be resumed as one or merged without saying so, and a diff lists them first.
+ENV_KEYS = (("GPU", ("gpu", "name")), ("driver", ("gpu", "driver")), ("CUDA", ("cuda",)), ("torch", ("torch",)),
+            ("triton", ("triton",)), ("cupy", ("cupy",)), ("nvmath", ("nvmath",)), ("numpy", ("numpy",)),
+            ("python", ("python",)), ("commit", ("git", "commit")), ("dirty tree", ("git", "dirty")),
+            ("timer settings", ("timer",)))
+
+
+def case_key(m: dict) -> tuple:
+    """What a record measured, independent of how it came out: implementation, shape,
+    precision, autotune, mode ("|".join of it is the compare flow's case key)."""
+    return (m["implementation"], "x".join(str(v) for v in m["shape"].values()), m.get("precision") or m["dtype"],
+            m["autotune"], m.get("mode") or "cold")
+
+
+def _get(env: dict, path: tuple):
+    for part in path:
+        env = env.get(part) if isinstance(env, dict) else None
+    return env
+
+
+def differences(env_a: dict, env_b: dict, labels: tuple[str, ...] | None = None) -> list[tuple[str, object, object]]:
+    """(label, A's value, B's value) for each ENV_KEYS entry (or those named) that differs."""
+    return [(label, _get(env_a, path), _get(env_b, path)) for label, path in ENV_KEYS
+            if (labels is None or label in labels) and _get(env_a, path) != _get(env_b, path)]
 
 
 def upgrade(doc: dict) -> dict:

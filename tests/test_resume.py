@@ -77,7 +77,7 @@ def test_a_complete_run_other_settings_or_fresh_start_over(tmp_path):
     other = copy.deepcopy(ENV)
     other["timer"]["noise"] = 0.01
     assert resumable(path, doc["plan"][:-1], ENV)[1] == "the earlier run planned other cases"
-    assert "other timer settings" in resumable(path, doc["plan"], other)[1]
+    assert resumable(path, doc["plan"], other)[1] == "the earlier run differs in timer settings"
     calls, said = [], []
     run_compare(_cases(), ENV, path, _fake(calls), fresh=True, say=said.append)
     assert said[0] == "--fresh" and len(calls) == 5

@@ -1,0 +1,145 @@
+"""``python -m study diff A.json B.json``: two runs, case by case, with noise-aware verdicts.
+
+Measurements pair on what they measured — op, implementation (rung and backend), shape,
+precision, autotune and timing mode. For each pair the ratio of medians B / A (> 1: B is
+slower) gets a 95 % bootstrap interval from the stored samples: both sample sets are
+resampled with replacement, the ratio of the resampled medians is taken each time, and the
+2.5th and 97.5th percentiles bound it. The verdict:
+
+- ``slower`` / ``faster``: the whole interval is above / below 1;
+- ``same within noise``: the interval holds 1;
+- ``status changed`` (ok in one, not ok in the other), ``only in A``, ``only in B``.
+
+A pair is *slower beyond the threshold* when the interval's lower end exceeds 1 + threshold:
+then the command exits 1, for CI use. Differences of environment (GPU, driver, CUDA, packages,
+commit, timer settings, clocks seen) are listed first: they explain a difference, they do
+not excuse it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from tabulate import tabulate
+
+from study import results
+
+BOOTSTRAP = 1000        # resamples
+MAX_RESAMPLED = 1000    # a side with more samples is first thinned to this many, evenly spaced in time:
+                        # the interval widens a little (conservative) and a diff of 500 pairs takes seconds
+DEFAULT_THRESHOLD = 0.05
+
+
+def bootstrap_ratio(a: list[float], b: list[float], seed: int = 0,
+                    resamples: int = BOOTSTRAP) -> tuple[float, float, float]:
+    """(median(b) / median(a), 2.5th and 97.5th percentiles of that ratio over resamples)."""
+    rng = np.random.default_rng(seed)
+
+    def thin(xs):
+        xs = np.asarray(xs, dtype=float)
+        return xs[np.linspace(0, len(xs) - 1, MAX_RESAMPLED).astype(int)] if len(xs) > MAX_RESAMPLED else xs
+
+    xa, xb = thin(a), thin(b)
+    ma = np.median(xa[rng.integers(0, len(xa), (resamples, len(xa)))], axis=1)
+    mb = np.median(xb[rng.integers(0, len(xb), (resamples, len(xb)))], axis=1)
+    ratios = mb / ma
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    return float(np.median(b) / np.median(a)), float(lo), float(hi)
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    key: tuple
+    a: dict | None
+    b: dict | None
+    ratio: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    verdict: str = ""
+
+
+def compare_pair(key, a: dict | None, b: dict | None) -> Pair:
+    if a is None:
+        return Pair(key, a, b, verdict="only in B")
+    if b is None:
+        return Pair(key, a, b, verdict="only in A")
+    if a["status"] != "ok" or b["status"] != "ok":
+        verdict = "status changed" if a["status"] != b["status"] else f"both {a['status']}"
+        return Pair(key, a, b, verdict=verdict)
+    ratio, lo, hi = bootstrap_ratio(a["samples_ms"], b["samples_ms"])
+    verdict = "slower" if lo > 1 else "faster" if hi < 1 else "same within noise"
+    return Pair(key, a, b, ratio, lo, hi, verdict)
+
+
+def pair_runs(doc_a: dict, doc_b: dict) -> list[Pair]:
+    """Every case of either run, paired where both measured it, in A's order then B's."""
+    a = {results.case_key(m): m for m in doc_a["measurements"]}
+    b = {results.case_key(m): m for m in doc_b["measurements"]}
+    keys = list(a) + [k for k in b if k not in a]
+    return [compare_pair(k, a.get(k), b.get(k)) for k in keys]
+
+
+def clocks_seen(doc: dict) -> str:
+    lows = [m["clocks"]["sm_mhz_min"] for m in doc["measurements"] if (m.get("clocks") or {}).get("sm_mhz_min")]
+    highs = [m["clocks"]["sm_mhz_max"] for m in doc["measurements"] if (m.get("clocks") or {}).get("sm_mhz_max")]
+    return f"{min(lows):.0f}–{max(highs):.0f} MHz" if lows and highs else "unknown"
+
+
+def environment_differences(doc_a: dict, doc_b: dict) -> list[tuple[str, object, object]]:
+    found = results.differences(doc_a["environment"], doc_b["environment"])
+    ca, cb = clocks_seen(doc_a), clocks_seen(doc_b)
+    return found + ([("SM clocks seen", ca, cb)] if ca != cb else [])
+
+
+def regressions(pairs: list[Pair], threshold: float) -> list[Pair]:
+    return [p for p in pairs if p.verdict == "slower" and p.lo > 1 + threshold]
+
+
+def _row(p: Pair) -> list[str]:
+    impl, shape, precision, autotune, mode = p.key
+
+    def median(m):
+        return "—" if m is None or m.get("median_ms") is None else f"{m['median_ms']:.4f}"
+
+    ratio = "—" if p.ratio is None else f"{p.ratio:.3f} [{p.lo:.3f}, {p.hi:.3f}]"
+    return [f"`{impl}`", shape, precision, autotune, mode, median(p.a), median(p.b), ratio, p.verdict]
+
+
+HEADER = ["implementation", "shape", "precision", "autotune", "mode", "A median ms", "B median ms",
+          "B/A [95 % CI]", "verdict"]
+
+
+def summary_counts(pairs: list[Pair]) -> dict:
+    counts: dict = {}
+    for p in pairs:
+        counts[p.verdict] = counts.get(p.verdict, 0) + 1
+    return counts
+
+
+def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float) -> str:
+    env = environment_differences(doc_a, doc_b)
+    counts = summary_counts(pairs)
+    slow = regressions(pairs, threshold)
+    out = [f"# `study diff`: {path_a} → {path_b}", "",
+           "B/A is the ratio of medians (> 1: B is slower) with a 95 % bootstrap interval from the stored samples; "
+           "`same within noise` means the interval holds 1.", "", "## Environment differences", ""]
+    out += ([f"- {what}: `{a}` → `{b}`" for what, a, b in env] or ["- none"]) + [""]
+    out += ["## Summary", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
+            (f"**{len(slow)} slower by more than {100 * threshold:g} %** (exit 1)." if slow else
+             f"Nothing slower by more than {100 * threshold:g} %."), "",
+            "## Pairs", "", tabulate([_row(p) for p in pairs], HEADER, tablefmt="github", disable_numparse=True), ""]
+    return "\n".join(out)
+
+
+def terminal(doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float) -> str:
+    env = environment_differences(doc_a, doc_b)
+    lines = ["environment differences: " + ("; ".join(f"{w}: {a} → {b}" for w, a, b in env) or "none")]
+    lines.append(tabulate([[c.strip("`") for c in _row(p)] for p in pairs], HEADER, tablefmt="simple",
+                          disable_numparse=True))
+    counts = summary_counts(pairs)
+    lines.append(", ".join(f"{n} {v}" for v, n in counts.items()))
+    slow = regressions(pairs, threshold)
+    if slow:
+        lines.append(f"{len(slow)} slower by more than {100 * threshold:g} %")
+    return "\n".join(lines)

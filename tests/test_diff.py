@@ -1,0 +1,97 @@
+"""study diff without a GPU: the bootstrap interval on synthetic samples, pairing and verdicts,
+environment differences, the exit code."""
+
+import copy
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from study import diff, results
+from study.__main__ import main
+
+DATA = Path(__file__).parent / "data" / "results_small.json"
+
+
+def _samples(center, n=20, spread=0.005, seed=0):
+    """n samples around ``center`` with a 0.5 % spread: what the noise rule stops at (20 samples)."""
+    rng = random.Random(seed)
+    return [center * (1 + rng.gauss(0, spread)) for _ in range(n)]
+
+
+def test_a_3_percent_shift_is_detected_at_the_default_sample_counts():
+    for seed in range(10):
+        ratio, lo, hi = diff.bootstrap_ratio(_samples(1.0, seed=seed), _samples(1.03, seed=100 + seed), seed=seed)
+        assert lo > 1.0 and ratio == pytest.approx(1.03, abs=0.01)
+        _, lo, hi = diff.bootstrap_ratio(_samples(1.0, seed=seed), _samples(0.97, seed=100 + seed), seed=seed)
+        assert hi < 1.0
+
+
+def test_identical_distributions_are_called_the_same():
+    same = 0
+    for seed in range(40):
+        a = {"status": "ok", "samples_ms": _samples(1.0, seed=seed), "median_ms": 1.0}
+        b = {"status": "ok", "samples_ms": _samples(1.0, seed=1000 + seed), "median_ms": 1.0}
+        same += diff.compare_pair(("k",), a, b).verdict == "same within noise"
+    assert same >= 36  # a 95 % interval: about 2 in 40 may exclude 1 by chance
+
+
+def _doc():
+    doc = results.load(DATA)
+    for m in doc["measurements"]:
+        if m["status"] == "ok":
+            m["samples_ms"] = _samples(m["median_ms"], n=30, seed=len(m["implementation"]))
+    return doc
+
+
+def test_pairs_verdicts_and_environment_differences(tmp_path):
+    a, b = _doc(), copy.deepcopy(_doc())
+    by = {(m["implementation"], m["autotune"]): m for m in b["measurements"]}
+    slow = by[("sgemm/v0_naive_colmajor_b/cuda", "off")]
+    slow["samples_ms"] = [x * 1.2 for x in slow["samples_ms"]]
+    crashed = by[("sgemm/v0_naive_colmajor_b/triton", "off")]
+    crashed.update(status="crashed", samples_ms=[], median_ms=None)
+    b["measurements"] = [m for m in b["measurements"] if m["implementation"] != "sgemm/v1_naive/triton"]
+    extra = copy.deepcopy(by[("sgemm/baseline/cublas", "n/a")])
+    extra["shape"] = {"M": 1, "N": 2, "K": 3}
+    b["measurements"].append(extra)
+    b["environment"]["gpu"]["driver"] = "1000.0"
+    pairs = {p.key[:2] + p.key[3:4]: p for p in diff.pair_runs(a, b)}
+    assert pairs[("sgemm/v0_naive_colmajor_b/cuda", "100x200x300", "off")].verdict == "slower"
+    assert pairs[("sgemm/v0_naive_colmajor_b/triton", "100x200x300", "off")].verdict == "status changed"
+    assert pairs[("sgemm/v1_naive/triton", "100x200x300", "off")].verdict == "only in A"
+    assert pairs[("sgemm/baseline/cublas", "1x2x3", "n/a")].verdict == "only in B"
+    assert pairs[("sgemm/baseline/cublas", "100x200x300", "n/a")].verdict == "same within noise"
+    assert diff.environment_differences(a, b)[0] == ("driver", "999.1", "1000.0")
+    text = diff.markdown("a.json", "b.json", a, b, list(pairs.values()), 0.05)
+    assert text.index("Environment differences") < text.index("## Pairs") and "`999.1` → `1000.0`" in text
+    assert "**1 slower by more than 5 %** (exit 1)" in text
+
+
+def test_the_command_exits_1_only_for_a_slowdown_beyond_the_threshold(tmp_path, capsys):
+    a, b = _doc(), _doc()
+    m = next(m for m in b["measurements"] if m["implementation"] == "sgemm/v0_naive_colmajor_b/cuda")
+    m["samples_ms"] = [x * 1.04 for x in m["samples_ms"]]
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    results.write(pa, {**a, "schema": results.SCHEMA})
+    results.write(pb, {**b, "schema": results.SCHEMA})
+    assert main(["diff", str(pa), str(pb), "--md", str(tmp_path / "d.md")]) == 0  # 4 % < the 5 % threshold
+    assert main(["diff", str(pa), str(pb), "--threshold", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "slower" in out and "1 slower by more than 2 %" in out
+    assert "## Pairs" in (tmp_path / "d.md").read_text()
+
+
+def test_files_with_nothing_in_common_say_so(tmp_path, capsys):
+    a, b = _doc(), _doc()
+    for m in b["measurements"]:
+        m["op"], m["implementation"] = "sgemv", m["implementation"].replace("sgemm", "sgemv")
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    results.write(pa, {**a, "schema": results.SCHEMA})
+    results.write(pb, {**b, "schema": results.SCHEMA})
+    assert main(["diff", str(pa), str(pb)]) == 0
+    assert "nothing to pair: " in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": 99, "environment": {}, "measurements": []}))
+    assert main(["diff", str(pa), str(bad)]) == 2

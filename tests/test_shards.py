@@ -1,0 +1,105 @@
+"""Shards, merge, rerun planning and `study env`, without a GPU: a fake measure stands in for the
+GPU, as a Slurm job array's tasks would each run one shard (docs/cluster.md)."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from study import results
+from study.__main__ import main, rerun_plan
+from study.compare import run_compare
+from study.runner import crashed_record, plan
+from study.shards import ShardError, group_of, merge, parse_shard, shard_cases
+
+ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
+ENV = {**ENV, "timer": {k: v for k, v in ENV["timer"].items() if k not in ("mode", "flush_l2")}}
+
+
+def _plan():
+    return plan(["sgemm", "sgemv"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}, {"M": 16, "N": 8, "K": 8}],
+                                            "sgemv": [{"M": 8, "N": 8}]}, autotune="both")
+
+
+def _measure(case):
+    record = crashed_record(case, "fake")
+    record.update(status="ok", median_ms=1.0 + len(case.key) / 1000, samples_ms=[1.0])
+    return record
+
+
+@pytest.mark.parametrize("text,message", [("3/2", "i must be in 0"), ("1/0", "n at least 1"), ("-1/2", "form i/n"),
+                                          ("a/b", "form i/n"), ("2", "form i/n")])
+def test_impossible_shards_are_refused(text, message, capsys):
+    with pytest.raises(ShardError, match=message):
+        parse_shard(text)
+    assert main(["compare", f"--shard={text}"]) == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 40])
+def test_shards_are_disjoint_complete_and_keep_groups_whole(count):
+    cases = _plan()
+    shards = [shard_cases(cases, i, count) for i in range(count)]
+    keys = [c.key for s in shards for c in s]
+    assert sorted(keys) == sorted(c.key for c in cases) and len(keys) == len(set(keys))
+    for s in shards:
+        for group in {group_of(c) for c in s}:
+            whole = [c.key for c in cases if group_of(c) == group]
+            assert [c.key for c in s if group_of(c) == group] == whole  # rungs and baselines together
+    assert [c.key for c in shard_cases(cases, 1, 3)] == [c.key for c in shard_cases(_plan(), 1, 3)]  # deterministic
+
+
+def _run_array(tmp_path, count, env=ENV):
+    """Each task of a job array: its shard, its own results file (SLURM_ARRAY_TASK_ID/COUNT)."""
+    paths = []
+    for task in range(count):
+        index, n = parse_shard(f"{task}/{count}")
+        path = tmp_path / f"compare-shard-{index}-of-{n}.json"
+        run_compare(shard_cases(_plan(), index, n), env, path, _measure, say=lambda _: None)
+        paths.append(path)
+    return paths
+
+
+def test_a_job_array_merged_equals_the_single_run(tmp_path):
+    single = run_compare(_plan(), ENV, tmp_path / "single.json", _measure, say=lambda _: None)
+    merged = merge(_run_array(tmp_path, 3))
+    assert merged["complete"] and [m["case"] for m in merged["measurements"]] == [m["case"] for m in single["measurements"]]
+    assert [m["x_ref"] for m in merged["measurements"]] == [m["x_ref"] for m in single["measurements"]]
+    from study import report
+
+    def strip(text):  # the merged report names its sources in one more paragraph; the rest is the same
+        return "\n".join(l for l in text.splitlines() if not l.startswith("Merged by")).replace("\n\n\n", "\n\n")
+
+    assert strip(report.render(merged, Path("x.md"), draw=False)) == strip(report.render(single, Path("x.md"), draw=False))
+    assert main(["merge", *map(str, _run_array(tmp_path / "b", 2)), "--out", str(tmp_path / "m.json")]) == 0
+    assert "Merged by `python -m study merge` from 2" in (tmp_path / "m.md").read_text()
+
+
+def test_merge_refuses_other_environments_and_duplicates_unless_told(tmp_path, capsys):
+    first = _run_array(tmp_path / "a", 2)
+    other = copy.deepcopy(ENV)
+    other["gpu"]["name"] = "Another GPU"
+    second = _run_array(tmp_path / "b", 2, env=other)
+    with pytest.raises(ShardError, match="GPU 'Another GPU' where"):
+        merge([first[0], second[1]])
+    doc = merge([first[0], second[1]], allow_mixed=True)
+    assert doc["environment"]["mixed"] and len(doc["environment"]["environments"]) == 2
+    with pytest.raises(ShardError, match="cases are in more than one file"):
+        merge([first[0], first[0]])
+    assert main(["merge", str(first[0]), str(first[0]), "--out", str(tmp_path / "x.json")]) == 2
+    assert "more than one file" in capsys.readouterr().err
+
+
+def test_rerun_plans_exactly_the_cases_and_timer_of_a_file(tmp_path):
+    doc = run_compare(_plan()[:7], {**ENV, "seed": 5}, tmp_path / "r.json", _measure, say=lambda _: None)
+    cases, settings, seed = rerun_plan(results.load(tmp_path / "r.json"))
+    assert [c.key for c in cases] == doc["plan"] and seed == 5
+    assert settings.noise == ENV["timer"]["noise"] and settings.min_samples == ENV["timer"]["min_samples"]
+
+
+def test_env_prints_what_reproduces_a_number(capsys):
+    assert main(["env", "--json"]) == 0
+    env = json.loads(capsys.readouterr().out)
+    assert {"gpu", "cuda", "torch", "triton", "cupy", "nvmath", "numpy", "python", "git"} <= set(env)
+    assert env["git"]["commit"] and (env["gpu"]["name"] or env["gpu"]["reason"])
+    assert main(["env"]) == 0 and "torch" in capsys.readouterr().out
