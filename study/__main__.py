@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="folder of the results and report (default: reports/<gpu>/)")
     cmp.add_argument("--name", default=None,
                      help="file stem of results and report (default: compare, or compare-shard-i-of-n)")
+    cmp.add_argument("--gpus", default=None, metavar="0,1,…|all",
+                     help="measure on these GPUs at once, one worker each, groups handed to whichever is free; "
+                          "one results file")
     cmp.add_argument("--shard", default=None, metavar="I/N",
                      help="measure only shard I of N (0 <= I < N): whole (op, shape, precision) groups; "
                           "merge the shards' files with `study merge` (docs/cluster.md)")
@@ -325,25 +328,43 @@ def cmd_compare(args) -> int:
         print(f"shard {index}/{count}: {len(cases)} cases", file=sys.stderr)
     if not _gpu_or_exit("compare"):
         return 2
+    gpus = None
+    if args.gpus:
+        import torch
+
+        from study.worker import parse_gpus
+
+        try:
+            gpus = parse_gpus(args.gpus, torch.cuda.device_count())
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if args.no_isolate and len(gpus) > 1:
+            raise UsageError("--gpus with several GPUs needs a worker per GPU: drop --no-isolate")
     code, _ = measure_and_report(cases, settings, args.out, name, seed=args.seed, isolate=not args.no_isolate,
-                                 fresh=args.fresh, what=f"autotune {args.autotune}")
+                                 fresh=args.fresh, what=f"autotune {args.autotune}", gpus=gpus)
     return code
 
 
-def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what=""):
+def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what="", gpus=None):
     """The compare flow on the GPU: ceilings, environment, every case in a worker, the report.
-    Returns (exit code, the results document or None when interrupted)."""
+    With ``gpus`` (several indices) one worker per GPU, each measuring its own ceilings and launch
+    overhead, recorded per GPU. Returns (exit code, the results document or None when interrupted)."""
     from study import ceilings, hardware, report, results
     from study.compare import run_compare, run_interruptibly
-    from study.runner import Session, Timer, crashed_record
+    from study.runner import Session, Timer
 
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    if gpus and len(gpus) == 1:
+        import torch
+
+        torch.cuda.set_device(gpus[0])  # the ceilings and the environment describe that GPU
     device = hardware.current_device()
     json_path, md_path = results.default_paths(out_dir or report_dir(device.slug), name)
-    pool = None
+    pools = []
 
     def work() -> dict:
-        nonlocal pool
+        if gpus and len(gpus) > 1:
+            return work_on_several()
         clocks = hardware.Clocks()
         measured, source = ceilings.load_or_measure(device, settings, clocks)
         say(f"ceilings: {source}")
@@ -362,16 +383,36 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
             f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
         session_args = dict(seed=seed, launch_overhead_ms=overhead)
         if not isolate:
-            measure = Session(settings, device, clocks=clocks, **session_args).measure
+            import torch
+
+            gpu = {"index": torch.cuda.current_device(), "uuid": hardware.nvml_facts()["uuid"]}
+            measure = Session(settings, device, clocks=clocks, gpu=gpu, **session_args).measure
         else:
             from study.worker import WorkerPool
 
-            pool = WorkerPool(settings, **session_args)
-            measure = lambda case: pool.measure(case, lambda why: crashed_record(case, why))  # noqa: E731
+            pools.append(WorkerPool(settings, gpu_index=gpus[0] if gpus else None, **session_args))
+            measure = _pool_measure(pools[0])
         return run_compare(cases, env, json_path, measure, progress=_progress, fresh=fresh, say=say)
 
+    def work_on_several() -> dict:
+        from study.worker import WorkerPool, start_all
+
+        pools.extend(WorkerPool(settings, seed=seed, gpu_index=g) for g in gpus)
+        say(f"starting {len(pools)} workers on GPUs {', '.join(map(str, gpus))} (each measures its own ceilings "
+            f"and launch overhead)")
+        facts = start_all(pools)
+        env = results.environment(device, settings, results.python_argv())
+        for per_case in ("mode", "flush_l2"):
+            env["timer"].pop(per_case)
+        env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"],
+                   modes=sorted({c.mode for c in cases}), seed=seed)
+        say(f"{len(cases)} cases on {len(gpus)} GPUs ({', '.join(sorted({f['name'] for f in facts}))}), {what}; "
+            f"results to {json_path}")
+        return run_compare(cases, env, json_path, [_pool_measure(p) for p in pools], progress=_progress,
+                           fresh=fresh, say=say)
+
     def cleanup() -> None:
-        if pool is not None:
+        for pool in pools:
             pool.close(kill=True)
 
     doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
@@ -381,6 +422,12 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
     print_summary(doc)
     say(f"\nwrote {json_path} and {md_path}")
     return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
+
+
+def _pool_measure(pool):
+    from study.runner import crashed_record
+
+    return lambda case: pool.measure(case, lambda why: crashed_record(case, why))
 
 
 def _load(path: Path) -> dict:

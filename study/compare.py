@@ -8,13 +8,16 @@ any other difference starts a fresh run (``--fresh`` forces one).
 
 from __future__ import annotations
 
+import collections
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Callable
 
 from study import results
 from study.runner import Case, crashed_record, ordered
+from study.shards import group_of
 
 
 def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None, str]:
@@ -35,10 +38,14 @@ def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None,
     return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
 
 
-def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict],
+def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
                 progress: Callable[[int, int, Case, dict], None] | None = None,
                 fresh: bool = False, say: Callable[[str], None] = print) -> dict:
-    """Measure what the results file lacks, writing it after every case; returns the document."""
+    """Measure what the results file lacks, writing it after every case; returns the document.
+
+    ``measure`` measures one case; a list of them (one per GPU) measures (op, shape, precision)
+    groups in parallel, a group to whichever GPU is free next, so that a rung and its reference
+    baseline always share a GPU. The file is written after every case either way."""
     cases = ordered(cases)
     plan_keys = [c.key for c in cases]
     old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env)
@@ -46,6 +53,8 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     if old is not None:
         env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
     done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
+    lock = threading.Lock()
+    stopping = threading.Event()
 
     def save(complete: bool) -> dict:
         doc = results.document(env, [done[k] for k in plan_keys if k in done])
@@ -53,21 +62,55 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         results.write(json_path, doc)
         return doc
 
-    save(False)
-    for n, case in enumerate(cases, 1):
-        if case.key in done:
-            continue
+    def one(measure_one, case: Case) -> None:
         started = time.perf_counter()
         try:
-            record = measure(case)
+            record = measure_one(case)
         except Exception as exc:  # the pool itself failed: record it, keep going
             record = crashed_record(case, f"{type(exc).__name__}: {exc}")
         record["case"] = case.key
         record["wall_s"] = time.perf_counter() - started
-        done[case.key] = record
-        save(False)
-        if progress:
-            progress(n, len(cases), case, record)
+        with lock:
+            if stopping.is_set():  # interrupted meanwhile: what a killed worker returns is not a result
+                return
+            done[case.key] = record
+            save(False)
+            if progress:
+                progress(len(done), len(cases), case, record)
+
+    save(False)
+    todo = [c for c in cases if c.key not in done]
+    lanes = measure if isinstance(measure, list) else [measure]
+    if len(lanes) == 1:
+        for case in todo:
+            one(lanes[0], case)
+        return save(True)
+    groups: dict = {}
+    for case in todo:
+        groups.setdefault(group_of(case), []).append(case)
+    queue = collections.deque(groups.values())
+
+    def lane(measure_one) -> None:
+        while not stopping.is_set():
+            with lock:
+                if not queue:
+                    return
+                group = queue.popleft()
+            for case in group:
+                if stopping.is_set():
+                    return
+                one(measure_one, case)
+
+    threads = [threading.Thread(target=lane, args=(m,), daemon=True) for m in lanes]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(0.2)  # short waits: the main thread must stay free to take Ctrl-C
+    except BaseException:
+        stopping.set()
+        raise
     return save(True)
 
 

@@ -9,6 +9,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import threading
 from importlib import metadata
 from pathlib import Path
 
@@ -189,7 +190,7 @@ def write(path: Path, doc: dict) -> None:
     path = Path(path)
     doc = _clean(doc)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers never share one
     tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     tmp.replace(path)
 

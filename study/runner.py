@@ -465,9 +465,10 @@ class Session:
     """Holds what cases share: the device, the timer, and the current inputs and reference."""
 
     def __init__(self, settings: TimerSettings, device, seed: int = 0, clocks=None,
-                 launch_overhead_ms: float | None = None):
+                 launch_overhead_ms: float | None = None, gpu: dict | None = None):
         self.settings = settings
         self.device = device
+        self.gpu = gpu  # {"index", "uuid"} of the GPU measured on, stamped on every record
         self.seed = seed
         self.timer = Timer(settings, device, clocks)
         self.launch_overhead_ms = launch_overhead_ms
@@ -488,7 +489,12 @@ class Session:
 
     def measure(self, case: Case) -> dict:
         """One record, whatever happens: skipped (with the reason), wrong (never timed),
-        crashed (with the error), or ok (with samples)."""
+        crashed (with the error), or ok (with samples); stamped with the GPU it ran on."""
+        record = self._outcome(case)
+        record["gpu"] = self.gpu
+        return record
+
+    def _outcome(self, case: Case) -> dict:
         impl = case.impl
         problem = ladder(impl.op).problem
         try:

@@ -31,20 +31,46 @@ def _context_ok() -> bool:
         return False
 
 
-def _serve(conn, settings: dict, seed: int, launch_overhead_ms) -> None:
+def visible_device(index: int) -> str:
+    """The CUDA_VISIBLE_DEVICES value that shows a worker only GPU ``index`` of those this
+    process sees (an index into the parent's own CUDA_VISIBLE_DEVICES list, if it has one)."""
+    parent = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if parent:
+        devices = [d.strip() for d in parent.split(",") if d.strip()]
+        return devices[index]
+    return str(index)
+
+
+def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) -> None:
     """The worker's loop: receive a case, send back its record (and whether the context died).
     Ctrl-C reaches every process of the terminal's group; the worker ignores it and is stopped by
-    its parent, so an interrupt prints the parent's one line and no worker traceback."""
+    its parent, so an interrupt prints the parent's one line and no worker traceback.
+
+    With ``gpu_index`` the worker sees only that GPU (CUDA_VISIBLE_DEVICES, set before torch
+    loads) and measures its own launch overhead and looks up its own ceilings: each GPU of a
+    ``--gpus`` run is judged by its own."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from study import hardware, registry
-    from study.runner import Session
+    if gpu_index is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(gpu_index)
+    import torch
+
+    from study import ceilings, hardware, registry
+    from study.runner import Session, Timer
 
     device = hardware.current_device()
-    session = Session(TimerSettings(**settings), device, seed=seed, clocks=hardware.Clocks(),
-                      launch_overhead_ms=launch_overhead_ms)
-    conn.send(("ready", os.getpid()))
+    clocks = hardware.Clocks()
+    settings = TimerSettings(**settings)
+    facts = {"index": torch.cuda.current_device() if gpu_index is None else gpu_index, "name": device.name,
+             "uuid": hardware.nvml_facts()["uuid"]}
+    if gpu_index is not None:
+        measured, source = ceilings.load_or_measure(device, settings, clocks)
+        launch_overhead_ms = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
+        facts.update(launch_overhead_ms=launch_overhead_ms, ceilings={**ceilings.summary(measured), "source": source})
+    session = Session(settings, device, seed=seed, clocks=clocks, launch_overhead_ms=launch_overhead_ms,
+                      gpu={"index": facts["index"], "uuid": facts["uuid"]})
+    conn.send(("ready", facts))
     while True:
         message = conn.recv()
         if message is None:
@@ -68,26 +94,33 @@ class WorkerPool:
     """One live worker at a time, restarted whenever the last one died or lost its context."""
 
     def __init__(self, settings: TimerSettings, seed: int, launch_overhead_ms=None,
-                 hang_seconds: float = HANG_SECONDS):
-        self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms)
+                 hang_seconds: float = HANG_SECONDS, gpu_index: int | None = None):
+        self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms, gpu_index)
+        self.facts: dict = {}
         self._ctx = mp.get_context("spawn")
         self._proc = None
         self._conn = None
         self.hang_seconds = hang_seconds
         self.started = 0
 
-    def _start(self) -> None:
+    def _start(self, wait: bool = True) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_serve, args=(child, *self._args), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent
         self.started += 1
-        if not parent.poll(START_SECONDS):
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> dict:
+        """Wait for the started worker's hello: the facts of its GPU."""
+        if not self._conn.poll(START_SECONDS):
             self.close(kill=True)
             raise RuntimeError(f"the measurement worker did not start within {START_SECONDS:.0f} s")
-        kind, _ = parent.recv()
+        kind, self.facts = self._conn.recv()
         assert kind == "ready"
+        return self.facts
 
     def measure(self, case: Case, crashed) -> dict:
         """The case's record; ``crashed(reason)`` builds the record when the worker fails."""
@@ -126,3 +159,28 @@ class WorkerPool:
             self._proc.join(5)
         self._conn.close()
         self._proc, self._conn = None, None
+
+
+def start_all(pools: list[WorkerPool]) -> list[dict]:
+    """Start several workers at once (one per GPU), then collect their GPUs' facts: ceilings
+    and launch overheads are measured on all GPUs at the same time."""
+    for pool in pools:
+        pool._start(wait=False)
+    return [pool.wait_ready() for pool in pools]
+
+
+def parse_gpus(text: str, count: int) -> list[int]:
+    """``--gpus all`` or ``--gpus 0,1``: the GPU indices (as this process sees them) to use."""
+    if count < 1:
+        raise ValueError("--gpus: no CUDA GPU is visible")
+    if text.strip() == "all":
+        return list(range(count))
+    try:
+        gpus = [int(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise ValueError(f"--gpus {text}: a comma-separated list of GPU indices, or all") from None
+    bad = [g for g in gpus if not 0 <= g < count]
+    if not gpus or bad or len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus {text}: this machine has {count} GPU{'s' if count > 1 else ''} "
+                         f"(indices 0–{count - 1}), each named once")
+    return gpus

@@ -124,3 +124,25 @@ def test_validate_compares_the_timers_and_measures_the_instrument_offset(tmp_pat
         assert abs(row["vs_ncu"] - 1) < 0.1
     else:
         assert not doc["ncu_available"] and "not installed" in (tmp_path / "validate.md").read_text()
+
+
+def _gpu_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+@pytest.mark.skipif(_gpu_count() < 2, reason=f"needs two GPUs; this machine has {_gpu_count()}")
+def test_several_gpus_share_one_run_and_each_record_names_its_gpu(tmp_path, cache):
+    count = _gpu_count()
+    shapes = ["1024x4096", "2048x2048", "4096x1024", "512x8192"][:max(2, count)]
+    proc = _study(["compare", "--op", "sgemv", "--dtype", "fp32", "--mode", "cold", "--gpus", "all", "--out",
+                   str(tmp_path), "--reps", "20", *[a for s in shapes for a in ("--shape", s)]], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    gpus = doc["environment"]["gpus"]
+    assert [g["index"] for g in gpus] == list(range(count)) and all(g["uuid"] and g["launch_overhead_ms"] for g in gpus)
+    assert {m["gpu"]["index"] for m in doc["measurements"]} == set(range(min(count, len(shapes))))
+    for shape in shapes:  # a group (shape) never spans two GPUs
+        assert len({m["gpu"]["uuid"] for m in doc["measurements"] if "x".join(map(str, m["shape"].values())) == shape}) == 1
+    assert doc["complete"] and {m["status"] for m in doc["measurements"]} == {"ok"}

@@ -103,3 +103,55 @@ def test_env_prints_what_reproduces_a_number(capsys):
     assert {"gpu", "cuda", "torch", "triton", "cupy", "nvmath", "numpy", "python", "git"} <= set(env)
     assert env["git"]["commit"] and (env["gpu"]["name"] or env["gpu"]["reason"])
     assert main(["env"]) == 0 and "torch" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text,count,expected", [("all", 2, [0, 1]), ("1", 2, [1]), ("0,1", 4, [0, 1]),
+                                                 ("all", 1, [0])])
+def test_gpus_are_chosen_from_those_the_machine_has(text, count, expected):
+    from study.worker import parse_gpus
+
+    assert parse_gpus(text, count) == expected
+
+
+@pytest.mark.parametrize("text,count,message", [("7", 2, "this machine has 2 GPUs (indices 0–1)"),
+                                                ("0,0", 2, "each named once"), ("x", 2, "comma-separated"),
+                                                ("all", 0, "no CUDA GPU")])
+def test_impossible_gpu_lists_are_refused(text, count, message):
+    from study.worker import parse_gpus
+
+    import re
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_gpus(text, count)
+
+
+def test_a_worker_sees_the_gpu_it_was_given_among_those_its_parent_sees(monkeypatch):
+    from study.worker import visible_device
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert visible_device(1) == "1"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert visible_device(1) == "6"
+
+
+def test_several_gpus_take_whole_groups_as_they_free_up_into_one_file(tmp_path):
+    import time
+
+    seen = {}
+
+    def lane(name, delay):
+        def measure(case):
+            time.sleep(delay)
+            seen.setdefault(group_of(case), set()).add(name)
+            record = _measure(case)
+            record["gpu"] = {"index": name, "uuid": f"GPU-{name}"}
+            return record
+        return measure
+
+    cases = _plan()
+    doc = run_compare(cases, ENV, tmp_path / "multi.json", [lane(0, 0.001), lane(1, 0.003)], say=lambda _: None)
+    assert doc["complete"] and sorted(m["case"] for m in doc["measurements"]) == sorted(c.key for c in cases)
+    assert all(len(gpus) == 1 for gpus in seen.values())  # a group never spans two GPUs
+    assert {m["gpu"]["index"] for m in doc["measurements"]} == {0, 1}  # both worked
+    single = run_compare(cases, ENV, tmp_path / "single.json", _measure, say=lambda _: None)
+    assert [m["case"] for m in doc["measurements"]] == [m["case"] for m in single["measurements"]]  # same order
