@@ -30,8 +30,10 @@ TENSOR = (("tensor_fp16", "float16", "ieee", "fp16"), ("tensor_bf16", "bfloat16"
           ("tensor_tf32", "float32", "tf32", "tf32"))
 
 
-def cache_path(device) -> Path:
-    return cache_dir() / f"ceilings-{device.slug}.json"
+def cache_path(device, uuid: str | None = None) -> Path:
+    """The cache of a GPU model's ceilings, or of one GPU's (by UUID) in a --gpus run."""
+    return cache_dir() / (f"ceilings-{device.slug}-{uuid.removeprefix('GPU-')[:13]}.json" if uuid
+                          else f"ceilings-{device.slug}.json")
 
 
 def _time(timer, fn) -> dict:
@@ -155,12 +157,13 @@ def complete(ceilings: dict) -> bool:
     return all(key in ceilings for key in ("launch_overhead", "ffma", "copy", *(k for k, *_ in TENSOR)))
 
 
-def load_or_measure(device, settings, clocks, remeasure: bool = False) -> tuple[dict, str]:
+def load_or_measure(device, settings, clocks, remeasure: bool = False, uuid: str | None = None) -> tuple[dict, str]:
     """(ceilings, where they come from). Looked up in the cache, then in the committed
-    ``reports/<gpu>/ceilings.json``; measured (and cached) when neither holds this GPU's."""
-    path = cache_path(device)
+    ``reports/<gpu>/ceilings.json``; measured (and cached) when neither holds this GPU's. With
+    ``uuid`` (one GPU of several) only that GPU's own cache counts: each GPU is measured."""
+    path = cache_path(device, uuid)
     if not remeasure:
-        for source in (path, committed_path(device)):
+        for source in (path,) if uuid else (path, committed_path(device)):
             if source.is_file():
                 cached = json.loads(source.read_text())
                 if cached.get("device", {}).get("name") == device.name and complete(cached):

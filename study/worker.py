@@ -65,7 +65,7 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
     facts = {"index": torch.cuda.current_device() if gpu_index is None else gpu_index, "name": device.name,
              "uuid": hardware.nvml_facts()["uuid"]}
     if gpu_index is not None:
-        measured, source = ceilings.load_or_measure(device, settings, clocks)
+        measured, source = ceilings.load_or_measure(device, settings, clocks, uuid=facts["uuid"])
         launch_overhead_ms = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
         facts.update(launch_overhead_ms=launch_overhead_ms, ceilings={**ceilings.summary(measured), "source": source})
     session = Session(settings, device, seed=seed, clocks=clocks, launch_overhead_ms=launch_overhead_ms,
