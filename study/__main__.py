@@ -152,7 +152,9 @@ def _parser() -> argparse.ArgumentParser:
     rer = sub.add_parser("rerun", help="measure again exactly the cases of a results file, then diff (GPU)",
                          epilog=EXAMPLES_RERUN, formatter_class=argparse.RawDescriptionHelpFormatter)
     rer.add_argument("results", type=Path)
-    rer.add_argument("--out", type=Path, default=None, help="the new results file (default: beside, -rerun)")
+    rer.add_argument("--out", type=Path, default=None,
+                     help="the new results file (default: NAME-rerun.json in the current folder; an interrupted "
+                          "rerun resumes when run again)")
 
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
                           epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -341,11 +343,13 @@ def cmd_compare(args) -> int:
         if args.no_isolate and len(gpus) > 1:
             raise UsageError("--gpus with several GPUs needs a worker per GPU: drop --no-isolate")
     code, _ = measure_and_report(cases, settings, args.out, name, seed=args.seed, isolate=not args.no_isolate,
-                                 fresh=args.fresh, what=f"autotune {args.autotune}", gpus=gpus)
+                                 fresh=args.fresh, what=f"autotune {args.autotune}", gpus=gpus,
+                                 shard=[index, count] if args.shard else None)
     return code
 
 
-def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what="", gpus=None):
+def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what="", gpus=None,
+                       shard=None):
     """The compare flow on the GPU: ceilings, environment, every case in a worker, the report.
     With ``gpus`` (several indices) one worker per GPU, each measuring its own ceilings and launch
     overhead, recorded per GPU. Returns (exit code, the results document or None when interrupted)."""
@@ -354,17 +358,17 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
     from study.runner import Session, Timer
 
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
-    if gpus and len(gpus) == 1:
+    if gpus:
         import torch
 
-        torch.cuda.set_device(gpus[0])  # the ceilings and the environment describe that GPU
+        torch.cuda.set_device(gpus[0])  # the environment describes a GPU the run uses
     device = hardware.current_device()
     json_path, md_path = results.default_paths(out_dir or report_dir(device.slug), name)
     pools = []
 
     def work() -> dict:
-        if gpus and len(gpus) > 1:
-            return work_on_several()
+        if gpus:
+            return work_on_gpus()
         clocks = hardware.Clocks()
         measured, source = ceilings.load_or_measure(device, settings, clocks)
         say(f"ceilings: {source}")
@@ -377,6 +381,7 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
         env["clocks_available"] = clocks.available
         env["modes"] = sorted({c.mode for c in cases})
         env["seed"] = seed
+        env["shard"] = shard
         say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
             f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
             f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, {what}, "
@@ -390,30 +395,36 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
         else:
             from study.worker import WorkerPool
 
-            pools.append(WorkerPool(settings, gpu_index=gpus[0] if gpus else None, **session_args))
+            pools.append(WorkerPool(settings, **session_args))
             measure = _pool_measure(pools[0])
         return run_compare(cases, env, json_path, measure, progress=_progress, fresh=fresh, say=say)
 
-    def work_on_several() -> dict:
+    def work_on_gpus() -> dict:
         from study.worker import WorkerPool, start_all
 
         pools.extend(WorkerPool(settings, seed=seed, gpu_index=g) for g in gpus)
-        say(f"starting {len(pools)} workers on GPUs {', '.join(map(str, gpus))} (each measures its own ceilings "
-            f"and launch overhead)")
-        facts = start_all(pools)
+        say(f"starting {len(pools)} worker{'s' if len(pools) > 1 else ''} on GPU {', '.join(map(str, gpus))} "
+            f"(each measures its own ceilings and launch overhead)")
+        ready = start_all(pools, say)
+        if not ready:
+            raise UsageError(f"no worker could start on GPU {', '.join(map(str, gpus))}")
+        models = sorted({p.facts["name"] for p in ready})
+        if len(models) > 1:
+            raise UsageError(f"--gpus spans {' and '.join(models)}: peaks and ceilings differ by model; run each "
+                             f"model on its own, or shard and `merge --allow-mixed`")
+        facts = [p.facts for p in ready]
         env = results.environment(device, settings, results.python_argv())
         for per_case in ("mode", "flush_l2"):
             env["timer"].pop(per_case)
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"],
-                   modes=sorted({c.mode for c in cases}), seed=seed)
-        say(f"{len(cases)} cases on {len(gpus)} GPUs ({', '.join(sorted({f['name'] for f in facts}))}), {what}; "
-            f"results to {json_path}")
-        return run_compare(cases, env, json_path, [_pool_measure(p) for p in pools], progress=_progress,
+                   modes=sorted({c.mode for c in cases}), seed=seed, shard=shard)
+        say(f"{len(cases)} cases on {len(ready)} {models[0]}, {what}; results to {json_path}")
+        return run_compare(cases, env, json_path, [_pool_measure(p, len(ready)) for p in ready], progress=_progress,
                            fresh=fresh, say=say)
 
     def cleanup() -> None:
         for pool in pools:
-            pool.close(kill=True)
+            pool.close(kill=True, final=True)
 
     doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
     if doc is None:
@@ -424,10 +435,21 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
     return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
 
 
-def _pool_measure(pool):
+def _pool_measure(pool, lanes: int = 1):
+    """Measure a case in ``pool``'s worker; every record names the GPU, also a crashed one. In a
+    run of several lanes a worker that cannot start hands its work to the others (LaneDead)."""
+    from study.compare import LaneDead
     from study.runner import crashed_record
 
-    return lambda case: pool.measure(case, lambda why: crashed_record(case, why))
+    def measure(case):
+        record = pool.measure(case, lambda why: crashed_record(case, why))
+        if pool.dead and lanes > 1:
+            raise LaneDead(f"GPU {pool.gpu_index}: {record['reason']}")
+        if record.get("gpu") is None and pool.facts:
+            record["gpu"] = {"index": pool.facts.get("index"), "uuid": pool.facts.get("uuid")}
+        return record
+
+    return measure
 
 
 def _load(path: Path) -> dict:
@@ -449,6 +471,7 @@ def cmd_diff(args) -> int:
         ops = lambda d: ", ".join(sorted({m["op"] for m in d["measurements"]})) or "none"  # noqa: E731
         print(f"nothing to pair: {args.a} measured {ops(a)}, {args.b} measured {ops(b)}; every case is only in "
               f"one of them", file=sys.stderr)
+        return 2
     print(diff.terminal(a, b, pairs, threshold))
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)
@@ -480,12 +503,13 @@ def rerun_plan(doc: dict):
     from study.runner import Case, TimerSettings, TimingConfigError
 
     cases = []
-    for key in doc.get("plan") or ["|".join(case_key(m)) for m in doc["measurements"]]:
-        parts = key.split("|")
-        if len(parts) != 5:
-            raise UsageError(f"cannot read the case {key!r} (results of schema {doc['schema']} predate per-case "
-                             f"precisions and modes; rerun works on schema 3 files)")
-        name, shape_text, precision, autotune, mode = parts
+    # An upgraded (schema 1/2) file's plan keys predate precisions and modes; its records' keys do not.
+    keys = ["|".join(case_key(m)) for m in doc["measurements"]] if doc.get("upgraded_from") or not doc.get("plan") \
+        else doc["plan"]
+    for key in keys:
+        name, shape_text, precision, autotune, mode = key.split("|")
+        if doc.get("upgraded_from"):
+            name = name.replace("/baseline/cublas", "/torch_matmul/cublas")  # schema 2's name of the baseline
         try:
             impl = implementation(name)
         except KeyError:
@@ -508,8 +532,8 @@ def cmd_rerun(args) -> int:
     cases, settings, seed = rerun_plan(old)
     if not _gpu_or_exit("rerun"):
         return 2
-    out = args.out or args.results.with_name(args.results.stem + "-rerun.json")
-    code, new = measure_and_report(cases, settings, out.parent, out.stem, seed=seed, fresh=True,
+    out = args.out or Path(args.results.stem + "-rerun.json")  # here, not beside a committed report
+    code, new = measure_and_report(cases, settings, out.parent, out.stem, seed=seed,
                                    what=f"rerun of {args.results}")
     if new is None:
         return code

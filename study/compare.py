@@ -38,6 +38,10 @@ def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None,
     return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
 
 
+class LaneDead(Exception):
+    """A GPU lane whose worker cannot start: its unfinished group goes back to the other lanes."""
+
+
 def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
                 progress: Callable[[int, int, Case, dict], None] | None = None,
                 fresh: bool = False, say: Callable[[str], None] = print) -> dict:
@@ -58,7 +62,7 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
 
     def save(complete: bool) -> dict:
         doc = results.document(env, [done[k] for k in plan_keys if k in done])
-        doc["plan"], doc["complete"] = plan_keys, complete
+        doc["plan"], doc["complete"] = plan_keys, complete and len(doc["measurements"]) == len(plan_keys)
         results.write(json_path, doc)
         return doc
 
@@ -66,6 +70,8 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         started = time.perf_counter()
         try:
             record = measure_one(case)
+        except LaneDead:
+            raise
         except Exception as exc:  # the pool itself failed: record it, keep going
             record = crashed_record(case, f"{type(exc).__name__}: {exc}")
         record["case"] = case.key
@@ -89,17 +95,29 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     for case in todo:
         groups.setdefault(group_of(case), []).append(case)
     queue = collections.deque(groups.values())
+    failures: list = []
+    dead: list = []
 
     def lane(measure_one) -> None:
-        while not stopping.is_set():
-            with lock:
-                if not queue:
-                    return
-                group = queue.popleft()
-            for case in group:
-                if stopping.is_set():
-                    return
-                one(measure_one, case)
+        try:
+            while not stopping.is_set():
+                with lock:
+                    if not queue:
+                        return
+                    group = queue.popleft()
+                for n, case in enumerate(group):
+                    if stopping.is_set():
+                        return
+                    try:
+                        one(measure_one, case)
+                    except LaneDead as exc:
+                        with lock:
+                            queue.appendleft(group[n:])
+                            dead.append(str(exc))
+                        return
+        except BaseException as exc:  # saving failed, say: stop every lane, raise it in the main thread
+            failures.append(exc)
+            stopping.set()
 
     threads = [threading.Thread(target=lane, args=(m,), daemon=True) for m in lanes]
     for t in threads:
@@ -111,6 +129,11 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     except BaseException:
         stopping.set()
         raise
+    if failures:
+        raise failures[0]
+    for group in queue:  # every lane's worker failed to start: say so for each case left
+        for case in group:
+            one(lambda c: crashed_record(c, f"no GPU lane could measure it: {dead[-1]}"), case)
     return save(True)
 
 

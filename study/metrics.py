@@ -59,6 +59,10 @@ def derive(record: dict, env: dict) -> dict:
     out["gbps"] = nbytes / seconds / 1e9 if nbytes else None
     gpu = env.get("gpu") or {}
     ceilings = env.get("ceilings") or {}
+    ran_on = (record.get("gpu") or {}).get("uuid")
+    for entry in env.get("gpus") or []:  # a --gpus run: each GPU's own measured ceilings
+        if ran_on and entry.get("uuid") == ran_on and entry.get("ceilings"):
+            ceilings = entry["ceilings"]
     if bound == "memory":
         peak, value = gpu.get("memory_peak_gbps"), out["gbps"]
         out["peak"] = "memory bandwidth"
@@ -93,5 +97,8 @@ def with_x_ref(records: list[dict]) -> list[dict]:
 
 
 def finalize(records: list[dict], env: dict) -> list[dict]:
-    """Every derived figure of every record, from stored measurements and the environment."""
-    return with_x_ref([{**r, **derive(r, env)} for r in records])
+    """Every derived figure of every record, from stored measurements and the environment (in a
+    file merged from runs of different environments, each record's own)."""
+    envs = env.get("environments") or []
+    return with_x_ref([{**r, **derive(r, envs[r["environment_index"]] if "environment_index" in r and envs else env)}
+                       for r in records])

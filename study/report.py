@@ -381,6 +381,9 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
     if env.get("merged_from"):
         out += [f"Merged by `python -m study merge` from {len(env['merged_from'])} results files: "
                 + ", ".join(f"`{p}`" for p in env["merged_from"]) + ".", ""]
+    if env.get("missing_shards"):
+        out += [f"> **Shards missing**: {', '.join(map(str, env['missing_shards']))} — this file is not the whole "
+                "run.", ""]
     if env.get("mixed"):
         out += ["> **Mixed environments** (merged with `--allow-mixed`; the block above is the first file's):", ""]
         out += [f"> - {line}" for line in env["mixed"]] + [""]

@@ -191,8 +191,25 @@ def write(path: Path, doc: dict) -> None:
     doc = _clean(doc)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f"{path.suffix}.{os.getpid()}.{threading.get_ident()}.tmp")  # writers never share one
-    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def update_entry(path: Path, key: str, value) -> None:
+    """Add one entry to a JSON object file that several processes share (the GPU lanes of a
+    --gpus run, a job array's tasks on one home folder): under a lock, read, add, write."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(path.suffix + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        data[key] = value
+        write(path, data)
 
 
 def load(path: Path) -> dict:

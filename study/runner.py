@@ -429,10 +429,9 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer:
                            + "; ".join(f"{t['config']}: {t['reason']}" for t in trials))
     best = min(good, key=lambda t: t["median_ms"])
     entry = {"config": best["config"], "trials": trials}
-    cache[key] = entry
-    from study.results import write
+    from study.results import update_entry
 
-    write(path, cache)
+    update_entry(path, key, entry)  # other GPU lanes may be adding theirs
     return dict(best["config"]), {"cached": False, **entry}
 
 

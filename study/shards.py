@@ -65,8 +65,10 @@ def merge(paths: list[Path], allow_mixed: bool = False) -> dict:
     seen: dict = {}
     duplicates = []
     records = []
-    for path, doc in zip(paths, docs):
+    for index, (path, doc) in enumerate(zip(paths, docs)):
         for m in doc["measurements"]:
+            if mixed:
+                m = {**m, "environment_index": index}  # its figures derive from its own run's GPU and ceilings
             key = "|".join(results.case_key(m))
             if key in seen:
                 duplicates.append(f"{key} (in {seen[key]} and {path})")
@@ -77,11 +79,20 @@ def merge(paths: list[Path], allow_mixed: bool = False) -> dict:
         raise ShardError(f"{len(duplicates)} cases are in more than one file: " + "; ".join(duplicates[:10])
                          + (" …" if len(duplicates) > 10 else ""))
     records = [m for _, m in sorted(enumerate(records), key=lambda im: (_order(im[1]), im[0]))]
-    env = {**first, "merged_from": [str(p) for p in paths]}
+    env = {**first, "merged_from": [str(p) for p in paths], "shard": None,
+           "command": re.sub(r"\s--shard[ =]\S+", "", first.get("command", ""))}
+    shards = [d["environment"].get("shard") for d in docs]
+    missing = []
+    if all(shards):
+        counts = {n for _, n in shards}
+        if len(counts) != 1:
+            raise ShardError(f"these files are shards of different splits ({', '.join(f'/{n}' for n in sorted(counts))})")
+        missing = sorted(set(range(counts.pop())) - {i for i, _ in shards})
+        env["missing_shards"] = missing
     if mixed:
         env["mixed"] = mixed
         env["environments"] = [d["environment"] for d in docs]
     doc = results.document(env, records)
     doc["plan"] = [k for d in docs for k in d.get("plan", [])]
-    doc["complete"] = all(d.get("complete", True) for d in docs)
+    doc["complete"] = all(d.get("complete", True) for d in docs) and not missing
     return doc

@@ -62,11 +62,14 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
     device = hardware.current_device()
     clocks = hardware.Clocks()
     settings = TimerSettings(**settings)
+    uuid = hardware.nvml_facts()["uuid"] or f"GPU-{torch.cuda.get_device_properties(0).uuid}"  # NVML or torch
     facts = {"index": torch.cuda.current_device() if gpu_index is None else gpu_index, "name": device.name,
-             "uuid": hardware.nvml_facts()["uuid"]}
+             "uuid": uuid}
     if gpu_index is not None:
-        measured, source = ceilings.load_or_measure(device, settings, clocks, uuid=facts["uuid"])
-        launch_overhead_ms = ceilings.launch_overhead(Timer(settings, device, clocks))["median_ms"]
+        cold = dataclasses.replace(settings, mode="cold")
+        measured, source = ceilings.load_or_measure(device, cold, clocks, uuid=uuid)
+        if launch_overhead_ms is None:  # a restarted worker reuses its first start's figure
+            launch_overhead_ms = ceilings.launch_overhead(Timer(cold, device, clocks))["median_ms"]
         facts.update(launch_overhead_ms=launch_overhead_ms, ceilings={**ceilings.summary(measured), "source": source})
     session = Session(settings, device, seed=seed, clocks=clocks, launch_overhead_ms=launch_overhead_ms,
                       gpu={"index": facts["index"], "uuid": facts["uuid"]})
@@ -96,12 +99,17 @@ class WorkerPool:
     def __init__(self, settings: TimerSettings, seed: int, launch_overhead_ms=None,
                  hang_seconds: float = HANG_SECONDS, gpu_index: int | None = None):
         self._args = (dataclasses.asdict(settings), seed, launch_overhead_ms, gpu_index)
+        self.gpu_index = gpu_index
+        # A pinned worker measures its GPU's ceilings (up to six timed measurements) before it is ready.
+        self.start_seconds = START_SECONDS + (10 * settings.timeout_s if gpu_index is not None else 0)
         self.facts: dict = {}
         self._ctx = mp.get_context("spawn")
         self._proc = None
         self._conn = None
         self.hang_seconds = hang_seconds
         self.started = 0
+        self.dead = False    # could not start: a lane of a --gpus run gives its work to the others
+        self.closed = False  # the run is over: never start again
 
     def _start(self, wait: bool = True) -> None:
         parent, child = self._ctx.Pipe()
@@ -114,21 +122,37 @@ class WorkerPool:
             self.wait_ready()
 
     def wait_ready(self) -> dict:
-        """Wait for the started worker's hello: the facts of its GPU."""
-        if not self._conn.poll(START_SECONDS):
+        """Wait for the started worker's hello: the facts of its GPU. A restarted worker reuses
+        the launch overhead its first start measured."""
+        if not self._conn.poll(self.start_seconds):
             self.close(kill=True)
-            raise RuntimeError(f"the measurement worker did not start within {START_SECONDS:.0f} s")
-        kind, self.facts = self._conn.recv()
-        assert kind == "ready"
+            raise RuntimeError(f"the measurement worker did not start within {self.start_seconds:.0f} s")
+        try:
+            kind, facts = self._conn.recv()
+        except (EOFError, OSError) as exc:
+            self._proc.join(5)
+            code = self._proc.exitcode
+            self.close(kill=True)
+            raise RuntimeError(f"the measurement worker died while starting (exit code {code})") from exc
+        if kind != "ready":
+            self.close(kill=True)
+            raise RuntimeError(f"the measurement worker said {kind!r} instead of ready")
+        self.facts = facts
+        if self.facts.get("launch_overhead_ms") is not None:
+            settings, seed, _, gpu = self._args
+            self._args = (settings, seed, self.facts["launch_overhead_ms"], gpu)
         return self.facts
 
     def measure(self, case: Case, crashed) -> dict:
         """The case's record; ``crashed(reason)`` builds the record when the worker fails."""
+        if self.closed:
+            return crashed("the run was stopped before this case")
         if self._proc is None or not self._proc.is_alive():
             try:
                 self._start()
             except (EOFError, OSError, RuntimeError) as exc:
                 self.close(kill=True)
+                self.dead = True
                 return crashed(f"the measurement worker could not start: {exc}")
         self._conn.send((case.impl.name, dict(case.shape), case.precision.name, case.autotune, case.mode))
         if not self._conn.poll(self.hang_seconds):
@@ -145,7 +169,8 @@ class WorkerPool:
             self.close()
         return record
 
-    def close(self, kill: bool = False) -> None:
+    def close(self, kill: bool = False, final: bool = False) -> None:
+        self.closed = self.closed or final
         if self._proc is None:
             return
         if not kill and self._proc.is_alive():
@@ -161,12 +186,21 @@ class WorkerPool:
         self._proc, self._conn = None, None
 
 
-def start_all(pools: list[WorkerPool]) -> list[dict]:
-    """Start several workers at once (one per GPU), then collect their GPUs' facts: ceilings
-    and launch overheads are measured on all GPUs at the same time."""
+def start_all(pools: list[WorkerPool], say) -> list[WorkerPool]:
+    """Start several workers at once (one per GPU) and wait for each GPU's facts (its ceilings
+    and launch overhead). A GPU whose worker cannot start is left out, with a message; the
+    pools that started are returned."""
     for pool in pools:
         pool._start(wait=False)
-    return [pool.wait_ready() for pool in pools]
+    ready = []
+    for pool in pools:
+        try:
+            pool.wait_ready()
+            ready.append(pool)
+        except RuntimeError as exc:
+            pool.dead = True
+            say(f"GPU {pool.gpu_index} left out: {exc}")
+    return ready
 
 
 def parse_gpus(text: str, count: int) -> list[int]:

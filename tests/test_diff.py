@@ -90,7 +90,7 @@ def test_files_with_nothing_in_common_say_so(tmp_path, capsys):
     pa, pb = tmp_path / "a.json", tmp_path / "b.json"
     results.write(pa, {**a, "schema": results.SCHEMA})
     results.write(pb, {**b, "schema": results.SCHEMA})
-    assert main(["diff", str(pa), str(pb)]) == 0
+    assert main(["diff", str(pa), str(pb)]) == 2  # a CI diff of the wrong files must not pass
     assert "nothing to pair: " in capsys.readouterr().err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": 99, "environment": {}, "measurements": []}))

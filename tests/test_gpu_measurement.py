@@ -142,7 +142,8 @@ def test_several_gpus_share_one_run_and_each_record_names_its_gpu(tmp_path, cach
     doc = json.loads((tmp_path / "compare.json").read_text())
     gpus = doc["environment"]["gpus"]
     assert [g["index"] for g in gpus] == list(range(count)) and all(g["uuid"] and g["launch_overhead_ms"] for g in gpus)
-    assert {m["gpu"]["index"] for m in doc["measurements"]} == set(range(min(count, len(shapes))))
+    used = {m["gpu"]["index"] for m in doc["measurements"]}
+    assert used <= set(range(count)) and len(used) >= 2  # groups went to more than one GPU
     for shape in shapes:  # a group (shape) never spans two GPUs
         assert len({m["gpu"]["uuid"] for m in doc["measurements"] if "x".join(map(str, m["shape"].values())) == shape}) == 1
     assert doc["complete"] and {m["status"] for m in doc["measurements"]} == {"ok"}

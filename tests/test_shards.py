@@ -155,3 +155,63 @@ def test_several_gpus_take_whole_groups_as_they_free_up_into_one_file(tmp_path):
     assert {m["gpu"]["index"] for m in doc["measurements"]} == {0, 1}  # both worked
     single = run_compare(cases, ENV, tmp_path / "single.json", _measure, say=lambda _: None)
     assert [m["case"] for m in doc["measurements"]] == [m["case"] for m in single["measurements"]]  # same order
+
+
+def test_a_lane_whose_worker_cannot_start_hands_its_group_to_the_others(tmp_path):
+    from study.compare import LaneDead
+
+    def dead(case):
+        raise LaneDead("GPU 1: the measurement worker could not start: boom")
+
+    doc = run_compare(_plan(), ENV, tmp_path / "m.json", [dead, _measure], say=lambda _: None)
+    assert doc["complete"] and {m["status"] for m in doc["measurements"]} == {"ok"}
+    everyone_dead = run_compare(_plan(), ENV, tmp_path / "d.json", [dead, dead], say=lambda _: None)
+    assert {m["status"] for m in everyone_dead["measurements"]} == {"crashed"}
+    assert "no GPU lane could measure it: GPU 1" in everyone_dead["measurements"][0]["reason"]
+
+
+def test_a_lane_that_fails_outside_a_measurement_stops_the_run_and_is_raised(tmp_path):
+    calls = []
+
+    def progress(n, total, case, record):
+        calls.append(n)
+        if len(calls) == 3:
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        run_compare(_plan(), ENV, tmp_path / "f.json", [_measure, _measure], progress=progress, say=lambda _: None)
+    assert results.load(tmp_path / "f.json")["complete"] is False  # never claimed complete
+
+
+def test_every_record_names_its_gpu_even_a_crashed_one():
+    from study.__main__ import _pool_measure
+
+    class Pool:
+        dead, gpu_index, facts = False, 1, {"index": 1, "uuid": "GPU-abc"}
+
+        def measure(self, case, crashed):
+            return crashed("the measurement worker died (exit code -11) while measuring this case")
+
+    record = _pool_measure(Pool())(_plan()[0])
+    assert record["status"] == "crashed" and record["gpu"] == {"index": 1, "uuid": "GPU-abc"}
+
+
+def test_a_schema_2_file_can_be_rerun():
+    cases, settings, seed = rerun_plan(results.load(Path(__file__).parent / "data" / "results_small.json"))
+    assert [c.impl.name for c in cases][0] == "sgemm/torch_matmul/cublas" and len(cases) == 6
+    assert {c.precision.name for c in cases} == {"fp32"} and {c.mode for c in cases} == {"cold"} and seed == 0
+
+
+def test_a_merge_that_lacks_a_shard_says_so(tmp_path):
+    env = lambda i: {**ENV, "shard": [i, 3], "command": f"python -m study compare --shard {i}/3"}  # noqa: E731
+    paths = []
+    for i in (0, 2):
+        path = tmp_path / f"s{i}.json"
+        run_compare(shard_cases(_plan(), i, 3), env(i), path, _measure, say=lambda _: None)
+        paths.append(path)
+    doc = merge(paths)
+    assert doc["complete"] is False and doc["environment"]["missing_shards"] == [1]
+    assert doc["environment"]["command"] == "python -m study compare"
+    from study import report
+
+    assert "**Shards missing**: 1" in report.render(doc, Path("x.md"), draw=False)
