@@ -96,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--ci", type=float, default=0.1,
                      help="or stop when the median's 95%% confidence interval is within ± this many %% of it "
                           "(default 0.1): kernels with an intrinsic jitter")
+    cmp.add_argument("--trials", type=int, default=3,
+                     help="correctness trials before timing: this many random-input trials (fresh seeds), then "
+                          "one on structured inputs (default 3)")
     cmp.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
     cmp.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
     cmp.add_argument("--timeout", type=float, default=15.0,
@@ -297,7 +300,8 @@ def _settings(args):
     from study.runner import TimerSettings, TimingConfigError
 
     try:
-        return TimerSettings(mode=(args.mode or ["cold"])[0], reps=args.reps, noise=args.noise / 100, ci=args.ci / 100, min_samples=args.min_samples,
+        return TimerSettings(mode=(args.mode or ["cold"])[0], reps=args.reps, noise=args.noise / 100, ci=args.ci / 100,
+                             gate_trials=args.trials, min_samples=args.min_samples,
                              min_time_s=args.min_time, timeout_s=args.timeout,
                              throttle_threshold=args.throttle_threshold, discard_throttled=not args.keep_throttled,
                              graph_launches=args.graph_launches)

@@ -138,6 +138,11 @@ class Problem:
     def make_output(self, shape, precision: Precision, device) -> torch.Tensor:
         raise NotImplementedError
 
+    def structured_inputs(self, shape, precision: Precision, device) -> dict[str, torch.Tensor] | None:
+        """Inputs whose pattern exposes indexing mistakes (small integers laid out by index, exact
+        in every storage type), for one more gate trial; None when the op has none."""
+        return None
+
     def reference(self, tensors, precision: Precision) -> tuple[torch.Tensor, torch.Tensor]:
         """(reference in float64, per-element error scale in float64): the gate checks
         max |out − ref| / scale ≤ the precision's tolerance."""

@@ -233,7 +233,9 @@ def legend(env: dict, ms: list[dict]) -> str:
     return (
         f"**How these numbers were measured.** Every implementation first passes a correctness gate "
         f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
-        f"timed). Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
+        f"timed)" + (f", {t['gate_trials']} times on fresh random inputs and once more on structured integer inputs "
+                     f"that expose indexing mistakes" if t.get("gate_trials") else "") + ". "
+        f"Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
         f"autotuning happen before). Modes: {modes}. Sampling {stop}. {throttle} "
         f"The headline is the **median**; min and quartiles are in the details. " + ". ".join(units) + ". "
         + (f"**% ceiling** is of the *measured* ceiling of the same kind on this GPU (`python -m study "

@@ -76,6 +76,7 @@ class TimerSettings:
     recovery_s: float = 0.05
     graph_launches: int | None = None
     tune_reps: int = 10
+    gate_trials: int = 3  # correctness trials before timing: fresh random inputs, then structured ones
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -106,6 +107,8 @@ class TimerSettings:
             raise TimingConfigError("the throttle threshold is a fraction of the max clock in [0, 1]")
         if self.graph_launches is not None and self.graph_launches < 1:
             raise TimingConfigError("a graph needs at least one launch")
+        if self.gate_trials < 1:
+            raise TimingConfigError(f"the correctness gate needs at least one trial; got {self.gate_trials}")
 
     @property
     def flush_l2(self) -> bool:
@@ -512,6 +515,29 @@ class Session:
         except Exception as exc:
             return _record(case, status="crashed", reason=_one_line(exc), traceback=traceback.format_exc(limit=6))
 
+    def _trials(self, case, problem, config, tensors) -> dict:
+        """The gate again before any timing: ``gate_trials - 1`` more trials on fresh random inputs
+        (new seeds, a fresh NaN-poisoned output each), then one on the problem's structured inputs
+        (integer patterns whose exact answer the float64 reference has), which expose indexing
+        mistakes that random data can average out. Stops at the first failing trial."""
+        impl, shape, precision = case.impl, case.shape, case.precision
+        device = next(iter(tensors.values())).device
+        runs = [("random", self.seed + 7919 * t) for t in range(1, self.settings.gate_trials)]
+        structured = problem.structured_inputs(shape, precision, device)
+        if structured is not None:
+            runs.append(("structured", None))
+        for trial, (kind, seed) in enumerate(runs, 2):
+            inputs = structured if kind == "structured" else problem.make_inputs(shape, precision, seed, device)
+            ref, scale = problem.reference(inputs, precision)
+            launch = backend(impl.backend).prepare(impl, problem, inputs, shape, precision, config=config,
+                                                   autotune=case.autotune == "on")
+            with launch.context():
+                verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+            if not verdict.ok:
+                return {"count": trial, "structured": structured is not None,
+                        "failed": {"trial": trial, "inputs": kind, "seed": seed, "error": _error(verdict, problem)}}
+        return {"count": len(runs) + 1, "structured": structured is not None, "failed": None}
+
     def _measure(self, case, problem, tensors, ref, scale) -> dict:
         import torch
 
@@ -527,11 +553,17 @@ class Session:
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
             verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
-            error = {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs,
-                     "max_rel": verdict.max_rel, "unwritten": verdict.unwritten, "metric": problem.error_metric}
+            error = _error(verdict, problem)
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen,
                                autotune_log=log, error=error)
+            trials = self._trials(case, problem, config, tensors)
+            if trials["failed"]:
+                failed = trials["failed"]
+                return _record(case, status="wrong", config=chosen, autotune_log=log, error=failed["error"],
+                               trials=trials, reason=f"{failed['inputs']} inputs (trial {failed['trial']}"
+                               + (f", seed {failed['seed']}" if failed["seed"] is not None else "")
+                               + f"): {failed['error']['message']}")
             flush = flushes(mode)
             warm, first = self.timer.warm_up(launch.fn, flush)
             if first * 1e-3 > self.settings.timeout_s:
@@ -553,13 +585,18 @@ class Session:
             raise RuntimeError("every sample was discarded as throttled before the timeout; "
                                f"clocks seen: {sampling['clocks']}")
         summary = stats.summarize(samples)
-        return _record(case, status="ok", config=chosen, autotune_log=log, error=error,
+        return _record(case, status="ok", config=chosen, autotune_log=log, error=error, trials=trials,
                        samples_ms=samples, median_ms=summary.median, min_ms=summary.min,
                        q1_ms=summary.q1, q3_ms=summary.q3, mean_ms=summary.mean,
                        rel_stdev=summary.rel_stdev, outliers=summary.outliers, warmup_launches=warm,
                        timing=sampling["timing"], clocks=sampling["clocks"],
                        launch_bound=(None if self.launch_overhead_ms is None
                                      else summary.median < 2 * self.launch_overhead_ms))
+
+
+def _error(verdict, problem) -> dict:
+    return {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs, "max_rel": verdict.max_rel,
+            "unwritten": verdict.unwritten, "metric": problem.error_metric, "message": verdict.message}
 
 
 def check_output(fn, out, problem, ref, scale, precision):

@@ -29,6 +29,7 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
     (["compare", "--op", "sgemm", "--dtype", "bf16"], "sgemm does not accept 'bf16'; sgemm accepts: fp32"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
     (["compare", "--ci", "0"], "confidence target"),
+    (["compare", "--trials", "0"], "at least one trial"),
     (["validate", "--kernel", "sgemm/v9_magic/cuda", "64x64x64"], "unknown implementation sgemm/v9_magic/cuda"),
     (["validate", "--kernel", "sgemm/v1_naive/cuda", "64x64"], "of the form MxNxK"),
 ])

@@ -30,13 +30,15 @@ class FakeTimer:
         return {"samples": [0.5, 0.5, 0.6], "timing": {"mode": mode, "stop": "reps"}, "clocks": {"available": False}}
 
 
-def _backend(check=None, wrong=False, fail=None):
-    """A backend whose launch writes the right answer (or a wrong one), or raises."""
+def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False):
+    """A backend whose launch writes the right answer (or a wrong one, always or for some inputs),
+    or raises."""
     def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False):
         if fail:
             raise fail
         out = problem.make_output(shape, precision, "cpu")
-        answer = (tensors["A"].double() @ tensors["x"].double()).float() + (1.0 if wrong else 0.0)
+        off = 1.0 if wrong or wrong_when(tensors) else 0.0
+        answer = (tensors["A"].double() @ tensors["x"].double()).float() + off
         return Launch(fn=lambda: out.copy_(answer), out=out, config={"fake": 1})
 
     return types.SimpleNamespace(check=lambda *a: check, prepare=prepare)
@@ -94,3 +96,38 @@ def test_a_shape_the_problem_refuses_is_skipped_before_the_backend_is_asked(sess
     monkeypatch.setattr(runner, "backend", lambda name: pytest.fail("the backend must not be consulted"))
     record = session.measure(Case(IMPL, {"M": 70000, "N": 70000}, FP32, "off"))
     assert record["status"] == "skipped" and "32-bit" in record["reason"]
+
+
+def _integers(tensors):
+    return bool((tensors["x"] == tensors["x"].round()).all())
+
+
+def test_a_correct_kernel_passes_every_trial_and_the_record_says_how_many(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend())
+    assert record["status"] == "ok" and record["trials"] == {"count": 4, "structured": True, "failed": None}
+
+
+def test_a_kernel_wrong_only_on_structured_inputs_is_caught_before_timing(session, monkeypatch):
+    record = _measure(session, monkeypatch, _backend(wrong_when=_integers))
+    assert record["status"] == "wrong" and record["reason"].startswith("structured inputs (trial 4): error")
+    assert record["trials"]["failed"]["inputs"] == "structured" and session.timer.calls == []
+
+
+def test_the_first_failing_random_trial_is_recorded_with_its_seed(session, monkeypatch):
+    first = PROBLEM.make_inputs(SHAPE, FP32, 0, "cpu")["x"]
+    fake = _backend(wrong_when=lambda t: not _integers(t) and not bool((t["x"] == first).all()))
+    record = _measure(session, monkeypatch, fake)
+    assert record["status"] == "wrong" and record["reason"].startswith("random inputs (trial 2, seed 7919)")
+    assert record["trials"]["failed"]["seed"] == 7919 and session.timer.calls == []
+
+
+def test_structured_inputs_are_exact_integers_that_index_mistakes_change():
+    for op, shape in (("sgemv", {"M": 37, "N": 70}), ("sgemm", {"M": 9, "N": 11, "K": 13})):
+        problem = ladder(op).problem
+        t = problem.structured_inputs(shape, problem.precisions[0], "cpu")
+        assert all(bool((v == v.round()).all()) for v in t.values())
+        ref, _ = problem.reference(t, problem.precisions[0])
+        assert bool((ref == ref.round()).all()) and ref.abs().max() > 0
+        first = next(iter(t))
+        swapped = {**t, first: t[first].flip(0)}  # a reversed row index
+        assert not torch.equal(problem.reference(swapped, problem.precisions[0])[0], ref)

@@ -64,6 +64,17 @@ class SGEMM(Problem):
         b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
         return {"A": a.to(device), "B": b.to(device)}
 
+    def structured_inputs(self, shape, precision, device):
+        """A[i, k] = (3i + k) mod 5 − 2 and B[k, j] = (k + 2j) mod 3 − 1: integers whose products
+        and sums are exact in FP32 (|C| ≤ 2K), laid out so that a swapped or shifted index changes
+        the answer."""
+        i = torch.arange(shape["M"]).unsqueeze(1)
+        k = torch.arange(shape["K"])
+        j = torch.arange(shape["N"])
+        a = ((3 * i + k.unsqueeze(0)) % 5 - 2).float()
+        b = ((k.unsqueeze(1) + 2 * j.unsqueeze(0)) % 3 - 1).float()
+        return {"A": a.to(device), "B": b.to(device)}
+
     def make_output(self, shape, precision, device):
         # Poisoned: an element the kernel never writes stays NaN and fails the gate.
         return torch.full((shape["M"], shape["N"]), float("nan"), dtype=torch.float32, device=device)

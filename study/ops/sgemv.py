@@ -95,6 +95,16 @@ class SGEMV(Problem):
         x = (torch.rand(shape["N"], generator=gen) * 2 - 1).to(dtype)
         return {"A": a.to(device), "x": x.to(device)}
 
+    def structured_inputs(self, shape, precision, device):
+        """A[i, j] = (3i + j) mod 5 − 2 and x[j] = j mod 3 − 1: small integers, exact in every
+        storage type, laid out so that a wrong row or column index changes the answer."""
+        dtype = DTYPES[precision.dtype]
+        i = torch.arange(shape["M"]).unsqueeze(1)
+        j = torch.arange(shape["N"])
+        a = ((3 * i + j.unsqueeze(0)) % 5 - 2).to(dtype)
+        x = (j % 3 - 1).to(dtype)
+        return {"A": a.to(device), "x": x.to(device)}
+
     def make_output(self, shape, precision, device):
         # Poisoned: an element the kernel never writes stays NaN and fails the gate.
         return torch.full((shape["M"],), float("nan"), dtype=DTYPES[precision.dtype], device=device)
