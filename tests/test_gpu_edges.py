@@ -1,0 +1,39 @@
+"""GPU: every implementation of every op, at every precision it implements, on the edge-shape
+matrix (study/edge_shapes.py: 64 covering shapes per op plus 6 primes) — each case correct or
+skipped with a reason, never wrong, never crashed."""
+
+import pytest
+
+from study.backends import backend
+from study.edge_shapes import edge_shapes
+from study.registry import implementations, ladder
+from study.runner import check_output
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("impl", implementations(), ids=lambda i: i.name)
+def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
+    problem = ladder(impl.op).problem
+    failures, skipped, ran = [], 0, 0
+    for precision in (p for p in problem.precisions if p.name in impl.precisions):
+        for shape in edge_shapes(problem.axes):
+            reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
+            if reason:
+                assert reason.strip(), (shape, precision.name)
+                skipped += 1
+                continue
+            tensors = problem.make_inputs(shape, precision, sum(shape.values()), "cuda")
+            ref, scale = problem.reference(tensors, precision)
+            try:
+                launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
+                with launch.context():
+                    verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+            except Exception as exc:  # a crash is a failure here, with what it said
+                failures.append(f"{problem.shape_label(shape)} {precision.name}: crashed: {exc}")
+                continue
+            ran += 1
+            if not verdict.ok:
+                failures.append(f"{problem.shape_label(shape)} {precision.name}: {verdict.message}")
+    assert not failures, failures[:10]
+    assert ran > 0
