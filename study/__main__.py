@@ -50,6 +50,11 @@ EXAMPLES_RERUN = """examples:
   python -m study rerun reports/h200/compare.json
   python -m study rerun reports/h200/sgemv-16384.json --out /tmp/again.json
 """
+EXAMPLES_SANITIZE = """examples:
+  python -m study sanitize
+  python -m study sanitize --op sgemv --rung v3 --tool racecheck
+  python -m study sanitize --backend cuda --backend triton --dtype fp16
+"""
 EXAMPLES_ENV = """examples:
   python -m study env
   python -m study env --json
@@ -158,6 +163,21 @@ def _parser() -> argparse.ArgumentParser:
     rer.add_argument("--out", type=Path, default=None,
                      help="the new results file (default: NAME-rerun.json in the current folder; an interrupted "
                           "rerun resumes when run again)")
+
+    san = sub.add_parser("sanitize", help="run CUDA rungs under compute-sanitizer (memcheck, racecheck, synccheck, "
+                                          "initcheck)", epilog=EXAMPLES_SANITIZE,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    san.add_argument("--op", action="append", help="op (repeatable; default: all)")
+    san.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
+    san.add_argument("--tool", action="append", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+                     help="tool (repeatable; default: all four)")
+    san.add_argument("--shape", action="append", help="shapes instead of each op's small awkward ones (op form or op:shape)")
+    san.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
+                     help="precisions (repeatable; default: each op's first)")
+    san.add_argument("--backend", action="append", choices=("cuda", "triton"),
+                     help="backends (default: cuda; triton adds the twins)")
+    san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
+    san.add_argument("--target", nargs=3, metavar=("IMPL", "SHAPE", "PRECISION"), help=argparse.SUPPRESS)
 
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
                           epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -546,6 +566,69 @@ def cmd_rerun(args) -> int:
     return code
 
 
+def cmd_sanitize(args) -> int:
+    from study import sanitize
+
+    if args.target:
+        return sanitize.target(*args.target)
+    all_ops = ladders()
+    ops = args.op or list(all_ops)
+    for op in ops:
+        if op not in all_ops:
+            raise UsageError(f"unknown op {op!r}; known: {', '.join(all_ops)}")
+    shapes = parse_shapes(args.shape, ops, all_ops) if args.shape else None
+    precisions = parse_dtypes(args.dtype, ops, all_ops) if args.dtype else None
+    backends = set(args.backend or ["cuda"])
+    wanted = set(args.rung or [])
+    impls = [i for op in ops for i in implementations_of(all_ops[op]) if i.backend in backends and i.rung
+             and (not wanted or {i.rung, f"v{i.rung_index}"} & wanted)]
+    if not impls:
+        raise UsageError("no implementation matches --op/--rung/--backend")
+    try:
+        tool_path = sanitize.find_tool()
+    except sanitize.SanitizerMissing as exc:
+        print(f"study sanitize: {exc}", file=sys.stderr)
+        return 2
+    if not _gpu_or_exit("sanitize"):
+        return 2
+    from study import hardware, results
+    from study.runner import TimerSettings
+
+    device = hardware.current_device()
+    out_dir = args.out or report_dir(device.slug)
+    rows = sanitize.plan(impls, args.tool or sanitize.TOOLS,
+                         sorted({n for names in (precisions or {}).values() for n in names}) or None, shapes)
+    version = subprocess_output([tool_path, "--version"]).strip().splitlines()[-1:]
+    doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), results.python_argv()),
+           "tool_version": version[0] if version else "", "results": [], "complete": False}
+    print(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}", file=sys.stderr)
+    for n, (impl, tool, shape_text, precision, reason) in enumerate(rows, 1):
+        if reason:
+            row = {"implementation": impl.name, "source": impl.source, "source_hash": sanitize.source_hash(impl)
+                   if impl.backend == "cuda" else None, "tool": tool, "shape": shape_text, "precision": precision,
+                   "status": "skipped", "reason": reason, "count": None, "first": [], "seconds": 0.0}
+        else:
+            row = sanitize.run_one(tool_path, tool, impl, shape_text, precision)
+        doc["results"].append(row)
+        results.write(out_dir / "sanitize.json", doc)  # after every run: an interruption loses nothing
+        print(f"[{n}/{len(rows)}] {impl.name} {tool} {shape_text} {precision}: {row['status']}"
+              + (f" ({row['count']})" if row["status"] == "hazards" else ""), file=sys.stderr, flush=True)
+    doc["complete"] = True
+    results.write(out_dir / "sanitize.json", doc)
+    (out_dir / "sanitize.md").write_text(sanitize.markdown(doc))
+    print(f"wrote {out_dir / 'sanitize.json'} and sanitize.md", file=sys.stderr)
+    return 1 if any(r["status"] in ("hazards", "failed") for r in doc["results"]) else 0
+
+
+def subprocess_output(cmd: list[str]) -> str:
+    import subprocess
+
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def cmd_env(args) -> int:
     from study import results
 
@@ -627,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
                 "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
-                "env": cmd_env}[args.command](args)
+                "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

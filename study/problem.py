@@ -70,6 +70,7 @@ class Problem:
     default_precisions: tuple[str, ...] = ()     # --dtype default; empty: the first precision
     default_shapes: tuple[Mapping[str, int], ...] = ()
     default_modes: tuple[str, ...] = ("cold",)   # --mode default
+    sanitize_shapes: tuple[Mapping[str, int], ...] = ()  # small, with a tile tail in every dimension
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
     error_metric: str = "max |out − ref| / scale"
 

@@ -55,6 +55,8 @@ def flags(m: dict) -> list[str]:
         out.append("launch-bound")
     if timing.get("host_bound_batches"):
         out.append("host-bound")
+    if m.get("sanitizer"):
+        out.append("sanitizer")
     if (m.get("work") or {}).get("bound") == "memory" and (m.get("pct_peak") or 0) > 100:
         out.append("L2")
     return out
@@ -369,10 +371,24 @@ def _groups(measurements):
     return ops
 
 
+def with_sanitizer_marks(ms: list[dict], folder: Path) -> list[dict]:
+    """CUDA records whose very source (same hash) ``study sanitize`` found unclean, marked; results
+    of another source are stale and ignored."""
+    path = folder / "sanitize.json"
+    if not path.is_file():
+        return ms
+    from study.sanitize import unclean_sources
+
+    unclean = unclean_sources(json.loads(path.read_text()))
+    return [{**m, "sanitizer": unclean[(m["source"], m.get("source_hash"))]}
+            if (m["source"], m.get("source_hash")) in unclean else m for m in ms]
+
+
 def render(doc: dict, md_path: Path, draw: bool = True) -> str:
     """The Markdown report of a results document; figures go beside it."""
-    env, ms = doc["environment"], doc["measurements"]
+    env = doc["environment"]
     md_path = Path(md_path)
+    ms = with_sanitizer_marks(doc["measurements"], md_path.parent)
     incomplete = doc.get("complete") is False
     maths = sorted({m.get("math") or "ieee" for m in ms if (m.get("work") or {}).get("bound", "compute") == "compute"})
     out = [f"# `study compare` on {env['gpu']['name']}", "",

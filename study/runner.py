@@ -445,13 +445,23 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) < 4000 else text[:4000] + " …"
 
 
+def _source_hash(impl) -> str | None:
+    """What a CUDA rung compiled, so that sanitizer results of that very source can be matched."""
+    if impl.backend != "cuda":
+        return None
+    from study.sanitize import source_hash
+
+    return source_hash(impl)
+
+
 def _record(case: Case, **fields) -> dict:
     impl = case.impl
     problem = ladder(impl.op).problem
     record = {
         "op": impl.op, "rung": impl.rung, "rung_index": impl.rung_index, "baseline": impl.baseline,
         "backend": impl.backend, "library": impl.library, "reference": impl.reference,
-        "implementation": impl.name, "source": impl.source, "shape": dict(case.shape),
+        "implementation": impl.name, "source": impl.source, "source_hash": _source_hash(impl),
+        "shape": dict(case.shape),
         "precision": case.precision.name, "dtype": case.precision.dtype, "math": case.precision.math,
         "autotune": case.autotune, "mode": case.mode, "status": None, "reason": "",
         "work": problem.work(case.shape, case.precision),

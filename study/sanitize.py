@@ -1,0 +1,170 @@
+"""``python -m study sanitize``: every CUDA rung under NVIDIA's compute-sanitizer.
+
+A kernel that passes the output gate may still race, read out of bounds without faulting, or
+read shared memory nothing wrote: the output happened to come out right this time. Each
+selected implementation is launched once, at each of its op's small awkward shapes
+(``Problem.sanitize_shapes``: a tile tail in every dimension), in a process of its own under
+each tool (memcheck, racecheck, synccheck, initcheck). The verdict per implementation × tool ×
+shape is ``clean``, ``hazards`` (the count and the first reports, with file and line: kernels are
+compiled with ``-lineinfo``), ``skipped`` (the reason the case cannot run) or ``failed`` (the
+tool or the launch failed; its output's end is kept).
+
+memcheck runs with ``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` and ``--padding 4096``: PyTorch's caching
+allocator carves tensors out of larger blocks, so a read just past a tensor's end lands in
+memory the process owns and memcheck says nothing (docs/toolchain.md §8).
+
+Results go to ``reports/<gpu>/sanitize.{json,md}``; each row keeps the hash of the kernel source
+it checked (common.cuh inlined), so that compare's report can mark a rung whose current source
+was found unclean, and ignore results of an older source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from study.paths import ROOT
+
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+TIMEOUT_S = 600
+_SUMMARY = re.compile(r"=+\s+(?:ERROR|RACECHECK|SYNCCHECK|INITCHECK)?\s*SUMMARY:\s+(\d+)\s+(?:errors?|hazards?)",
+                      re.I)
+_REPORT = re.compile(r"=+\s+(Invalid|Race reported|Error:|Barrier error|Uninitialized|Address|Out-of-range|"
+                     r"Warning:)", re.I)
+
+
+class SanitizerMissing(RuntimeError):
+    """compute-sanitizer is neither on PATH nor under the CUDA toolkit."""
+
+
+def find_tool() -> str:
+    for candidate in (shutil.which("compute-sanitizer"),
+                      *(str(Path(root) / "bin" / "compute-sanitizer")
+                        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
+                        if root)):
+        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
+            return candidate
+    raise SanitizerMissing("compute-sanitizer is not on PATH nor in $CUDA_HOME/bin, $CUDA_PATH/bin or "
+                           "/usr/local/cuda/bin; install the CUDA toolkit's sanitizer or put it on PATH")
+
+
+def source_hash(impl) -> str:
+    """The hash of what a CUDA rung compiles (its file with common.cuh inlined)."""
+    from study.backends.cuda import kernel_source
+
+    return hashlib.sha256(kernel_source(impl.target.path).encode()).hexdigest()[:16]
+
+
+def parse(output: str) -> tuple[int | None, list[str]]:
+    """(hazards or errors the tool counted, or None when it printed no summary; the first reports,
+    each with the lines that locate it)."""
+    counts = [int(m.group(1)) for m in _SUMMARY.finditer(output)]
+    lines = output.splitlines()
+    first = []
+    for n, line in enumerate(lines):
+        if _REPORT.search(line) and len(first) < 3:
+            where = [l.strip("= ").strip() for l in lines[n + 1:n + 4] if " at " in l or ".cu:" in l]
+            first.append(" | ".join([line.strip("= ").strip(), *where[:2]]))
+    return (sum(counts) if counts else None), first
+
+
+def command(tool_path: str, tool: str, name: str, shape_text: str, precision: str) -> list[str]:
+    extra = ["--padding", "4096"] if tool == "memcheck" else []
+    return [tool_path, "--tool", tool, *extra, "--target-processes", "all", sys.executable, "-m", "study",
+            "sanitize", "--target", name, shape_text, precision]
+
+
+def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) -> dict:
+    """One implementation, one tool, one shape, in its own process."""
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(command(tool_path, tool, impl.name, shape_text, precision), cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+        output, code = proc.stdout + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as exc:
+        output, code = f"{exc.stdout or ''}{exc.stderr or ''}\n(timed out after {TIMEOUT_S} s)", None
+    count, first = parse(output)
+    if count is None or code is None or (code != 0 and count == 0):
+        status = "failed"
+    else:
+        status = "clean" if count == 0 else "hazards"
+    return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash(impl), "tool": tool,
+            "shape": shape_text, "precision": precision, "status": status, "count": count, "first": first,
+            "exit_code": code, "seconds": time.perf_counter() - started,
+            "output_tail": output[-2000:] if status == "failed" else ""}
+
+
+def target(name: str, shape_text: str, precision_name: str) -> int:
+    """Inside the sanitizer: one correct-checked launch of one implementation."""
+    from study.backends import backend
+    from study.registry import implementation, ladder
+    from study.runner import check_output
+
+    impl = implementation(name)
+    problem = ladder(impl.op).problem
+    precision = problem.precision(precision_name)
+    shape = problem.parse_shape(shape_text)
+    tensors = problem.make_inputs(shape, precision, 0, "cuda")
+    ref, scale = problem.reference(tensors, precision)
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
+    with launch.context():
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+    print(f"{name} {shape_text} {precision_name}: {'ok' if verdict.ok else verdict.message}")
+    return 0 if verdict.ok else 1
+
+
+def plan(impls, tools, precision_names=None, shapes=None) -> list[tuple]:
+    """(implementation, tool, shape text, precision name, skip reason or None) for every run:
+    each implementation at its op's sanitize shapes (or ``shapes[op]``), at the op's first
+    precision (or those named that the op accepts)."""
+    from study.backends import backend
+    from study.registry import ladder
+
+    rows = []
+    for impl in impls:
+        problem = ladder(impl.op).problem
+        accepted = [p.name for p in problem.precisions]
+        for name in [n for n in (precision_names or accepted[:1]) if n in accepted]:
+            precision = problem.precision(name)
+            for shape in (shapes or {}).get(impl.op) or problem.sanitize_shapes:
+                reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
+                rows.extend((impl, tool, problem.shape_label(shape), name, reason) for tool in tools)
+    return rows
+
+
+def markdown(doc: dict) -> str:
+    from tabulate import tabulate
+
+    rows = []
+    for r in doc["results"]:
+        what = {"clean": "clean", "skipped": f"skipped: {r.get('reason', '')}",
+                "failed": "**failed** (see the JSON's output_tail)",
+                "hazards": f"**{r['count']} hazards**: " + "; ".join(r["first"][:2])}[r["status"]]
+        rows.append([f"`{r['implementation']}`", r["tool"], r["shape"], r["precision"], what, f"{r['seconds']:.1f}"])
+    bad = [r for r in doc["results"] if r["status"] in ("hazards", "failed")]
+    env = doc["environment"]
+    return "\n".join([
+        f"# `study sanitize` on {env['gpu']['name']}", "",
+        f"Generated by `{env['command']}` at commit `{env['git'].get('commit')}`; compute-sanitizer "
+        f"{doc.get('tool_version', '')}. Every CUDA rung once per tool at its op's awkward shapes; memcheck "
+        "with PyTorch's caching allocator off and 4 KiB padding.", "",
+        (f"**{len(bad)} runs not clean.**" if bad else "Every run is clean (or skipped with its reason)."), "",
+        tabulate(rows, ["implementation", "tool", "shape", "precision", "result", "s"], tablefmt="github",
+                 disable_numparse=True), "",
+        f"Total {sum(r['seconds'] for r in doc['results']):.0f} s.", ""])
+
+
+def unclean_sources(doc: dict) -> dict[tuple[str, str], str]:
+    """(source, source hash) -> what was found, for every kernel source with hazards."""
+    found: dict = {}
+    for r in doc.get("results", []):
+        if r["status"] == "hazards":
+            found.setdefault((r["source"], r["source_hash"]), f"{r['tool']}: {r['count']} hazards")
+    return found

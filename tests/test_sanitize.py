@@ -1,0 +1,107 @@
+"""study sanitize without a GPU: finding the tool, planning the runs, reading the tool's output,
+the Markdown, and compare's report marking a rung whose very source was found unclean."""
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from study import results, sanitize
+from study.__main__ import main
+from study.registry import implementation, implementations, ladder
+
+CLEAN = """========= COMPUTE-SANITIZER
+sgemv/v1_warp_per_row/cuda 67x1031 fp32: ok
+========= ERROR SUMMARY: 0 errors
+"""
+RACES = """========= COMPUTE-SANITIZER
+========= Error: Race reported between Write access at sgemm_v2_smem_tiling+0x1a0 in 02_smem_tiling.cu:57
+=========     and Read access at sgemm_v2_smem_tiling+0x2c0 in 02_smem_tiling.cu:66 [1024 hazards]
+=========
+========= RACECHECK SUMMARY: 3 hazards displayed (3 errors, 0 warnings)
+"""
+OOB = """========= Invalid __global__ read of size 4 bytes
+=========     at sgemv_v0_thread_per_row+0x90 in 00_thread_per_row.cu:25
+=========     by thread (3,0,0) in block (0,0,0)
+========= ERROR SUMMARY: 1 error
+"""
+
+
+def test_the_tools_output_is_read_into_a_count_and_the_first_reports():
+    assert sanitize.parse(CLEAN) == (0, [])
+    count, first = sanitize.parse(RACES)
+    assert count == 3 and first[0].startswith("Error: Race reported") and "02_smem_tiling.cu:66" in first[0]
+    count, first = sanitize.parse(OOB)
+    assert count == 1 and "00_thread_per_row.cu:25" in first[0]
+    assert sanitize.parse("Traceback (most recent call last): ...")[0] is None
+
+
+def _fake_tool(tmp_path, text, code=0):
+    tool = tmp_path / "compute-sanitizer"
+    (tmp_path / "out.txt").write_text(text)
+    tool.write_text(f"#!/bin/sh\ncat {tmp_path / 'out.txt'}\nexit {code}\n")
+    tool.chmod(tool.stat().st_mode | stat.S_IEXEC)
+    return str(tool)
+
+
+@pytest.mark.parametrize("text,code,status", [(CLEAN, 0, "clean"), (RACES, 1, "hazards"), (OOB, 1, "hazards"),
+                                              ("Traceback: boom", 1, "failed"), (CLEAN, 3, "failed")])
+def test_each_run_is_clean_hazards_or_failed(tmp_path, text, code, status):
+    impl = implementation("sgemv/v1_warp_per_row/cuda")
+    row = sanitize.run_one(_fake_tool(tmp_path, text, code), "racecheck", impl, "67x1031", "fp32")
+    assert row["status"] == status and row["source_hash"] == sanitize.source_hash(impl)
+    assert bool(row["output_tail"]) == (status == "failed")
+
+
+def test_the_plan_covers_every_cuda_rung_at_its_ops_awkward_shapes():
+    cuda = [i for i in implementations() if i.backend == "cuda"]
+    rows = sanitize.plan(cuda, sanitize.TOOLS)
+    assert {r[0].name for r in rows} == {i.name for i in cuda}
+    assert {(r[2], r[3]) for r in rows if r[0].op == "sgemv"} == {("67x1031", "fp32"), ("129x4096", "fp32")}
+    assert len(rows) == sum(len(sanitize.TOOLS) * len(ladder(i.op).problem.sanitize_shapes) for i in cuda)
+    half = sanitize.plan(cuda, ("memcheck",), ["fp16"])
+    assert {r[0].op for r in half} == {"sgemv"} and {r[3] for r in half} == {"fp16"}  # sgemm has no fp16
+
+
+def test_no_compute_sanitizer_is_a_clear_message_and_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CUDA_HOME", "/nonexistent")
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if Path("/usr/local/cuda/bin/compute-sanitizer").exists():
+        pytest.skip("this machine has /usr/local/cuda/bin/compute-sanitizer")
+    assert main(["sanitize"]) == 2
+    assert "compute-sanitizer is not on PATH" in capsys.readouterr().err
+
+
+def test_compare_marks_a_rung_whose_current_source_was_found_unclean(tmp_path):
+    from study import report
+
+    doc = results.load(Path(__file__).parent / "data" / "results_small.json")
+    impl = implementation("sgemm/v0_naive_colmajor_b/cuda")
+    for m in doc["measurements"]:
+        m["source"] = impl.source if m["backend"] == "cuda" else m["source"]
+        m["source_hash"] = sanitize.source_hash(impl) if m["implementation"] == impl.name else "0" * 16
+    found = {"results": [{"source": impl.source, "source_hash": sanitize.source_hash(impl), "tool": "racecheck",
+                          "count": 7, "status": "hazards"}]}
+    (tmp_path / "sanitize.json").write_text(json.dumps(found))
+    text = report.render(doc, tmp_path / "compare.md", draw=False)
+    row = next(l for l in text.splitlines() if l.startswith("| v0"))
+    assert "⚑sanitizer" in row
+    stale = {"results": [{**found["results"][0], "source_hash": "f" * 16}]}
+    (tmp_path / "sanitize.json").write_text(json.dumps(stale))
+    assert "⚑sanitizer" not in report.render(doc, tmp_path / "compare.md", draw=False)
+
+
+def test_the_markdown_lists_every_run():
+    doc = {"environment": {"gpu": {"name": "X"}, "command": "python -m study sanitize", "git": {"commit": "abc"}},
+           "results": [{"implementation": "a/v0_x/cuda", "tool": "memcheck", "shape": "1x1", "precision": "fp32",
+                        "status": "clean", "count": 0, "first": [], "seconds": 1.0},
+                       {"implementation": "a/v0_x/cuda", "tool": "racecheck", "shape": "1x1", "precision": "fp32",
+                        "status": "hazards", "count": 3, "first": ["Race reported at x.cu:5"], "seconds": 2.0},
+                       {"implementation": "a/v1_y/cuda", "tool": "memcheck", "shape": "1x1", "precision": "fp16",
+                        "status": "skipped", "reason": "fp32 only", "count": None, "first": [], "seconds": 0.0}]}
+    text = sanitize.markdown(doc)
+    assert "**1 runs not clean.**" in text and "**3 hazards**: Race reported at x.cu:5" in text
+    assert "skipped: fp32 only" in text and "Total 3 s." in text
