@@ -599,17 +599,21 @@ def cmd_sanitize(args) -> int:
     rows = sanitize.plan(impls, args.tool or sanitize.TOOLS,
                          sorted({n for names in (precisions or {}).values() for n in names}) or None, shapes)
     version = subprocess_output([tool_path, "--version"]).strip().splitlines()[-1:]
+    old_path = out_dir / "sanitize.json"
+    old = json.loads(old_path.read_text()) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), results.python_argv()),
-           "tool_version": version[0] if version else "", "results": [], "complete": False}
+           "tool_version": version[0] if version else "", "results": sanitize.merged(old, []), "complete": False}
+    fresh: list = []
     print(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}", file=sys.stderr)
     for n, (impl, tool, shape_text, precision, reason) in enumerate(rows, 1):
         if reason:
-            row = {"implementation": impl.name, "source": impl.source, "source_hash": sanitize.source_hash(impl)
-                   if impl.backend == "cuda" else None, "tool": tool, "shape": shape_text, "precision": precision,
-                   "status": "skipped", "reason": reason, "count": None, "first": [], "seconds": 0.0}
+            row = {"implementation": impl.name, "source": impl.source, "source_hash": sanitize.source_hash(impl),
+                   "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
+                   "count": None, "first": [], "seconds": 0.0}
         else:
             row = sanitize.run_one(tool_path, tool, impl, shape_text, precision)
-        doc["results"].append(row)
+        fresh.append(row)
+        doc["results"] = sanitize.merged(old, fresh)  # earlier rows this run does not redo are kept
         results.write(out_dir / "sanitize.json", doc)  # after every run: an interruption loses nothing
         print(f"[{n}/{len(rows)}] {impl.name} {tool} {shape_text} {precision}: {row['status']}"
               + (f" ({row['count']})" if row["status"] == "hazards" else ""), file=sys.stderr, flush=True)
@@ -617,7 +621,7 @@ def cmd_sanitize(args) -> int:
     results.write(out_dir / "sanitize.json", doc)
     (out_dir / "sanitize.md").write_text(sanitize.markdown(doc))
     print(f"wrote {out_dir / 'sanitize.json'} and sanitize.md", file=sys.stderr)
-    return 1 if any(r["status"] in ("hazards", "failed") for r in doc["results"]) else 0
+    return 1 if any(r["status"] in ("hazards", "failed") for r in fresh) else 0
 
 
 def subprocess_output(cmd: list[str]) -> str:

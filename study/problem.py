@@ -110,8 +110,11 @@ class Problem:
             return f"{self.name}: sizes must be at least 1"
         return None
 
-    def check_memory(self, shape: Mapping[str, int], precision: Precision, free_bytes: int) -> str | None:
-        need = self.bytes_needed(shape, precision)
+    def check_memory(self, shape: Mapping[str, int], precision: Precision, free_bytes: int,
+                     trial_sets: int = 0) -> str | None:
+        """Whether the case fits: its own tensors, plus ``trial_sets`` more input sets kept with their
+        references for the gate trials (about three times the minimum traffic each)."""
+        need = self.bytes_needed(shape, precision) + trial_sets * 3 * self.bytes(shape, precision)
         if need > free_bytes:
             return (f"needs about {need / 2**30:.1f} GiB of GPU memory (inputs, output, float64 "
                     f"reference) but {free_bytes / 2**30:.1f} GiB are free")

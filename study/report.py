@@ -235,8 +235,9 @@ def legend(env: dict, ms: list[dict]) -> str:
     return (
         f"**How these numbers were measured.** Every implementation first passes a correctness gate "
         f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
-        f"timed)" + (f", {t['gate_trials']} times on fresh random inputs and once more on structured integer inputs "
-                     f"that expose indexing mistakes" if t.get("gate_trials") else "") + ". "
+        f"timed)" + (f", {t['gate_trials']} times on fresh random inputs and, for ops that have them, once more "
+                     f"on small random integers whose exact answer leaves a misplaced element nowhere to hide"
+                     if t.get("gate_trials") else "") + ". "
         f"Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
         f"autotuning happen before). Modes: {modes}. Sampling {stop}. {throttle} "
         f"The headline is the **median**; min and quartiles are in the details. " + ". ".join(units) + ". "
@@ -254,6 +255,8 @@ def legend(env: dict, ms: list[dict]) -> str:
            "Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
            "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can still "
            "include the host's launch latency (this run predates the lead sized to the batch). ")
+        + ("⚑sanitizer: `python -m study sanitize` (sanitize.json beside this report) found hazards in the very "
+           "kernel source this measurement ran. " if any(m.get("sanitizer") for m in ms) else "")
         + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
         "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
         "Library baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "

@@ -447,8 +447,6 @@ def _one_line(exc: BaseException) -> str:
 
 def _source_hash(impl) -> str | None:
     """What a CUDA rung compiled, so that sanitizer results of that very source can be matched."""
-    if impl.backend != "cuda":
-        return None
     from study.sanitize import source_hash
 
     return source_hash(impl)
@@ -486,6 +484,8 @@ class Session:
         self.launch_overhead_ms = launch_overhead_ms
         self._key = None
         self._data = None
+        self._trial_key = None
+        self._trial_data = None
 
     def _inputs(self, problem, shape, precision):
         key = (problem.name, tuple(shape.items()), precision.name)
@@ -493,6 +493,7 @@ class Session:
             import torch
 
             self._key, self._data = None, None
+            self._trial_key, self._trial_data = None, None  # the last group's trial inputs go too
             torch.cuda.empty_cache()
             tensors = problem.make_inputs(shape, precision, self.seed, "cuda")
             ref, scale = problem.reference(tensors, precision)
@@ -515,7 +516,8 @@ class Session:
             reason = problem.check(case.shape, case.precision) or backend(impl.backend).check(
                 impl, problem, case.shape, case.precision)
             if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.precision.name):
-                reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0])
+                reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0],
+                                              trial_sets=self.settings.gate_trials)
             if reason:
                 return _record(case, status="skipped", reason=reason)
             tensors, ref, scale = self._inputs(problem, case.shape, case.precision)
@@ -525,28 +527,40 @@ class Session:
         except Exception as exc:
             return _record(case, status="crashed", reason=_one_line(exc), traceback=traceback.format_exc(limit=6))
 
+    def _trial_inputs(self, problem, shape, precision, device) -> list[tuple]:
+        """(kind, seed, inputs, reference, scale) of the extra gate trials, built once per op, shape
+        and precision and kept while the cases of that group run."""
+        key = (problem.name, tuple(shape.items()), precision.name, self.settings.gate_trials)
+        if key != self._trial_key:
+            self._trial_key, self._trial_data = None, None
+            runs = [("random", self.seed + 7919 * t, problem.make_inputs(shape, precision, self.seed + 7919 * t,
+                                                                          device))
+                    for t in range(1, self.settings.gate_trials)]
+            structured = problem.structured_inputs(shape, precision, device)
+            if structured is not None:
+                runs.append(("structured", None, structured))
+            self._trial_key = key
+            self._trial_data = [(kind, seed, inputs, *problem.reference(inputs, precision))
+                                for kind, seed, inputs in runs]
+        return self._trial_data
+
     def _trials(self, case, problem, config, tensors) -> dict:
         """The gate again before any timing: ``gate_trials - 1`` more trials on fresh random inputs
         (new seeds, a fresh NaN-poisoned output each), then one on the problem's structured inputs
-        (integer patterns whose exact answer the float64 reference has), which expose indexing
-        mistakes that random data can average out. Stops at the first failing trial."""
+        (small integers whose exact answer the float64 reference has, where a misplaced element has
+        no rounding to hide in). Stops at the first failing trial."""
         impl, shape, precision = case.impl, case.shape, case.precision
-        device = next(iter(tensors.values())).device
-        runs = [("random", self.seed + 7919 * t) for t in range(1, self.settings.gate_trials)]
-        structured = problem.structured_inputs(shape, precision, device)
-        if structured is not None:
-            runs.append(("structured", None))
-        for trial, (kind, seed) in enumerate(runs, 2):
-            inputs = structured if kind == "structured" else problem.make_inputs(shape, precision, seed, device)
-            ref, scale = problem.reference(inputs, precision)
+        runs = self._trial_inputs(problem, shape, precision, next(iter(tensors.values())).device)
+        structured = any(kind == "structured" for kind, *_ in runs)
+        for trial, (kind, seed, inputs, ref, scale) in enumerate(runs, 2):
             launch = backend(impl.backend).prepare(impl, problem, inputs, shape, precision, config=config,
                                                    autotune=case.autotune == "on")
             with launch.context():
                 verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             if not verdict.ok:
-                return {"count": trial, "structured": structured is not None,
+                return {"count": trial, "structured": structured,
                         "failed": {"trial": trial, "inputs": kind, "seed": seed, "error": _error(verdict, problem)}}
-        return {"count": len(runs) + 1, "structured": structured is not None, "failed": None}
+        return {"count": len(runs) + 1, "structured": structured, "failed": None}
 
     def _measure(self, case, problem, tensors, ref, scale) -> dict:
         import torch
@@ -565,8 +579,9 @@ class Session:
             verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             error = _error(verdict, problem)
             if not verdict.ok:
-                return _record(case, status="wrong", reason=verdict.message, config=chosen,
-                               autotune_log=log, error=error)
+                return _record(case, status="wrong", reason=verdict.message, config=chosen, autotune_log=log,
+                               error=error, trials={"count": 1, "failed": {"trial": 1, "inputs": "random",
+                                                                           "seed": self.seed, "error": error}})
             trials = self._trials(case, problem, config, tensors)
             if trials["failed"]:
                 failed = trials["failed"]

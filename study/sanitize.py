@@ -35,8 +35,9 @@ TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 TIMEOUT_S = 600
 _SUMMARY = re.compile(r"=+\s+(?:ERROR|RACECHECK|SYNCCHECK|INITCHECK)?\s*SUMMARY:\s+(\d+)\s+(?:errors?|hazards?)",
                       re.I)
-_REPORT = re.compile(r"=+\s+(Invalid|Race reported|Error:|Barrier error|Uninitialized|Address|Out-of-range|"
-                     r"Warning:)", re.I)
+_REPORT = re.compile(r"=+\s+(Invalid|Race reported|Error:|Barrier error|Uninitialized|Out-of-range|Warning:|"
+                     r"Program hit)", re.I)
+_WHERE = re.compile(r"\bat\b.*(\.cu|\.cuh|\.py):\d+|\+0x[0-9a-f]+ in ", re.I)
 
 
 class SanitizerMissing(RuntimeError):
@@ -54,11 +55,18 @@ def find_tool() -> str:
                            "/usr/local/cuda/bin; install the CUDA toolkit's sanitizer or put it on PATH")
 
 
-def source_hash(impl) -> str:
-    """The hash of what a CUDA rung compiles (its file with common.cuh inlined)."""
+def source_hash(impl) -> str | None:
+    """The hash of what a CUDA rung compiles (its file with common.cuh inlined); None for others."""
+    if impl.backend != "cuda":
+        return None
     from study.backends.cuda import kernel_source
 
     return hashlib.sha256(kernel_source(impl.target.path).encode()).hexdigest()[:16]
+
+
+def kernel_symbol(impl) -> str:
+    """The name the tools see: the CUDA symbol, or the Triton kernel's function name."""
+    return impl.target.symbol if impl.backend == "cuda" else getattr(impl.target.kernel, "fn", impl.target.kernel).__name__
 
 
 def parse(output: str) -> tuple[int | None, list[str]]:
@@ -69,15 +77,20 @@ def parse(output: str) -> tuple[int | None, list[str]]:
     first = []
     for n, line in enumerate(lines):
         if _REPORT.search(line) and len(first) < 3:
-            where = [l.strip("= ").strip() for l in lines[n + 1:n + 4] if " at " in l or ".cu:" in l]
-            first.append(" | ".join([line.strip("= ").strip(), *where[:2]]))
+            where = list(dict.fromkeys(l.strip("= ").strip() for l in lines[n + 1:n + 5] if _WHERE.search(l)))
+            report = " | ".join([line.strip("= ").strip(), *where[:2]])
+            if report not in first:
+                first.append(report)
     return (sum(counts) if counts else None), first
 
 
-def command(tool_path: str, tool: str, name: str, shape_text: str, precision: str) -> list[str]:
-    extra = ["--padding", "4096"] if tool == "memcheck" else []
-    return [tool_path, "--tool", tool, *extra, "--target-processes", "all", sys.executable, "-m", "study",
-            "sanitize", "--target", name, shape_text, precision]
+def command(tool_path: str, tool: str, impl, shape_text: str, precision: str) -> list[str]:
+    """Only the rung's own kernel is checked (``--kernel-name``): torch's fills and the float64
+    reference run in the same process and are not the rung's to answer for; CUDA API errors that
+    libraries make on purpose are not reported."""
+    extra = ["--padding", "4096", "--report-api-errors", "no"] if tool == "memcheck" else []
+    return [tool_path, "--tool", tool, *extra, "--kernel-name", f"kns={kernel_symbol(impl)}", sys.executable, "-m",
+            "study", "sanitize", "--target", impl.name, shape_text, precision]
 
 
 def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) -> dict:
@@ -85,7 +98,7 @@ def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) ->
     env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     started = time.perf_counter()
     try:
-        proc = subprocess.run(command(tool_path, tool, impl.name, shape_text, precision), cwd=ROOT, env=env,
+        proc = subprocess.run(command(tool_path, tool, impl, shape_text, precision), cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=TIMEOUT_S)
         output, code = proc.stdout + proc.stderr, proc.returncode
     except subprocess.TimeoutExpired as exc:
@@ -133,7 +146,11 @@ def plan(impls, tools, precision_names=None, shapes=None) -> list[tuple]:
         accepted = [p.name for p in problem.precisions]
         for name in [n for n in (precision_names or accepted[:1]) if n in accepted]:
             precision = problem.precision(name)
-            for shape in (shapes or {}).get(impl.op) or problem.sanitize_shapes:
+            chosen = (shapes or {}).get(impl.op) or problem.sanitize_shapes
+            if not chosen:
+                rows.extend((impl, tool, "—", name, f"op {impl.op!r} declares no sanitize shapes; give --shape")
+                            for tool in tools)
+            for shape in chosen:
                 reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
                 rows.extend((impl, tool, problem.shape_label(shape), name, reason) for tool in tools)
     return rows
@@ -153,12 +170,23 @@ def markdown(doc: dict) -> str:
     return "\n".join([
         f"# `study sanitize` on {env['gpu']['name']}", "",
         f"Generated by `{env['command']}` at commit `{env['git'].get('commit')}`; compute-sanitizer "
-        f"{doc.get('tool_version', '')}. Every CUDA rung once per tool at its op's awkward shapes; memcheck "
-        "with PyTorch's caching allocator off and 4 KiB padding.", "",
+        f"{doc.get('tool_version', '')}. Each rung once per tool, in its declared config (autotune points are "
+        "not sanitized), at its op's awkward shapes, only its own kernel checked; memcheck with PyTorch's "
+        "caching allocator off and 4 KiB padding. Rows of earlier runs are kept unless re-run.", "",
         (f"**{len(bad)} runs not clean.**" if bad else "Every run is clean (or skipped with its reason)."), "",
         tabulate(rows, ["implementation", "tool", "shape", "precision", "result", "s"], tablefmt="github",
                  disable_numparse=True), "",
         f"Total {sum(r['seconds'] for r in doc['results']):.0f} s.", ""])
+
+
+def row_key(row: dict) -> tuple:
+    return (row["implementation"], row["tool"], row["shape"], row["precision"])
+
+
+def merged(old: dict | None, new_rows: list[dict]) -> list[dict]:
+    """The rows of an earlier sanitize.json that this run did not redo, then this run's."""
+    redone = {row_key(r) for r in new_rows}
+    return [r for r in (old or {}).get("results", []) if row_key(r) not in redone] + new_rows
 
 
 def unclean_sources(doc: dict) -> dict[tuple[str, str], str]:

@@ -105,3 +105,44 @@ def test_the_markdown_lists_every_run():
     text = sanitize.markdown(doc)
     assert "**1 runs not clean.**" in text and "**3 hazards**: Race reported at x.cu:5" in text
     assert "skipped: fp32 only" in text and "Total 3 s." in text
+
+
+def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_path):
+    twin = implementation("sgemv/v1_warp_per_row/triton")
+    row = sanitize.run_one(_fake_tool(tmp_path, CLEAN), "memcheck", twin, "67x1031", "fp32")
+    assert row["status"] == "clean" and row["source_hash"] is None
+    assert sanitize.command("cs", "racecheck", twin, "1x1", "fp32")[3:5] == ["--kernel-name", "kns=sgemv_warp"]
+    cuda = implementation("sgemv/v1_warp_per_row/cuda")
+    assert "kns=sgemv_v1_warp_per_row" in sanitize.command("cs", "memcheck", cuda, "1x1", "fp32")
+    old = {"results": [{**row, "tool": "racecheck"}, row]}
+    newer = {**row, "status": "hazards"}
+    kept = sanitize.merged(old, [newer])
+    assert [r["tool"] for r in kept] == ["racecheck", "memcheck"] and kept[-1]["status"] == "hazards"
+
+
+def test_an_op_without_sanitize_shapes_is_skipped_with_the_reason_not_called_clean():
+    from study.problem import Problem
+
+    impl = implementation("sgemv/v1_warp_per_row/cuda")
+    problem = ladder("sgemv").problem
+    rows = sanitize.plan([impl], ("memcheck",), shapes={"sgemv": []})
+    assert rows and all(r[4] is None for r in rows)  # an empty override falls back to the op's shapes
+    original = type(problem).sanitize_shapes
+    try:
+        type(problem).sanitize_shapes = Problem.sanitize_shapes
+        rows = sanitize.plan([impl], ("memcheck",))
+        assert rows and "declares no sanitize shapes" in rows[0][4]
+    finally:
+        type(problem).sanitize_shapes = original
+
+
+def test_reports_name_the_real_file_and_line_of_a_kernel():
+    from study.backends.cuda import kernel_source
+
+    path = Path(__file__).parent / "kernels" / "planted" / "01_read_past_end.cu"
+    lines = kernel_source(path).splitlines()
+    at = next(n for n, line in enumerate(lines) if "probe = x[N]" in line)
+    marker = max(n for n in range(at) if lines[n].startswith("#line"))
+    assert lines[marker].endswith('"tests/kernels/planted/01_read_past_end.cu"')
+    real = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if "probe = x[N]" in line)
+    assert int(lines[marker].split()[1]) + (at - marker - 1) == real

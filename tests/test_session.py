@@ -131,3 +131,15 @@ def test_structured_inputs_are_exact_integers_that_index_mistakes_change():
         first = next(iter(t))
         swapped = {**t, first: t[first].flip(0)}  # a reversed row index
         assert not torch.equal(problem.reference(swapped, problem.precisions[0])[0], ref)
+
+
+@pytest.mark.parametrize("op,shape", [("sgemv", {"M": 64, "N": 1500}), ("sgemv", {"M": 16, "N": 4095}),
+                                      ("sgemm", {"M": 32, "N": 32, "K": 30})])
+def test_structured_inputs_do_not_cancel_out(op, shape):
+    """Periodic patterns summed to zero over every 15 columns; a kernel writing zeros must fail."""
+    problem = ladder(op).problem
+    precision = problem.precisions[0]
+    t = problem.structured_inputs(shape, precision, "cpu")
+    ref, scale = problem.reference(t, precision)
+    zeros = torch.zeros_like(ref, dtype=torch.float32)
+    assert not problem.verify(zeros, ref, scale, precision).ok

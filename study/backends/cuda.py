@@ -29,8 +29,17 @@ class CudaCompileError(RuntimeError):
 
 
 def kernel_source(path: Path) -> str:
-    """The kernel's source with ``common.cuh`` inlined (see the module docstring)."""
-    return _INCLUDE.sub(lambda _: COMMON_HEADER.read_text(), Path(path).read_text())
+    """The kernel's source with ``common.cuh`` inlined (see the module docstring), between
+    ``#line`` directives: compiler errors, ``-lineinfo`` and so compute-sanitizer's reports name
+    the real file and line (NVRTC would say ``kern.cu``, a temporary name)."""
+    text = Path(path).read_text()
+
+    def inline(match) -> str:
+        after = text.count("\n", 0, match.end()) + 2  # the source line after the #include
+        common = COMMON_HEADER.read_text().replace("#pragma once", "// (pragma once: inlined once)")
+        return f'#line 1 "{display(COMMON_HEADER)}"\n{common}\n#line {after} "{display(path)}"'
+
+    return f'#line 1 "{display(path)}"\n' + _INCLUDE.sub(inline, text)
 
 
 def defines(config: Mapping[str, int]) -> tuple[str, ...]:
