@@ -532,8 +532,6 @@ def rerun_plan(doc: dict):
         else doc["plan"]
     for key in keys:
         name, shape_text, precision, autotune, mode = key.split("|")
-        if doc.get("upgraded_from"):
-            name = name.replace("/baseline/cublas", "/torch_matmul/cublas")  # schema 2's name of the baseline
         try:
             impl = implementation(name)
         except KeyError:

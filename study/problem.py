@@ -94,7 +94,9 @@ class Problem:
 
     @staticmethod
     def shape_label(shape: Mapping[str, int]) -> str:
-        return "x".join(str(v) for v in shape.values())
+        from study.results import shape_text
+
+        return shape_text(shape)
 
     def precision(self, name: str) -> Precision:
         for p in self.precisions:

@@ -120,10 +120,15 @@ ENV_KEYS = (("GPU", ("gpu", "name")), ("driver", ("gpu", "driver")), ("CUDA", ("
             ("timer settings", ("timer",)))
 
 
+def shape_text(shape) -> str:
+    """``{"M": 64, "N": 32}`` → ``"64x32"``: the one way a shape is written in keys and files."""
+    return "x".join(str(v) for v in shape.values())
+
+
 def case_key(m: dict) -> tuple:
     """What a record measured, independent of how it came out: implementation, shape,
     precision, autotune, mode ("|".join of it is the compare flow's case key)."""
-    return (m["implementation"], "x".join(str(v) for v in m["shape"].values()), m.get("precision") or m["dtype"],
+    return (m["implementation"], shape_text(m["shape"]), m.get("precision") or m["dtype"],
             m["autotune"], m.get("mode") or "cold")
 
 
@@ -157,6 +162,8 @@ def upgrade(doc: dict) -> dict:
         dims = m["shape"]
         mm, nn, kk = dims["M"], dims["N"], dims["K"]
         baseline = m["backend"] == "cublas"
+        if baseline:  # schema 2 called the one baseline "baseline"; it is torch.matmul's now
+            m["implementation"] = m["implementation"].replace("/baseline/cublas", "/torch_matmul/cublas")
         m.update({"precision": "fp32", "math": "ieee", "mode": m.get("mode") or mode,
                   "baseline": "torch_matmul" if baseline else None, "library": "cuBLAS" if baseline else None,
                   "reference": baseline, "work": {"flops": 2 * mm * nn * kk, "bytes": 4 * (mm * kk + kk * nn + mm * nn),
@@ -165,14 +172,9 @@ def upgrade(doc: dict) -> dict:
     return {**doc, "environment": env, "measurements": records, "upgraded_from": doc["schema"]}
 
 
-def finalize(measurements: list[dict], env: dict) -> list[dict]:
-    """Every derived figure (GFLOPS, GB/s, % peak, % ceiling, × ref) from the stored
-    measurements and the environment, in one place (:mod:`study.metrics`)."""
-    return metrics.finalize(measurements, env)
-
-
 def document(env: dict, measurements: list[dict]) -> dict:
-    return {"schema": SCHEMA, "environment": env, "measurements": finalize(measurements, env)}
+    """Every derived figure comes from the stored measurements and the environment (study/metrics.py)."""
+    return {"schema": SCHEMA, "environment": env, "measurements": metrics.finalize(measurements, env)}
 
 
 def _clean(value):
@@ -222,7 +224,7 @@ def load(path: Path) -> dict:
         if key not in doc:
             raise ValueError(f"{path}: missing {key!r}")
     doc = upgrade(doc)
-    return {**doc, "measurements": finalize(doc["measurements"], doc["environment"])}
+    return {**doc, "measurements": metrics.finalize(doc["measurements"], doc["environment"])}
 
 
 def default_paths(out_dir: Path, name: str = "compare") -> tuple[Path, Path]:

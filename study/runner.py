@@ -137,7 +137,9 @@ class Case:
 
     @property
     def shape_text(self) -> str:
-        return "x".join(str(v) for v in self.shape.values())
+        from study.results import shape_text
+
+        return shape_text(self.shape)
 
     @property
     def key(self) -> str:
@@ -397,7 +399,9 @@ def _tune_key(impl, device, shape, precision, mode) -> str:
     space = json.dumps([dict(p) for p in impl.space], sort_keys=True)
     source = (kernel_source(impl.target.path) + space).encode()
     digest = hashlib.sha256(source).hexdigest()[:16]
-    shape_s = "x".join(str(v) for v in shape.values())
+    from study.results import shape_text
+
+    shape_s = shape_text(shape)
     return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|"
             f"{precision.name}|{mode}|{digest}")
 

@@ -53,7 +53,7 @@ def test_pairs_verdicts_and_environment_differences(tmp_path):
     crashed = by[("sgemm/v0_naive_colmajor_b/triton", "off")]
     crashed.update(status="crashed", samples_ms=[], median_ms=None)
     b["measurements"] = [m for m in b["measurements"] if m["implementation"] != "sgemm/v1_naive/triton"]
-    extra = copy.deepcopy(by[("sgemm/baseline/cublas", "n/a")])
+    extra = copy.deepcopy(by[("sgemm/torch_matmul/cublas", "n/a")])
     extra["shape"] = {"M": 1, "N": 2, "K": 3}
     b["measurements"].append(extra)
     b["environment"]["gpu"]["driver"] = "1000.0"
@@ -61,8 +61,8 @@ def test_pairs_verdicts_and_environment_differences(tmp_path):
     assert pairs[("sgemm/v0_naive_colmajor_b/cuda", "100x200x300", "off")].verdict == "slower"
     assert pairs[("sgemm/v0_naive_colmajor_b/triton", "100x200x300", "off")].verdict == "status changed"
     assert pairs[("sgemm/v1_naive/triton", "100x200x300", "off")].verdict == "only in A"
-    assert pairs[("sgemm/baseline/cublas", "1x2x3", "n/a")].verdict == "only in B"
-    assert pairs[("sgemm/baseline/cublas", "100x200x300", "n/a")].verdict == "same within noise"
+    assert pairs[("sgemm/torch_matmul/cublas", "1x2x3", "n/a")].verdict == "only in B"
+    assert pairs[("sgemm/torch_matmul/cublas", "100x200x300", "n/a")].verdict == "same within noise"
     assert diff.environment_differences(a, b)[0] == ("driver", "999.1", "1000.0")
     text = diff.markdown("a.json", "b.json", a, b, list(pairs.values()), 0.05)
     assert text.index("Environment differences") < text.index("## Pairs") and "`999.1` → `1000.0`" in text
