@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
 from study.diff import DEFAULT_THRESHOLD
@@ -177,6 +178,8 @@ def _parser() -> argparse.ArgumentParser:
     san.add_argument("--backend", action="append", choices=("cuda", "triton"),
                      help="backends (default: cuda; triton adds the twins)")
     san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
+    san.add_argument("--jobs", type=int, default=4,
+                     help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
     san.add_argument("--target", nargs=3, metavar=("IMPL", "SHAPE", "PRECISION"), help=argparse.SUPPRESS)
 
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
@@ -601,21 +604,32 @@ def cmd_sanitize(args) -> int:
     old = json.loads(old_path.read_text()) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), results.python_argv()),
            "tool_version": version[0] if version else "", "results": sanitize.merged(old, []), "complete": False}
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1; got {args.jobs}")
     fresh: list = []
-    print(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}", file=sys.stderr)
-    for n, (impl, tool, shape_text, precision, reason) in enumerate(rows, 1):
+    print(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {args.jobs} at once",
+          file=sys.stderr)
+    started = time.perf_counter()
+
+    def one(row_plan):
+        impl, tool, shape_text, precision, reason = row_plan
         if reason:
-            row = {"implementation": impl.name, "source": impl.source, "source_hash": sanitize.source_hash(impl),
-                   "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
-                   "count": None, "first": [], "seconds": 0.0}
-        else:
-            row = sanitize.run_one(tool_path, tool, impl, shape_text, precision)
-        fresh.append(row)
-        doc["results"] = sanitize.merged(old, fresh)  # earlier rows this run does not redo are kept
-        results.write(out_dir / "sanitize.json", doc)  # after every run: an interruption loses nothing
-        print(f"[{n}/{len(rows)}] {impl.name} {tool} {shape_text} {precision}: {row['status']}"
-              + (f" ({row['count']})" if row["status"] == "hazards" else ""), file=sys.stderr, flush=True)
-    doc["complete"] = True
+            return {"implementation": impl.name, "source": impl.source, "source_hash": sanitize.source_hash(impl),
+                    "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
+                    "count": None, "first": [], "seconds": 0.0}
+        return sanitize.run_one(tool_path, tool, impl, shape_text, precision)
+
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(args.jobs) as pool:  # each run is a process of its own; threads only wait
+        for n, row in enumerate(pool.map(one, rows), 1):
+            fresh.append(row)
+            doc["results"] = sanitize.merged(old, fresh)  # earlier rows this run does not redo are kept
+            results.write(out_dir / "sanitize.json", doc)  # after every run: an interruption loses nothing
+            print(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
+                  f"{row['status']}" + (f" ({row['count']})" if row["status"] == "hazards" else ""),
+                  file=sys.stderr, flush=True)
+    doc["complete"], doc["wall_s"], doc["jobs"] = True, time.perf_counter() - started, args.jobs
     results.write(out_dir / "sanitize.json", doc)
     (out_dir / "sanitize.md").write_text(sanitize.markdown(doc))
     print(f"wrote {out_dir / 'sanitize.json'} and sanitize.md", file=sys.stderr)

@@ -1,7 +1,8 @@
 """The ``compare`` flow: plan, measure in workers, write after every case, resume, report.
 
-Nothing is lost: the results file is rewritten (atomically) after every measurement with
-``complete: false`` until the last case is done. Re-running the same command on the same
+Nothing is lost: every measurement is appended to the results file's journal as it completes,
+and the file itself is rewritten (atomically, ``complete: false``) every ``REWRITE_S`` seconds,
+on every exit and when the last case is done (the journal then goes). Re-running the same command on the same
 commit with the same timer settings finds that file and measures only the cases it lacks;
 any other difference starts a fresh run (``--fresh`` forces one).
 """
@@ -35,7 +36,13 @@ def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None,
     changed = results.differences(old["environment"], env, ("GPU", "commit", "dirty tree", "timer settings"))
     if changed:
         return None, "the earlier run differs in " + ", ".join(label for label, _, _ in changed)
+    journaled = results.Journal(path).records(old["environment"].get("utc")) or []
+    have = {m.get("case") for m in old["measurements"]}
+    old["measurements"] += [m for m in journaled if m.get("case") in set(plan_keys) - have]
     return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
+
+
+REWRITE_S = 30.0  # the whole document is rewritten at most this often while cases complete
 
 
 class LaneDead(Exception):
@@ -57,13 +64,18 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     if old is not None:
         env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
     done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
-    lock = threading.Lock()
+    lock = threading.RLock()  # an interrupt may land while this thread holds it
     stopping = threading.Event()
+    journal = results.Journal(json_path)
+    last_write = [0.0]
 
     def save(complete: bool) -> dict:
         doc = results.document(env, [done[k] for k in plan_keys if k in done])
         doc["plan"], doc["complete"] = plan_keys, complete and len(doc["measurements"]) == len(plan_keys)
         results.write(json_path, doc)
+        last_write[0] = time.monotonic()
+        if doc["complete"]:
+            journal.remove()
         return doc
 
     def one(measure_one, case: Case) -> None:
@@ -80,11 +92,24 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
             if stopping.is_set():  # interrupted meanwhile: what a killed worker returns is not a result
                 return
             done[case.key] = record
-            save(False)
+            journal.append(record)
+            if time.monotonic() - last_write[0] >= REWRITE_S:
+                save(False)
             if progress:
                 progress(len(done), len(cases), case, record)
 
     save(False)
+    journal.start(env["utc"], keep=old is not None)
+    try:
+        return _measure_all(cases, done, measure, one, lock, stopping, save)
+    except BaseException:
+        stopping.set()
+        with lock:
+            save(False)  # what completed is in the document too, not only in the journal
+        raise
+
+
+def _measure_all(cases, done, measure, one, lock, stopping, save) -> dict:
     todo = [c for c in cases if c.key not in done]
     lanes = measure if isinstance(measure, list) else [measure]
     if len(lanes) == 1:
@@ -122,13 +147,9 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     threads = [threading.Thread(target=lane, args=(m,), daemon=True) for m in lanes]
     for t in threads:
         t.start()
-    try:
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(0.2)  # short waits: the main thread must stay free to take Ctrl-C
-    except BaseException:
-        stopping.set()
-        raise
+    while any(t.is_alive() for t in threads):
+        for t in threads:
+            t.join(0.2)  # short waits: the main thread must stay free to take Ctrl-C
     if failures:
         raise failures[0]
     for group in queue:  # every lane's worker failed to start: say so for each case left

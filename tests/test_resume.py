@@ -143,7 +143,8 @@ def test_an_interrupt_prints_one_line_and_exits_130_without_a_traceback(tmp_path
                             cwd=ROOT, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "TRITON_INTERPRET": "1"})
     deadline = time.time() + 120
-    while time.time() < deadline and not (path.is_file() and results.load(path)["measurements"]):
+    journal = results.Journal(path).path  # a line per completed case; the document waits
+    while time.time() < deadline and not (journal.is_file() and len(journal.read_text().splitlines()) >= 2):
         time.sleep(0.05)
     proc.send_signal(getattr(signal, signame))
     time.sleep(0.2)
@@ -158,3 +159,67 @@ def test_an_interrupt_prints_one_line_and_exits_130_without_a_traceback(tmp_path
         lines == [f"interrupted: {saved} of 5 measurements are saved in {path}; run the same command again to resume",
                   "cleaned up"]
     assert 1 <= saved < 5 and results.load(path)["complete"] is False
+
+
+def test_a_run_killed_between_rewrites_resumes_from_its_journal(tmp_path, monkeypatch):
+    path = tmp_path / "compare.json"
+    writes, first_calls = [], []
+    real_write = results.write
+
+    def write_once(p, doc):  # the opening write lands; later ones never do (as if killed)
+        writes.append(len(doc["measurements"]))
+        if len(writes) > 1:
+            raise OSError("killed")
+        real_write(p, doc)
+
+    def stop_after_two(case):
+        if len(first_calls) == 2:
+            raise KeyboardInterrupt
+        return _fake(first_calls)(case)
+
+    monkeypatch.setattr(results, "write", write_once)
+    with pytest.raises(OSError):
+        run_compare(_cases(), ENV, path, stop_after_two, say=lambda _: None)
+    monkeypatch.setattr(results, "write", real_write)
+    assert results.load(path)["measurements"] == [] and writes[0] == 0
+    messages, second_calls = [], []
+    doc = run_compare(_cases(), ENV, path, _fake(second_calls), say=messages.append)
+    assert messages[-1].startswith("resuming: 2 of 5")
+    assert len(second_calls) == 3 and set(second_calls).isdisjoint(first_calls)
+    assert doc["complete"] is True and not (tmp_path / "compare.json.journal").exists()
+
+
+def test_a_journal_of_another_run_or_a_cut_line_is_not_read(tmp_path):
+    journal = results.Journal(tmp_path / "c.json")
+    journal.start("run-a", keep=False)
+    journal.append({"case": "x", "samples_ms": [1.0]})
+    journal.append({"case": "y"})
+    assert [r["case"] for r in journal.records("run-a")] == ["x", "y"]
+    assert journal.records("run-b") is None
+    with open(journal.path, "a") as f:
+        f.write('{"case": "z", "samp')  # killed mid-line
+    assert [r["case"] for r in journal.records("run-a")] == ["x", "y"]
+    journal.start("run-a", keep=True)
+    assert len(journal.records("run-a")) == 2
+    journal.start("run-b", keep=True)  # not this run's journal: begun again
+    assert journal.records("run-b") == [] and journal.records("run-a") is None
+
+
+def test_results_files_hold_one_line_per_measurement_and_read_back_unchanged(tmp_path):
+    doc = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())
+    text = results.dumps(doc)
+    lines = text.splitlines()
+    assert sum(line.startswith('  {"') for line in lines) == len(doc["measurements"])
+    stored = json.loads(text)
+    assert isinstance(stored["measurements"][0]["samples_ms"], dict)  # a histogram on disk
+    back = {**stored, "measurements": [results.unpack_samples(m) for m in stored["measurements"]]}
+    assert back == {**doc, "measurements": [{**m, "samples_ms": sorted(m["samples_ms"])} for m in doc["measurements"]]}
+    assert results.dumps({"schema": 3, "environment": {}, "measurements": []}).count("\n") == 5
+
+
+def test_samples_are_stored_as_a_histogram_without_losing_a_sample():
+    samples = [0.005088, 0.00512, 0.005088, 0.0061, 0.005088, 0.00512]
+    packed = results.pack_samples({"samples_ms": samples})["samples_ms"]
+    assert packed == {"value": [0.005088, 0.00512, 0.0061], "count": [3, 2, 1]}
+    assert results.unpack_samples({"samples_ms": packed})["samples_ms"] == sorted(samples)
+    assert results.unpack_samples({"samples_ms": [2.0, 1.0]})["samples_ms"] == [2.0, 1.0]  # older files

@@ -38,6 +38,37 @@ def test_the_tools_output_is_read_into_a_count_and_the_first_reports():
     assert sanitize.parse("Traceback (most recent call last): ...")[0] is None
 
 
+INIT = """========= COMPUTE-SANITIZER
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at sgemv_v3_split_n+0x1720 in 03_split_n.cu:106
+=========     by thread (0,0,0) in block (1,0,0)
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at at::native::vectorized_elementwise_kernel+0x90 in Loops.cuh:42
+========= Uninitialized access to 0x7f1e96c04c00 on access by cudaMemcpy source
+=========     Saved host backtrace up to driver entry point at error
+========= ERROR SUMMARY: 3 errors
+"""
+
+
+def test_initcheck_counts_only_the_reports_inside_the_rungs_kernel():
+    count, first, outside = sanitize.parse_in_kernel(INIT, "sgemv_v3_split_n")
+    assert (count, outside) == (1, 2) and "03_split_n.cu:106" in first[0]
+    assert sanitize.parse_in_kernel(INIT, "sgemv_v2_vector_loads")[:2] == (0, [])
+    assert sanitize.parse_in_kernel("Traceback: boom", "sgemv_v3_split_n")[0] is None
+    impl = implementation("sgemv/v3_split_n/cuda")
+    assert "--kernel-name" not in sanitize.command("cs", "initcheck", impl, "67x1031", "fp32")
+    assert "--kernel-name" in sanitize.command("cs", "racecheck", impl, "67x1031", "fp32")
+
+
+def test_initcheck_reports_outside_the_rung_leave_it_clean(tmp_path):
+    impl = implementation("sgemv/v2_vector_loads/cuda")
+    row = sanitize.run_one(_fake_tool(tmp_path, INIT, 0), "initcheck", impl, "67x1031", "fp32")
+    assert row["status"] == "clean" and row["outside_kernel"] == 3
+    row = sanitize.run_one(_fake_tool(tmp_path, INIT, 0), "initcheck", implementation("sgemv/v3_split_n/cuda"),
+                           "67x1031", "fp32")
+    assert row["status"] == "hazards" and row["count"] == 1 and row["outside_kernel"] == 2
+
+
 def _fake_tool(tmp_path, text, code=0):
     tool = tmp_path / "compute-sanitizer"
     (tmp_path / "out.txt").write_text(text)
@@ -105,7 +136,8 @@ def test_the_markdown_lists_every_run():
                         "status": "skipped", "reason": "fp32 only", "count": None, "first": [], "seconds": 0.0}]}
     text = sanitize.markdown(doc)
     assert "**1 runs not clean.**" in text and "**3 hazards**: Race reported at x.cu:5" in text
-    assert "skipped: fp32 only" in text and "Total 3 s." in text
+    assert "skipped: fp32 only" in text and "Runs took 3 s together." in text
+    assert "this run 2 s of wall time, 4 at once." in sanitize.markdown({**doc, "wall_s": 2.0, "jobs": 4})
 
 
 def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_path):
