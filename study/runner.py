@@ -43,8 +43,8 @@ class TimingConfigError(ValueError):
 class TimerSettings:
     """How every sample is taken and when sampling stops; written beside every result.
 
-    Modes: ``cold`` writes a buffer of ``flush_factor`` × L2 before each sample (the
-    flush is not timed) and brackets each launch with its own events; ``hot`` launches
+    Modes: ``cold`` reads a buffer of ``flush_factor`` × L2 before each sample (the
+    flush is not timed; a read, so that no dirty line is left for the kernel to write back) and brackets each launch with its own events; ``hot`` launches
     back to back without a flush; ``graph`` captures N launches in one CUDA graph and
     times each replay (per-launch time = replay / N; no flush, so hot caches).
 
@@ -117,7 +117,7 @@ class TimerSettings:
     def to_json(self) -> dict:
         """The settings as results record them. ``mode`` is the mode of :meth:`Timer.time`
         (ceilings, validate); a compare run records each case's mode with the case instead."""
-        return {**dataclasses.asdict(self), "flush_l2": self.flush_l2,
+        return {**dataclasses.asdict(self), "flush_l2": self.flush_l2, "flush": "read of flush_factor × L2",
                 "timer": "torch.cuda.Event pairs on the stream the kernel runs on",
                 "headline": "median", "stop": "reps" if self.reps else "noise or ci"}
 
@@ -240,7 +240,14 @@ class Timer:
         self.device = device
         self.clocks = clocks
         self.flush_bytes = settings.flush_factor * device.l2_bytes
-        self._flush = torch.empty(self.flush_bytes, dtype=torch.uint8, device="cuda")
+        # The flush READS 2 × L2 of its own buffer (written once, here): L2 is left full of clean
+        # lines of no use to the kernel. A write flush (a memset, as do_bench and nvbench do) left
+        # 60 MB of dirty lines that the timed kernel had to write back as it evicted them: on the
+        # H200 that added ~9 µs to every memory-bound kernel (an FP16 16384² GEMV 130.8 µs after a
+        # write flush, 121.9 µs after a read, 121.7 µs hot), 40 % at 4096² (docs/method.md §3).
+        self._flush = torch.zeros(self.flush_bytes // 8, dtype=torch.int64, device="cuda")
+        self._flush_sum = torch.zeros((), dtype=torch.int64, device="cuda")
+        self.flush_bytes = self._flush.numel() * 8
         self._lead = _lead_kernel()
         self.host_s_per_sample = HOST_S_PER_SAMPLE
         self.host_bound_batches = 0
@@ -274,7 +281,7 @@ class Timer:
         queued = time.perf_counter()
         for start, end in zip(starts, ends):
             if flush:
-                self._flush.zero_()
+                self.flush()
             start.record()
             fn()
             end.record()
@@ -293,14 +300,20 @@ class Timer:
             self.host_bound_batches += 1
         return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
 
+    def flush(self) -> None:
+        """Evict L2 by reading 2 × its size, leaving no dirty line behind (see __init__)."""
+        import torch
+
+        torch.sum(self._flush, dim=0, out=self._flush_sum)
+
     def _time_flush(self) -> float:
         """Milliseconds of one L2 flush (the GPU time between two samples of cold mode)."""
         import torch
 
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        self._flush.zero_()
+        self.flush()
         start.record()
-        self._flush.zero_()
+        self.flush()
         end.record()
         end.synchronize()
         return start.elapsed_time(end)

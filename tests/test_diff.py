@@ -37,6 +37,16 @@ def test_identical_distributions_are_called_the_same():
     assert same >= 36  # a 95 % interval: about 2 in 40 may exclude 1 by chance
 
 
+def test_a_shift_inside_the_runs_spread_is_the_same_one_beyond_it_is_not():
+    a = {"status": "ok", "samples_ms": _samples(1.0, n=20000, spread=0.01, seed=1)}
+    small = {"status": "ok", "samples_ms": _samples(1.004, n=20000, spread=0.01, seed=2)}
+    large = {"status": "ok", "samples_ms": _samples(1.03, n=20000, spread=0.01, seed=3)}
+    pair = diff.compare_pair(("k",), a, small)
+    assert pair.lo > 1 and pair.verdict == "same within noise"  # the interval alone would say slower
+    assert diff.compare_pair(("k",), a, large).verdict == "slower"
+    assert diff.compare_pair(("k",), large, a).verdict == "faster"
+
+
 def _doc():
     doc = results.load(DATA)
     for m in doc["measurements"]:
