@@ -95,8 +95,17 @@ def clocks_seen(doc: dict) -> str:
     return f"{min(lows):.0f}–{max(highs):.0f} MHz" if lows and highs else "unknown"
 
 
+def _only_changed(a, b):
+    """Of two settings dicts, the entries that differ (a key one lacks shows as None)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return a, b
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+    return {k: a.get(k) for k in keys}, {k: b.get(k) for k in keys}
+
+
 def environment_differences(doc_a: dict, doc_b: dict) -> list[tuple[str, object, object]]:
-    found = results.differences(doc_a["environment"], doc_b["environment"])
+    found = [(label, *_only_changed(a, b))
+             for label, a, b in results.differences(doc_a["environment"], doc_b["environment"])]
     ca, cb = clocks_seen(doc_a), clocks_seen(doc_b)
     return found + ([("SM clocks seen", ca, cb)] if ca != cb else [])
 
@@ -132,7 +141,8 @@ def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], thresh
     slow = regressions(pairs, threshold)
     out = [f"# `study diff`: {path_a} → {path_b}", "",
            "B/A is the ratio of medians (> 1: B is slower) with a 95 % bootstrap interval from the stored samples; "
-           "`same within noise` means the interval holds 1.", "", "## Environment differences", ""]
+           "`same within noise` means the interval holds 1 or the shift is within the noisier run's spread "
+           "(relative standard deviation of its samples inside Tukey's fences).", "", "## Environment differences", ""]
     out += ([f"- {what}: `{a}` → `{b}`" for what, a, b in env] or ["- none"]) + [""]
     out += ["## Summary", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
             (f"**{len(slow)} slower by more than {100 * threshold:g} %** (exit 1)." if slow else

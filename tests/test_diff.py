@@ -47,6 +47,13 @@ def test_a_shift_inside_the_runs_spread_is_the_same_one_beyond_it_is_not():
     assert diff.compare_pair(("k",), large, a).verdict == "faster"
 
 
+def test_a_changed_setting_is_named_alone():
+    a, b = _doc(), _doc()
+    b["environment"]["timer"] = {**a["environment"]["timer"], "flush": "read"}
+    (label, old, new), = diff.environment_differences(a, b)
+    assert label == "timer settings" and old == {"flush": None} and new == {"flush": "read"}
+
+
 def _doc():
     doc = results.load(DATA)
     for m in doc["measurements"]:
