@@ -26,6 +26,11 @@ EXAMPLES_COMPARE = """examples:
   python -m study compare --mode graph --op sgemm --shape 256x256x256 --noise 1
   python -m study compare --reps 50 --fresh
 """
+EXAMPLES_SWEEP = """examples:
+  python -m study sweep --op sgemm --m 256:8192:x2 --n 256:8192:x2 --k 4096 --backend cuda --rung v4
+  python -m study sweep --op sgemv --m 1024:16384:x2 --n 1024,4096,65536 --dtype fp16 --mode cold
+  python -m study sweep --op sgemm --m 64 --n 64 --k 4096:65536:x2 --autotune on --yes
+"""
 EXAMPLES_REPORT = """examples:
   python -m study report reports/h200/compare.json
   python -m study report reports/h200/compare.json --md /tmp/compare.md
@@ -70,6 +75,50 @@ class UsageError(Exception):
     pass
 
 
+def _add_run_options(p: argparse.ArgumentParser, name: str) -> None:
+    """What compare and sweep share: precisions, autotune, modes, the timer, where results go, GPUs."""
+    p.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
+                   help="precision (repeatable; default: each op's own; an op lists those it accepts)")
+    p.add_argument("--autotune", choices=("off", "on", "both"), default="off",
+                   help="off: declared configs; on: search each rung's space; both: measure each way")
+    p.add_argument("--mode", action="append", choices=("cold", "hot", "graph"),
+                   help="cold: L2 flushed before each sample; hot: back-to-back launches; graph: N launches "
+                        "replayed from one CUDA graph (repeatable; default: each op's, e.g. cold and hot for sgemv)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="a fixed number of timed repetitions (≥ 20) instead of stopping by noise")
+    p.add_argument("--noise", type=float, default=0.5,
+                   help="stop when the relative stdev of the samples is at most this many %% (default 0.5)")
+    p.add_argument("--ci", type=float, default=0.1,
+                   help="or stop when the median's 95%% confidence interval is within ± this many %% of it "
+                        "(default 0.1): kernels with an intrinsic jitter")
+    p.add_argument("--trials", type=int, default=3,
+                   help="correctness trials before timing: this many random-input trials (fresh seeds), then "
+                        "one on structured inputs (default 3)")
+    p.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
+    p.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
+    p.add_argument("--timeout", type=float, default=15.0,
+                   help="stop sampling a measurement after this many s and flag it (default 15)")
+    p.add_argument("--throttle-threshold", type=float, default=0.75,
+                   help="discard samples taken below this fraction of the max SM clock (default 0.75)")
+    p.add_argument("--keep-throttled", action="store_true", help="keep throttled samples (flag them only)")
+    p.add_argument("--graph-launches", type=int, default=None,
+                   help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
+    p.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="measure in this process instead of a worker (a faulting kernel then ends the run)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder of the results and report (default: reports/<gpu>/)")
+    p.add_argument("--name", default=None,
+                   help=f"file stem of results and report (default: {name}, or {name}-shard-i-of-n)")
+    p.add_argument("--gpus", default=None, metavar="0,1,…|all",
+                   help="measure on these GPUs at once, one worker each, groups handed to whichever is free; "
+                        "one results file")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="measure only shard I of N (0 <= I < N): whole (op, shape, precision) groups; "
+                        "merge the shards' files with `study merge` (docs/cluster.md)")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m study", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,46 +137,23 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--shape", action="append",
                      help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
                           "ops run (repeatable; default: each op's shapes)")
-    cmp.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
-                     help="precision (repeatable; default: each op's own; an op lists those it accepts)")
-    cmp.add_argument("--autotune", choices=("off", "on", "both"), default="off",
-                     help="off: declared configs; on: search each rung's space; both: measure each way")
-    cmp.add_argument("--mode", action="append", choices=("cold", "hot", "graph"),
-                     help="cold: L2 flushed before each sample; hot: back-to-back launches; graph: N launches "
-                          "replayed from one CUDA graph (repeatable; default: each op's, e.g. cold and hot for sgemv)")
-    cmp.add_argument("--reps", type=int, default=None,
-                     help="a fixed number of timed repetitions (≥ 20) instead of stopping by noise")
-    cmp.add_argument("--noise", type=float, default=0.5,
-                     help="stop when the relative stdev of the samples is at most this many %% (default 0.5)")
-    cmp.add_argument("--ci", type=float, default=0.1,
-                     help="or stop when the median's 95%% confidence interval is within ± this many %% of it "
-                          "(default 0.1): kernels with an intrinsic jitter")
-    cmp.add_argument("--trials", type=int, default=3,
-                     help="correctness trials before timing: this many random-input trials (fresh seeds), then "
-                          "one on structured inputs (default 3)")
-    cmp.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
-    cmp.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
-    cmp.add_argument("--timeout", type=float, default=15.0,
-                     help="stop sampling a measurement after this many s and flag it (default 15)")
-    cmp.add_argument("--throttle-threshold", type=float, default=0.75,
-                     help="discard samples taken below this fraction of the max SM clock (default 0.75)")
-    cmp.add_argument("--keep-throttled", action="store_true", help="keep throttled samples (flag them only)")
-    cmp.add_argument("--graph-launches", type=int, default=None,
-                     help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
-    cmp.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")
-    cmp.add_argument("--no-isolate", action="store_true",
-                     help="measure in this process instead of a worker (a faulting kernel then ends the run)")
-    cmp.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    cmp.add_argument("--out", type=Path, default=None,
-                     help="folder of the results and report (default: reports/<gpu>/)")
-    cmp.add_argument("--name", default=None,
-                     help="file stem of results and report (default: compare, or compare-shard-i-of-n)")
-    cmp.add_argument("--gpus", default=None, metavar="0,1,…|all",
-                     help="measure on these GPUs at once, one worker each, groups handed to whichever is free; "
-                          "one results file")
-    cmp.add_argument("--shard", default=None, metavar="I/N",
-                     help="measure only shard I of N (0 <= I < N): whole (op, shape, precision) groups; "
-                          "merge the shards' files with `study merge` (docs/cluster.md)")
+    _add_run_options(cmp, "compare")
+
+    swp = sub.add_parser("sweep", help="one op over a grid of shapes: tidy CSV, heatmaps per backend (GPU)",
+                         epilog=EXAMPLES_SWEEP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    swp.add_argument("--op", required=True, help="the op to sweep")
+    for axis in ("m", "n", "k", "batch"):
+        label = axis if axis == "batch" else axis.upper()
+        swp.add_argument(f"--{axis}", default=None, metavar="SPEC",
+                         help=f"values of axis {label}: e.g. 4096, 64,100,4096, 64:8192:x2 or 256:2048:256")
+    swp.add_argument("--axis", action="append", metavar="NAME=SPEC", help="values of any other axis of the op")
+    swp.add_argument("--backend", action="append", choices=BACKENDS,
+                     help="backend to run (repeatable; the reference baseline always runs)")
+    swp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
+    swp.add_argument("--yes", action="store_true", help="run even above the case limit")
+    swp.add_argument("--limit", type=int, default=None,
+                     help="refuse above this many cases without --yes (default 300)")
+    _add_run_options(swp, "sweep-<op>")
 
     cei = sub.add_parser("ceilings", help="measure (once per GPU, cached) FFMA, tensor-core, copy and launch ceilings",
                          epilog=EXAMPLES_CEILINGS, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -306,17 +332,30 @@ def _no_gpu_reason() -> str | None:
     return None
 
 
-def _progress(n, total, case, record):
-    from study import metrics
-    from study.report import reason_line
+class Progress:
+    """One line per measured case, with the time left estimated from this run's pace (cases
+    resumed from an earlier run do not count towards it)."""
 
-    status = record["status"]
-    if status == "ok":
-        value = metrics.headline({**record, **metrics.derive(record, {})})
-        what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
-    else:
-        what = f"{status}: {reason_line(record['reason'])[:160]}"
-    print(f"[{n:>{len(str(total))}}/{total}] {case.label:<72} {what}", file=sys.stderr, flush=True)
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.first = None
+
+    def __call__(self, n, total, case, record):
+        from study import metrics
+        from study.report import reason_line
+        from study.sweep import eta_text
+
+        if self.first is None:
+            self.first = n - 1
+        status = record["status"]
+        if status == "ok":
+            value = metrics.headline({**record, **metrics.derive(record, {})})
+            what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
+        else:
+            what = f"{status}: {reason_line(record['reason'])[:160]}"
+        pace = (time.perf_counter() - self.started) / max(n - self.first, 1)
+        print(f"[{n:>{len(str(total))}}/{total} {eta_text(pace * (total - n)):>6} left] {case.label:<72} {what}",
+              file=sys.stderr, flush=True)
 
 
 def _settings(args):
@@ -343,8 +382,15 @@ def _gpu_or_exit(command: str) -> bool:
 
 def cmd_compare(args) -> int:
     cases = _cases(args)  # usage errors before the GPU check: they need no GPU to be told
+    code, _ = _run(args, cases, "compare")
+    return code
+
+
+def _run(args, cases, command: str, stem: str | None = None, finish=None):
+    """compare's and sweep's common end: shard, GPUs, measure, write. Returns (exit code, document)."""
     settings = _settings(args)
-    name = args.name or "compare"
+    stem = stem or command
+    name, shard = args.name or stem, None
     if args.shard:
         from study.shards import ShardError, parse_shard, shard_cases
 
@@ -353,10 +399,10 @@ def cmd_compare(args) -> int:
         except ShardError as exc:
             raise UsageError(str(exc)) from None
         cases = shard_cases(cases, index, count)
-        name = args.name or f"compare-shard-{index}-of-{count}"
+        name, shard = args.name or f"{stem}-shard-{index}-of-{count}", [index, count]
         print(f"shard {index}/{count}: {len(cases)} cases", file=sys.stderr)
-    if not _gpu_or_exit("compare"):
-        return 2
+    if not _gpu_or_exit(command):
+        return 2, None
     gpus = None
     if args.gpus:
         import torch
@@ -369,14 +415,57 @@ def cmd_compare(args) -> int:
             raise UsageError(str(exc)) from None
         if args.no_isolate and len(gpus) > 1:
             raise UsageError("--gpus with several GPUs needs a worker per GPU: drop --no-isolate")
-    code, _ = measure_and_report(cases, settings, args.out, name, seed=args.seed, isolate=not args.no_isolate,
-                                 fresh=args.fresh, what=f"autotune {args.autotune}", gpus=gpus,
-                                 shard=[index, count] if args.shard else None)
+    return measure_and_report(cases, settings, args.out, name, seed=args.seed, isolate=not args.no_isolate,
+                              fresh=args.fresh, what=f"autotune {args.autotune}", gpus=gpus, shard=shard,
+                              finish=finish)
+
+
+def cmd_sweep(args) -> int:
+    from study import sweep
+    from study.runner import plan
+
+    all_ops = ladders()
+    if args.op not in all_ops:
+        raise UsageError(f"unknown op {args.op!r}; known: {', '.join(all_ops)}")
+    problem = all_ops[args.op].problem
+    by_lower = {a.lower(): a for a in problem.axes}
+    specs: dict = {}
+    given = [(a, v) for a, v in (("m", args.m), ("n", args.n), ("k", args.k), ("batch", args.batch)) if v is not None]
+    for item in args.axis or []:
+        axis, sep, value = item.partition("=")
+        if not sep or not axis.strip():
+            raise UsageError(f"--axis {item!r}: expected NAME=SPEC, e.g. --axis batch=32:256:x2")
+        given.append((axis.strip(), value))
+    for axis, value in given:
+        specs[by_lower.get(axis.lower(), axis)] = value
+    try:
+        shapes = sweep.grid(problem.axes, specs)
+    except sweep.RangeError as exc:
+        raise UsageError(f"sweep {args.op}: {exc}") from None
+    precisions = parse_dtypes(args.dtype, [args.op], all_ops) if args.dtype else None
+    try:
+        cases = plan([args.op], shapes={args.op: shapes}, precisions=precisions, backends=args.backend,
+                     rungs=args.rung, autotune=args.autotune, modes=args.mode)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(exc.args[0] if exc.args else str(exc)) from None
+    counts = " × ".join(f"{len(sweep.parse_values(specs[a]))} {a}" for a in problem.axes)
+    print(f"sweep {args.op}: {len(shapes)} shapes ({counts}) → {len(cases)} cases", file=sys.stderr)
+    limit = sweep.CASE_LIMIT if args.limit is None else args.limit
+    if len(cases) > limit and not args.yes:
+        print(f"study sweep: {len(cases)} cases is above the limit of {limit}; narrow the ranges, or pass --yes "
+              f"(or --limit N) to run them", file=sys.stderr)
+        return 2
+
+    def finish(doc, json_path, md_path):
+        csv_path, md = sweep.write_outputs(doc, json_path)
+        print(f"wrote {csv_path} and {md}", file=sys.stderr)
+
+    code, _ = _run(args, cases, "sweep", stem=f"sweep-{args.op}", finish=finish)
     return code
 
 
 def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fresh=False, what="", gpus=None,
-                       shard=None):
+                       shard=None, finish=None):
     """The compare flow on the GPU: ceilings, environment, every case in a worker, the report.
     With ``gpus`` (several indices) one worker per GPU, each measuring its own ceilings and launch
     overhead, recorded per GPU. Returns (exit code, the results document or None when interrupted)."""
@@ -424,7 +513,7 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
 
             pools.append(WorkerPool(settings, **session_args))
             measure = _pool_measure(pools[0])
-        return run_compare(cases, env, json_path, measure, progress=_progress, fresh=fresh, say=say)
+        return run_compare(cases, env, json_path, measure, progress=Progress(), fresh=fresh, say=say)
 
     def work_on_gpus() -> dict:
         from study.worker import WorkerPool, start_all
@@ -446,7 +535,7 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"],
                    modes=sorted({c.mode for c in cases}), seed=seed, shard=shard)
         say(f"{len(cases)} cases on {len(ready)} {models[0]}, {what}; results to {json_path}")
-        return run_compare(cases, env, json_path, [_pool_measure(p, len(ready)) for p in ready], progress=_progress,
+        return run_compare(cases, env, json_path, [_pool_measure(p, len(ready)) for p in ready], progress=Progress(),
                            fresh=fresh, say=say)
 
     def cleanup() -> None:
@@ -456,9 +545,12 @@ def measure_and_report(cases, settings, out_dir, name, seed=0, isolate=True, fre
     doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
     if doc is None:
         return code, None
-    report.write_report(doc, md_path)
-    print_summary(doc)
-    say(f"\nwrote {json_path} and {md_path}")
+    if finish is None:
+        report.write_report(doc, md_path)
+        print_summary(doc)
+        say(f"\nwrote {json_path} and {md_path}")
+    else:
+        finish(doc, json_path, md_path)
     return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
 
 
@@ -725,7 +817,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
-                "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
+                "validate": cmd_validate, "diff": cmd_diff, "sweep": cmd_sweep, "merge": cmd_merge, "rerun": cmd_rerun,
                 "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
