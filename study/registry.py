@@ -31,7 +31,7 @@ from study import kernel_header
 from study.paths import CUDA_DIR, display
 
 NOT_OPS = ("microbench",)  # cuda_kernels/microbench: ceiling kernels, not rungs (study/ceilings.py)
-BACKENDS = ("cuda", "triton", "cublas")
+BACKENDS = ("cuda", "triton", "cublas", "cublaslt")
 
 
 class PluginError(ImportError):
@@ -75,8 +75,9 @@ class Rung:
 @dataclasses.dataclass(frozen=True)
 class Baseline:
     """A library implementation of the op. ``run(tensors, out, precision)`` returns the
-    launch closure; ``backend`` is the name its records carry (``cublas`` for torch calls
-    that reach cuBLAS); exactly one baseline per op is the ``reference``."""
+    launch closure, or (closure, what the library chose) (with ``autotune=`` when ``tunable``);
+    ``backend`` is the name its records carry (``cublas`` for torch calls that reach cuBLAS,
+    ``cublaslt`` for nvmath-python); exactly one baseline per op is the ``reference``."""
 
     key: str
     title: str
@@ -86,6 +87,8 @@ class Baseline:
     source: str
     reference: bool = False
     precisions: tuple[str, ...] | None = None
+    tunable: bool = False        # run(..., autotune=bool): the library's own search is the "on" case
+    requires: str | None = None  # an optional Python module it needs; without it the rows are skipped
 
 
 @dataclasses.dataclass(frozen=True)

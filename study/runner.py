@@ -132,7 +132,7 @@ class Case:
     impl: Implementation
     shape: dict
     precision: Precision
-    autotune: str  # "off", "on", or "n/a" (baselines: no switch of ours)
+    autotune: str  # "off", "on", or "n/a" (a baseline without a search of its own)
     mode: str = "cold"
 
     @property
@@ -186,7 +186,11 @@ def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None
                 for mode in op_modes:
                     for impl in implementations_of(lad):
                         if impl.rung is None:
-                            cases.append(Case(impl, shape, precision, "n/a", mode))
+                            # The reference always runs (× ref needs it); other baselines follow --backend.
+                            if backends and not impl.reference and impl.backend not in backends:
+                                continue
+                            baseline_tunes = tunes if impl.target.tunable else ("n/a",)
+                            cases.extend(Case(impl, shape, precision, tune, mode) for tune in baseline_tunes)
                             continue
                         if backends and impl.backend not in backends:
                             continue

@@ -82,7 +82,8 @@ def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
     assert {c.impl.op for c in cases} == {"sgemv"} and {c.precision.name for c in cases} == {"fp16"}
     assert "sgemm: accepts none of --dtype fp16; not run" in capsys.readouterr().err
     cases = _cases(_parser().parse_args(["compare", "--dtype", "fp32", "--dtype", "bf16"]))
-    assert {(c.impl.op, c.precision.name) for c in cases} == {("sgemm", "fp32"), ("sgemv", "fp32"), ("sgemv", "bf16")}
+    assert {(c.impl.op, c.precision.name) for c in cases} == {("sgemm", "fp32"), ("sgemv", "fp32"), ("sgemv", "bf16"),
+                                                              ("bgemm", "fp32")}
 
 
 def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):

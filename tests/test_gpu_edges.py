@@ -14,6 +14,10 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize("impl", implementations(), ids=lambda i: i.name)
 def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
+    from study.backends.library import missing_requirement
+
+    if missing_requirement(impl):
+        pytest.skip(missing_requirement(impl))
     problem = ladder(impl.op).problem
     failures, skipped, ran = [], 0, 0
     for precision in (p for p in problem.precisions if p.name in impl.precisions):

@@ -154,7 +154,8 @@ def test_v3_split_plan_fills_the_gpu_and_keeps_slices_aligned():
 
 def test_plan_counts_cases_per_op_precision_and_mode():
     cases = plan(["sgemm"], autotune="both")
-    per_shape = 5 * 2 * 2 + 1  # rungs × backends × autotune modes + the baseline once
+    # rungs × backends × autotune modes + torch.matmul once + cuBLASLt per autotune mode (its own search)
+    per_shape = 5 * 2 * 2 + 1 + 2
     assert len(cases) == per_shape * len(SGEMM.default_shapes)
     gemv = plan(["sgemv"])
     per = (4 * 2 + 1) * len(SGEMV.default_precisions) * len(SGEMV.default_modes)

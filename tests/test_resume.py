@@ -14,7 +14,8 @@ ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_te
 
 
 def _cases():
-    return plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"])
+    return plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"],
+                backends=["cuda", "triton"])
 
 
 def _fake(calls):
@@ -105,7 +106,8 @@ from pathlib import Path
 from study.compare import run_compare, run_interruptibly
 from study.runner import crashed_record, plan
 
-cases = plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"])
+cases = plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"],
+             backends=["cuda", "triton"])
 env = json.loads(Path(sys.argv[2]).read_text())["environment"]
 path = Path(sys.argv[1])
 cleaned = []

@@ -11,7 +11,8 @@ from study.registry import implementations, ladder
 from study.runner import check_output
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
-SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)]}
+SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
+          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
          for p in ladder(impl.op).problem.precisions]

@@ -13,9 +13,10 @@ its ``input_precision`` from the precision being measured (``ieee`` for FP32):
 Triton's default for FP32 is TF32 (docs/toolchain.md 4.2), which would not be the
 same problem.
 
-Index arithmetic is 32-bit: the op refuses matrices of 2**31 or more elements.
-This module holds kernels and plain config dicts only; study/ops/sgemm.py pairs them
-with their CUDA rungs.
+Index arithmetic is 32-bit: the ops refuse matrices (batches) of 2**31 or more elements.
+Program axis 2 walks the batch of a strided-batched GEMM (study/ops/bgemm.py); SGEMM launches
+one entry with batch strides 0. This module holds kernels and plain config dicts only;
+study/ops/sgemm.py and study/ops/bgemm.py pair them with their CUDA rungs.
 """
 
 import triton
@@ -27,13 +28,19 @@ def sgemm_naive(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
     BM: tl.constexpr, BN: tl.constexpr,
 ):
     """v0/v1: every output accumulates K rank-1 products read straight from global
     memory; no K-tiling, no shared memory. B's strides carry the layout: column-major B
-    (stride_bk = 1) makes the BN lanes of one load K elements apart (uncoalesced)."""
+    (stride_bk = 1) makes the BN lanes of one load K elements apart (uncoalesced).
+    Program axis 2 is the batch entry (strided-batched GEMM; one entry and strides 0 for SGEMM)."""
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
+    pid_b = tl.program_id(2)
+    a_ptr += pid_b * stride_ab
+    b_ptr += pid_b * stride_bb
+    c_ptr += pid_b * stride_cb
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     mask_m = rm < M
@@ -52,12 +59,17 @@ def sgemm_tiled(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
 ):
     """v2–v4: BM×BK and BK×BN tiles staged through shared memory by ``tl.dot``; the
-    pipeline depth comes from the launch's ``num_stages``."""
+    pipeline depth comes from the launch's ``num_stages``. Program axis 2 is the batch entry."""
     pid_n = tl.program_id(0)
     pid_m = tl.program_id(1)
+    pid_b = tl.program_id(2)
+    a_ptr += pid_b * stride_ab
+    b_ptr += pid_b * stride_bb
+    c_ptr += pid_b * stride_cb
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)

@@ -13,6 +13,7 @@
 // the second resident block, so v4 gains little. What is left is the share of non-FFMA
 // instructions (LDS, cp.async address arithmetic, loop control), which the next rung
 // must cut (warp tiling, larger register tiles).
+// The tile itself is in tile_double_buffer.cuh, which bgemm reuses.
 // Builds on: v3 (same tile, micro-tile, padding). Constraints: none. A is copied 4 bytes
 // at a time because its slice is stored transposed; B moves 16 bytes at a time when
 // ALIGNED=1 (K, N multiples of 4, aligned rows), 4 bytes otherwise. Out-of-range elements
@@ -24,68 +25,12 @@
 // space: BM=64 BN=128 BK=8 TM=4 TN=8 THREADS=256
 // space: BM=64 BN=64 BK=16 TM=4 TN=4 THREADS=256
 #include "common.cuh"
-
-constexpr int WN = BN / TN;
-constexpr int SA = BM / (TM / 4);
-constexpr int SB = BN / (TN / 4);
-constexpr int PAD = 4;
-static_assert((BM / TM) * WN == THREADS, "THREADS must be (BM/TM) * (BN/TN)");
-static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "micro-tile and BK are multiples of 4");
-static_assert(2 * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "two stages must fit in 48 KB of static shared memory");
-
-// Issue the copies of slice k0 into one buffer (no wait here).
-__device__ __forceinline__ void load_slice(float (*As)[BM + PAD], float (*Bs)[BN + PAD],
-                                           const float* A, const float* B, int M, int N, int K,
-                                           int m0, int n0, int k0, int tid) {
-    for (int e = tid; e < BM * BK; e += THREADS) {
-        // Consecutive threads take consecutive k of one row: 32-byte global segments,
-        // and the transposed shared stores hit distinct banks thanks to the padding.
-        const int m = e / BK, k = e % BK;
-        const bool ok = m0 + m < M && k0 + k < K;
-        cp_async_4(&As[k][m], ok ? A + (size_t)(m0 + m) * K + k0 + k : A, ok);
-    }
-#if ALIGNED
-    for (int f = tid; f < BK * BN / 4; f += THREADS) {
-        const int k = f / (BN / 4), n = f % (BN / 4) * 4;
-        const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_16(&Bs[k][n], ok ? B + (size_t)(k0 + k) * N + n0 + n : B, ok);
-    }
-#else
-    for (int e = tid; e < BK * BN; e += THREADS) {
-        const int k = e / BN, n = e % BN;
-        const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_4(&Bs[k][n], ok ? B + (size_t)(k0 + k) * N + n0 + n : B, ok);
-    }
-#endif
-}
+#include "tile_double_buffer.cuh"
 
 // Two resident blocks per SM (<= 128 registers a thread at 256 threads): one block's
 // barrier wait is covered by the other's FFMAs.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 sgemm_v4_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
                        float* __restrict__ C, int M, int N, int K) {
-    __shared__ __align__(16) float As[2][BK][BM + PAD];
-    __shared__ __align__(16) float Bs[2][BK][BN + PAD];
-    const int tid = threadIdx.x, tx = tid % WN, ty = tid / WN;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    const int slices = CDIV(K, BK);
-    float acc[TM][TN] = {};
-
-    load_slice(As[0], Bs[0], A, B, M, N, K, m0, n0, 0, tid);
-    cp_async_commit();
-    for (int s = 0; s < slices; ++s) {
-        const int cur = s & 1;
-        cp_async_wait<0>();  // this thread's copies of slice s have landed
-        // One barrier per slice: after it, everyone's copies of slice s are visible AND
-        // everyone has finished computing slice s-1, so its buffer (cur ^ 1) may be refilled.
-        __syncthreads();
-        if (s + 1 < slices) {
-            load_slice(As[cur ^ 1], Bs[cur ^ 1], A, B, M, N, K, m0, n0, (s + 1) * BK, tid);
-            cp_async_commit();  // in flight while the FFMAs below run
-        }
-#pragma unroll
-        for (int kk = 0; kk < BK; ++kk)
-            micro_tile_step<TM, TN, SA, SB>(acc, &As[cur][kk][ty * 4], &Bs[cur][kk][tx * 4]);
-    }
-    store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, m0 + ty * 4, n0 + tx * 4);
+    sgemm_tile_double_buffer(A, B, C, M, N, K);
 }

@@ -2,9 +2,10 @@
 
 Each kernel file declares its parameters, architectures and precisions in its header
 (:mod:`study.kernel_header`). Parameters and the precision's storage macro reach NVRTC as
-``-D`` defines; the kernel ``static_assert``s its own constraints. ``common.cuh`` is inlined
-into the source before compiling, because CuPy's on-disk cache hashes the source text but
-not the headers it includes (docs/toolchain.md 1.4): an edited header must change the key.
+``-D`` defines; the kernel ``static_assert``s its own constraints. Local headers (``common.cuh``,
+a shared tile) are inlined into the source before compiling, because CuPy's on-disk cache hashes
+the source text but not the headers it includes (docs/toolchain.md 1.4): an edited header must
+change the key.
 
 Modules are cached in this process (by source text and options) and on disk by CuPy
 (``CUPY_CACHE_DIR``, default ``~/.cupy/kernel_cache``). Kernels launch on torch's current
@@ -18,9 +19,9 @@ import shlex
 from pathlib import Path
 from typing import Mapping
 
-from study.paths import COMMON_HEADER, CUDA_DIR, display
+from study.paths import CUDA_DIR, display
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"common\.cuh"\s*$', re.M)
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 DEFAULT_SMEM_LIMIT = 48 * 1024  # above this a kernel must opt in (docs/toolchain.md 1.6)
 
 
@@ -28,16 +29,36 @@ class CudaCompileError(RuntimeError):
     """A kernel that did not compile: names the file and carries NVRTC's log."""
 
 
-def kernel_source(path: Path) -> str:
-    """The kernel's source with ``common.cuh`` inlined (see the module docstring), between
-    ``#line`` directives: compiler errors, ``-lineinfo`` and so compute-sanitizer's reports name
-    the real file and line (NVRTC would say ``kern.cu``, a temporary name)."""
-    text = Path(path).read_text()
+def _header(name: str, including: Path) -> Path | None:
+    """Where nvcc would find ``#include "name"``: beside the including file, then in cuda_kernels/."""
+    for folder in (including.parent, CUDA_DIR):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def kernel_source(path: Path, _seen: set | None = None) -> str:
+    """The kernel's source with every quoted local header inlined, each once (``common.cuh``, or a
+    tile a rung shares with another op's rung), between ``#line`` directives: compiler errors,
+    ``-lineinfo`` and so compute-sanitizer's reports name the real file and line (NVRTC would
+    say ``kern.cu``, a temporary name). See the module docstring for why headers are inlined."""
+    path = Path(path)
+    seen = set() if _seen is None else _seen
+    text = path.read_text()
 
     def inline(match) -> str:
+        header = _header(match.group(1), path)
+        if header is None:
+            return match.group(0)  # a system header: left to the compiler
         after = text.count("\n", 0, match.end()) + 2  # the source line after the #include
-        common = COMMON_HEADER.read_text().replace("#pragma once", "// (pragma once: inlined once)")
-        return f'#line 1 "{display(COMMON_HEADER)}"\n{common}\n#line {after} "{display(path)}"'
+        resume = f'#line {after} "{display(path)}"'
+        if header.resolve() in seen:
+            return f"// {match.group(1)}: inlined above\n{resume}"
+        seen.add(header.resolve())
+        body = kernel_source(header, seen).split("\n", 1)[1]  # its own first #line is replaced below
+        body = body.replace("#pragma once", "// (pragma once: inlined once)")
+        return f'#line 1 "{display(header)}"\n{body}\n{resume}'
 
     return f'#line 1 "{display(path)}"\n' + _INCLUDE.sub(inline, text)
 

@@ -11,6 +11,7 @@ when the measurement ends, and the settings used are recorded with the result.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 
 import torch
 
@@ -20,6 +21,14 @@ from study.backends import Launch
 def check(impl, problem, shape, precision) -> str | None:
     if precision.name not in impl.precisions:
         return f"{impl.title} is not measured at {precision.name} ({', '.join(impl.precisions)} only)"
+    return missing_requirement(impl)
+
+
+def missing_requirement(impl) -> str | None:
+    """Why an optional library baseline cannot run here (its Python package is missing), or None."""
+    needs = getattr(impl.target, "requires", None) if impl.rung is None else None
+    if needs and importlib.util.find_spec(needs) is None:
+        return f"{impl.title} needs the Python package {needs!r}, which is not installed here"
     return None
 
 
@@ -42,9 +51,12 @@ def switches(precision):
 def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
     baseline = impl.target
     out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
-    fn = baseline.run(tensors, out, precision)
-    tf32 = precision.cublas_fp32_precision == "tf32"
-    config = {"library": baseline.library, "entry": baseline.source, "tf32": tf32,
-              "fp32_precision": precision.cublas_fp32_precision, "reduced_precision_reduction": False,
-              "blas_library": str(torch.backends.cuda.preferred_blas_library()).split(".")[-1]}
+    made = baseline.run(tensors, out, precision, autotune=autotune) if baseline.tunable else \
+        baseline.run(tensors, out, precision)
+    fn, chosen = made if isinstance(made, tuple) else (made, {})
+    config = {"library": baseline.library, "entry": baseline.source, **chosen}
+    if baseline.backend == "cublas":  # torch's switches are what decide its cuBLAS call
+        config.update({"tf32": precision.cublas_fp32_precision == "tf32",
+                       "fp32_precision": precision.cublas_fp32_precision, "reduced_precision_reduction": False,
+                       "blas_library": str(torch.backends.cuda.preferred_blas_library()).split(".")[-1]})
     return Launch(fn=fn, out=out, config=config, context=lambda: switches(precision))

@@ -124,11 +124,11 @@ class SGEMM(Problem):
             meta["INPUT_PRECISION"] = precision.triton_input_precision
 
         def grid(cfg):
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), 1)
 
         def fn():
             kernel[grid](a, b, out, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                         out.stride(0), out.stride(1), **meta)
+                         out.stride(0), out.stride(1), 0, 0, 0, **meta)
 
         return fn
 
@@ -138,8 +138,16 @@ def torch_matmul(tensors, out, precision):
     return lambda: torch.matmul(a, b, out=out)
 
 
+def nvmath_matmul(tensors, out, precision, autotune=False):
+    from study.backends import cublaslt
+
+    return cublaslt.matmul(tensors, out, precision, autotune=autotune)
+
+
 BASELINES = [Baseline("torch_matmul", "torch.matmul", "cuBLAS", "cublas", torch_matmul, "torch.matmul",
-                      reference=True)]
+                      reference=True),
+             Baseline("nvmath_matmul", "nvmath Matmul (cuBLASLt)", "cuBLASLt", "cublaslt", nvmath_matmul,
+                      "nvmath.linalg.advanced.Matmul", tunable=True, requires="nvmath")]
 
 register(
     SGEMM(),

@@ -1,0 +1,64 @@
+"""cuBLASLt through nvmath-python (``nvmath.linalg.advanced.Matmul``), a GEMM baseline beside
+``torch.matmul``.
+
+What is timed is ``execute`` alone: the ``Matmul`` object is built and planned once, outside the
+timed closure. It writes the product into the case's output tensor (``c=out``, ``beta=0``,
+``inplace=True``: nothing is allocated per call; with beta 0 cuBLASLt never reads C, so the
+gate's NaN poison is only overwritten) on torch's current stream, the stream the runner's events
+are recorded on.
+
+Autotune off: the first algorithm of cuBLASLt's heuristic (``plan()`` with nvmath's defaults).
+Autotune on: ``plan(limit=ALGORITHMS)`` then ``autotune(iterations=AUTOTUNE_ITERATIONS)``, which
+times every planned algorithm with nvmath's own events (on the inputs as they are, L2 warm) and
+keeps the fastest first. The chosen algorithm (id, tile, stages, split-K, swizzling) is recorded
+with the result, with how many were considered.
+
+The compute type follows the precision: ``COMPUTE_32F`` for FP32 (no TF32), FP16 and BF16 (FP32
+accumulation, as every kernel here); ``COMPUTE_32F_FAST_TF32`` for TF32.
+
+nvmath-python is optional (``pip install nvmath-python``, an extra of this package): without it
+the rows of this baseline are skipped with that reason (:func:`study.backends.library.check`).
+"""
+
+from __future__ import annotations
+
+ALGORITHMS = 16            # the heuristic's candidates that autotune times
+AUTOTUNE_ITERATIONS = 10   # nvmath's timed runs per candidate
+COMPUTE = {"ieee": "COMPUTE_32F", "tf32": "COMPUTE_32F_FAST_TF32", "fp16": "COMPUTE_32F", "bf16": "COMPUTE_32F"}
+
+
+def _describe(algorithm) -> dict:
+    """What identifies a cuBLASLt algorithm, as plain values (each read may be unsupported)."""
+    out = {}
+    for name in ("algorithm_id", "tile", "stages", "split_k", "reduction_scheme", "cta_swizzling", "cluster_shape"):
+        try:
+            value = getattr(algorithm, name)
+        except Exception:  # an attribute this cuBLASLt does not report
+            continue
+        out[name] = value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+    return out
+
+
+def matmul(tensors, out, precision, autotune: bool = False):
+    """(the launch closure, what was chosen) for ``out = A @ B``."""
+    import torch
+    from nvmath.linalg.advanced import Matmul, MatmulComputeType, MatmulOptions, MatmulPlanPreferences
+
+    if precision.math not in COMPUTE:
+        raise ValueError(f"cuBLASLt baseline: no compute type for math mode {precision.math!r}")
+    a, b = tensors["A"], tensors["B"]
+    compute = getattr(MatmulComputeType, COMPUTE[precision.math])
+    stream = torch.cuda.current_stream() if a.is_cuda else None
+    mm = Matmul(a, b, c=out, beta=0.0, options=MatmulOptions(inplace=True, compute_type=compute), stream=stream)
+    mm.plan(preferences=MatmulPlanPreferences(limit=ALGORITHMS) if autotune else None, stream=stream)
+    considered = len(mm.algorithms)
+    if autotune:
+        mm.autotune(iterations=AUTOTUNE_ITERATIONS, stream=stream)
+    info = {"compute_type": COMPUTE[precision.math], "autotuned": bool(autotune),
+            "algorithms_considered": considered, "algorithm": _describe(mm.algorithms[0])}
+
+    def fn():
+        mm.execute(stream=stream)
+
+    fn.keep_alive = mm  # the plan lives as long as the closure
+    return fn, info
