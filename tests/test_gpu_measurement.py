@@ -149,3 +149,30 @@ def test_several_gpus_share_one_run_and_each_record_names_its_gpu(tmp_path, cach
     for shape in shapes:  # a group (shape) never spans two GPUs
         assert len({m["gpu"]["uuid"] for m in doc["measurements"] if "x".join(map(str, m["shape"].values())) == shape}) == 1
     assert doc["complete"] and {m["status"] for m in doc["measurements"]} == {"ok"}
+
+
+def test_a_small_sweep_writes_its_csv_heatmap_and_page(tmp_path, cache):
+    proc = _study(["sweep", "--op", "sgemv", "--m", "64,1000", "--n", "256:1024:x4", "--rung", "v2", "--backend",
+                   "cuda", "--mode", "cold", "--reps", "20", "--out", str(tmp_path)], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "4 shapes (2 M × 2 N) → 24 cases" in proc.stderr and " left] " in proc.stderr
+    rows = (tmp_path / "sweep-sgemv.csv").read_text().splitlines()
+    assert len(rows) == 1 + 24 and rows[0].startswith("op,implementation,M,N,")
+    assert sorted(p.name for p in (tmp_path / "figures").glob("sweep-sgemv-*.png")) == [
+        "sweep-sgemv-bf16-cold.png", "sweep-sgemv-fp16-cold.png", "sweep-sgemv-fp32-cold.png"]
+    assert "24 measurements over 4 shapes: 24 ok." in (tmp_path / "sweep-sgemv.md").read_text()
+
+
+def test_cublaslt_records_the_algorithm_it_ran(tmp_path, cache):
+    import importlib.util
+
+    if importlib.util.find_spec("nvmath") is None:
+        pytest.skip("nvmath-python is not installed here (pip install -e \".[cublaslt]\")")
+    proc = _study(["compare", "--op", "sgemm", "--backend", "cublaslt", "--shape", "1024x1024x1024", "--autotune",
+                   "both", "--reps", "20", "--out", str(tmp_path)], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    lt = {m["autotune"]: m for m in doc["measurements"] if m["backend"] == "cublaslt"}
+    assert set(lt) == {"off", "on"} and all(m["status"] == "ok" for m in lt.values())
+    assert lt["on"]["config"]["autotuned"] and lt["on"]["config"]["algorithms_considered"] > 1
+    assert "algorithm_id" in lt["off"]["config"]["algorithm"] and not lt["off"]["config"]["autotuned"]
