@@ -437,7 +437,10 @@ def cmd_sweep(args) -> int:
             raise UsageError(f"--axis {item!r}: expected NAME=SPEC, e.g. --axis batch=32:256:x2")
         given.append((axis.strip(), value))
     for axis, value in given:
-        specs[by_lower.get(axis.lower(), axis)] = value
+        name = by_lower.get(axis.lower(), axis)
+        if name in specs:
+            raise UsageError(f"axis {name} is given twice (--{axis.lower()} and --axis, or --axis twice)")
+        specs[name] = value
     try:
         shapes = sweep.grid(problem.axes, specs)
     except sweep.RangeError as exc:
@@ -451,9 +454,17 @@ def cmd_sweep(args) -> int:
     counts = " × ".join(f"{len(sweep.parse_values(specs[a]))} {a}" for a in problem.axes)
     print(f"sweep {args.op}: {len(shapes)} shapes ({counts}) → {len(cases)} cases", file=sys.stderr)
     limit = sweep.CASE_LIMIT if args.limit is None else args.limit
-    if len(cases) > limit and not args.yes:
-        print(f"study sweep: {len(cases)} cases is above the limit of {limit}; narrow the ranges, or pass --yes "
-              f"(or --limit N) to run them", file=sys.stderr)
+    mine = len(cases)
+    if args.shard:  # the limit is about what this process will measure
+        from study.shards import ShardError, parse_shard, shard_cases
+
+        try:
+            mine = len(shard_cases(cases, *parse_shard(args.shard)))
+        except ShardError as exc:
+            raise UsageError(str(exc)) from None
+    if mine > limit and not args.yes:
+        print(f"study sweep: {mine} cases{' in this shard' if mine != len(cases) else ''} is above the limit of "
+              f"{limit}; narrow the ranges, or pass --yes (or --limit N) to run them", file=sys.stderr)
         return 2
 
     def finish(doc, json_path, md_path):
@@ -585,7 +596,7 @@ def cmd_diff(args) -> int:
 
     a, b = _load(args.a), _load(args.b)
     threshold = args.threshold / 100
-    pairs = diff.pair_runs(a, b)
+    pairs = diff.pair_runs(a, b, threshold)
     if not any(p.a is not None and p.b is not None for p in pairs):
         ops = lambda d: ", ".join(sorted({m["op"] for m in d["measurements"]})) or "none"  # noqa: E731
         print(f"nothing to pair: {args.a} measured {ops(a)}, {args.b} measured {ops(b)}; every case is only in "
@@ -610,7 +621,10 @@ def cmd_merge(args) -> int:
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     results.write(args.out, doc)
-    md = report.write_report(doc, args.out.with_suffix(".md"))
+    from study import sweep
+
+    md = sweep.write_outputs(doc, args.out)[1] if sweep.is_sweep(doc) else \
+        report.write_report(doc, args.out.with_suffix(".md"))
     print(f"merged {len(doc['measurements'])} measurements from {len(args.files)} files into {args.out} and {md}"
           + (" (mixed environments: see the report)" if doc["environment"].get("mixed") else ""), file=sys.stderr)
     return 0
@@ -711,11 +725,15 @@ def cmd_sanitize(args) -> int:
                     "count": None, "first": [], "seconds": 0.0}
         return sanitize.run_one(tool_path, tool, impl, shape_text, precision)
 
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, as_completed
 
+    done: dict = {}
     with ThreadPoolExecutor(args.jobs) as pool:  # each run is a process of its own; threads only wait
-        for n, row in enumerate(pool.map(one, rows), 1):
-            fresh.append(row)
+        futures = {pool.submit(one, r): i for i, r in enumerate(rows)}
+        for n, future in enumerate(as_completed(futures), 1):  # saved as each finishes, kept in plan order
+            row = future.result()
+            done[futures[future]] = row
+            fresh = [done[i] for i in sorted(done)]
             doc["results"] = sanitize.merged(old, fresh)  # earlier rows this run does not redo are kept
             results.write(out_dir / "sanitize.json", doc)  # after every run: an interruption loses nothing
             print(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
@@ -807,6 +825,12 @@ def cmd_report(args) -> int:
         doc = results.load(args.results)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    from study import sweep
+
+    if sweep.is_sweep(doc) and not args.md:  # a sweep's own page, CSV and heatmaps beside the file
+        csv_path, md = sweep.write_outputs(doc, args.results)
+        print(f"wrote {csv_path} and {md}")
+        return 0
     md = args.md or args.results.with_suffix(".md")
     report.write_report(doc, md)
     print(f"wrote {md}")

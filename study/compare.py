@@ -52,7 +52,8 @@ class LaneDead(Exception):
 def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
                 progress: Callable[[int, int, Case, dict], None] | None = None,
                 fresh: bool = False, say: Callable[[str], None] = print) -> dict:
-    """Measure what the results file lacks, writing it after every case; returns the document.
+    """Measure what the results file lacks, journaling every case and rewriting the file every
+    ``REWRITE_S`` and on exit; returns the document.
 
     ``measure`` measures one case; a list of them (one per GPU) measures (op, shape, precision)
     groups in parallel, a group to whichever GPU is free next, so that a rung and its reference
@@ -64,7 +65,7 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     if old is not None:
         env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
     done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
-    lock = threading.RLock()  # an interrupt may land while this thread holds it
+    lock = threading.RLock()  # the exit path saves under it, possibly from a thread already inside
     stopping = threading.Event()
     journal = results.Journal(json_path)
     last_write = [0.0]
@@ -99,7 +100,7 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
                 progress(len(done), len(cases), case, record)
 
     save(False)
-    journal.start(env["utc"], keep=old is not None)
+    journal.start(env["utc"])
     try:
         return _measure_all(cases, done, measure, one, lock, stopping, save)
     except BaseException:

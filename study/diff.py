@@ -8,7 +8,7 @@ resampled with replacement, the ratio of the resampled medians is taken each tim
 
 - ``same within noise``: the interval holds 1, or the shift ``|ratio − 1|`` is no larger than the
   noisier run's spread (the relative standard deviation of its samples inside Tukey's fences,
-  the statistic the stop rule reads). The interval alone knows only the noise inside each run:
+  the statistic the stop rule reads) and than the threshold. The interval alone knows only the noise inside each run:
   with 20,000 samples it is ±0.05 % wide, while two runs of one kernel (another process, another
   GPU of the model, another allocation) differ by a few tenths of a percent; nvbench's compare
   uses the same spread criterion;
@@ -31,7 +31,7 @@ from tabulate import tabulate
 from study import results, stats
 
 BOOTSTRAP = 1000        # resamples
-MAX_RESAMPLED = 1000    # a side with more samples is first thinned to this many, evenly spaced in time:
+MAX_RESAMPLED = 1000    # a side with more samples is first thinned to this many, evenly spaced in rank:
                         # the interval widens a little (conservative) and a diff of 500 pairs takes seconds
 DEFAULT_THRESHOLD = 0.05
 
@@ -64,7 +64,7 @@ class Pair:
     verdict: str = ""
 
 
-def compare_pair(key, a: dict | None, b: dict | None) -> Pair:
+def compare_pair(key, a: dict | None, b: dict | None, threshold: float = DEFAULT_THRESHOLD) -> Pair:
     if a is None:
         return Pair(key, a, b, verdict="only in B")
     if b is None:
@@ -74,19 +74,21 @@ def compare_pair(key, a: dict | None, b: dict | None) -> Pair:
         return Pair(key, a, b, verdict=verdict)
     ratio, lo, hi = bootstrap_ratio(a["samples_ms"], b["samples_ms"])
     spread = max(stats.summarize(a["samples_ms"]).noise, stats.summarize(b["samples_ms"]).noise)
-    if lo <= 1 <= hi or abs(ratio - 1) <= spread:
+    # The spread excuses a shift only below the threshold: a slowdown the interval puts beyond
+    # it stays a regression however noisy the runs.
+    if lo <= 1 <= hi or abs(ratio - 1) <= min(spread, threshold):
         verdict = "same within noise"
     else:
         verdict = "slower" if lo > 1 else "faster"
     return Pair(key, a, b, ratio, lo, hi, verdict)
 
 
-def pair_runs(doc_a: dict, doc_b: dict) -> list[Pair]:
+def pair_runs(doc_a: dict, doc_b: dict, threshold: float = DEFAULT_THRESHOLD) -> list[Pair]:
     """Every case of either run, paired where both measured it, in A's order then B's."""
     a = {results.case_key(m): m for m in doc_a["measurements"]}
     b = {results.case_key(m): m for m in doc_b["measurements"]}
     keys = list(a) + [k for k in b if k not in a]
-    return [compare_pair(k, a.get(k), b.get(k)) for k in keys]
+    return [compare_pair(k, a.get(k), b.get(k), threshold) for k in keys]
 
 
 def clocks_seen(doc: dict) -> str:
@@ -99,8 +101,9 @@ def _only_changed(a, b):
     """Of two settings dicts, the entries that differ (a key one lacks shows as None)."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return a, b
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
-    return {k: a.get(k) for k in keys}, {k: b.get(k) for k in keys}
+    absent = "(absent)"
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k, absent) != b.get(k, absent)]
+    return {k: a.get(k, absent) for k in keys}, {k: b.get(k, absent) for k in keys}
 
 
 def environment_differences(doc_a: dict, doc_b: dict) -> list[tuple[str, object, object]]:

@@ -190,7 +190,7 @@ def device_block(env: dict, maths: list[str]) -> str:
 
 
 MODE_TEXT = {
-    "cold": "`cold`: the L2 flushed before each sample by writing {flush}× the L2 size (not timed), each launch "
+    "cold": "`cold`: the L2 flushed before each sample by {how} {flush}× the L2 size (not timed), each launch "
             "between its own pair of CUDA events — what HBM delivers",
     "hot": "`hot`: launches back to back without flushing the L2, each between its own pair of CUDA events — data "
            "that fits in L2 is served from it, so a memory-bound figure above the memory peak (⚑L2) is L2 "
@@ -204,7 +204,9 @@ def legend(env: dict, ms: list[dict]) -> str:
     t = env["timer"]
     t = {"mode": "cold", "flush_factor": 2, "noise": None, "ci": None, "min_samples": t.get("reps"), "min_time_s": 0,
          "timeout_s": 0, "throttle_threshold": None, "discard_throttled": False, **t}  # schema 1: fixed reps, cold
-    modes = "; ".join(MODE_TEXT[mode].format(flush=t["flush_factor"]) for mode in _modes(ms))
+    # Files before the read flush (docs/method.md §3) record no "flush": theirs wrote, leaving dirty lines.
+    how = "reading" if str(t.get("flush", "")).startswith("read") else "writing (dirty lines left for the kernel)"
+    modes = "; ".join(MODE_TEXT[mode].format(flush=t["flush_factor"], how=how) for mode in _modes(ms))
     tick = any("resolution_ms" in (m.get("timing") or {}) for m in ms)  # runs since the tick rule
     ci = (f" or the median's 95 % confidence interval (order statistics) is within ± {100 * t['ci']:g} % of it"
           + (" or one tick of the event timer" if tick else "") +

@@ -250,10 +250,9 @@ class Journal:
     def __init__(self, results_path: Path):
         self.path = Path(f"{results_path}.journal")
 
-    def start(self, run: str, keep: bool) -> None:
-        """Continue this run's journal (``keep``) or begin a new one."""
-        if keep and self.records(run) is not None:
-            return
+    def start(self, run: str) -> None:
+        """Begin this run's journal. Called right after the document was written with everything
+        measured so far (a resumed run's journal included): never appended to a line a kill cut."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.write_text(json.dumps({"journal_of": run}) + "\n")
 

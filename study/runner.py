@@ -627,8 +627,10 @@ class Session:
                 fn = graph.replay
             sampling = self.timer.measure(fn, first, flush, per_call, mode=mode)
         # Kept to the nanosecond: the events tick in 32 ns steps on the H200, and 17 digits per sample made
-        # results files three times larger for nothing.
-        samples = [round(s, 6) for s in sampling["samples"]]
+        # results files three times larger for nothing. A graph replay's time is divided by its launches,
+        # whose tick is 32 ns / N: those keep picoseconds.
+        digits = 6 if per_call == 1 else 9
+        samples = [round(s, digits) for s in sampling["samples"]]
         if not samples:
             raise RuntimeError("every sample was discarded as throttled before the timeout; "
                                f"clocks seen: {sampling['clocks']}")

@@ -18,6 +18,8 @@ import math
 from pathlib import Path
 
 CASE_LIMIT = 300  # above this many cases a sweep asks for --yes: at ~1 s a case that is minutes of GPU
+MAX_VALUES = 10_000   # values of one axis: more is a typo, not a sweep
+MAX_SHAPES = 100_000  # points of a grid, refused before any is built
 
 
 class RangeError(ValueError):
@@ -62,6 +64,8 @@ def parse_values(spec: str) -> list[int]:
                 raise RangeError(f"{item!r}: {step!r} is not a step like 256, +256 or x2") from None
             if add < 1:
                 raise RangeError(f"{item!r}: an additive step must be at least 1")
+            if (stop - start) // add + 1 > MAX_VALUES:
+                raise RangeError(f"{item!r} has {(stop - start) // add + 1:,} values; at most {MAX_VALUES:,} an axis")
             values.extend(range(start, stop + 1, add))
     bad = [v for v in values if v < 1]
     if bad:
@@ -81,6 +85,9 @@ def grid(axes: tuple[str, ...], specs: dict[str, str]) -> list[dict[str, int]]:
             parts.append(f"{', '.join(extra)} {'is' if len(extra) == 1 else 'are'} not an axis")
         raise RangeError("; ".join(parts) + f" (the op's axes are {', '.join(axes)})")
     values = [parse_values(specs[a]) for a in axes]
+    points = math.prod(len(v) for v in values)
+    if points > MAX_SHAPES:
+        raise RangeError(f"{' × '.join(str(len(v)) for v in values)} = {points:,} shapes; at most {MAX_SHAPES:,}")
     return [dict(zip(axes, point)) for point in itertools.product(*values)]
 
 
@@ -223,6 +230,11 @@ def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path
             lines.append(f"| … {len(not_ok) - 200} more in the CSV | | | | |")
         lines.append("")
     return "\n".join(lines)
+
+
+def is_sweep(doc: dict) -> bool:
+    """Whether a results document came from ``study sweep`` (its own command, or its shards' merged)."""
+    return " study sweep " in f" {doc.get('environment', {}).get('command', '')} "
 
 
 def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:

@@ -45,13 +45,17 @@ def test_a_shift_inside_the_runs_spread_is_the_same_one_beyond_it_is_not():
     assert pair.lo > 1 and pair.verdict == "same within noise"  # the interval alone would say slower
     assert diff.compare_pair(("k",), a, large).verdict == "slower"
     assert diff.compare_pair(("k",), large, a).verdict == "faster"
+    noisy = {"status": "ok", "samples_ms": _samples(1.0, n=20000, spread=0.10, seed=4)}
+    slow = {"status": "ok", "samples_ms": _samples(1.08, n=20000, spread=0.10, seed=5)}
+    pair = diff.compare_pair(("k",), noisy, slow, threshold=0.05)
+    assert pair.lo > 1.05 and pair.verdict == "slower" and diff.regressions([pair], 0.05) == [pair]
 
 
 def test_a_changed_setting_is_named_alone():
     a, b = _doc(), _doc()
     b["environment"]["timer"] = {**a["environment"]["timer"], "flush": "read"}
     (label, old, new), = diff.environment_differences(a, b)
-    assert label == "timer settings" and old == {"flush": None} and new == {"flush": "read"}
+    assert label == "timer settings" and old == {"flush": "(absent)"} and new == {"flush": "read"}
 
 
 def _doc():

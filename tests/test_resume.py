@@ -193,7 +193,7 @@ def test_a_run_killed_between_rewrites_resumes_from_its_journal(tmp_path, monkey
 
 def test_a_journal_of_another_run_or_a_cut_line_is_not_read(tmp_path):
     journal = results.Journal(tmp_path / "c.json")
-    journal.start("run-a", keep=False)
+    journal.start("run-a")
     journal.append({"case": "x", "samples_ms": [1.0]})
     journal.append({"case": "y"})
     assert [r["case"] for r in journal.records("run-a")] == ["x", "y"]
@@ -201,10 +201,41 @@ def test_a_journal_of_another_run_or_a_cut_line_is_not_read(tmp_path):
     with open(journal.path, "a") as f:
         f.write('{"case": "z", "samp')  # killed mid-line
     assert [r["case"] for r in journal.records("run-a")] == ["x", "y"]
-    journal.start("run-a", keep=True)
-    assert len(journal.records("run-a")) == 2
-    journal.start("run-b", keep=True)  # not this run's journal: begun again
-    assert journal.records("run-b") == [] and journal.records("run-a") is None
+    journal.start("run-a")  # a resume begins it anew: the document holds x and y by then
+    journal.append({"case": "w"})
+    assert [r["case"] for r in journal.records("run-a")] == ["w"]
+
+
+def test_a_resumed_run_killed_again_keeps_what_it_measured_after_the_resume(tmp_path, monkeypatch):
+    path, calls = tmp_path / "compare.json", []
+    real_write = results.write
+
+    def killed_after(n):
+        def measure(case):
+            if len(calls) == n:
+                raise KeyboardInterrupt
+            return _fake(calls)(case)
+        return measure
+
+    with pytest.raises(KeyboardInterrupt):
+        run_compare(_cases(), ENV, path, killed_after(1), say=lambda _: None)
+    with open(results.Journal(path).path, "a") as f:
+        f.write('{"case": "cut')  # as if the kill had landed mid-line
+    writes = []
+
+    def write_once(p, doc):  # the resume's opening write lands, no later one (killed again)
+        writes.append(1)
+        if len(writes) > 1:
+            raise OSError("killed")
+        real_write(p, doc)
+
+    monkeypatch.setattr(results, "write", write_once)
+    with pytest.raises(OSError):
+        run_compare(_cases(), ENV, path, killed_after(3), say=lambda _: None)
+    monkeypatch.setattr(results, "write", real_write)
+    said = []
+    run_compare(_cases(), ENV, path, _fake(calls), say=said.append)
+    assert said[-1].startswith("resuming: 3 of 5")  # 1 from the first run, 2 from the second
 
 
 def test_results_files_hold_one_line_per_measurement_and_read_back_unchanged(tmp_path):

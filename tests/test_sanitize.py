@@ -60,6 +60,21 @@ def test_initcheck_counts_only_the_reports_inside_the_rungs_kernel():
     assert "--kernel-name" in sanitize.command("cs", "racecheck", impl, "67x1031", "fp32")
 
 
+def test_a_report_is_located_by_its_own_lines_and_a_cut_list_is_not_clean():
+    close = """========= Uninitialized __global__ memory read of size 4 bytes
+=========     at other_kernel+0x90 in x.cu:3
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at sgemv_v3_split_n+0x10 in 03_split_n.cu:106
+========= Uninitialized __global__ memory read of size 4 bytes
+=========     at not_sgemv_v3_split_n+0x10 in y.cu:1
+========= ERROR SUMMARY: 3 errors
+"""
+    assert sanitize.parse_in_kernel(close, "sgemv_v3_split_n")[::2] == (1, 2)
+    cut = INIT.replace("SUMMARY: 3 errors", "SUMMARY: 40 errors")  # 3 printed of 40 counted
+    assert sanitize.parse_in_kernel(cut, "sgemv_v2_vector_loads")[0] is None
+    assert sanitize.parse_in_kernel(cut, "sgemv_v3_split_n")[0] == 1  # the rung's own report is printed
+
+
 def test_initcheck_reports_outside_the_rung_leave_it_clean(tmp_path):
     impl = implementation("sgemv/v2_vector_loads/cuda")
     row = sanitize.run_one(_fake_tool(tmp_path, INIT, 0), "initcheck", impl, "67x1031", "fp32")
@@ -67,6 +82,8 @@ def test_initcheck_reports_outside_the_rung_leave_it_clean(tmp_path):
     row = sanitize.run_one(_fake_tool(tmp_path, INIT, 0), "initcheck", implementation("sgemv/v3_split_n/cuda"),
                            "67x1031", "fp32")
     assert row["status"] == "hazards" and row["count"] == 1 and row["outside_kernel"] == 2
+    failing = sanitize.run_one(_fake_tool(tmp_path, INIT, 1), "initcheck", impl, "67x1031", "fp32")
+    assert failing["status"] == "failed"  # the target itself failed: not clean, whatever was outside
 
 
 def _fake_tool(tmp_path, text, code=0):

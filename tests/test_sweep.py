@@ -125,3 +125,33 @@ def test_csv_heatmaps_and_page_from_made_up_results(tmp_path):
 
 def test_eta_reads_hours_minutes_and_seconds():
     assert sweep.eta_text(59.6) == "1m00s" and sweep.eta_text(3725) == "1h02m" and sweep.eta_text(-1) == "?"
+
+
+def test_report_and_merge_of_a_sweep_write_its_csv_and_page(tmp_path):
+    env = {**_env(), "command": "python -m study sweep --op sgemm --m 64:128:x2 --n 32,96 --k 16"}
+    assert sweep.is_sweep({"environment": env}) and not sweep.is_sweep({"environment": _env()})
+    from study.shards import shard_cases
+
+    paths = []
+    for i in range(2):
+        path = tmp_path / f"sweep-sgemm-shard-{i}-of-2.json"
+        run_compare(shard_cases(_sweep_cases(), i, 2), env, path, _fake_measure([]), say=lambda _: None)
+        paths.append(path)
+    assert main(["report", str(paths[0])]) == 0
+    assert (tmp_path / "sweep-sgemm-shard-0-of-2.csv").is_file()
+    merged = tmp_path / "sweep-sgemm.json"
+    assert main(["merge", *map(str, paths), "--out", str(merged)]) == 0
+    assert len((tmp_path / "sweep-sgemm.csv").read_text().splitlines()) == 1 + 12
+    assert "12 measurements over 4 shapes" in (tmp_path / "sweep-sgemm.md").read_text()
+
+
+def test_huge_ranges_and_a_doubled_axis_are_refused_before_anything_is_built(capsys):
+    with pytest.raises(sweep.RangeError, match="at most 10,000 an axis"):
+        sweep.parse_values("1:100000000:1")
+    with pytest.raises(sweep.RangeError, match="shapes; at most 100,000"):
+        sweep.grid(("M", "N", "K"), {"M": "1:1000:1", "N": "1:1000:1", "K": "1"})
+    assert main(["sweep", "--op", "sgemv", "--m", "4", "--axis", "M=8", "--n", "4"]) == 2
+    assert "axis M is given twice" in capsys.readouterr().err
+    assert main(["sweep", "--op", "sgemm", "--m", "64:8192:x2", "--n", "64:8192:x2", "--k", "4096",
+                 "--shard", "0/2"]) == 2  # 64 shapes, 768 cases: its first shard alone is above 300
+    assert "cases in this shard is above the limit of 300" in capsys.readouterr().err

@@ -11,7 +11,9 @@ Autotune off: the first algorithm of cuBLASLt's heuristic (``plan()`` with nvmat
 Autotune on: ``plan(limit=ALGORITHMS)`` then ``autotune(iterations=AUTOTUNE_ITERATIONS)``, which
 times every planned algorithm with nvmath's own events (on the inputs as they are, L2 warm) and
 keeps the fastest first. The chosen algorithm (id, tile, stages, split-K, swizzling) is recorded
-with the result, with how many were considered.
+with the result, with how many were considered. The gate's extra trials (fresh inputs) plan and
+autotune again on their own operands: they check the library on those inputs, and may do so
+with another of its algorithms than the one timed.
 
 The compute type follows the precision: ``COMPUTE_32F`` for FP32 (no TF32), FP16 and BF16 (FP32
 accumulation, as every kernel here); ``COMPUTE_32F_FAST_TF32`` for TF32.
@@ -58,7 +60,8 @@ def matmul(tensors, out, precision, autotune: bool = False):
             "algorithms_considered": considered, "algorithm": _describe(mm.algorithms[0])}
 
     def fn():
-        mm.execute(stream=stream)
+        # The stream current at the call: the one the timer's events are on, or a graph's capture stream.
+        mm.execute(stream=torch.cuda.current_stream() if a.is_cuda else None)
 
     fn.keep_alive = mm  # the plan lives as long as the closure
     return fn, info
