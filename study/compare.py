@@ -1,10 +1,10 @@
-"""The ``compare`` flow: plan, measure in workers, write after every case, resume, report.
+"""The ``compare`` flow: plan, measure in workers, journal every case, resume, report.
 
 Nothing is lost: every measurement is appended to the results file's journal as it completes,
 and the file itself is rewritten (atomically, ``complete: false``) every ``REWRITE_S`` seconds,
-on every exit and when the last case is done (the journal then goes). Re-running the same command on the same
-commit with the same timer settings finds that file and measures only the cases it lacks;
-any other difference starts a fresh run (``--fresh`` forces one).
+on every exit and when the last case is done (the journal then goes). Re-running the same
+command on the same commit with the same timer settings finds that file (and its journal) and
+measures only the cases it lacks; any other difference starts a fresh run (``--fresh`` forces one).
 """
 
 from __future__ import annotations

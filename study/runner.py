@@ -43,10 +43,11 @@ class TimingConfigError(ValueError):
 class TimerSettings:
     """How every sample is taken and when sampling stops; written beside every result.
 
-    Modes: ``cold`` reads a buffer of ``flush_factor`` × L2 before each sample (the
-    flush is not timed; a read, so that no dirty line is left for the kernel to write back) and brackets each launch with its own events; ``hot`` launches
-    back to back without a flush; ``graph`` captures N launches in one CUDA graph and
-    times each replay (per-launch time = replay / N; no flush, so hot caches).
+    Modes: ``cold`` reads a buffer of ``flush_factor`` × L2 before each sample (not timed; a
+    read, so that no dirty line is left for the kernel to write back) and brackets each launch
+    with its own events; ``hot`` launches back to back without a flush; ``graph`` captures N
+    launches in one CUDA graph and times each replay (per-launch time = replay / N; no flush, so
+    hot caches).
 
     Stopping: with ``reps`` set, exactly that many samples are kept; otherwise sampling
     continues, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, until

@@ -206,12 +206,14 @@ def markdown(doc: dict) -> str:
         f"{doc.get('tool_version', '')}. Each rung once per tool, in its declared config (autotune points are "
         "not sanitized), at its op's awkward shapes, only its own kernel checked (initcheck watches every kernel, "
         "since a kernel filter also hides what torch's kernels wrote, and counts the reports in the rung's); "
-        "memcheck with PyTorch's caching allocator off and 4 KiB padding. Rows of earlier runs are kept unless re-run.", "",
+        "memcheck with PyTorch's caching allocator off and 4 KiB padding. Rows of earlier runs are kept unless "
+        "re-run.", "",
         (f"**{len(bad)} runs not clean.**" if bad else "Every run is clean (or skipped with its reason)."), "",
         tabulate(rows, ["implementation", "tool", "shape", "precision", "result", "s"], tablefmt="github",
                  disable_numparse=True), "",
         f"Runs took {sum(r['seconds'] for r in doc['results']):.0f} s together"
-        + (f"; this run {doc['wall_s']:.0f} s of wall time, {doc.get('jobs', 1)} at once." if doc.get("wall_s") else "."),
+        + (f"; this run {doc['wall_s']:.0f} s of wall time, {doc.get('jobs', 1)} at once."
+           if doc.get("wall_s") else "."),
         ""])
 
 

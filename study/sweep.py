@@ -175,7 +175,8 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
                     continue
                 data = np.full((len(rows_v), len(cols_v)), np.nan)
                 for (r, c), m in cells.items():
-                    data[rows_v.index(r), cols_v.index(c)] = metrics.headline(m) if i == 0 else (m.get("x_ref") or np.nan)
+                    value = metrics.headline(m) if i == 0 else m.get("x_ref")
+                    data[rows_v.index(r), cols_v.index(c)] = np.nan if value is None else value
                 # One scale for every backend's throughput (comparable colours); × ref centred on 1.
                 scale = dict(cmap="viridis", vmin=0, vmax=top) if i == 0 else dict(cmap="RdYlGn", vmin=0, vmax=2,
                                                                                     center=1.0)
@@ -219,7 +220,8 @@ def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path
         lines += [f"## {title}", "", f"![{title}]({Path(path).relative_to(md_path.parent).as_posix()})", ""]
     not_ok = [m for m in doc["measurements"] if m["status"] not in ("ok",)]
     if not_ok:
-        lines += ["## Not measured", "", "| implementation | shape | precision | status | reason |", "|---|---|---|---|---|"]
+        lines += ["## Not measured", "", "| implementation | shape | precision | status | reason |",
+                  "|---|---|---|---|---|"]
         from study.results import shape_text
 
         for m in not_ok[:200]:
