@@ -178,6 +178,10 @@ class Problem:
         raise NotImplementedError
 
     # ---- the gate -------------------------------------------------------------
+    def metric(self, precision: Precision) -> str:
+        """What the gate's error is for ``precision`` (an op may scale errors differently per precision)."""
+        return self.error_metric
+
     def verify(self, out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor, precision: Precision) -> Verdict:
         """Compare ``out`` with the float64 reference; NaN (the poison) never passes."""
         tol = self.tolerance[precision.name]

@@ -581,7 +581,7 @@ class Session:
                 verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             if not verdict.ok:
                 return {"count": trial, "structured": structured,
-                        "failed": {"trial": trial, "inputs": kind, "seed": seed, "error": _error(verdict, problem)}}
+                        "failed": {"trial": trial, "inputs": kind, "seed": seed, "error": _error(verdict, problem, precision)}}
         return {"count": len(runs) + 1, "structured": structured, "failed": None}
 
     def _measure(self, case, problem, tensors, ref, scale) -> dict:
@@ -599,7 +599,7 @@ class Session:
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
             verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
-            error = _error(verdict, problem)
+            error = _error(verdict, problem, precision)
             if not verdict.ok:
                 return _record(case, status="wrong", reason=verdict.message, config=chosen, autotune_log=log,
                                error=error, trials={"count": 1, "failed": {"trial": 1, "inputs": "random",
@@ -645,9 +645,9 @@ class Session:
                                      else summary.median < 2 * self.launch_overhead_ms))
 
 
-def _error(verdict, problem) -> dict:
+def _error(verdict, problem, precision) -> dict:
     return {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs, "max_rel": verdict.max_rel,
-            "unwritten": verdict.unwritten, "metric": problem.error_metric, "message": verdict.message}
+            "unwritten": verdict.unwritten, "metric": problem.metric(precision), "message": verdict.message}
 
 
 def check_output(fn, out, problem, ref, scale, precision):

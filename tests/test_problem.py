@@ -39,6 +39,26 @@ def test_tf32_operands_fail_the_fp32_gate():
     assert not v.ok and "exceeds the fp32 tolerance" in v.message
 
 
+def _truncate_mantissa(x, bits):
+    drop = 23 - bits
+    return (x.view(torch.int32) & ~((1 << drop) - 1)).view(torch.float32)
+
+
+@pytest.mark.parametrize("shape", [(64, 64, 1), (17, 33, 65), (256, 256, 256), (64, 48, 3000)])
+def test_the_tf32_gate_passes_either_tf32_conversion_and_fails_bf16_operands(shape):
+    from study.precision import TF32
+
+    t = SGEMM.make_inputs(dict(zip(("M", "N", "K"), shape)), TF32, 1, "cpu")
+    ref, scale = SGEMM.reference(t, TF32)
+    for convert in (lambda x: _round_mantissa(x, 10), lambda x: _truncate_mantissa(x, 10)):
+        v = SGEMM.verify((convert(t["A"]).double() @ convert(t["B"]).double()), ref, scale, TF32)
+        assert v.ok, v.message
+    bf16 = _round_mantissa(t["A"], 7).double() @ _round_mantissa(t["B"], 7).double()
+    v = SGEMM.verify(bf16, ref, scale, TF32)
+    assert not v.ok and "exceeds the tf32 tolerance" in v.message
+    assert SGEMM.metric(TF32).endswith("root-sum-square") and SGEMM.metric(FP32).endswith("(|A|·|B|)")
+
+
 def test_unwritten_and_wrong_outputs_fail():
     t, ref, scale = _gemm(16, 16, 16)
     out = t["A"] @ t["B"]
@@ -129,7 +149,7 @@ def test_a_precision_picks_storage_math_triton_cublas_and_cuda_defines():
 
 
 def test_unsupported_precision_huge_and_oversized_shapes_are_skipped_with_reasons():
-    assert "accepts fp32; not fp16" in SGEMM.check({"M": 8, "N": 8, "K": 8}, FP16_STORAGE)
+    assert "accepts fp32, tf32; not fp16" in SGEMM.check({"M": 8, "N": 8, "K": 8}, FP16_STORAGE)
     assert "32-bit" in SGEMM.check({"M": 70000, "N": 70000, "K": 8}, FP32)
     assert "32-bit" in SGEMV.check({"M": 70000, "N": 70000}, FP32)
     reason = SGEMM.check_memory({"M": 65536, "N": 65536, "K": 4096}, FP32, free_bytes=10 * 2**30)
