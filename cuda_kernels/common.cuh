@@ -114,11 +114,11 @@ __device__ __forceinline__ void micro_tile_step(float (&acc)[Rows][Cols], const 
         for (int j = 0; j < Cols; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
 }
 
-// Write the micro-tile to C (row-major, ldc = N), 16 bytes at a time where the rows are
+// Write the micro-tile to C (row-major, rows ldc apart), 16 bytes at a time where the rows are
 // 16-byte aligned (Vec), element by element at the edges otherwise.
 template <int Rows, int Cols, int GapA, int GapB, bool Vec>
 __device__ __forceinline__ void store_micro_tile(const float (&acc)[Rows][Cols], float* C, int M, int N,
-                                                 int row0, int col0) {
+                                                 int ldc, int row0, int col0) {
 #pragma unroll
     for (int i = 0; i < Rows; ++i) {
         const int row = row0 + (i / 4) * GapA + i % 4;
@@ -126,7 +126,7 @@ __device__ __forceinline__ void store_micro_tile(const float (&acc)[Rows][Cols],
 #pragma unroll
         for (int h = 0; h < Cols / 4; ++h) {
             const int col = col0 + h * GapB;
-            float* c = C + (size_t)row * N + col;
+            float* c = C + (size_t)row * ldc + col;
             if (Vec && col + 3 < N) {
                 *reinterpret_cast<float4*>(c) =
                     make_float4(acc[i][h * 4], acc[i][h * 4 + 1], acc[i][h * 4 + 2], acc[i][h * 4 + 3]);

@@ -103,14 +103,20 @@ def test_v3_split_reduction_is_deterministic_and_its_counters_reset():
     assert int(launch.keep.args[-1].sum()) == 0  # every row group's counter back at zero
 
 
-def test_non_contiguous_input_is_refused_with_a_clear_message():
-    impl = next(i for i in IMPLS if i.name == "sgemm/v1_naive/cuda")
+@pytest.mark.parametrize("rung", ["v1_naive", "v3_register_tile", "v4_double_buffer"])
+def test_padded_rows_are_read_through_the_leading_dimension_and_columns_are_refused(rung):
+    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
-    problem, shape, tensors, ref, scale = _data("sgemm", (32, 32, 32), fp32)
-    sliced = torch.empty(32, 64, device="cuda")[:, :32]
-    sliced.copy_(tensors["A"])
+    problem, shape, tensors, ref, scale = _data("sgemm", (33, 36, 40), fp32)
+    for pad in (1, 4):  # an odd leading dimension takes the scalar path, a multiple of 4 the vector one
+        padded = torch.empty(33, 40 + pad, device="cuda")[:, :40]
+        padded.copy_(tensors["A"])
+        verdict, launch = _run(impl, problem, shape, {"A": padded, "B": tensors["B"]}, ref, scale, fp32)
+        assert verdict.ok, verdict.message
+        assert launch.config["ALIGNED"] == (pad % 4 == 0)
+    columns = tensors["A"].t().contiguous().t()  # column-major A: rows are not contiguous
     with pytest.raises(ValueError, match="contiguous"):
-        _run(impl, problem, shape, {"A": sliced, "B": tensors["B"]}, ref, scale, fp32)
+        _run(impl, problem, shape, {"A": columns, "B": tensors["B"]}, ref, scale, fp32)
 
 
 def test_library_baseline_sets_its_switches_and_restores_them():

@@ -17,7 +17,10 @@
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 bgemm_v0_batched_tiles(const float* __restrict__ A, const float* __restrict__ B,
-                       float* __restrict__ C, int M, int N, int K) {
+                       float* __restrict__ C, int M, int N, int K,
+                       int lda, int ldb, int ldc) {
     const size_t entry = blockIdx.z;
-    sgemm_tile_double_buffer(A + entry * M * K, B + entry * K * N, C + entry * M * N, M, N, K);
+    // Entries are contiguous (the op pads none): entry b starts b·M·K, b·K·N, b·M·N elements in.
+    sgemm_tile_double_buffer(A + entry * M * lda, B + entry * K * ldb, C + entry * M * ldc, M, N, K,
+                             lda, ldb, ldc);
 }

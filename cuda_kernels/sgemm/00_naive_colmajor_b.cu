@@ -18,13 +18,14 @@ static_assert(THREADS == BM * BN, "one thread per output");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v0_naive_colmajor_b(const float* __restrict__ A, const float* __restrict__ B,
-                          float* __restrict__ C, int M, int N, int K) {
+                          float* __restrict__ C, int M, int N, int K,
+                          int lda, int ldb, int ldc) {
     const int row = blockIdx.y * BM + threadIdx.x / BN;
     const int col = blockIdx.x * BN + threadIdx.x % BN;
     if (row >= M || col >= N) return;
-    const float* a = A + (size_t)row * K;
-    const float* b = B + (size_t)col * K;  // column col of B is contiguous, columns are K apart
+    const float* a = A + (size_t)row * lda;
+    const float* b = B + (size_t)col * ldb;  // column col of B is contiguous, columns are ldb apart
     float acc = 0.0f;
     for (int k = 0; k < K; ++k) acc = fmaf(a[k], b[k], acc);
-    C[(size_t)row * N + col] = acc;
+    C[(size_t)row * ldc + col] = acc;
 }

@@ -17,12 +17,13 @@ static_assert(THREADS == BM * BN, "one thread per output");
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v1_naive(const float* __restrict__ A, const float* __restrict__ B,
-               float* __restrict__ C, int M, int N, int K) {
+               float* __restrict__ C, int M, int N, int K,
+               int lda, int ldb, int ldc) {
     const int row = blockIdx.y * BM + threadIdx.x / BN;
     const int col = blockIdx.x * BN + threadIdx.x % BN;
     if (row >= M || col >= N) return;
-    const float* a = A + (size_t)row * K;
+    const float* a = A + (size_t)row * lda;
     float acc = 0.0f;
-    for (int k = 0; k < K; ++k) acc = fmaf(a[k], B[(size_t)k * N + col], acc);
-    C[(size_t)row * N + col] = acc;
+    for (int k = 0; k < K; ++k) acc = fmaf(a[k], B[(size_t)k * ldb + col], acc);
+    C[(size_t)row * ldc + col] = acc;
 }

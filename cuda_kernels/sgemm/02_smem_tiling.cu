@@ -26,7 +26,8 @@ static_assert(BK % 4 == 0 && BN % 4 == 0, "float4 copies need BK and BN multiple
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemm_v2_smem_tiling(const float* __restrict__ A, const float* __restrict__ B,
-                     float* __restrict__ C, int M, int N, int K) {
+                     float* __restrict__ C, int M, int N, int K,
+                     int lda, int ldb, int ldc) {
     __shared__ __align__(16) float As[BM][BK];
     __shared__ __align__(16) float Bs[BK][BN];
     const int tid = threadIdx.x, tx = tid % TX, ty = tid / TX;
@@ -40,22 +41,22 @@ sgemm_v2_smem_tiling(const float* __restrict__ A, const float* __restrict__ B,
             const int m = f / (BK / 4), k = f % (BK / 4) * 4;
             const bool ok = m0 + m < M && k0 + k < K;  // K % 4 == 0: all four or none
             *reinterpret_cast<float4*>(&As[m][k]) =
-                ok ? *reinterpret_cast<const float4*>(A + (size_t)(m0 + m) * K + k0 + k) : make_float4(0, 0, 0, 0);
+                ok ? *reinterpret_cast<const float4*>(A + (size_t)(m0 + m) * lda + k0 + k) : make_float4(0, 0, 0, 0);
         }
         for (int f = tid; f < BK * BN / 4; f += THREADS) {
             const int k = f / (BN / 4), n = f % (BN / 4) * 4;
             const bool ok = k0 + k < K && n0 + n < N;  // N % 4 == 0: all four or none
             *reinterpret_cast<float4*>(&Bs[k][n]) =
-                ok ? *reinterpret_cast<const float4*>(B + (size_t)(k0 + k) * N + n0 + n) : make_float4(0, 0, 0, 0);
+                ok ? *reinterpret_cast<const float4*>(B + (size_t)(k0 + k) * ldb + n0 + n) : make_float4(0, 0, 0, 0);
         }
 #else
         for (int e = tid; e < BM * BK; e += THREADS) {
             const int m = e / BK, k = e % BK;
-            As[m][k] = (m0 + m < M && k0 + k < K) ? A[(size_t)(m0 + m) * K + k0 + k] : 0.0f;
+            As[m][k] = (m0 + m < M && k0 + k < K) ? A[(size_t)(m0 + m) * lda + k0 + k] : 0.0f;
         }
         for (int e = tid; e < BK * BN; e += THREADS) {
             const int k = e / BN, n = e % BN;
-            Bs[k][n] = (k0 + k < K && n0 + n < N) ? B[(size_t)(k0 + k) * N + n0 + n] : 0.0f;
+            Bs[k][n] = (k0 + k < K && n0 + n < N) ? B[(size_t)(k0 + k) * ldb + n0 + n] : 0.0f;
         }
 #endif
         __syncthreads();
@@ -76,7 +77,7 @@ sgemm_v2_smem_tiling(const float* __restrict__ A, const float* __restrict__ B,
 #pragma unroll
         for (int j = 0; j < RN; ++j) {
             const int col = n0 + tx + j * TX;
-            if (row < M && col < N) C[(size_t)row * N + col] = acc[i][j];
+            if (row < M && col < N) C[(size_t)row * ldc + col] = acc[i][j];
         }
     }
 }

@@ -30,7 +30,8 @@ static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "micro-tile and BK are 
 // barrier wait is covered by the other's FFMAs.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 sgemm_v3_register_tile(const float* __restrict__ A, const float* __restrict__ B,
-                       float* __restrict__ C, int M, int N, int K) {
+                       float* __restrict__ C, int M, int N, int K,
+                       int lda, int ldb, int ldc) {
     __shared__ __align__(16) float As[BK][BM + PAD];
     __shared__ __align__(16) float Bs[BK][BN + PAD];
     const int tid = threadIdx.x, tx = tid % WN, ty = tid / WN;
@@ -42,23 +43,23 @@ sgemm_v3_register_tile(const float* __restrict__ A, const float* __restrict__ B,
         for (int f = tid; f < BM * BK / 4; f += THREADS) {
             const int m = f / (BK / 4), k = f % (BK / 4) * 4;
             float4 v = make_float4(0, 0, 0, 0);
-            if (m0 + m < M && k0 + k < K) v = *reinterpret_cast<const float4*>(A + (size_t)(m0 + m) * K + k0 + k);
+            if (m0 + m < M && k0 + k < K) v = *reinterpret_cast<const float4*>(A + (size_t)(m0 + m) * lda + k0 + k);
             As[k][m] = v.x; As[k + 1][m] = v.y; As[k + 2][m] = v.z; As[k + 3][m] = v.w;
         }
         for (int f = tid; f < BK * BN / 4; f += THREADS) {
             const int k = f / (BN / 4), n = f % (BN / 4) * 4;
             float4 v = make_float4(0, 0, 0, 0);
-            if (k0 + k < K && n0 + n < N) v = *reinterpret_cast<const float4*>(B + (size_t)(k0 + k) * N + n0 + n);
+            if (k0 + k < K && n0 + n < N) v = *reinterpret_cast<const float4*>(B + (size_t)(k0 + k) * ldb + n0 + n);
             *reinterpret_cast<float4*>(&Bs[k][n]) = v;
         }
 #else
         for (int e = tid; e < BM * BK; e += THREADS) {
             const int m = e / BK, k = e % BK;
-            As[k][m] = (m0 + m < M && k0 + k < K) ? A[(size_t)(m0 + m) * K + k0 + k] : 0.0f;
+            As[k][m] = (m0 + m < M && k0 + k < K) ? A[(size_t)(m0 + m) * lda + k0 + k] : 0.0f;
         }
         for (int e = tid; e < BK * BN; e += THREADS) {
             const int k = e / BN, n = e % BN;
-            Bs[k][n] = (k0 + k < K && n0 + n < N) ? B[(size_t)(k0 + k) * N + n0 + n] : 0.0f;
+            Bs[k][n] = (k0 + k < K && n0 + n < N) ? B[(size_t)(k0 + k) * ldb + n0 + n] : 0.0f;
         }
 #endif
         __syncthreads();
@@ -67,5 +68,5 @@ sgemm_v3_register_tile(const float* __restrict__ A, const float* __restrict__ B,
             micro_tile_step<TM, TN, SA, SB>(acc, &As[kk][ty * 4], &Bs[kk][tx * 4]);
         __syncthreads();
     }
-    store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, m0 + ty * 4, n0 + tx * 4);
+    store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, ldc, m0 + ty * 4, n0 + tx * 4);
 }

@@ -31,6 +31,7 @@
 // barrier wait is covered by the other's FFMAs.
 extern "C" __global__ void __launch_bounds__(THREADS, 2)
 sgemm_v4_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
-                       float* __restrict__ C, int M, int N, int K) {
-    sgemm_tile_double_buffer(A, B, C, M, N, K);
+                       float* __restrict__ C, int M, int N, int K,
+                       int lda, int ldb, int ldc) {
+    sgemm_tile_double_buffer(A, B, C, M, N, K, lda, ldb, ldc);
 }

@@ -16,31 +16,33 @@ static_assert(2 * BK * (BM + BN + 2 * PAD) * 4 <= 48 * 1024, "two stages must fi
 // Issue the copies of slice k0 into one buffer (no wait here).
 __device__ __forceinline__ void load_slice(float (*As)[BM + PAD], float (*Bs)[BN + PAD],
                                            const float* A, const float* B, int M, int N, int K,
+                                           int lda, int ldb,
                                            int m0, int n0, int k0, int tid) {
     for (int e = tid; e < BM * BK; e += THREADS) {
         // Consecutive threads take consecutive k of one row: 32-byte global segments,
         // and the transposed shared stores hit distinct banks thanks to the padding.
         const int m = e / BK, k = e % BK;
         const bool ok = m0 + m < M && k0 + k < K;
-        cp_async_4(&As[k][m], ok ? A + (size_t)(m0 + m) * K + k0 + k : A, ok);
+        cp_async_4(&As[k][m], ok ? A + (size_t)(m0 + m) * lda + k0 + k : A, ok);
     }
 #if ALIGNED
     for (int f = tid; f < BK * BN / 4; f += THREADS) {
         const int k = f / (BN / 4), n = f % (BN / 4) * 4;
         const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_16(&Bs[k][n], ok ? B + (size_t)(k0 + k) * N + n0 + n : B, ok);
+        cp_async_16(&Bs[k][n], ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
     }
 #else
     for (int e = tid; e < BK * BN; e += THREADS) {
         const int k = e / BN, n = e % BN;
         const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_4(&Bs[k][n], ok ? B + (size_t)(k0 + k) * N + n0 + n : B, ok);
+        cp_async_4(&Bs[k][n], ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
     }
 #endif
 }
 
 __device__ __forceinline__ void sgemm_tile_double_buffer(const float* __restrict__ A, const float* __restrict__ B,
-                                                         float* __restrict__ C, int M, int N, int K) {
+                                                         float* __restrict__ C, int M, int N, int K,
+                                                         int lda, int ldb, int ldc) {
     __shared__ __align__(16) float As[2][BK][BM + PAD];
     __shared__ __align__(16) float Bs[2][BK][BN + PAD];
     const int tid = threadIdx.x, tx = tid % WN, ty = tid / WN;
@@ -48,7 +50,7 @@ __device__ __forceinline__ void sgemm_tile_double_buffer(const float* __restrict
     const int slices = CDIV(K, BK);
     float acc[TM][TN] = {};
 
-    load_slice(As[0], Bs[0], A, B, M, N, K, m0, n0, 0, tid);
+    load_slice(As[0], Bs[0], A, B, M, N, K, lda, ldb, m0, n0, 0, tid);
     cp_async_commit();
     for (int s = 0; s < slices; ++s) {
         const int cur = s & 1;
@@ -57,12 +59,12 @@ __device__ __forceinline__ void sgemm_tile_double_buffer(const float* __restrict
         // everyone has finished computing slice s-1, so its buffer (cur ^ 1) may be refilled.
         __syncthreads();
         if (s + 1 < slices) {
-            load_slice(As[cur ^ 1], Bs[cur ^ 1], A, B, M, N, K, m0, n0, (s + 1) * BK, tid);
+            load_slice(As[cur ^ 1], Bs[cur ^ 1], A, B, M, N, K, lda, ldb, m0, n0, (s + 1) * BK, tid);
             cp_async_commit();  // in flight while the FFMAs below run
         }
 #pragma unroll
         for (int kk = 0; kk < BK; ++kk)
             micro_tile_step<TM, TN, SA, SB>(acc, &As[cur][kk][ty * 4], &Bs[cur][kk][tx * 4]);
     }
-    store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, m0 + ty * 4, n0 + tx * 4);
+    store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, ldc, m0 + ty * 4, n0 + tx * 4);
 }

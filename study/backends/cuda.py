@@ -133,14 +133,19 @@ class StreamCache:
         return found
 
 
-def as_cupy(tensor):
-    """A zero-copy CuPy view of a CUDA tensor, refusing layouts a raw kernel would misread."""
+def as_cupy(tensor, padded_rows: bool = False):
+    """A zero-copy CuPy view of a CUDA tensor, refusing layouts a raw kernel would misread. With
+    ``padded_rows`` (a kernel that takes leading dimensions) the rows may be further apart than
+    their length — a padded view — as long as each row is contiguous and the batch (if any) is."""
     import cupy as cp
 
     if not tensor.is_cuda:
         raise ValueError("CUDA kernels take CUDA tensors; got one on " + str(tensor.device))
-    if not tensor.is_contiguous():
+    rows_ok = (padded_rows and tensor.dim() >= 2 and tensor.stride(-1) == 1
+               and tensor.stride(-2) >= tensor.size(-1)
+               and (tensor.dim() == 2 or tensor.stride(-3) == tensor.size(-2) * tensor.stride(-2)))
+    if not (tensor.is_contiguous() or rows_ok):
         raise ValueError(f"CUDA kernels index raw pointers and ignore strides: a tensor of shape "
                          f"{tuple(tensor.shape)} with strides {tensor.stride()} must be made "
-                         f"contiguous first")
+                         f"contiguous first" + (" (or at least each row contiguous)" if padded_rows else ""))
     return cp.from_dlpack(tensor)

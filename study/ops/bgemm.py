@@ -98,8 +98,10 @@ class BGEMM(SGEMM):
         return CudaLaunch(
             grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), shape["batch"]),
             block=(defines["THREADS"], 1, 1),
-            args=(as_cupy(tensors["A"]), as_cupy(tensors["B"]), as_cupy(out),
-                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"])))
+            args=(as_cupy(tensors["A"], padded_rows=True), as_cupy(tensors["B"], padded_rows=True),
+                  as_cupy(out, padded_rows=True),
+                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"]),
+                  np.int32(tensors["A"].stride(1)), np.int32(tensors["B"].stride(1)), np.int32(out.stride(1))))
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):

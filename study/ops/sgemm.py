@@ -112,10 +112,13 @@ class SGEMM(Problem):
         return None
 
     def cuda_defines(self, config, tensors, out, shape, precision):
-        """The config plus ALIGNED: 1 when every row of A, B and C starts on 16 bytes, so
-        ``float4``/16-byte ``cp.async`` may be used; 0 selects the kernels' scalar paths."""
-        aligned = (shape["K"] % 4 == 0 and shape["N"] % 4 == 0
-                   and all(t.data_ptr() % 16 == 0 for t in (tensors["A"], tensors["B"], out)))
+        """The config plus ALIGNED: 1 when every row of A, B and C starts on 16 bytes (K, N and the
+        leading dimensions multiples of 4, the base addresses aligned), so ``float4``/16-byte
+        ``cp.async`` may be used; 0 selects the kernels' scalar paths."""
+        a, b = tensors["A"], tensors["B"]
+        leading = (a.stride(-2), max(b.stride(-2), b.stride(-1)), out.stride(-2))  # B may be column-major (v0)
+        aligned = (shape["K"] % 4 == 0 and shape["N"] % 4 == 0 and all(ld % 4 == 0 for ld in leading)
+                   and all(t.data_ptr() % 16 == 0 for t in (a, b, out)))
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
@@ -127,8 +130,12 @@ class SGEMM(Problem):
         return CudaLaunch(
             grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), 1),
             block=(defines["THREADS"], 1, 1),
-            args=(as_cupy(tensors["A"]), as_cupy(b_storage), as_cupy(out),
-                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"])))
+            args=(as_cupy(tensors["A"], padded_rows=True), as_cupy(b_storage, padded_rows=True),
+                  as_cupy(out, padded_rows=True),
+                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"]),
+                  # leading dimensions: rows of A, B (columns, when B is column-major) and C are
+                  # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
+                  np.int32(tensors["A"].stride(0)), np.int32(b_storage.stride(0)), np.int32(out.stride(0))))
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):

@@ -5,6 +5,6 @@
 #include "common.cuh"
 
 extern "C" __global__ void fault_v0_illegal_address(const float* A, const float* B, float* C,
-                                                    int M, int N, int K) {
+                                                    int M, int N, int K, int lda, int ldb, int ldc) {
     C[(size_t)1 << 40] = 1.0f;
 }
