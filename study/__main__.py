@@ -31,6 +31,11 @@ EXAMPLES_SWEEP = """examples:
   python -m study sweep --op sgemv --m 1024:16384:x2 --n 1024,4096,65536 --dtype fp16 --mode cold
   python -m study sweep --op sgemm --m 64 --n 64 --k 4096:65536:x2 --autotune on --yes
 """
+EXAMPLES_ALIGN = """examples:
+  python -m study align                                 sgemm at 4096³, leading dimensions 4096 … 4111
+  python -m study align --base 2048 --rung v3 --autotune on
+  python -m study align --dtype tf32 --backend cublas --backend cublaslt --backend triton
+"""
 EXAMPLES_REPORT = """examples:
   python -m study report reports/h200/compare.json
   python -m study report reports/h200/compare.json --md /tmp/compare.md
@@ -138,6 +143,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
                           "ops run (repeatable; default: each op's shapes)")
     _add_run_options(cmp, "compare")
+
+    aln = sub.add_parser("align", help="one square GEMM with its rows padded by 0…15 elements: throughput over the "
+                                       "leading dimension (GPU)", epilog=EXAMPLES_ALIGN,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    aln.add_argument("--op", default="sgemm", help="an op of axes M, N, K (default sgemm)")
+    aln.add_argument("--base", type=int, default=4096, help="M = N = K = BASE; leading dimensions BASE … BASE+15")
+    aln.add_argument("--rung", default=None, help="the CUDA rung and Triton twin to measure (default: the last rung)")
+    aln.add_argument("--backend", action="append", choices=BACKENDS,
+                     help="backends (repeatable; default all; the reference baseline always runs)")
+    _add_run_options(aln, "align-<op>-<base>")
 
     swp = sub.add_parser("sweep", help="one op over a grid of shapes: tidy CSV, heatmaps per backend (GPU)",
                          epilog=EXAMPLES_SWEEP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -420,6 +435,43 @@ def _run(args, cases, command: str, stem: str | None = None, finish=None):
                               finish=finish)
 
 
+def cmd_align(args) -> int:
+    from study import align
+    from study.runner import plan
+
+    all_ops = ladders()
+    if args.op not in all_ops:
+        raise UsageError(f"unknown op {args.op!r}; known: {', '.join(all_ops)}")
+    problem = all_ops[args.op].problem
+    if not problem.paddable:
+        raise UsageError(f"{args.op}'s kernels take no leading dimensions; align runs on "
+                         + ", ".join(op for op, lad in all_ops.items() if lad.problem.paddable))
+    if args.base < 1:
+        raise UsageError(f"--base must be at least 1; got {args.base}")
+    try:
+        square = align.shape(problem, args.base)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    rungs = all_ops[args.op].rungs
+    rung = args.rung or f"v{len(rungs) - 1}"
+    precisions = parse_dtypes(args.dtype, [args.op], all_ops) if args.dtype else None
+    try:
+        cases = plan([args.op], shapes={args.op: [square]}, precisions=precisions, backends=args.backend,
+                     rungs=[rung], autotune=args.autotune, modes=args.mode)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(exc.args[0] if exc.args else str(exc)) from None
+    cases = align.padded(cases)
+    print(f"align {args.op} at {args.base}³, rung {rung}: leading dimensions {args.base} … {args.base + 15}, "
+          f"{len(cases)} cases", file=sys.stderr)
+
+    def finish(doc, json_path, md_path):
+        csv_path, md = align.write_outputs(doc, json_path)
+        print(f"wrote {csv_path} and {md}", file=sys.stderr)
+
+    code, _ = _run(args, cases, "align", stem=f"align-{args.op}-{args.base}", finish=finish)
+    return code
+
+
 def cmd_sweep(args) -> int:
     from study import sweep
     from study.runner import plan
@@ -621,10 +673,11 @@ def cmd_merge(args) -> int:
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     results.write(args.out, doc)
-    from study import sweep
+    from study import align, sweep
 
-    md = sweep.write_outputs(doc, args.out)[1] if sweep.is_sweep(doc) else \
-        report.write_report(doc, args.out.with_suffix(".md"))
+    md = (sweep.write_outputs(doc, args.out)[1] if sweep.is_sweep(doc) else
+          align.write_outputs(doc, args.out)[1] if align.is_align(doc) else
+          report.write_report(doc, args.out.with_suffix(".md")))
     print(f"merged {len(doc['measurements'])} measurements from {len(args.files)} files into {args.out} and {md}"
           + (" (mixed environments: see the report)" if doc["environment"].get("mixed") else ""), file=sys.stderr)
     return 0
@@ -640,13 +693,14 @@ def rerun_plan(doc: dict):
     keys = ["|".join(case_key(m)) for m in doc["measurements"]] if doc.get("upgraded_from") or not doc.get("plan") \
         else doc["plan"]
     for key in keys:
-        name, shape_text, precision, autotune, mode = key.split("|")
+        name, shape_text, precision, autotune, mode, *rest = key.split("|")
+        pad = int(rest[0].removeprefix("pad=")) if rest else 0
         try:
             impl = implementation(name)
         except KeyError:
             raise UsageError(f"{name} is not an implementation of this version of the study") from None
         problem = ladder(impl.op).problem
-        cases.append(Case(impl, problem.parse_shape(shape_text), problem.precision(precision), autotune, mode))
+        cases.append(Case(impl, problem.parse_shape(shape_text), problem.precision(precision), autotune, mode, pad))
     timer = doc["environment"]["timer"]
     fields = {f: timer[f] for f in TimerSettings.__dataclass_fields__ if f in timer}
     try:
@@ -825,12 +879,13 @@ def cmd_report(args) -> int:
         doc = results.load(args.results)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    from study import sweep
+    from study import align, sweep
 
-    if sweep.is_sweep(doc) and not args.md:  # a sweep's own page, CSV and heatmaps beside the file
-        csv_path, md = sweep.write_outputs(doc, args.results)
-        print(f"wrote {csv_path} and {md}")
-        return 0
+    for kind in (sweep, align):  # a sweep's or an align run's own page, CSV and figures beside the file
+        if (kind.is_sweep(doc) if kind is sweep else kind.is_align(doc)) and not args.md:
+            csv_path, md = kind.write_outputs(doc, args.results)
+            print(f"wrote {csv_path} and {md}")
+            return 0
     md = args.md or args.results.with_suffix(".md")
     report.write_report(doc, md)
     print(f"wrote {md}")
@@ -841,7 +896,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
-                "validate": cmd_validate, "diff": cmd_diff, "sweep": cmd_sweep, "merge": cmd_merge, "rerun": cmd_rerun,
+                "validate": cmd_validate, "diff": cmd_diff, "sweep": cmd_sweep, "align": cmd_align, "merge": cmd_merge, "rerun": cmd_rerun,
                 "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -118,7 +118,8 @@ def regressions(pairs: list[Pair], threshold: float) -> list[Pair]:
 
 
 def _row(p: Pair) -> list[str]:
-    impl, shape, precision, autotune, mode = p.key
+    impl, shape, precision, autotune, mode, *padded = p.key
+    shape = " ".join([shape, *padded])  # "4096x4096x4096 pad=3" for a padded case
 
     def median(m):
         return "—" if m is None or m.get("median_ms") is None else f"{m['median_ms']:.4f}"

@@ -60,6 +60,21 @@ class CudaLaunch:
     smem: int = 0
 
 
+def pad_rows(tensor, pad: int):
+    """``tensor`` as a view whose rows are ``pad`` elements further apart than their length (a
+    leading dimension of width + pad): new storage, the padding NaN, so that a kernel that reads
+    it instead of honouring the leading dimension fails the gate. ``pad`` 0: the tensor itself."""
+    if not pad:
+        return tensor
+    import torch
+
+    storage = torch.full((*tensor.shape[:-1], tensor.shape[-1] + pad), float("nan"), dtype=tensor.dtype,
+                         device=tensor.device)
+    view = storage[..., :tensor.shape[-1]]
+    view.copy_(tensor)
+    return view
+
+
 class Problem:
     """Base class of an op: shapes, precisions, inputs, reference, work and tolerance."""
 
@@ -72,6 +87,7 @@ class Problem:
     default_modes: tuple[str, ...] = ("cold",)   # --mode default
     sanitize_shapes: tuple[Mapping[str, int], ...] = ()  # small, with a tile tail in every dimension
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
+    paddable: bool = False                       # kernels honour leading dimensions: --pad / align run here
     error_metric: str = "max |out − ref| / scale"
 
     # ---- shapes ---------------------------------------------------------------

@@ -127,9 +127,11 @@ def shape_text(shape) -> str:
 
 def case_key(m: dict) -> tuple:
     """What a record measured, independent of how it came out: implementation, shape,
-    precision, autotune, mode ("|".join of it is the compare flow's case key)."""
-    return (m["implementation"], shape_text(m["shape"]), m.get("precision") or m["dtype"],
-            m["autotune"], m.get("mode") or "cold")
+    precision, autotune, mode and, for padded rows, ``pad=N`` ("|".join of it is the compare
+    flow's case key)."""
+    key = (m["implementation"], shape_text(m["shape"]), m.get("precision") or m["dtype"],
+           m["autotune"], m.get("mode") or "cold")
+    return key + (f"pad={m['pad']}",) if m.get("pad") else key
 
 
 def _get(env: dict, path: tuple):

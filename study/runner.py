@@ -29,6 +29,7 @@ import numpy as np
 from study import hardware, stats
 from study.backends import backend
 from study.precision import Precision, select
+from study.problem import pad_rows
 from study.registry import Implementation, implementations_of, ladder
 
 AUTOTUNE_MODES = ("off", "on", "both")
@@ -135,6 +136,7 @@ class Case:
     precision: Precision
     autotune: str  # "off", "on", or "n/a" (a baseline without a search of its own)
     mode: str = "cold"
+    pad: int = 0   # rows of every matrix this many elements further apart than their length (align)
 
     @property
     def shape_text(self) -> str:
@@ -145,12 +147,14 @@ class Case:
     @property
     def key(self) -> str:
         """Identifies the case across runs (resuming matches on it)."""
-        return f"{self.impl.name}|{self.shape_text}|{self.precision.name}|{self.autotune}|{self.mode}"
+        key = f"{self.impl.name}|{self.shape_text}|{self.precision.name}|{self.autotune}|{self.mode}"
+        return key + (f"|pad={self.pad}" if self.pad else "")
 
     @property
     def label(self) -> str:
         tune = "" if self.autotune == "n/a" else f" autotune={self.autotune}"
-        return f"{self.impl.name} {self.shape_text} {self.precision.name} {self.mode}{tune}"
+        pad = f" pad={self.pad}" if self.pad else ""
+        return f"{self.impl.name} {self.shape_text} {self.precision.name} {self.mode}{tune}{pad}"
 
 
 def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None = None,
@@ -425,19 +429,19 @@ def _tune_key(impl, device, shape, precision, mode) -> str:
 
 
 def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer: Timer,
-              device) -> tuple[dict, dict]:
+              device, pad: int = 0) -> tuple[dict, dict]:
     """Time every point of the kernel's space with the runner's own timer, in the case's timing
     mode; keep the fastest correct one. Cached per GPU, shape, precision, mode and kernel source."""
     path = _cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
-    key = _tune_key(impl, device, shape, precision, mode)
+    key = _tune_key(impl, device, shape, precision, mode) + (f"|pad={pad}" if pad else "")
     if key in cache:
         return dict(cache[key]["config"]), {"cached": True, **cache[key]}
     cuda = backend("cuda")
     trials = []
     for point in impl.space:
         try:
-            launch = cuda.prepare(impl, problem, tensors, shape, precision, config=point)
+            launch = cuda.prepare(impl, problem, tensors, shape, precision, config=point, pad=pad)
             verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
@@ -483,7 +487,7 @@ def _record(case: Case, **fields) -> dict:
         "implementation": impl.name, "source": impl.source, "source_hash": _source_hash(impl),
         "shape": dict(case.shape),
         "precision": case.precision.name, "dtype": case.precision.dtype, "math": case.precision.math,
-        "autotune": case.autotune, "mode": case.mode, "status": None, "reason": "",
+        "autotune": case.autotune, "mode": case.mode, "pad": case.pad, "status": None, "reason": "",
         "work": problem.work(case.shape, case.precision),
         "config": {}, "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None,
         "min_ms": None, "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None,
@@ -509,8 +513,8 @@ class Session:
         self._trial_key = None
         self._trial_data = None
 
-    def _inputs(self, problem, shape, precision):
-        key = (problem.name, tuple(shape.items()), precision.name)
+    def _inputs(self, problem, shape, precision, pad=0):
+        key = (problem.name, tuple(shape.items()), precision.name, pad)
         if key != self._key:
             import torch
 
@@ -519,6 +523,7 @@ class Session:
             torch.cuda.empty_cache()
             tensors = problem.make_inputs(shape, precision, self.seed, "cuda")
             ref, scale = problem.reference(tensors, precision)
+            tensors = {name: pad_rows(t, pad) for name, t in tensors.items()}
             self._key, self._data = key, (tensors, ref, scale)
         return self._data
 
@@ -537,22 +542,25 @@ class Session:
 
             reason = problem.check(case.shape, case.precision) or backend(impl.backend).check(
                 impl, problem, case.shape, case.precision)
-            if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.precision.name):
+            if reason is None and case.pad and not problem.paddable:
+                reason = f"{problem.name}'s kernels take no leading dimensions: padded rows (pad={case.pad}) are not run"
+            if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.precision.name,
+                                                case.pad):
                 reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0],
                                               trial_sets=self.settings.gate_trials)
             if reason:
                 return _record(case, status="skipped", reason=reason)
-            tensors, ref, scale = self._inputs(problem, case.shape, case.precision)
+            tensors, ref, scale = self._inputs(problem, case.shape, case.precision, case.pad)
             return self._measure(case, problem, tensors, ref, scale)
         except TimingConfigError as exc:
             return _record(case, status="skipped", reason=f"timing configuration: {exc}")
         except Exception as exc:
             return _record(case, status="crashed", reason=_one_line(exc), traceback=traceback.format_exc(limit=6))
 
-    def _trial_inputs(self, problem, shape, precision, device) -> list[tuple]:
+    def _trial_inputs(self, problem, shape, precision, device, pad=0) -> list[tuple]:
         """(kind, seed, inputs, reference, scale) of the extra gate trials, built once per op, shape
         and precision and kept while the cases of that group run."""
-        key = (problem.name, tuple(shape.items()), precision.name, self.settings.gate_trials)
+        key = (problem.name, tuple(shape.items()), precision.name, self.settings.gate_trials, pad)
         if key != self._trial_key:
             self._trial_key, self._trial_data = None, None
             runs = [("random", self.seed + 7919 * t, problem.make_inputs(shape, precision, self.seed + 7919 * t,
@@ -562,8 +570,8 @@ class Session:
             if structured is not None:
                 runs.append(("structured", None, structured))
             self._trial_key = key
-            self._trial_data = [(kind, seed, inputs, *problem.reference(inputs, precision))
-                                for kind, seed, inputs in runs]
+            self._trial_data = [(kind, seed, {n: pad_rows(t, pad) for n, t in inputs.items()},
+                                 *problem.reference(inputs, precision)) for kind, seed, inputs in runs]
         return self._trial_data
 
     def _trials(self, case, problem, config, tensors) -> dict:
@@ -572,11 +580,11 @@ class Session:
         (small integers whose exact answer the float64 reference has, where a misplaced element has
         no rounding to hide in). Stops at the first failing trial."""
         impl, shape, precision = case.impl, case.shape, case.precision
-        runs = self._trial_inputs(problem, shape, precision, next(iter(tensors.values())).device)
+        runs = self._trial_inputs(problem, shape, precision, next(iter(tensors.values())).device, case.pad)
         structured = any(kind == "structured" for kind, *_ in runs)
         for trial, (kind, seed, inputs, ref, scale) in enumerate(runs, 2):
             launch = backend(impl.backend).prepare(impl, problem, inputs, shape, precision, config=config,
-                                                   autotune=case.autotune == "on")
+                                                   autotune=case.autotune == "on", pad=case.pad)
             with launch.context():
                 verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             if not verdict.ok:
@@ -591,9 +599,9 @@ class Session:
         config, log = None, None
         if impl.backend == "cuda" and case.autotune == "on":
             config, log = tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, self.timer,
-                                    self.device)
+                                    self.device, pad=case.pad)
         launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, config=config,
-                                               autotune=case.autotune == "on")
+                                               autotune=case.autotune == "on", pad=case.pad)
         with launch.context():
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
             torch.cuda.synchronize()

@@ -30,9 +30,10 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def group_of(case) -> tuple[str, str, str]:
-    """The unit a shard keeps whole: op, shape, precision."""
-    return (case.impl.op, case.shape_text, case.precision.name)
+def group_of(case) -> tuple:
+    """The unit a shard keeps whole: op, shape, precision (and padding: a rung and its reference
+    at the same leading dimensions)."""
+    return (case.impl.op, case.shape_text, case.precision.name, getattr(case, "pad", 0))
 
 
 def shard_cases(cases: list, index: int, count: int) -> list:

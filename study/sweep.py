@@ -94,7 +94,7 @@ def grid(axes: tuple[str, ...], specs: dict[str, str]) -> list[dict[str, int]]:
 # ---- output --------------------------------------------------------------------------------
 
 FIELDS = ("op", "implementation", "rung", "baseline", "backend", "precision", "dtype", "math", "autotune", "mode",
-          "status", "reason", "median_ms", "gflops", "gbps", "pct_peak", "x_ref")
+          "pad", "status", "reason", "median_ms", "gflops", "gbps", "pct_peak", "x_ref")
 
 
 def rows(doc: dict) -> list[dict]:

@@ -179,3 +179,16 @@ def test_cublaslt_records_the_algorithm_it_ran(tmp_path, cache):
     assert set(lt) == {"off", "on"} and all(m["status"] == "ok" for m in lt.values())
     assert lt["on"]["config"]["autotuned"] and lt["on"]["config"]["algorithms_considered"] > 1
     assert "algorithm_id" in lt["off"]["config"]["algorithm"] and not lt["off"]["config"]["autotuned"]
+
+
+def test_align_runs_every_leading_dimension_and_the_scalar_path_stays_correct(tmp_path, cache):
+    proc = _study(["align", "--base", "96", "--rung", "v4", "--backend", "cuda", "--backend", "triton",
+                   "--reps", "20", "--out", str(tmp_path)], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "align-sgemm-96.json").read_text())
+    ms = doc["measurements"]
+    assert len(ms) == 16 * 3 and {m["status"] for m in ms} == {"ok"}
+    cuda = {m["pad"]: m["config"]["ALIGNED"] for m in ms if m["backend"] == "cuda"}
+    assert cuda == {p: int(p % 4 == 0) for p in range(16)}
+    assert (tmp_path / "figures" / "align-sgemm-96.png").is_file()
+    assert "| 97" in (tmp_path / "align-sgemm-96.md").read_text()

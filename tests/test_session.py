@@ -33,7 +33,7 @@ class FakeTimer:
 def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False):
     """A backend whose launch writes the right answer (or a wrong one, always or for some inputs),
     or raises."""
-    def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False):
+    def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0):
         if fail:
             raise fail
         out = problem.make_output(shape, precision, "cpu")
@@ -51,7 +51,7 @@ def session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     s = Session(TimerSettings(reps=20), device=None, launch_overhead_ms=1.0)
 
-    def inputs(problem, shape, precision):
+    def inputs(problem, shape, precision, pad=0):
         tensors = problem.make_inputs(shape, precision, 0, "cpu")
         return (tensors, *problem.reference(tensors, precision))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from study.backends import Launch
 from study.backends.cuda import StreamCache, load_function
+from study.problem import pad_rows
 
 
 def check(impl, problem, shape, precision) -> str | None:
@@ -21,12 +22,12 @@ def check(impl, problem, shape, precision) -> str | None:
     return problem.cuda_check(impl.params, shape, precision)
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
     """``config`` is a point of the kernel's space (the runner's CUDA tuner picks it when
     autotune is on); ``None`` means the header's defaults."""
     config = dict(impl.params if config is None else config)
     tensors = problem.with_layout(tensors, impl.layout)
-    out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
+    out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
     defines = problem.cuda_defines(config, tensors, out, shape, precision)
     launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)

@@ -16,6 +16,7 @@ import importlib.util
 import torch
 
 from study.backends import Launch
+from study.problem import pad_rows
 
 
 def check(impl, problem, shape, precision) -> str | None:
@@ -48,9 +49,9 @@ def switches(precision):
          matmul.allow_bf16_reduced_precision_reduction) = previous
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
     baseline = impl.target
-    out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
+    out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
     made = baseline.run(tensors, out, precision, autotune=autotune) if baseline.tunable else \
         baseline.run(tensors, out, precision)
     fn, chosen = made if isinstance(made, tuple) else (made, {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from study.backends import Launch
+from study.problem import pad_rows
 
 
 def check(impl, problem, shape, precision) -> str | None:
@@ -44,10 +45,10 @@ def config_of(best) -> dict:
     return {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
     twin = impl.target
     tensors = problem.with_layout(tensors, impl.layout)
-    out = problem.make_output(shape, precision, tensors[next(iter(tensors))].device)
+    out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
     if autotune:
         tuned = _autotuned(twin, problem)
         launch = problem.triton_launch(tuned, tensors, out, shape, {}, precision)
