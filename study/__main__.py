@@ -452,6 +452,8 @@ def cmd_align(args) -> int:
         square = align.shape(problem, args.base)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if len(args.dtype or []) > 1 or len(args.mode or []) > 1:
+        raise UsageError("align measures one precision and one timing mode at a time (one --dtype, one --mode)")
     rungs = all_ops[args.op].rungs
     rung = args.rung or f"v{len(rungs) - 1}"
     precisions = parse_dtypes(args.dtype, [args.op], all_ops) if args.dtype else None

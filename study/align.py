@@ -38,7 +38,11 @@ def is_align(doc: dict) -> bool:
 
 
 def _series(doc: dict) -> dict:
-    """(implementation, autotune) -> {pad: record} over the ok records."""
+    """(implementation, autotune) -> {pad: record} over the ok records. An align run has one
+    precision and one timing mode (``cmd_align`` refuses more); a file with several is refused here."""
+    kinds = {(m.get("precision"), m.get("mode")) for m in doc["measurements"]}
+    if len(kinds) > 1:
+        raise ValueError(f"an align page shows one precision and one timing mode; this file has {sorted(kinds)}")
     out: dict = {}
     for m in doc["measurements"]:
         if m["status"] == "ok":
@@ -75,17 +79,18 @@ def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
     lines = [f"# `study align` on {(env.get('gpu') or {}).get('name', '?')}", "",
              f"Generated from the results file beside it by `{env.get('command', '')}` at commit "
              f"`{(env.get('git') or {}).get('commit')}`; do not edit by hand.", "",
-             f"{doc['measurements'][0]['op'] if doc['measurements'] else '?'} at {base}³: the rows of A, B and C "
-             f"padded by 0 … {pads[-1] if pads else 0} elements (leading dimensions {base} … "
-             f"{base + (pads[-1] if pads else 0)}, padded views of the same matrices). GFLOPS, cold L2, median; "
-             "in brackets the ratio to the unpadded case; ·scalar: a CUDA rung that took its scalar path "
-             "(a leading dimension not a multiple of 4).", "",
+             f"{doc['measurements'][0]['op'] if doc['measurements'] else '?'} at {base}³, "
+             f"{doc['measurements'][0]['precision'] if doc['measurements'] else '?'}, "
+             f"{doc['measurements'][0].get('mode') if doc['measurements'] else '?'} mode: the rows of A, B and C "
+             f"padded by {', '.join(map(str, pads))} elements (padded views of the same matrices; v0 re-lays B "
+             "column-major, unpadded). GFLOPS, median; in brackets the ratio to the unpadded case; ·scalar: a "
+             "CUDA rung that took its scalar path (a leading dimension not a multiple of 4).", "",
              tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
     if figure is not None:
         lines += [f"![throughput over the leading dimension]({figure.relative_to(md_path.parent).as_posix()})", ""]
     if not_ok:
         lines += [f"Not measured: {len(not_ok)} cases (" + "; ".join(
-            sorted({f"{m['implementation']}: {m['status']} ({(m.get('reason') or '').splitlines()[0][:100]})"
+            sorted({f"{m['implementation']}: {m['status']} ({(m.get('reason') or '').partition(chr(10))[0][:100]})"
                     for m in not_ok})[:5]) + ").", ""]
     return "\n".join(lines)
 

@@ -80,8 +80,9 @@ def derive(record: dict, env: dict) -> dict:
 
 
 def group_key(record: dict) -> tuple:
-    """What a record is compared within: op, shape, precision, timing mode."""
-    return (record["op"], json.dumps(record["shape"], sort_keys=True), record.get("precision"), record.get("mode"))
+    """What a record is compared within: op, shape, precision, timing mode, padding of the rows."""
+    return (record["op"], json.dumps(record["shape"], sort_keys=True), record.get("precision"), record.get("mode"),
+            record.get("pad") or 0)
 
 
 def with_x_ref(records: list[dict]) -> list[dict]:

@@ -369,10 +369,10 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
 
 
 def _groups(measurements):
-    """op -> (shape json, precision) -> measurements, in first-seen order."""
+    """op -> (shape json, precision, padding) -> measurements, in first-seen order."""
     ops: dict = defaultdict(lambda: defaultdict(list))
     for m in measurements:
-        ops[m["op"]][(json.dumps(m["shape"]), m.get("precision") or m["dtype"])].append(m)
+        ops[m["op"]][(json.dumps(m["shape"]), m.get("precision") or m["dtype"], m.get("pad") or 0)].append(m)
     return ops
 
 
@@ -419,11 +419,12 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
                                                     / f"{md_path.stem}-{op}-roofline.png"))):
                 if fig is not None:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
-        for (shape_json, precision), group in groups.items():
+        for (shape_json, precision, pad), group in groups.items():
             shape = json.loads(shape_json)
             dtype, math = group[0]["dtype"], group[0].get("math") or "ieee"
+            padded = f", rows padded by {pad}" if pad else ""
             for tune in _tunes(group):
-                out += [f"### {op} {shape_label(shape)} {precision} ({dtype}, {math}), autotune {tune}", "",
+                out += [f"### {op} {shape_label(shape)} {precision} ({dtype}, {math}){padded}, autotune {tune}", "",
                         ladder_table(group, tune), ""]
         flagged = [m for m in op_ms if m["status"] == "ok" and flags(m)]
         if flagged:

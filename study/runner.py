@@ -671,10 +671,11 @@ def check_output(fn, out, problem, ref, scale, precision):
 
 
 def ordered(cases: list[Case]) -> list[Case]:
-    """Grouped by op, shape and precision (inputs and reference are built once per group),
-    the baselines first in each group."""
+    """Grouped by op, shape, precision and padding (inputs and reference are built once per
+    group), the baselines first in each group."""
     order = sorted(range(len(cases)), key=lambda i: (cases[i].impl.op, tuple(cases[i].shape.values()),
-                                                     cases[i].precision.name, cases[i].impl.rung is not None, i))
+                                                     cases[i].precision.name, cases[i].pad,
+                                                     cases[i].impl.rung is not None, i))
     return [cases[i] for i in order]
 
 

@@ -78,10 +78,10 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
         message = conn.recv()
         if message is None:
             return
-        name, shape, precision, autotune, mode = message
+        name, shape, precision, autotune, mode, pad = message
         impl = registry.implementation(name)
         problem = registry.ladder(impl.op).problem
-        record = session.measure(Case(impl, shape, problem.precision(precision), autotune, mode))
+        record = session.measure(Case(impl, shape, problem.precision(precision), autotune, mode, pad))
         lost = not _context_ok()
         if lost:
             if record["status"] == "ok":  # an asynchronous fault surfaced only now: never rank it
@@ -154,7 +154,7 @@ class WorkerPool:
                 self.close(kill=True)
                 self.dead = True
                 return crashed(f"the measurement worker could not start: {exc}")
-        self._conn.send((case.impl.name, dict(case.shape), case.precision.name, case.autotune, case.mode))
+        self._conn.send((case.impl.name, dict(case.shape), case.precision.name, case.autotune, case.mode, case.pad))
         if not self._conn.poll(self.hang_seconds):
             self.close(kill=True)
             return crashed(f"no result within {self.hang_seconds:.0f} s: the worker was killed (hang)")

@@ -87,3 +87,26 @@ def test_align_refuses_what_it_cannot_pad(capsys):
     assert "sgemv's kernels take no leading dimensions" in capsys.readouterr().err
     assert main(["align", "--base", "0"]) == 2
     assert "--base must be at least 1" in capsys.readouterr().err
+    assert main(["align", "--mode", "cold", "--mode", "hot"]) == 2
+    assert "one precision and one timing mode" in capsys.readouterr().err
+    assert main(["align", "--op", "bgemm"]) == 2
+
+
+def test_x_ref_and_report_tables_keep_paddings_apart(tmp_path):
+    problem = ladder("sgemm").problem
+    cases = align.padded(plan(["sgemm"], shapes={"sgemm": [align.shape(problem, 64)]}, rungs=["v4"],
+                              backends=["cuda"]), pads=range(2))
+
+    def timed(case):  # the reference takes 1 ms unpadded and 2 ms padded; the rung 2 ms and 4 ms
+        record = _fake(case)
+        ms = (1.0 if case.impl.rung is None else 2.0) * (2 if case.pad else 1)
+        record.update(median_ms=ms, samples_ms=[ms, ms])
+        return record
+
+    doc = run_compare(cases, ENV, tmp_path / "c.json", timed, say=lambda _: None)
+    assert {(m["pad"], m["backend"], m["x_ref"]) for m in doc["measurements"]} == {
+        (0, "cublas", 1.0), (1, "cublas", 1.0), (0, "cuda", 0.5), (1, "cuda", 0.5)}
+    from study import report
+
+    text = report.render(doc, tmp_path / "c.md", draw=False)
+    assert text.count("rows padded by 1") == 1 and text.count("### sgemm") == 2

@@ -20,7 +20,7 @@ bgemm_v0_batched_tiles(const float* __restrict__ A, const float* __restrict__ B,
                        float* __restrict__ C, int M, int N, int K,
                        int lda, int ldb, int ldc) {
     const size_t entry = blockIdx.z;
-    // Entries are contiguous (the op pads none): entry b starts b·M·K, b·K·N, b·M·N elements in.
+    // Entry b starts b·M·lda, b·K·ldb, b·M·ldc elements in (the op's tensors are contiguous: lda = K).
     sgemm_tile_double_buffer(A + entry * M * lda, B + entry * K * ldb, C + entry * M * ldc, M, N, K,
                              lda, ldb, ldc);
 }

@@ -9,8 +9,8 @@ are recorded on.
 
 Autotune off: the first algorithm of cuBLASLt's heuristic (``plan()`` with nvmath's defaults).
 Autotune on: ``plan(limit=ALGORITHMS)`` then ``autotune(iterations=AUTOTUNE_ITERATIONS)``, which
-times every planned algorithm with nvmath's own events (on the inputs as they are, L2 warm) and
-keeps the fastest first. The chosen algorithm (id, tile, stages, split-K, swizzling) is recorded
+times every planned algorithm with nvmath's own events (on the inputs as they are, flushing L2
+between runs) and keeps the fastest first. The chosen algorithm (id, tile, stages, split-K, swizzling) is recorded
 with the result, with how many were considered. The gate's extra trials (fresh inputs) plan and
 autotune again on their own operands: they check the library on those inputs, and may do so
 with another of its algorithms than the one timed.
@@ -53,7 +53,7 @@ def matmul(tensors, out, precision, autotune: bool = False):
     stream = torch.cuda.current_stream() if a.is_cuda else None
     mm = Matmul(a, b, c=out, beta=0.0, options=MatmulOptions(inplace=True, compute_type=compute), stream=stream)
     mm.plan(preferences=MatmulPlanPreferences(limit=ALGORITHMS) if autotune else None, stream=stream)
-    considered = len(mm.algorithms)
+    considered = len(mm.algorithms) if autotune else 1  # off: the heuristic's first, whatever it listed
     if autotune:
         mm.autotune(iterations=AUTOTUNE_ITERATIONS, stream=stream)
     info = {"compute_type": COMPUTE[precision.math], "autotuned": bool(autotune),

@@ -36,7 +36,12 @@ def _autotuned(twin, problem):
         # Short but flushed: tuning picks by median, the runner measures the pick afterwards.
         return triton.testing.do_bench(fn, warmup=10, rep=40, quantiles=quantiles)
 
-    tuner = triton.autotune(configs=configs, key=list(problem.axes), do_bench=bench)(twin.kernel)
+    # Tuned again whenever a size, a stride (padded rows, layouts) or the dot's input precision
+    # changes; an axis that is no kernel argument (bgemm's batch) cannot be a key.
+    names = twin.kernel.arg_names
+    key = [n for n in (*problem.axes, *(a for a in names if a.startswith("stride_")), "INPUT_PRECISION")
+           if n in names]
+    tuner = triton.autotune(configs=configs, key=key, do_bench=bench)(twin.kernel)
     _TUNERS[id(twin)] = tuner
     return tuner
 
