@@ -306,8 +306,6 @@ def parse_dtypes(names: list[str], ops: list[str], all_ops) -> dict:
 
 
 def _cases(args):
-    from study.runner import plan
-
     all_ops = ladders()
     ops = args.op or list(all_ops)
     for op in ops:
@@ -326,11 +324,26 @@ def _cases(args):
         for op in [op for op in ops if op not in precisions]:
             print(f"{op}: accepts none of --dtype {', '.join(args.dtype)}; not run", file=sys.stderr)
         ops = [op for op in ops if op in precisions]
+    return _plan(args, ops, shapes, precisions)
+
+
+def _plan(args, ops, shapes, precisions, rungs=None) -> list:
+    """runner.plan with the run options of compare, sweep and align; its errors become usage errors."""
+    from study.runner import plan
+
     try:
-        return plan(ops, shapes=shapes, precisions=precisions, backends=args.backend, rungs=args.rung,
-                    autotune=args.autotune, modes=args.mode)
+        return plan(ops, shapes=shapes, precisions=precisions, backends=args.backend,
+                    rungs=args.rung if rungs is None else rungs, autotune=args.autotune, modes=args.mode)
     except (KeyError, ValueError) as exc:
         raise UsageError(exc.args[0] if exc.args else str(exc)) from None
+
+
+def _one_op(name: str):
+    """(every ladder, the problem of op ``name``); a usage error naming the known ops otherwise."""
+    all_ops = ladders()
+    if name not in all_ops:
+        raise UsageError(f"unknown op {name!r}; known: {', '.join(all_ops)}")
+    return all_ops, all_ops[name].problem
 
 
 def _no_gpu_reason() -> str | None:
@@ -437,12 +450,8 @@ def _run(args, cases, command: str, stem: str | None = None, finish=None):
 
 def cmd_align(args) -> int:
     from study import align
-    from study.runner import plan
 
-    all_ops = ladders()
-    if args.op not in all_ops:
-        raise UsageError(f"unknown op {args.op!r}; known: {', '.join(all_ops)}")
-    problem = all_ops[args.op].problem
+    all_ops, problem = _one_op(args.op)
     if not problem.paddable:
         raise UsageError(f"{args.op}'s kernels take no leading dimensions; align runs on "
                          + ", ".join(op for op, lad in all_ops.items() if lad.problem.paddable))
@@ -457,12 +466,7 @@ def cmd_align(args) -> int:
     rungs = all_ops[args.op].rungs
     rung = args.rung or f"v{len(rungs) - 1}"
     precisions = parse_dtypes(args.dtype, [args.op], all_ops) if args.dtype else None
-    try:
-        cases = plan([args.op], shapes={args.op: [square]}, precisions=precisions, backends=args.backend,
-                     rungs=[rung], autotune=args.autotune, modes=args.mode)
-    except (KeyError, ValueError) as exc:
-        raise UsageError(exc.args[0] if exc.args else str(exc)) from None
-    cases = align.padded(cases)
+    cases = align.padded(_plan(args, [args.op], {args.op: [square]}, precisions, rungs=[rung]))
     print(f"align {args.op} at {args.base}³, rung {rung}: leading dimensions {args.base} … {args.base + 15}, "
           f"{len(cases)} cases", file=sys.stderr)
 
@@ -476,12 +480,8 @@ def cmd_align(args) -> int:
 
 def cmd_sweep(args) -> int:
     from study import sweep
-    from study.runner import plan
 
-    all_ops = ladders()
-    if args.op not in all_ops:
-        raise UsageError(f"unknown op {args.op!r}; known: {', '.join(all_ops)}")
-    problem = all_ops[args.op].problem
+    all_ops, problem = _one_op(args.op)
     by_lower = {a.lower(): a for a in problem.axes}
     specs: dict = {}
     given = [(a, v) for a, v in (("m", args.m), ("n", args.n), ("k", args.k), ("batch", args.batch)) if v is not None]
@@ -500,11 +500,7 @@ def cmd_sweep(args) -> int:
     except sweep.RangeError as exc:
         raise UsageError(f"sweep {args.op}: {exc}") from None
     precisions = parse_dtypes(args.dtype, [args.op], all_ops) if args.dtype else None
-    try:
-        cases = plan([args.op], shapes={args.op: shapes}, precisions=precisions, backends=args.backend,
-                     rungs=args.rung, autotune=args.autotune, modes=args.mode)
-    except (KeyError, ValueError) as exc:
-        raise UsageError(exc.args[0] if exc.args else str(exc)) from None
+    cases = _plan(args, [args.op], {args.op: shapes}, precisions)
     counts = " × ".join(f"{len(sweep.parse_values(specs[a]))} {a}" for a in problem.axes)
     print(f"sweep {args.op}: {len(shapes)} shapes ({counts}) → {len(cases)} cases", file=sys.stderr)
     limit = sweep.CASE_LIMIT if args.limit is None else args.limit
@@ -675,11 +671,7 @@ def cmd_merge(args) -> int:
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     results.write(args.out, doc)
-    from study import align, sweep
-
-    md = (sweep.write_outputs(doc, args.out)[1] if sweep.is_sweep(doc) else
-          align.write_outputs(doc, args.out)[1] if align.is_align(doc) else
-          report.write_report(doc, args.out.with_suffix(".md")))
+    md = report.write_page(doc, args.out)
     print(f"merged {len(doc['measurements'])} measurements from {len(args.files)} files into {args.out} and {md}"
           + (" (mixed environments: see the report)" if doc["environment"].get("mixed") else ""), file=sys.stderr)
     return 0
@@ -881,16 +873,7 @@ def cmd_report(args) -> int:
         doc = results.load(args.results)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    from study import align, sweep
-
-    for kind in (sweep, align):  # a sweep's or an align run's own page, CSV and figures beside the file
-        if (kind.is_sweep(doc) if kind is sweep else kind.is_align(doc)) and not args.md:
-            csv_path, md = kind.write_outputs(doc, args.results)
-            print(f"wrote {csv_path} and {md}")
-            return 0
-    md = args.md or args.results.with_suffix(".md")
-    report.write_report(doc, md)
-    print(f"wrote {md}")
+    print(f"wrote {report.write_page(doc, args.results, args.md)}")
     return 0
 
 

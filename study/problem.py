@@ -99,7 +99,7 @@ class Problem:
         """``"4096x4096"`` → ``{"M": 4096, "N": 4096}`` for axes (M, N); a clear ValueError otherwise."""
         parts = re.split(r"[x×,]", text.strip().lower())
         if len(parts) != len(self.axes) or not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            example = "x".join(str(v) for v in self.default_shapes[0].values()) if self.default_shapes else ""
+            example = self.shape_label(self.default_shapes[0]) if self.default_shapes else ""
             raise ValueError(f"{self.name}: shape {text!r} is not of the form {self.shape_form} with whole "
                              f"numbers" + (f" (e.g. {example})" if example else ""))
         shape = dict(zip(self.axes, (int(p) for p in parts)))

@@ -453,3 +453,15 @@ def write_report(doc: dict, md_path: Path) -> Path:
     md_path.parent.mkdir(parents=True, exist_ok=True)
     md_path.write_text(render(doc, md_path))
     return md_path
+
+
+def write_page(doc: dict, json_path: Path, md_path: Path | None = None) -> Path:
+    """The page of a results file: a sweep's or an align run's own (CSV, figures and page beside
+    the file) unless ``md_path`` asks for the comparison report, which every other file gets."""
+    from study import align, sweep
+
+    if md_path is None:
+        for is_kind, kind in ((sweep.is_sweep, sweep), (align.is_align, align)):
+            if is_kind(doc):
+                return kind.write_outputs(doc, Path(json_path))[1]
+    return write_report(doc, md_path or Path(json_path).with_suffix(".md"))

@@ -248,13 +248,12 @@ class Timer:
         self.settings = settings
         self.device = device
         self.clocks = clocks
-        self.flush_bytes = settings.flush_factor * device.l2_bytes
         # The flush READS 2 × L2 of its own buffer (written once, here): L2 is left full of clean
         # lines of no use to the kernel. A write flush (a memset, as do_bench and nvbench do) left
         # 60 MB of dirty lines that the timed kernel had to write back as it evicted them: on the
         # H200 that added ~9 µs to every memory-bound kernel (an FP16 16384² GEMV 130.8 µs after a
         # write flush, 121.9 µs after a read, 121.7 µs hot), 40 % at 4096² (docs/method.md §3).
-        self._flush = torch.zeros(self.flush_bytes // 8, dtype=torch.int64, device="cuda")
+        self._flush = torch.zeros(settings.flush_factor * device.l2_bytes // 8, dtype=torch.int64, device="cuda")
         self._flush_sum = torch.zeros((), dtype=torch.int64, device="cuda")
         self.flush_bytes = self._flush.numel() * 8
         self._lead = _lead_kernel()
@@ -415,7 +414,7 @@ def _cache_path() -> Path:
     return cache_dir() / "cuda_autotune.json"
 
 
-def _tune_key(impl, device, shape, precision, mode) -> str:
+def _tune_key(impl, device, shape, precision, mode, pad: int = 0) -> str:
     from study.backends.cuda import kernel_source  # with common.cuh inlined: an edited helper re-tunes
 
     space = json.dumps([dict(p) for p in impl.space], sort_keys=True)
@@ -425,7 +424,7 @@ def _tune_key(impl, device, shape, precision, mode) -> str:
 
     shape_s = shape_text(shape)
     return (f"{device.name}|sm_{device.capability[0]}{device.capability[1]}|{impl.name}|{shape_s}|"
-            f"{precision.name}|{mode}|{digest}")
+            f"{precision.name}|{mode}|{digest}" + (f"|pad={pad}" if pad else ""))
 
 
 def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer: Timer,
@@ -434,7 +433,7 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer:
     mode; keep the fastest correct one. Cached per GPU, shape, precision, mode and kernel source."""
     path = _cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
-    key = _tune_key(impl, device, shape, precision, mode) + (f"|pad={pad}" if pad else "")
+    key = _tune_key(impl, device, shape, precision, mode, pad)
     if key in cache:
         return dict(cache[key]["config"]), {"cached": True, **cache[key]}
     cuda = backend("cuda")

@@ -69,43 +69,44 @@ def kernel_symbol(impl) -> str:
     return impl.target.symbol if impl.backend == "cuda" else getattr(impl.target.kernel, "fn", impl.target.kernel).__name__
 
 
+def _reports(output: str) -> list[tuple[str, list[str]]]:
+    """Each report the tool printed: (its first line, the lines that locate it), a location read
+    from the report's own lines only (at most four, up to the next report)."""
+    lines = output.splitlines()
+    starts = [n for n, line in enumerate(lines) if _REPORT.search(line)]
+    out = []
+    for i, n in enumerate(starts):
+        end = min(n + 5, starts[i + 1] if i + 1 < len(starts) else len(lines))
+        where = list(dict.fromkeys(l.strip("= ").strip() for l in lines[n + 1:end] if _WHERE.search(l)))
+        out.append((lines[n].strip("= ").strip(), where))
+    return out
+
+
+def _first(reports) -> list[str]:
+    return list(dict.fromkeys(" | ".join([head, *where[:2]]) for head, where in reports))[:3]
+
+
 def parse(output: str) -> tuple[int | None, list[str]]:
     """(hazards or errors the tool counted, or None when it printed no summary; the first reports,
     each with the lines that locate it)."""
     counts = [int(m.group(1)) for m in _SUMMARY.finditer(output)]
-    lines = output.splitlines()
-    first = []
-    for n, line in enumerate(lines):
-        if _REPORT.search(line) and len(first) < 3:
-            where = list(dict.fromkeys(l.strip("= ").strip() for l in lines[n + 1:n + 5] if _WHERE.search(l)))
-            report = " | ".join([line.strip("= ").strip(), *where[:2]])
-            if report not in first:
-                first.append(report)
-    return (sum(counts) if counts else None), first
+    return (sum(counts) if counts else None), _first(_reports(output))
 
 
 def parse_in_kernel(output: str, symbol: str) -> tuple[int | None, list[str], int]:
     """Like :func:`parse`, counting only the reports located in kernel ``symbol``: (their count, or
     None when the tool printed no summary or fewer reports than it counted, so that the rung's may
-    be among those left out; the first of them; how many reports were elsewhere). A report's
-    location is read from its own lines only, up to the next report."""
-    counts = [int(m.group(1)) for m in _SUMMARY.finditer(output)]
-    if not counts:
+    be among those left out; the first of them; how many reports were elsewhere)."""
+    count, _ = parse(output)
+    if count is None:
         return None, [], 0
-    lines = output.splitlines()
-    starts = [n for n, line in enumerate(lines) if _REPORT.search(line)]
+    reports = _reports(output)
     here = re.compile(rf"\bat {re.escape(symbol)}\+0x")
-    inside, outside = [], 0
-    for i, n in enumerate(starts):
-        end = min(n + 5, starts[i + 1] if i + 1 < len(starts) else len(lines))
-        where = [l.strip("= ").strip() for l in lines[n + 1:end] if _WHERE.search(l)]
-        if any(here.search(l) for l in where):
-            inside.append(" | ".join([lines[n].strip("= ").strip(), *list(dict.fromkeys(where))[:2]]))
-        else:
-            outside += 1
-    if not inside and len(starts) < sum(counts):
+    inside = [r for r in reports if any(here.search(line) for line in r[1])]
+    outside = len(reports) - len(inside)
+    if not inside and len(reports) < count:
         return None, [], outside  # some reports were not printed: the rung's may be among them
-    return len(inside), list(dict.fromkeys(inside))[:3], outside
+    return len(inside), _first(inside), outside
 
 
 def command(tool_path: str, tool: str, impl, shape_text: str, precision: str) -> list[str]:

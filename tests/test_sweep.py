@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from study import results, sweep
+from study import sweep
 from study.__main__ import main
 from study.compare import run_compare
 from study.runner import crashed_record, plan

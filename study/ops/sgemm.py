@@ -28,6 +28,8 @@ import torch
 
 from study.precision import FP32, TF32
 from study.problem import INT32_MAX, CudaLaunch, Problem, cdiv
+
+GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
@@ -49,48 +51,61 @@ class SGEMM(Problem):
     def metric(self, precision) -> str:
         return self.rss_metric if precision.math == "tf32" else self.error_metric
 
+    # A batch axis (an op that declares one: bgemm) makes every method below act on ``batch``
+    # independent products: leading tensor dimension, third grid axis, work times batch.
+    @staticmethod
+    def batch(shape) -> int:
+        return shape.get("batch", 1)
+
+    @staticmethod
+    def _lead(shape) -> tuple:
+        return (shape["batch"],) if "batch" in shape else ()
+
     def flops(self, shape) -> int:
-        return 2 * shape["M"] * shape["N"] * shape["K"]
+        return 2 * self.batch(shape) * shape["M"] * shape["N"] * shape["K"]
 
     def bytes(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
-        return precision.element_bytes * (m * k + k * n + m * n)
+        return precision.element_bytes * self.batch(shape) * (m * k + k * n + m * n)
 
     def bytes_needed(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
         # fp32 inputs, output and a re-laid B; float64 copies of A, B, |A|, |B|;
         # float64 reference, scale and the two temporaries of the comparison.
-        return 4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
+        return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n)
 
     def check(self, shape, precision) -> str | None:
         reason = super().check(shape, precision)
         if reason:
             return reason
-        biggest = max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"])
+        biggest = self.batch(shape) * max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"])
         if biggest > INT32_MAX:
-            return (f"a matrix of {biggest} elements is beyond the 32-bit element offsets the "
-                    f"Triton twins use (at most {INT32_MAX})")
+            return (f"{'a batch' if 'batch' in shape else 'a matrix'} of {biggest} elements is beyond the 32-bit "
+                    f"element offsets the Triton twins use (at most {INT32_MAX})")
+        if self.batch(shape) > GRID_Z:
+            return f"batch={self.batch(shape)} is beyond the {GRID_Z} entries one launch's grid.z can hold"
         return None
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
-        gen = torch.Generator().manual_seed(seed)
-        a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
-        b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
+        gen, lead = torch.Generator().manual_seed(seed), self._lead(shape)
+        a = torch.rand(*lead, shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
+        b = torch.rand(*lead, shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
         return {"A": a.to(device), "B": b.to(device)}
 
     def structured_inputs(self, shape, precision, device):
         """Small random integers in [−2, 2] (a fixed seed): every product and partial sum is exact in
         FP32 while 4K < 2^24, so the float64 reference is the exact answer and any misplaced
         element shows, with no rounding to hide in."""
-        gen = torch.Generator().manual_seed(2**31 - 1)
-        a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).float()
-        b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).float()
+        gen, lead = torch.Generator().manual_seed(2**31 - 1), self._lead(shape)
+        a = torch.randint(-2, 3, (*lead, shape["M"], shape["K"]), generator=gen).float()
+        b = torch.randint(-2, 3, (*lead, shape["K"], shape["N"]), generator=gen).float()
         return {"A": a.to(device), "B": b.to(device)}
 
     def make_output(self, shape, precision, device):
         # Poisoned: an element the kernel never writes stays NaN and fails the gate.
-        return torch.full((shape["M"], shape["N"]), float("nan"), dtype=torch.float32, device=device)
+        return torch.full((*self._lead(shape), shape["M"], shape["N"]), float("nan"), dtype=torch.float32,
+                          device=device)
 
     def with_layout(self, tensors, layout):
         """Logical K×N B, stored column-major where the rung asks (strides (1, K))."""
@@ -100,7 +115,7 @@ class SGEMM(Problem):
         return out
 
     def reference(self, tensors, precision):
-        a = tensors["A"].to(torch.float64)
+        a = tensors["A"].to(torch.float64)  # @ multiplies a batch entry by entry
         b = tensors["B"].to(torch.float64)
         if precision.math == "tf32":
             return a @ b, ((a * a) @ (b * b)).sqrt()
@@ -129,14 +144,14 @@ class SGEMM(Problem):
         # A column-major B reaches the kernel as its contiguous N×K storage.
         b_storage = b.t() if b.stride(0) == 1 and b.dim() == 2 and not b.is_contiguous() else b
         return CudaLaunch(
-            grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), 1),
+            grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), self.batch(shape)),
             block=(defines["THREADS"], 1, 1),
             args=(as_cupy(tensors["A"], padded_rows=True), as_cupy(b_storage, padded_rows=True),
                   as_cupy(out, padded_rows=True),
                   np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"]),
                   # leading dimensions: rows of A, B (columns, when B is column-major) and C are
                   # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
-                  np.int32(tensors["A"].stride(0)), np.int32(b_storage.stride(0)), np.int32(out.stride(0))))
+                  np.int32(tensors["A"].stride(-2)), np.int32(b_storage.stride(-2)), np.int32(out.stride(-2))))
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -146,12 +161,15 @@ class SGEMM(Problem):
         if "INPUT_PRECISION" in kernel.arg_names:  # only the tl.dot kernels take it
             meta["INPUT_PRECISION"] = precision.triton_input_precision
 
+        batch = self.batch(shape)
+        entry = [t.stride(0) if t.dim() == 3 else 0 for t in (a, b, out)]  # batch strides; 0 for one product
+
         def grid(cfg):
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), 1)
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), batch)
 
         def fn():
-            kernel[grid](a, b, out, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                         out.stride(0), out.stride(1), 0, 0, 0, **meta)
+            kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                         out.stride(-2), out.stride(-1), *entry, **meta)
 
         return fn
 
