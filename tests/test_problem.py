@@ -117,6 +117,20 @@ def test_column_major_layout_keeps_values_and_changes_strides():
     assert torch.equal(b, t["B"])
 
 
+@pytest.mark.parametrize("m,n,k", [(5, 7, 3), (2, 129, 1), (4, 1, 3), (3, 1, 1)])
+def test_the_cuda_kernels_see_a_column_major_b_as_its_storage_whatever_k(m, n, k):
+    # v0 indexes column c of B at c * ldb: its storage must reach it with ldb = K, also when
+    # K = 1, where torch calls a column-major 1×N B contiguous (found wrong on the GPU).
+    from study.ops.sgemm import b_as_stored
+
+    t, _, _ = _gemm(m, n, k)
+    col = b_as_stored(SGEMM.with_layout(t, {"B": "col"})["B"])
+    assert col.shape == (n, k) and (n == 1 or col.stride(-2) == k) and col.stride(-1) == 1
+    assert torch.equal(col, t["B"].t())
+    row = b_as_stored(t["B"])
+    assert row is t["B"] or k == 1 == n  # row-major B goes as it is
+
+
 @pytest.mark.parametrize("problem,text,message", [
     (SGEMM, "4096x4096", "of the form MxNxK"), (SGEMM, "0x4x4", "at least 1"), (SGEMM, "-3x4x4", "at least 1"),
     (SGEMM, "axbxc", "of the form MxNxK"), (SGEMV, "4096x4096x4096", "of the form MxN"),

@@ -35,6 +35,14 @@ from triton_kernels import sgemm as tk
 
 
 
+def b_as_stored(b):
+    """B as the CUDA kernels index it: a column-major B (v0, strides (1, K) from ``with_layout``)
+    as its N×K storage, whose rows are B's columns; otherwise B itself. Not ``is_contiguous()``:
+    torch calls a column-major 1×N B contiguous, and its row stride N would be passed as ldb."""
+    col_major = b.dim() == 2 and b.stride(-2) == 1 and b.stride(-1) == b.size(-2)
+    return b.transpose(-2, -1) if col_major else b
+
+
 class SGEMM(Problem):
     name = "sgemm"
     axes = ("M", "N", "K")
@@ -110,8 +118,9 @@ class SGEMM(Problem):
     def with_layout(self, tensors, layout):
         """Logical K×N B, stored column-major where the rung asks (strides (1, K))."""
         out = dict(tensors)
-        if layout.get("B") == "col":
-            out["B"] = tensors["B"].t().contiguous().t()
+        if layout.get("B") == "col":  # built, not `.t().contiguous().t()`, which keeps (N, 1) strides when K = 1
+            b = tensors["B"]
+            out["B"] = torch.empty((b.size(1), b.size(0)), dtype=b.dtype, device=b.device).copy_(b.t()).t()
         return out
 
     def reference(self, tensors, precision):
@@ -140,9 +149,7 @@ class SGEMM(Problem):
     def cuda_launch(self, rung, defines, tensors, out, shape):
         from study.backends.cuda import as_cupy
 
-        b = tensors["B"]
-        # A column-major B reaches the kernel as its contiguous N×K storage.
-        b_storage = b.t() if b.stride(0) == 1 and b.dim() == 2 and not b.is_contiguous() else b
+        b_storage = b_as_stored(tensors["B"])
         return CudaLaunch(
             grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), self.batch(shape)),
             block=(defines["THREADS"], 1, 1),
