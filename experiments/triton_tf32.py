@@ -4,13 +4,14 @@ Times the SGEMM ladder's ``tl.dot`` kernel (``triton_kernels/sgemm.py: sgemm_til
 twins) in TF32 at 4096³ over the ladder's own configs (one or two stages, BK 16/32, as the CUDA
 rungs they mirror) and over deeper pipelines and wider tiles, next to cuBLAS TF32
 (``torch.matmul`` with the TF32 switch on). For each config it prints what the compiler made of
-it — warpgroup MMA (``wgmma``) or ``mma.sync`` in the PTX, shared memory, spills — whether the
+it (with B row-major as the ladder stores it, and K-major) — warpgroup MMA (``wgmma``) or ``mma.sync`` in the PTX, shared memory, spills — whether the
 result passes the study's TF32 gate, and the median of 100 cold samples (L2 flushed by a 2 × L2
 read, as ``study`` does). docs/ladders/sgemm.md quotes one run.
 
     python experiments/triton_tf32.py [M N K]      (repository root, on a GPU)
 """
 
+import itertools
 import statistics
 import sys
 from pathlib import Path
@@ -60,12 +61,16 @@ def main() -> None:
     print(f"cuBLAS TF32 {m}x{n}x{k}: {base:.4f} ms, {flops / base / 1e9:,.0f} TFLOPS", flush=True)
 
     twin = implementation("sgemm/v4_double_buffer/triton")
-    for group, points in (("ladder", LADDER), ("deeper", DEEPER)):
+    # B as the ladder stores it (row-major: N contiguous) and K-major (column-major, strides (1, K)):
+    # TF32 wgmma reads B from shared memory only K-major (PTX ISA, wgmma operand layouts).
+    layouts = {"B row": tensors, "B col": problem.with_layout(tensors, {"B": "col"})}
+    for (group, points), (layout, operands) in itertools.product((("ladder", LADDER), ("deeper", DEEPER)),
+                                                                  layouts.items()):
         for bm, bn, bk, warps, stages in points:
             config = dict(BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages)
-            label = f"{group:6s} {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
+            label = f"{layout} {group:6s} {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
             try:
-                launch = backend("triton").prepare(twin, problem, tensors, shape, tf32, config=config)
+                launch = backend("triton").prepare(twin, problem, operands, shape, tf32, config=config)
                 with launch.context():
                     launch.fn()
                     torch.cuda.synchronize()
