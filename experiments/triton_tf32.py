@@ -8,7 +8,7 @@ it (with B row-major as the ladder stores it, and K-major) — warpgroup MMA (``
 result passes the study's TF32 gate, and the median of 100 cold samples (L2 flushed by a 2 × L2
 read, as ``study`` does). docs/ladders/sgemm.md quotes one run.
 
-    python experiments/triton_tf32.py [M N K]      (repository root, on a GPU)
+    python experiments/triton_tf32.py [M N K] [--grouped-only]     (repository root, on a GPU)
 """
 
 import itertools
@@ -19,6 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from study.backends import backend  # noqa: E402
 from study.registry import implementation, ladder  # noqa: E402
@@ -29,6 +31,39 @@ LADDER = [(128, 128, 16, 8, 1), (128, 128, 16, 8, 2), (128, 128, 32, 8, 2), (128
 DEEPER = [(128, 128, 32, 8, 3), (128, 128, 32, 8, 4), (128, 256, 32, 8, 3), (256, 128, 32, 8, 3),
           (128, 128, 64, 8, 3), (128, 256, 64, 8, 2), (128, 256, 32, 4, 3), (64, 256, 32, 4, 4),
           (128, 128, 32, 4, 4), (256, 128, 64, 8, 2)]
+
+
+GROUPED = [(128, 256, 32, 8, 3), (128, 256, 32, 8, 4), (256, 128, 32, 8, 3), (256, 128, 32, 8, 4),
+           (128, 128, 32, 8, 3), (128, 128, 32, 8, 4)]
+
+
+@triton.jit
+def grouped_tf32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    """sgemm_tiled in TF32 with its tiles visited GROUP_M row panels at a time, so that the
+    blocks resident together share B's column panels in L2 (4096² FP32 B is 64 MB: more than
+    the H200's 60 MB of L2, re-read from HBM by every wave when tiles run row by row)."""
+    pid = tl.program_id(0)
+    tiles_m, tiles_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group = pid // (GROUP_M * tiles_n)
+    first_m = group * GROUP_M
+    rows = min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % (GROUP_M * tiles_n)) % rows
+    pid_n = (pid % (GROUP_M * tiles_n)) // rows
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < K - k0), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < K - k0) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision="tf32")
+        a += BK * stride_ak
+        b += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def timed(fn, flush):
@@ -46,7 +81,9 @@ def timed(fn, flush):
 
 
 def main() -> None:
-    m, n, k = (int(v) for v in sys.argv[1:4]) if len(sys.argv) >= 4 else (4096, 4096, 4096)
+    args = [v for v in sys.argv[1:] if not v.startswith("--")]
+    m, n, k = (int(v) for v in args[:3]) if len(args) >= 3 else (4096, 4096, 4096)
+    grouped_only = "--grouped-only" in sys.argv
     problem = ladder("sgemm").problem
     shape, tf32 = problem.parse_shape(f"{m}x{n}x{k}"), problem.precision("tf32")
     tensors = problem.make_inputs(shape, tf32, 0, "cuda")
@@ -64,8 +101,8 @@ def main() -> None:
     # B as the ladder stores it (row-major: N contiguous) and K-major (column-major, strides (1, K)):
     # TF32 wgmma reads B from shared memory only K-major (PTX ISA, wgmma operand layouts).
     layouts = {"B row": tensors, "B col": problem.with_layout(tensors, {"B": "col"})}
-    for (group, points), (layout, operands) in itertools.product((("ladder", LADDER), ("deeper", DEEPER)),
-                                                                  layouts.items()):
+    sets = () if grouped_only else (("ladder", LADDER), ("deeper", DEEPER))
+    for (group, points), (layout, operands) in itertools.product(sets, layouts.items()):
         for bm, bn, bk, warps, stages in points:
             config = dict(BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages)
             label = f"{layout} {group:6s} {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
@@ -84,6 +121,28 @@ def main() -> None:
                   f"  smem {asm.get('shared', 0) // 1024:3d} KB spills {asm.get('spills', '?')}"
                   f"  gate {'ok' if verdict.ok else 'WRONG'}  {ms:.4f} ms  {flops / ms / 1e9:7,.0f} TFLOPS"
                   f"  {base / ms:.2f}x cuBLAS", flush=True)
+
+    for (layout, operands), (bm, bn, bk, warps, stages) in itertools.product(layouts.items(), GROUPED):
+        a, b = operands["A"], operands["B"]
+        out = torch.full((m, n), float("nan"), device="cuda")
+        grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
+
+        def fn():
+            grouped_tf32[grid](a, b, out, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                               out.stride(0), out.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                               num_warps=warps, num_stages=stages)
+
+        label = f"{layout} grouped {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
+        try:
+            fn()
+            torch.cuda.synchronize()
+            verdict = problem.verify(out, ref, scale, tf32)
+            ms = timed(fn, flush)
+        except Exception as exc:
+            print(f"{label}  failed: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}", flush=True)
+            continue
+        print(f"{label}  gate {'ok' if verdict.ok else 'WRONG'}  {ms:.4f} ms  {flops / ms / 1e9:7,.0f} TFLOPS"
+              f"  {base / ms:.2f}x cuBLAS", flush=True)
 
 
 def _last_compiled(kernel) -> dict:
