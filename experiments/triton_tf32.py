@@ -39,7 +39,8 @@ GROUPED = [(128, 256, 32, 8, 3), (128, 256, 32, 8, 4), (256, 128, 32, 8, 3), (25
 
 @triton.jit
 def grouped_tf32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+                 BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr,
+                 SWAP: tl.constexpr):
     """sgemm_tiled in TF32 with its tiles visited GROUP_M row panels at a time, so that the
     blocks resident together share B's column panels in L2 (4096² FP32 B is 64 MB: more than
     the H200's 60 MB of L2, re-read from HBM by every wave when tiles run row by row)."""
@@ -55,13 +56,18 @@ def grouped_tf32(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, 
     rk = tl.arange(0, BK)
     a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
     b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BN, BM) if SWAP else (BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
         a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < K - k0), other=0.0)
         b_tile = tl.load(b, mask=(rk[:, None] < K - k0) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision="tf32")
+        if SWAP:  # Cᵀ = Bᵀ·Aᵀ: B's tile becomes the left operand, which wgmma may take from registers
+            acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision="tf32")
+        else:
+            acc = tl.dot(a_tile, b_tile, acc, input_precision="tf32")
         a += BK * stride_ak
         b += BK * stride_bk
+    if SWAP:
+        acc = tl.trans(acc)
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -122,17 +128,18 @@ def main() -> None:
                   f"  gate {'ok' if verdict.ok else 'WRONG'}  {ms:.4f} ms  {flops / ms / 1e9:7,.0f} TFLOPS"
                   f"  {base / ms:.2f}x cuBLAS", flush=True)
 
-    for (layout, operands), (bm, bn, bk, warps, stages) in itertools.product(layouts.items(), GROUPED):
+    for (layout, operands), swap, (bm, bn, bk, warps, stages) in itertools.product(layouts.items(), (False, True),
+                                                                                  GROUPED):
         a, b = operands["A"], operands["B"]
         out = torch.full((m, n), float("nan"), device="cuda")
         grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
 
         def fn():
             grouped_tf32[grid](a, b, out, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                               out.stride(0), out.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=8,
+                               out.stride(0), out.stride(1), BM=bm, BN=bn, BK=bk, GROUP_M=8, SWAP=swap,
                                num_warps=warps, num_stages=stages)
 
-        label = f"{layout} grouped {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
+        label = f"{layout} grouped{' swapped' if swap else ''} {bm:3d}x{bn:3d}x{bk:2d} w{warps} s{stages}"
         try:
             fn()
             torch.cuda.synchronize()
