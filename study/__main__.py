@@ -36,6 +36,11 @@ EXAMPLES_ALIGN = """examples:
   python -m study align --base 2048 --rung v3 --autotune on
   python -m study align --dtype tf32 --backend cublas --backend cublaslt --backend triton
 """
+EXAMPLES_CUBLAS_STUDY = """examples:
+  python -m study cublas-study                 measure what is missing, then write reports/<gpu>/cublas-study.md
+  python -m study cublas-study --gpus all
+  python -m study cublas-study --page-only --out reports/h200/cublas-study
+"""
 EXAMPLES_REPORT = """examples:
   python -m study report reports/h200/compare.json
   python -m study report reports/h200/compare.json --md /tmp/compare.md
@@ -226,6 +231,15 @@ def _parser() -> argparse.ArgumentParser:
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
                           epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
     envp.add_argument("--json", action="store_true")
+
+    cbs = sub.add_parser("cublas-study", help="the cuBLAS study's tables on this GPU: GEMM at the seed's shapes "
+                                              "and precisions, GEMV, alignment, sweeps, one page (GPU)",
+                         epilog=EXAMPLES_CUBLAS_STUDY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cbs.add_argument("--out", type=Path, default=None,
+                     help="folder of the steps' results (default reports/<gpu>/cublas-study/); the page goes "
+                          "beside it as cublas-study.md")
+    cbs.add_argument("--page-only", action="store_true", help="rewrite the page from the results there (no GPU)")
+    cbs.add_argument("--gpus", default=None, metavar="0,1,…|all", help="passed to every step")
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
                          epilog=EXAMPLES_REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -877,12 +891,38 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_cublas_study(args) -> int:
+    from study import cublas_study
+
+    out = args.out
+    if args.page_only:
+        if out is None:
+            raise UsageError("--page-only needs --out: the folder of the study's results, e.g. "
+                             "reports/h200/cublas-study")
+        try:
+            print(f"wrote {cublas_study.write_page(out)}")
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
+    if not _gpu_or_exit("cublas-study"):
+        return 2
+    if out is None:
+        from study.hardware import current_device
+
+        out = report_dir(current_device().slug) / "cublas-study"
+    passed = ["--gpus", args.gpus] if args.gpus else []
+    code = cublas_study.run(out, lambda argv: main([*argv, *passed]), say=lambda s: print(s, file=sys.stderr))
+    if code not in (2, 130):
+        print(f"wrote {cublas_study.write_page(out)}")
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
                 "validate": cmd_validate, "diff": cmd_diff, "sweep": cmd_sweep, "align": cmd_align, "merge": cmd_merge, "rerun": cmd_rerun,
-                "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
+                "env": cmd_env, "sanitize": cmd_sanitize, "cublas-study": cmd_cublas_study}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

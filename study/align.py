@@ -50,7 +50,9 @@ def _series(doc: dict) -> dict:
     return out
 
 
-def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
+def table(doc: dict) -> str:
+    """GFLOPS per leading dimension (rows) and implementation (columns), with the ratio to the
+    unpadded case and the CUDA rungs' scalar path marked: the page's table, and the cuBLAS study's."""
     from tabulate import tabulate
 
     from study import metrics
@@ -74,6 +76,12 @@ def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
             aligned = (m.get("config") or {}).get("ALIGNED")
             row.append(f"{value:,.0f}{rel}" + (" ·scalar" if aligned == 0 else ""))
         rows.append(row)
+    return tabulate(rows, header, tablefmt="github", disable_numparse=True)
+
+
+def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
+    base = next(iter(doc["measurements"]))["shape"]["M"] if doc["measurements"] else 0
+    pads = sorted({m.get("pad") or 0 for m in doc["measurements"]})
     env = doc["environment"]
     not_ok = [m for m in doc["measurements"] if m["status"] != "ok"]
     lines = [f"# `study align` on {(env.get('gpu') or {}).get('name', '?')}", "",
@@ -85,7 +93,7 @@ def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
              f"padded by {', '.join(map(str, pads))} elements (padded views of the same matrices; v0 re-lays B "
              "column-major, unpadded). GFLOPS, median; in brackets the ratio to the unpadded case; ·scalar: a "
              "CUDA rung that took its scalar path (a leading dimension not a multiple of 4).", "",
-             tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
+             table(doc), ""]
     if figure is not None:
         lines += [f"![throughput over the leading dimension]({figure.relative_to(md_path.parent).as_posix()})", ""]
     if not_ok:

@@ -139,6 +139,33 @@ def summary_counts(pairs: list[Pair]) -> dict:
     return counts
 
 
+def _gpu(m: dict) -> str:
+    gpu = m.get("gpu") or {}
+    return gpu.get("uuid") or (f"index {gpu['index']}" if "index" in gpu else "unknown")
+
+
+def by_gpu(pairs: list[Pair]) -> list[list[str]]:
+    """Per (A's GPU, B's GPU) of the timed pairs: how many, how many the same within noise, and
+    the median and 10th–90th percentiles of B/A. Two GPUs of one model differ by their own
+    constant (a few tenths of a percent to 2 %) that no run's samples know of: this is where a
+    reader sees it, apart from the cases' own noise."""
+    groups: dict = {}
+    for p in pairs:
+        if p.ratio is not None:
+            groups.setdefault((_gpu(p.a), _gpu(p.b)), []).append(p)
+    rows = []
+    for (ga, gb), group in groups.items():
+        ratios = np.array([p.ratio for p in group])
+        same = sum(p.verdict == "same within noise" for p in group)
+        p10, p50, p90 = np.percentile(ratios, [10, 50, 90])
+        rows.append([ga, gb, str(len(group)), f"{same} ({100 * same / len(group):.0f} %)", f"{p50:.4f}",
+                     f"{p10:.4f} – {p90:.4f}"])
+    return rows
+
+
+GPU_HEADER = ["A's GPU", "B's GPU", "pairs", "same within noise", "median B/A", "B/A 10th – 90th pct"]
+
+
 def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float) -> str:
     env = environment_differences(doc_a, doc_b)
     counts = summary_counts(pairs)
@@ -151,6 +178,9 @@ def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], thresh
     out += ["## Summary", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
             (f"**{len(slow)} slower by more than {100 * threshold:g} %** (exit 1)." if slow else
              f"Nothing slower by more than {100 * threshold:g} %."), "",
+            "## By GPU", "", "The timed pairs grouped by the GPUs (UUID) their two measurements ran on: a "
+            "shift shared by a whole group is the GPUs' difference, not the cases'.", "",
+            tabulate(by_gpu(pairs), GPU_HEADER, tablefmt="github", disable_numparse=True), "",
             "## Pairs", "", tabulate([_row(p) for p in pairs], HEADER, tablefmt="github", disable_numparse=True), ""]
     return "\n".join(out)
 
@@ -161,6 +191,7 @@ def terminal(doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float) -> s
     lines.append(tabulate([[c.strip("`") for c in _row(p)] for p in pairs], HEADER, tablefmt="simple",
                           disable_numparse=True))
     counts = summary_counts(pairs)
+    lines.append(tabulate(by_gpu(pairs), GPU_HEADER, tablefmt="simple", disable_numparse=True))
     lines.append(", ".join(f"{n} {v}" for v, n in counts.items()))
     slow = regressions(pairs, threshold)
     if slow:

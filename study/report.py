@@ -169,7 +169,21 @@ def peaks_text(gpu: dict, maths: list[str]) -> str:
     return "; ".join(parts)
 
 
-def device_block(env: dict, maths: list[str]) -> str:
+def gpus_used(measurements: list[dict]) -> str | None:
+    """The physical GPUs (UUID) the records ran on, with how many each, when there is more than
+    one (``--gpus``, or a run resumed on another machine): two GPUs of one model differ by up to a
+    few percent (reports/h200/scaling/), so a reader must know which numbers share one."""
+    counts: dict = {}
+    for m in measurements:
+        gpu = m.get("gpu") or {}
+        if gpu.get("uuid"):
+            counts[gpu["uuid"]] = counts.get(gpu["uuid"], 0) + 1
+    if len(counts) < 2:
+        return None
+    return "; ".join(f"`{uuid}`: {n} measurements" for uuid, n in counts.items())
+
+
+def device_block(env: dict, maths: list[str], measurements: list[dict] | None = None) -> str:
     gpu = env["gpu"]
     git = env.get("git", {})
     dirty = {True: " (dirty)", False: "", None: ""}[git.get("dirty")]
@@ -186,6 +200,9 @@ def device_block(env: dict, maths: list[str]) -> str:
         ["command", f"`{env['command']}`"],
         ["measured (UTC)", env["utc"]],
     ]
+    several = gpus_used(measurements or [])
+    if several:
+        rows.insert(1, ["GPUs (UUID)", several])
     return tabulate(rows, ["", ""], tablefmt="github", disable_numparse=True)
 
 
@@ -400,7 +417,7 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
            f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
            "regenerates it without a GPU. Do not edit by hand.", "",
-           device_block(env, maths), ""]
+           device_block(env, maths, ms), ""]
     if env.get("merged_from"):
         out += [f"Merged by `python -m study merge` from {len(env['merged_from'])} results files: "
                 + ", ".join(f"`{p}`" for p in env["merged_from"]) + ".", ""]

@@ -116,3 +116,23 @@ def test_files_with_nothing_in_common_say_so(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"schema": 99, "environment": {}, "measurements": []}))
     assert main(["diff", str(pa), str(bad)]) == 2
+
+
+def test_pairs_are_grouped_by_the_gpus_they_ran_on():
+    # B's cases ran on two GPUs, one of which runs everything 2 % slower: the by-GPU table shows
+    # that group's shift whole, and the other group the same.
+    a, b = _doc(), _doc()
+    timed = [m for m in b["measurements"] if m["status"] == "ok"]
+    for m in a["measurements"]:
+        m["gpu"] = {"index": 0, "uuid": "GPU-a"}
+    for i, m in enumerate(b["measurements"]):
+        m["gpu"] = {"index": i % 2, "uuid": f"GPU-b{i % 2}"}
+        if i % 2:
+            m["samples_ms"] = [x * 1.02 for x in m["samples_ms"]]
+    rows = {(r[0], r[1]): r for r in diff.by_gpu(diff.pair_runs(a, b))}
+    assert set(rows) == {("GPU-a", "GPU-b0"), ("GPU-a", "GPU-b1")}
+    assert sum(int(r[2]) for r in rows.values()) == len(timed)
+    assert float(rows[("GPU-a", "GPU-b1")][4]) == pytest.approx(1.02, abs=0.003)
+    assert rows[("GPU-a", "GPU-b1")][3].startswith("0 ")
+    assert float(rows[("GPU-a", "GPU-b0")][4]) == pytest.approx(1.0, abs=0.003)
+    assert "## By GPU" in diff.markdown("a", "b", a, b, diff.pair_runs(a, b), 0.05)

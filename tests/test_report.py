@@ -179,3 +179,11 @@ def test_without_nvml_clocks_are_unknown_with_a_warning_and_reported_so(doc, mon
     text = report.render(doc, Path("x.md"), draw=False)
     row = next(l for l in text.splitlines() if l.startswith(f"| `{name}`"))
     assert "| unknown " in row
+
+
+def test_a_report_names_the_gpus_when_its_records_ran_on_several():
+    from study.report import gpus_used
+
+    ms = [{"gpu": {"index": i % 2, "uuid": f"GPU-{i % 2}"}} for i in range(5)]
+    assert gpus_used(ms) == "`GPU-0`: 3 measurements; `GPU-1`: 2 measurements"
+    assert gpus_used(ms[::2][:1]) is None and gpus_used([{}]) is None  # one GPU (or none known): said once above

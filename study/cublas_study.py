@@ -1,0 +1,214 @@
+"""``python -m study cublas-study``: the cuBLAS study's tables measured on this GPU, on one page.
+
+The cuBLAS benchmark this study reproduces (docs/seeds.md §3) shows how throughput depends on
+precision, shape, alignment and library path. Its tables, for cuBLAS (``torch.matmul``),
+cuBLASLt (nvmath-python, heuristic and autotuned) and the study's own best CUDA rung and best
+Triton twin, are steps here — each one ``study`` command writing its own results file into
+``reports/<gpu>/cublas-study/`` (resumable like every command; a complete file is not measured
+again):
+
+- GEMM at the seed's shapes (2048³, 512×4096×4096, 64×8192×8192, 64×64×65536), FP32;
+- GEMM at 2048³ and 4096³ in TF32;
+- GEMV at 1024², 4096², 16384² in each of its precisions, cold and hot;
+- the alignment table (``study align``, leading dimensions 4096 … 4111);
+- a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v4)
+  and its twin, as heatmaps.
+
+``reports/<gpu>/cublas-study.md`` is written from those files alone; each table names the file,
+command and commit that measured it. ``--page-only`` rewrites the page without a GPU. "Best" is
+the fastest ``ok`` record of a backend in a row (any rung, any autotune mode), named in the cell;
+a wrong or crashed record is never best, and the page counts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from study import metrics, results
+from study.report import shape_label
+
+SEED_GEMM_SHAPES = ("2048x2048x2048", "512x4096x4096", "64x8192x8192", "64x64x65536")
+TF32_SHAPES = ("2048x2048x2048", "4096x4096x4096")
+GEMV_SHAPES = ("1024x1024", "4096x4096", "16384x16384")
+SWEEP_AXES = ("--m", "256:8192:x2", "--n", "256:8192:x2", "--k", "4096")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    name: str     # file stem of its results in the study's folder
+    title: str
+    argv: tuple[str, ...]  # a study command, without --out and --name
+    # Until the step has run, its table may come from the comparison beside the folder (the
+    # README's ``compare``, which measures GEMV at these shapes too): (op, shapes).
+    from_compare: tuple[str, tuple[str, ...]] | None = None
+
+    def command(self, out: Path) -> list[str]:
+        return [*self.argv, "--out", str(out), "--name", self.name]
+
+
+def _shapes(shapes) -> tuple[str, ...]:
+    return tuple(x for s in shapes for x in ("--shape", s))
+
+
+STEPS = (
+    Step("seed-fp32", "GEMM, FP32, at the seed's shapes",
+         ("compare", "--op", "sgemm", *_shapes(SEED_GEMM_SHAPES), "--autotune", "both")),
+    Step("seed-tf32", "GEMM, TF32",
+         ("compare", "--op", "sgemm", "--dtype", "tf32", *_shapes(TF32_SHAPES), "--autotune", "both")),
+    Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
+         from_compare=("sgemv", GEMV_SHAPES)),
+    Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
+         ("align", "--op", "sgemm", "--base", "4096")),
+    Step("sweep-fp32", "Sweep, FP32, K = 4096",
+         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "cuda", "--backend", "triton",
+          "--autotune", "off")),
+    Step("sweep-tf32", "Sweep, TF32, K = 4096 (the FFMA rungs have no TF32: cuBLAS and the twin)",
+         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "triton", "--dtype", "tf32",
+          "--autotune", "off")),
+)
+
+
+def run(out: Path, main, say=print) -> int:
+    """Each step's command whose results file is not complete (``main``: the CLI's entry point).
+    Returns the worst exit code; an interruption (130) or a usage error (2) stops the study."""
+    worst = 0
+    for step in STEPS:
+        path = out / f"{step.name}.json"
+        if path.is_file() and results.load(path).get("complete"):
+            say(f"cublas-study: {step.name}: complete in {path}, not measured again")
+            continue
+        say(f"cublas-study: {step.name}: python -m study {' '.join(step.command(out))}")
+        code = main(step.command(out))
+        if code in (2, 130):
+            return code
+        worst = max(worst, code)
+    return worst
+
+
+def _best(records: list[dict], backend: str) -> dict | None:
+    ok = [m for m in records if m["backend"] == backend and m["status"] == "ok" and metrics.headline(m)]
+    return max(ok, key=metrics.headline, default=None)
+
+
+def _cell(m: dict | None, name_it: bool) -> str:
+    if m is None:
+        return "—"
+    scale, unit = (1e3, "T") if (m.get("work") or {}).get("bound", "compute") == "compute" else (1.0, "")
+    value = metrics.headline(m) / scale
+    text = f"{value:,.1f}" if unit else f"{value:,.0f}"
+    if m.get("x_ref") is not None and not m.get("reference"):
+        text += f" ({m['x_ref']:.2f}×)"
+    if name_it:
+        text += f" {(m.get('rung') or '').split('_')[0]}" + ("" if m["autotune"] in ("n/a", "off") else " tuned")
+    return text
+
+
+def _rel(path: Path, page: Path) -> str:
+    return Path(os.path.relpath(path, page.parent)).as_posix()
+
+
+def _source(path: Path, doc: dict, page: Path) -> str:
+    env = doc["environment"]
+    return (f"From [`{_rel(path, page)}`]({_rel(path, page)}): `{env.get('command', '?')}` at commit "
+            f"`{(env.get('git') or {}).get('commit', '?')}`.")
+
+
+def gemm_table(doc: dict) -> tuple[list[str], list[list[str]]]:
+    """Rows: (shape, precision); columns: cuBLAS, cuBLASLt heuristic / autotuned, best CUDA, best
+    Triton — TFLOPS and × cuBLAS."""
+    groups: dict = {}
+    for m in doc["measurements"]:
+        groups.setdefault((shape_label(m["shape"]), m["precision"], m["mode"]), []).append(m)
+    header = ["shape", "precision", "cuBLAS", "cuBLASLt heuristic", "cuBLASLt autotuned", "best CUDA", "best Triton"]
+    rows = []
+    for (shape, precision, mode), records in groups.items():
+        lt = {m["autotune"]: m for m in records if m["backend"] == "cublaslt" and m["status"] == "ok"}
+        precision = precision if mode == "cold" else f"{precision} ({mode})"
+        rows.append([shape, precision, _cell(_best(records, "cublas"), False), _cell(lt.get("off"), False),
+                     _cell(lt.get("on"), False), _cell(_best(records, "cuda"), True),
+                     _cell(_best(records, "triton"), True)])
+    return header, rows
+
+
+def gemv_table(doc: dict) -> tuple[list[str], list[list[str]]]:
+    groups: dict = {}
+    for m in doc["measurements"]:
+        groups.setdefault((shape_label(m["shape"]), m["precision"], m["mode"]), []).append(m)
+    header = ["shape", "precision", "mode", "cuBLAS GB/s", "best CUDA", "best Triton", "cuBLAS % of bandwidth",
+              "best CUDA % of bandwidth"]
+    rows = []
+    for (shape, precision, mode), records in groups.items():
+        lib, cuda = _best(records, "cublas"), _best(records, "cuda")
+        pct = [f"{m['pct_peak']:.1f} %" if m and m.get("pct_peak") is not None else "—" for m in (lib, cuda)]
+        rows.append([shape, precision, mode, _cell(lib, False), _cell(cuda, True), _cell(_best(records, "triton"), True),
+                     *pct])
+    return header, rows
+
+
+def _not_ok(doc: dict) -> str:
+    bad = [m for m in doc["measurements"] if m["status"] not in ("ok", "skipped")]
+    return (f" {len(bad)} measurement(s) wrong or crashed, never ranked: "
+            + ", ".join(f"`{m['implementation']}` {shape_label(m['shape'])} ({m['status']})" for m in bad[:8])
+            + "." if bad else "")
+
+
+def _only(doc: dict, step: Step) -> dict:
+    """A comparison's records of the step's op and shapes (the whole file for the step's own)."""
+    if step.from_compare is None or " compare" not in f" {doc['environment'].get('command', '')}":
+        return doc
+    op, shapes = step.from_compare
+    keep = [m for m in doc["measurements"] if m["op"] == op and "x".join(map(str, m["shape"].values())) in shapes]
+    return {**doc, "measurements": keep}
+
+
+def markdown(folder: Path, page: Path) -> str:
+    from tabulate import tabulate
+
+    docs, paths = {}, {}
+    for step in STEPS:
+        path = folder / f"{step.name}.json"
+        if not path.is_file() and step.from_compare and (folder.parent / "compare.json").is_file():
+            path = folder.parent / "compare.json"
+        if path.is_file():
+            docs[step.name], paths[step.name] = _only(results.load(path), step), path
+    if not docs:
+        raise FileNotFoundError(f"no results of the cuBLAS study in {folder}: run `python -m study cublas-study`")
+    gpu = (next(iter(docs.values()))["environment"].get("gpu") or {}).get("name", "?")
+    lines = [f"# The cuBLAS study on {gpu}", "",
+             f"Generated by `python -m study cublas-study` from the results files in [`{_rel(folder, page)}/`]"
+             f"({_rel(folder, page)}/); do not edit by hand. "
+             "GEMM cells: TFLOPS (× cuBLAS), and for the study's own kernels the rung that was fastest "
+             "(`tuned`: with autotuning). GEMV cells: GB/s from the minimum bytes. Cold mode (L2 flushed before each "
+             "sample) unless a row says hot. How each number was measured: docs/method.md.", ""]
+    for step in STEPS:
+        doc = docs.get(step.name)
+        lines += [f"## {step.title}", ""]
+        if doc is None:
+            lines += [f"Not measured yet (`python -m study {' '.join(step.argv)}`).", ""]
+            continue
+        path = paths[step.name]
+        source = _source(path, doc, page) + ("" if doc.get("complete", True) else " **Incomplete run.**")
+        if step.argv[0] == "compare":
+            header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
+            lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
+        elif step.argv[0] == "align":
+            from study import align
+
+            figure = folder / "figures" / f"{step.name}.png"
+            lines += [source + _not_ok(doc), "", align.table(doc), ""]
+            if figure.is_file():
+                lines += [f"![throughput over the leading dimension]({_rel(figure, page)})", ""]
+        else:
+            figures = sorted((folder / "figures").glob(f"{step.name}-*.png"))
+            lines += [source + _not_ok(doc) + f" Every point: [`{step.name}.md`]({_rel(folder / (step.name + '.md'), page)})"
+                      " and its CSV.", ""]
+            lines += [f"![{step.title}]({_rel(f, page)})" for f in figures] + [""]
+    return "\n".join(lines)
+
+
+def write_page(folder: Path, page: Path | None = None) -> Path:
+    page = page or folder.parent / "cublas-study.md"
+    page.write_text(markdown(folder, page))
+    return page

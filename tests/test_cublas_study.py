@@ -1,0 +1,82 @@
+"""The cuBLAS study's page without a GPU: its steps' commands, what it measures again, and the
+page written from made-up results (best per backend, wrong never best, sources named)."""
+
+import json
+from pathlib import Path
+
+from study import cublas_study, results
+from study.__main__ import main
+from study.compare import run_compare
+from study.runner import crashed_record, plan
+
+ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
+
+
+def _fake(case):
+    record = crashed_record(case, "fake")
+    backend = case.impl.backend
+    # made up: cuBLAS 1 ms, cuBLASLt 1.25 ms, the CUDA rungs 2 ms minus 0.1 ms per rung, Triton 1.6 ms
+    ms = {"cublas": 1.0, "cublaslt": 1.25, "triton": 1.6}.get(backend) or 2.0 - 0.1 * (case.impl.rung_index or 0)
+    record.update(status="ok", median_ms=ms, samples_ms=[ms, ms], reason="")
+    return record
+
+
+def _write(folder, name, cases, command, wrong=None):
+    path = folder / f"{name}.json"
+    doc = run_compare(cases, {**ENV, "command": command}, path, _fake, say=lambda _: None)
+    if wrong:
+        for m in doc["measurements"]:
+            if m["implementation"] == wrong:
+                m.update(status="wrong", reason="max error 1 > 1e-5")
+        results.write(path, doc)
+    return path
+
+
+def test_every_step_is_a_study_command_with_its_own_file(tmp_path):
+    names = [s.name for s in cublas_study.STEPS]
+    assert len(set(names)) == len(names)
+    for step in cublas_study.STEPS:
+        argv = step.command(tmp_path)
+        assert argv[0] in ("compare", "align", "sweep") and argv[-2:] == ["--name", step.name]
+
+
+def test_complete_steps_are_not_measured_again_and_an_interrupt_stops_the_study(tmp_path):
+    first = cublas_study.STEPS[0]
+    (tmp_path / f"{first.name}.json").write_text(json.dumps({"complete": True, "measurements": [],
+                                                               "environment": ENV, "schema": results.SCHEMA}))
+    ran = []
+
+    def fake_main(argv):
+        ran.append(argv)
+        return 130 if len(ran) == 2 else 1
+
+    said = []
+    assert cublas_study.run(tmp_path, fake_main, say=said.append) == 130
+    assert [a[-1] for a in ran] == [s.name for s in cublas_study.STEPS[1:3]]
+    assert "not measured again" in said[0]
+
+
+def test_the_page_shows_each_backends_best_and_never_a_wrong_one(tmp_path):
+    folder = tmp_path / "cublas-study"
+    folder.mkdir()
+    cases = plan(["sgemm"], shapes={"sgemm": [{"M": 1024, "N": 1024, "K": 1024}]}, autotune="both")
+    _write(folder, "seed-fp32", cases, "python -m study compare --op sgemm --autotune both",
+           wrong="sgemm/v4_double_buffer/cuda")  # both autotune modes
+    gemv = plan(["sgemv"], shapes={"sgemv": [{"M": 1024, "N": 1024}]}, precisions={"sgemv": ["fp32"]})
+    _write(tmp_path, "compare", gemv, "python -m study compare --autotune both")
+    assert main(["cublas-study", "--page-only", "--out", str(folder)]) == 0
+    page = (tmp_path / "cublas-study.md").read_text()
+    row = next(line for line in page.splitlines() if line.startswith("| 1024×1024×1024"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2] == "2.1" and cells[3] == "1.7 (0.80×)" and cells[4] == "1.7 (0.80×)"  # 2.15 TFLOP in 1 ms
+    assert " v3" in cells[5] and "(0.59×)" in cells[5]  # v4 (faster, made up) is wrong: never best
+    assert "2 measurement(s) wrong or crashed" in page and "v4_double_buffer/cuda" in page
+    assert "From [`compare.json`](compare.json)" in page and "| 1024×1024" in page  # GEMV from the comparison
+    assert "Not measured yet (`python -m study align" in page
+
+
+def test_page_only_needs_the_folder(capsys, tmp_path):
+    assert main(["cublas-study", "--page-only"]) == 2
+    assert "--page-only needs --out" in capsys.readouterr().err
+    assert main(["cublas-study", "--page-only", "--out", str(tmp_path)]) == 2
+    assert "no results of the cuBLAS study" in capsys.readouterr().err
