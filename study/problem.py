@@ -52,12 +52,14 @@ class Verdict:
 @dataclasses.dataclass(frozen=True)
 class CudaLaunch:
     """What a CUDA rung's launch needs: grid, block, kernel arguments, and the bytes of dynamic
-    shared memory (above 48 KiB the backend raises the kernel's limit first)."""
+    shared memory (above 48 KiB the backend raises the kernel's limit first). ``facts``: what
+    the launch decided from the shape (a split count, say), recorded with the config."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     args: tuple
     smem: int = 0
+    facts: dict = dataclasses.field(default_factory=dict)
 
 
 def pad_rows(tensor, pad: int):

@@ -7,6 +7,7 @@ from pathlib import Path
 from study import cublas_study, results
 from study.__main__ import main
 from study.compare import run_compare
+from study.registry import ladder
 from study.runner import crashed_record, plan
 
 ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
@@ -60,8 +61,9 @@ def test_the_page_shows_each_backends_best_and_never_a_wrong_one(tmp_path):
     folder = tmp_path / "cublas-study"
     folder.mkdir()
     cases = plan(["sgemm"], shapes={"sgemm": [{"M": 1024, "N": 1024, "K": 1024}]}, autotune="both")
+    rungs = ladder("sgemm").rungs
     _write(folder, "seed-fp32", cases, "python -m study compare --op sgemm --autotune both",
-           wrong="sgemm/v4_double_buffer/cuda")  # both autotune modes
+           wrong=f"sgemm/{rungs[-1].key}/cuda")  # the fastest (made up), in both autotune modes
     gemv = plan(["sgemv"], shapes={"sgemv": [{"M": 1024, "N": 1024}]}, precisions={"sgemv": ["fp32"]})
     _write(tmp_path, "compare", gemv, "python -m study compare --autotune both")
     assert main(["cublas-study", "--page-only", "--out", str(folder)]) == 0
@@ -69,8 +71,10 @@ def test_the_page_shows_each_backends_best_and_never_a_wrong_one(tmp_path):
     row = next(line for line in page.splitlines() if line.startswith("| 1024×1024×1024"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] == "2.1" and cells[3] == "1.7 (0.80×)" and cells[4] == "1.7 (0.80×)"  # 2.15 TFLOP in 1 ms
-    assert " v3" in cells[5] and "(0.59×)" in cells[5]  # v4 (faster, made up) is wrong: never best
-    assert "2 measurement(s) wrong or crashed" in page and "v4_double_buffer/cuda" in page
+    runner_up = len(rungs) - 2  # made up: 2 ms − 0.1 ms per rung index
+    assert cells[5].endswith(f" v{runner_up}") or cells[5].endswith(f" v{runner_up} tuned")
+    assert f"({1 / (2.0 - 0.1 * runner_up):.2f}×)" in cells[5]  # the last rung is faster but wrong: never best
+    assert "2 measurement(s) wrong or crashed" in page and f"{rungs[-1].key}/cuda" in page
     assert "From [`compare.json`](compare.json)" in page and "| 1024×1024" in page  # GEMV from the comparison
     assert "Not measured yet (`python -m study align" in page
 

@@ -10,7 +10,8 @@ from study.registry import implementations, ladder
 
 pytestmark = pytest.mark.gpu
 AWKWARD = {
-    "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257)],
+    # ... and skinny products with a long K, which v5 splits (scalar and 16-byte paths).
+    "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257), (5, 7, 1000), (64, 64, 4096)],
     # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split.
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
@@ -52,7 +53,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     assert verdict.ok, verdict.message
 
 
-AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
+AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)]}
 
 
@@ -170,3 +171,20 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
     assert "GB/s cold" in md and "GB/s hot" in md and "GFLOPS" in md
     for name in ("r-sgemm.png", "r-sgemv.png", "r-sgemv-roofline.png"):
         assert (tmp_path / "figures" / name).is_file()
+
+
+def test_split_k_splits_skinny_products_only_and_repeats_exactly():
+    # v5 records the K ranges its launch planned: several for 64×64×4096 (one tile for 132 SMs),
+    # one for 4096³ (1024 tiles); the ordered reduction gives the same bits on every launch.
+    impl = next(i for i in IMPLS if i.name == "sgemm/v5_split_k/cuda")
+    fp32 = ladder("sgemm").problem.precisions[0]
+    for shape, several in (((64, 64, 4096), True), ((4096, 4096, 4096), False)):
+        problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
+        assert verdict.ok, verdict.message
+        assert (launch.config["splits"] > 1) == several, launch.config
+        first = launch.out.clone()
+        for _ in range(3):
+            launch.fn()
+        torch.cuda.synchronize()
+        assert torch.equal(launch.out, first)

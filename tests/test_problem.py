@@ -189,7 +189,7 @@ def test_v3_split_plan_fills_the_gpu_and_keeps_slices_aligned():
 def test_plan_counts_cases_per_op_precision_and_mode():
     cases = plan(["sgemm"], autotune="both")
     # rungs × backends × autotune modes + torch.matmul once + cuBLASLt per autotune mode (its own search)
-    per_shape = 5 * 2 * 2 + 1 + 2
+    per_shape = len(ladder("sgemm").rungs) * 2 * 2 + 1 + 2
     assert len(cases) == per_shape * len(SGEMM.default_shapes)
     gemv = plan(["sgemv"])
     per = (4 * 2 + 1) * len(SGEMV.default_precisions) * len(SGEMV.default_modes)
@@ -252,3 +252,22 @@ def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_ru
     assert split.grid == (63, slices, 1) and slices > 1 and int(split.args[5]) == width
     partial, counter = split.args[6], split.args[7]
     assert partial.numel() == slices * 1000 and counter.numel() == 63 and int(counter.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("m,n,k", [(64, 64, 65536), (64, 8192, 8192), (512, 4096, 4096), (4096, 4096, 4096),
+                                   (5, 7, 300), (5, 7, 63), (1, 1, 1), (1000, 1500, 1700), (3, 3, 10**6)])
+def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m, n, k):
+    from study.ops.sgemm import MIN_SLICES_PER_SPLIT, SPLIT_BLOCKS_PER_SM, split_k_plan
+
+    bm = bn = 128
+    bk, sms = 16, 132
+    splits, split_k = split_k_plan(m, n, k, bm, bn, bk, sms)
+    tiles = -(-m // bm) * -(-n // bn)
+    assert split_k % bk == 0 and (splits - 1) * split_k < k <= splits * split_k  # no empty range, none missing
+    assert split_k == -(-(-(-k // splits)) // bk) * bk  # what the Triton twin recomputes from its grid
+    if tiles >= sms * SPLIT_BLOCKS_PER_SM or k < 2 * bk * MIN_SLICES_PER_SPLIT:
+        assert splits == 1
+    else:
+        assert splits > 1 and split_k >= bk * MIN_SLICES_PER_SPLIT
+        assert tiles * (splits - 1) < sms * SPLIT_BLOCKS_PER_SM  # no more ranges than the SMs ask for
+    assert splits <= 65535

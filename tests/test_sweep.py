@@ -10,6 +10,7 @@ import pytest
 from study import sweep
 from study.__main__ import main
 from study.compare import run_compare
+from study.registry import ladder
 from study.runner import crashed_record, plan
 
 DATA = Path(__file__).parent / "data" / "results_small.json"
@@ -53,7 +54,8 @@ def test_the_count_is_said_first_and_a_large_sweep_needs_yes(capsys):
     args = ["sweep", "--op", "sgemm", "--m", "64:8192:x2", "--n", "256:8192:x2", "--k", "4096"]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "48 shapes (8 M × 6 N × 1 K) → 576 cases" in err and "above the limit of 300" in err
+    per_shape = 2 * len(ladder("sgemm").rungs) + 2  # each rung's CUDA and Triton, cuBLAS, cuBLASLt
+    assert f"48 shapes (8 M × 6 N × 1 K) → {48 * per_shape} cases" in err and "above the limit of 300" in err
     assert main([*args, "--limit", "1000"]) == 2  # under the limit now: refused only for the missing GPU
     assert "needs a CUDA GPU" in capsys.readouterr().err
     assert main(["sweep", "--op", "sgemv", "--m", "3", "--n", "5", "--k", "4"]) == 2

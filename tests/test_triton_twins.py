@@ -11,7 +11,8 @@ from study.registry import implementations, ladder
 from study.runner import check_output
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
-SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
+# sgemm's 5×7×300: v5 splits K in four ranges.
+SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
           "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
@@ -64,11 +65,36 @@ def test_twins_mirror_their_cuda_rungs():
     for cuda in (i for i in impls if i.backend == "cuda"):
         tw = next(i for i in impls if i.backend == "triton" and i.op == cuda.op and i.rung == cuda.rung)
         assert _mirror(cuda.op, cuda.params, tw.params) == [], cuda.name
-        if cuda.op == "sgemm":
-            assert tw.params["num_stages"] == (2 if "double_buffer" in cuda.rung else 1)
+        if cuda.op == "sgemm":  # v5 runs v4's double-buffered tile over each K range
+            assert tw.params["num_stages"] == (2 if cuda.rung in ("v4_double_buffer", "v5_split_k") else 1)
 
 
 def test_the_mirror_check_can_fail():
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2}, {"ROWS": 8, "num_warps": 8})
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 1}, {"BM": 8, "num_warps": 8})
     assert _mirror("sgemm", {"THREADS": 256, "BM": 64}, {"BM": 128, "num_warps": 8})
+
+
+def test_the_split_k_twin_splits_reduces_in_order_and_runs_again():
+    # 5×7×300 on one 128×128 tile: four K ranges of 80, partials, the last program's ordered sum;
+    # the counter it resets lets a second launch (and a third) give the same bits.
+    import torch
+
+    from study.ops.sgemm import split_k_plan
+    from study.registry import implementation
+
+    impl = implementation("sgemm/v5_split_k/triton")
+    problem = ladder("sgemm").problem
+    shape = {"M": 5, "N": 7, "K": 300}
+    assert split_k_plan(5, 7, 300, 128, 128, 16, 132) == (4, 80)
+    precision = problem.precisions[0]
+    tensors = problem.make_inputs(shape, precision, seed=3, device=DEVICE)
+    ref, scale = problem.reference(tensors, precision)
+    launch = backend("triton").prepare(impl, problem, tensors, shape, precision)
+    launch.fn()
+    first = launch.out.clone()
+    assert problem.verify(first, ref, scale, precision).ok
+    for _ in range(2):
+        launch.out.fill_(float("nan"))
+        launch.fn()
+        assert torch.equal(launch.out, first)

@@ -87,6 +87,53 @@ def sgemm_tiled(
     tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def sgemm_split_k(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr, count_ptr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """v5: v4's tile over one of the ranges K is cut into along program axis 2 (cdiv(K, ranges)
+    rounded up to BK each, as the CUDA rung's launch plans them); with several ranges, FP32
+    partial tiles and an ordered reduction by the last program of the tile."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    splits = tl.num_programs(2)
+    split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
+    k_lo = pid_s * split_k
+    k_hi = tl.minimum(K, k_lo + split_k)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + (k_lo + rk)[None, :] * stride_ak
+    b = b_ptr + (k_lo + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (k0 + rk[None, :] < k_hi), other=0.0)
+        b_tile = tl.load(b, mask=(k0 + rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    if splits == 1:
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
+    else:
+        plane = rm[:, None] * N + rn[None, :]
+        tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
+        tl.debug_barrier()  # every thread's partials are written before the release below
+        tile = pid_m * tl.num_programs(0) + pid_n
+        seen = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if seen == splits - 1:
+            total = tl.zeros((BM, BN), dtype=tl.float32)
+            for q in range(0, splits):  # range order: the same sum whoever is last
+                total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
+            tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
+            tl.store(count_ptr + tile, 0)  # ready for the next launch
+
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
@@ -112,3 +159,5 @@ SINGLE_BUFFER_SPACE = _tiled_space((1,))
 # CUDA v4: as v3, two shared buffers (load tile k+1 while computing tile k).
 V4_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
 DOUBLE_BUFFER_SPACE = _tiled_space((2,))
+# CUDA v5: v4's tile and pipeline; the launch plans the K ranges (study/ops/sgemm.py, split_k_plan).
+V5_SPLIT_K = V4_DOUBLE_BUFFER

@@ -37,5 +37,5 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     def fn():
         function(grid, block, args, shared_mem=smem, stream=launch_on.current())
 
-    return Launch(fn=fn, out=out, config={**defines, **({"smem_bytes": smem} if smem else {})},
+    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **({"smem_bytes": smem} if smem else {})},
                   keep=launch)

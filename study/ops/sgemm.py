@@ -35,6 +35,29 @@ from triton_kernels import sgemm as tk
 
 
 
+# v5's split-K plan: enough blocks for two per SM (the occupancy v4's launch bounds allow), each
+# K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
+SPLIT_BLOCKS_PER_SM = 2
+MIN_SLICES_PER_SPLIT = 4
+DEFAULT_SMS = 132  # where no GPU is visible (the interpreter, CPU tests): the H200's
+
+
+def split_k_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
+    """(splits, split_k) for v5 and its twin: K is cut into ``splits`` ranges of ``split_k``
+    (a multiple of ``bk``; the last may be shorter) when the M×N tiles alone give fewer than
+    SPLIT_BLOCKS_PER_SM blocks per SM; split_k is cdiv(K, splits) rounded up to ``bk``, which
+    the Triton twin recomputes from its grid, so both split alike."""
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    want = max(1, cdiv(sms * SPLIT_BLOCKS_PER_SM, tiles))
+    splits = max(1, min(want, k // (bk * MIN_SLICES_PER_SPLIT), GRID_Z))
+    splits = cdiv(k, cdiv(cdiv(k, splits), bk) * bk)  # no empty range
+    return splits, cdiv(cdiv(k, splits), bk) * bk
+
+
+def _sms(tensor) -> int:
+    return torch.cuda.get_device_properties(tensor.device).multi_processor_count if tensor.is_cuda else DEFAULT_SMS
+
+
 def b_as_stored(b):
     """B as the CUDA kernels index it: a column-major B (v0, strides (1, K) from ``with_layout``)
     as its N×K storage, whose rows are B's columns; otherwise B itself. Not ``is_contiguous()``:
@@ -51,8 +74,10 @@ class SGEMM(Problem):
     default_precisions = ("fp32",)
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 1000, "N": 1500, "K": 1700})
     # Past 64- and 128-wide tiles and BK = 16 and 32 (the scalar paths); the same with every row
-    # 16-byte aligned (the float4/cp.async paths); K = 1 (a column-major B's columns are 1 apart).
-    sanitize_shapes = ({"M": 67, "N": 131, "K": 33}, {"M": 68, "N": 132, "K": 36}, {"M": 3, "N": 129, "K": 1})
+    # 16-byte aligned (the float4/cp.async paths); K = 1 (a column-major B's columns are 1 apart);
+    # a long K on one tile (v5's K ranges, partials and ordered reduction).
+    sanitize_shapes = ({"M": 67, "N": 131, "K": 33}, {"M": 68, "N": 132, "K": 36}, {"M": 3, "N": 129, "K": 1},
+                       {"M": 5, "N": 7, "K": 1000})
     tolerance = {"fp32": 2e-6, "tf32": 5e-3}
     paddable = True  # the CUDA rungs take lda, ldb, ldc; Triton and the libraries take strides
     error_metric = "max |out − ref| / (|A|·|B|)"
@@ -152,15 +177,24 @@ class SGEMM(Problem):
         from study.backends.cuda import as_cupy
 
         b_storage = b_as_stored(tensors["B"])
-        return CudaLaunch(
-            grid=(cdiv(shape["N"], defines["BN"]), cdiv(shape["M"], defines["BM"]), self.batch(shape)),
-            block=(defines["THREADS"], 1, 1),
-            args=(as_cupy(tensors["A"], padded_rows=True), as_cupy(b_storage, padded_rows=True),
-                  as_cupy(out, padded_rows=True),
-                  np.int32(shape["M"]), np.int32(shape["N"]), np.int32(shape["K"]),
-                  # leading dimensions: rows of A, B (columns, when B is column-major) and C are
-                  # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
-                  np.int32(tensors["A"].stride(-2)), np.int32(b_storage.stride(-2)), np.int32(out.stride(-2))))
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        grid = (cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), self.batch(shape))
+        args = [as_cupy(tensors["A"], padded_rows=True), as_cupy(b_storage, padded_rows=True),
+                as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k),
+                # leading dimensions: rows of A, B (columns, when B is column-major) and C are
+                # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
+                np.int32(tensors["A"].stride(-2)), np.int32(b_storage.stride(-2)), np.int32(out.stride(-2))]
+        facts = {}
+        if defines.get("SPLIT"):  # v5: K ranges on grid.z, a workspace and a counter per tile
+            if self.batch(shape) != 1:
+                raise ValueError("the split-K rung computes one product: its grid.z holds the K ranges")
+            splits, split_k = split_k_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], _sms(out))
+            partial = torch.empty(splits * m * n if splits > 1 else 1, dtype=torch.float32, device=out.device)
+            counter = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=out.device)
+            args += [np.int32(split_k), as_cupy(partial), as_cupy(counter)]
+            grid = (grid[0], grid[1], splits)
+            facts = {"splits": splits, "split_k": split_k}
+        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), facts=facts)
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -171,6 +205,8 @@ class SGEMM(Problem):
             meta["INPUT_PRECISION"] = precision.triton_input_precision
 
         batch = self.batch(shape)
+        if "part_ptr" in kernel.arg_names:  # the split-K twin: grid.z holds K ranges planned per tile size
+            return self._split_k_launch(kernel, a, b, out, m, n, k, meta)
         entry = [t.stride(0) if t.dim() == 3 else 0 for t in (a, b, out)]  # batch strides; 0 for one product
 
         def grid(cfg):
@@ -179,6 +215,27 @@ class SGEMM(Problem):
         def fn():
             kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
                          out.stride(-2), out.stride(-1), *entry, **meta)
+
+        return fn
+
+    @staticmethod
+    def _split_k_launch(kernel, a, b, out, m, n, k, meta):
+        """The twin of v5: the same split_k_plan from the config's tile (under autotune, each
+        config's own), a workspace and counters sized for the largest plan of the twin's space."""
+        sms = _sms(out)
+        configs = [meta] + list(getattr(kernel, "configs", []))
+        tiles = [(c.kwargs if hasattr(c, "kwargs") else c) for c in configs]
+        plans = [split_k_plan(m, n, k, t["BM"], t["BN"], t["BK"], sms) for t in tiles if "BM" in t]
+        partial = torch.empty(max(s for s, _ in plans) * m * n, dtype=torch.float32, device=out.device)
+        counter = torch.zeros(max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles if "BM" in t),
+                              dtype=torch.int32, device=out.device)
+
+        def grid(cfg):
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[0])
+
+        def fn():
+            kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                         out.stride(-2), out.stride(-1), partial, counter, **meta)
 
         return fn
 
@@ -223,6 +280,9 @@ register(
         Rung("v4_double_buffer", "cp.async double buffering: load tile k+1 while computing tile k",
              "waiting at the barrier for each tile's loads", cuda="04_double_buffer.cu",
              triton=twin(tk.sgemm_tiled, tk.V4_DOUBLE_BUFFER, tk.DOUBLE_BUFFER_SPACE)),
+        Rung("v5_split_k", "split-K: K ranges on extra blocks when the M×N tiles are too few, ordered last-block "
+             "reduction", "idle SMs on skinny shapes (small M·N, long K)", cuda="05_split_k.cu",
+             triton=twin(tk.sgemm_split_k, tk.V5_SPLIT_K, tk.DOUBLE_BUFFER_SPACE)),
     ],
     baselines=BASELINES,
 )

@@ -142,6 +142,8 @@ class SGEMV(Problem):
             counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
             args += [np.int32(split_n), as_cupy(partial), as_cupy(counter)]
             grid = (cdiv(m, rows), splits, 1)
+            return CudaLaunch(grid=grid, block=(threads, 1, 1), args=tuple(args),
+                              facts={"splits": splits, "split_n": split_n})
         return CudaLaunch(grid=grid, block=(threads, 1, 1), args=tuple(args))
 
     # ---- Triton glue ----------------------------------------------------------
