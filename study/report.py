@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 from study import metrics
 
-BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt"}
+BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch"}
 RUNG_BACKENDS = ("cuda", "triton")
 MODE_ORDER = ("cold", "hot", "graph")
 
@@ -360,7 +360,7 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
         if peak:
             ax.plot(xs, np.minimum(peak, bandwidth * xs), linewidth=1.2,
                     label=f"roof: {metrics.PEAK_NAMES.get(math, math)} {peak:,.0f} GFLOPS, memory {bandwidth:,.0f} GB/s")
-    markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P"}
+    markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P", "torch": "X"}
     rung_keys = sorted({(m["rung_index"], m["rung"]) for m in ok if m["rung"] is not None})
     colours = {key: plt.cm.viridis(i / max(1, len(rung_keys) - 1)) for i, (_, key) in enumerate(rung_keys)}
     seen = set()

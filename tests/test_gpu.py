@@ -16,6 +16,8 @@ AWKWARD = {
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
     "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7)],
+    # rows of 1 and 3; no vector divides N (scalar paths); v4 on chip and past it (fallback); many rows.
+    "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
 }
 IMPLS = implementations()
 CASES = [(impl, shape, p) for impl in IMPLS for shape in AWKWARD[impl.op] for p in ladder(impl.op).problem.precisions
@@ -54,7 +56,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
-                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)]}
+                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)]}
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)
@@ -188,3 +190,12 @@ def test_split_k_splits_skinny_products_only_and_repeats_exactly():
             launch.fn()
         torch.cuda.synchronize()
         assert torch.equal(launch.out, first)
+
+
+def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
+    impl = next(i for i in IMPLS if i.name == "softmax/v4_on_chip/cuda")
+    fp32 = ladder("softmax").problem.precisions[0]
+    for shape, on_chip in (((4, 4096), 1), ((4, 40000), 0)):
+        problem, sh, tensors, ref, scale = _data("softmax", shape, fp32)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
+        assert verdict.ok and launch.config["on_chip"] == on_chip, (verdict.message, launch.config)

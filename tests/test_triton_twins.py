@@ -13,7 +13,8 @@ from study.runner import check_output
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
 SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
-          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)]}
+          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)],
+          "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
          for p in ladder(impl.op).problem.precisions if p.name in impl.precisions]

@@ -1,0 +1,27 @@
+// softmax v0 — one thread per row, three passes (docs/ladders/softmax.md, v0).
+// Idea: the textbook loop, a row per thread: find the row's maximum, sum exp(x − max), then
+// write exp(x − max) / sum — the maximum keeps every exponential ≤ 1, so no input overflows.
+// Bottleneck it shows: the 32 threads of a warp walk 32 rows, N elements apart: each load is
+// one useful element of its own 32-byte sector (uncoalesced), and the row is read three times.
+// Builds on: nothing. Constraints: none (any M, N >= 1; ALIGNED is unused). THREADS rows per block.
+// arch: sm_80
+// precisions: fp32 fp16 bf16
+// config: THREADS=256 ROW_PER_THREAD=1
+// space: THREADS=128 ROW_PER_THREAD=1
+// space: THREADS=512 ROW_PER_THREAD=1
+// space: THREADS=64 ROW_PER_THREAD=1
+#include "common.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+softmax_v0_thread_per_row(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N) {
+    const int row = blockIdx.x * THREADS + threadIdx.x;
+    if (row >= M) return;
+    const storage_t* x = X + (size_t)row * N;
+    storage_t* y = Y + (size_t)row * N;
+    float m = __int_as_float(0xff800000);  // −inf
+    for (int j = 0; j < N; ++j) m = fmaxf(m, to_float(x[j]));
+    float d = 0.0f;
+    for (int j = 0; j < N; ++j) d += __expf(to_float(x[j]) - m);
+    const float inv = 1.0f / d;
+    for (int j = 0; j < N; ++j) y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
+}

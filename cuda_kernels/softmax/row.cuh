@@ -1,0 +1,140 @@
+// Row helpers of the softmax ladder from v2 on (docs/ladders/softmax.md): one block of THREADS
+// threads per row; reductions through warp shuffles and one shared word per warp; 16-byte
+// vectors of storage_t; the online (maximum, rescaled sum) pair of v3 and v4.
+// Needs THREADS (a multiple of 32, at most 1024), ALIGNED and common.cuh.
+#pragma once
+
+static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, at most 1024");
+
+#define NEG_INF __int_as_float(0xff800000)
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// The maximum (MAX) or the sum of one value per thread over the block, in every thread.
+// scratch: 32 floats of shared memory, free again on return.
+template <bool MAX>
+__device__ __forceinline__ float block_reduce(float v, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = MAX ? warp_max(v) : warp_sum(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < THREADS / 32 ? scratch[lane] : (MAX ? NEG_INF : 0.0f);
+        w = MAX ? warp_max(w) : warp_sum(w);
+        if (lane == 0) scratch[0] = w;  // every lane has read scratch[lane] before the shuffles
+    }
+    __syncthreads();
+    const float result = scratch[0];
+    __syncthreads();
+    return result;
+}
+
+// The VEC elements of a 16-byte vector of storage_t, as floats, and back.
+__device__ __forceinline__ void unpack(uint4 v, float (&f)[VEC]) {
+    const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if defined(STORAGE_FP16) || defined(STORAGE_BF16)
+        f[2 * i] = to_float((unsigned short)(u[i] & 0xffff));
+        f[2 * i + 1] = to_float((unsigned short)(u[i] >> 16));
+#else
+        f[i] = __uint_as_float(u[i]);
+#endif
+    }
+}
+
+__device__ __forceinline__ uint4 pack(const float (&f)[VEC]) {
+    unsigned u[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+#if defined(STORAGE_FP16) || defined(STORAGE_BF16)
+        u[i] = (unsigned)from_float(f[2 * i]) | ((unsigned)from_float(f[2 * i + 1]) << 16);
+#else
+        u[i] = __float_as_uint(f[i]);
+#endif
+    }
+    return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
+// Online softmax: the running maximum m of the values seen and their sum d of exp(x − m). A new
+// maximum rescales the sum by exp(old − new); −inf contributes nothing (and never meets −inf).
+__device__ __forceinline__ void online_add(float& m, float& d, float x) {
+    if (x > m) {
+        d = d * __expf(m - x) + 1.0f;
+        m = x;
+    } else if (x != NEG_INF) {
+        d += __expf(x - m);
+    }
+}
+
+__device__ __forceinline__ void online_merge(float& m, float& d, float m2, float d2) {
+    const float top = fmaxf(m, m2);
+    d = (m == NEG_INF ? 0.0f : d * __expf(m - top)) + (m2 == NEG_INF ? 0.0f : d2 * __expf(m2 - top));
+    m = top;
+}
+
+// The pair over the block, in every thread. scratch: 64 floats of shared memory.
+__device__ __forceinline__ void block_online(float& m, float& d, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        online_merge(m, d, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, d, o));
+    if (lane == 0) { scratch[warp] = m; scratch[32 + warp] = d; }
+    __syncthreads();
+    if (warp == 0) {
+        float wm = lane < THREADS / 32 ? scratch[lane] : NEG_INF;
+        float wd = lane < THREADS / 32 ? scratch[32 + lane] : 0.0f;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+            online_merge(wm, wd, __shfl_xor_sync(0xffffffffu, wm, o), __shfl_xor_sync(0xffffffffu, wd, o));
+        if (lane == 0) { scratch[0] = wm; scratch[32] = wd; }
+    }
+    __syncthreads();
+    m = scratch[0];
+    d = scratch[32];
+    __syncthreads();
+}
+
+// v3's first pass: the row's (maximum, sum of exponentials) in one read.
+__device__ __forceinline__ void row_online_stats(const storage_t* __restrict__ x, int N, float& m, float& d,
+                                                 float* scratch) {
+    m = NEG_INF;
+    d = 0.0f;
+#if ALIGNED
+    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+        float v[VEC];
+        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) online_add(m, d, v[i]);
+    }
+#else
+    for (int j = threadIdx.x; j < N; j += THREADS) online_add(m, d, to_float(x[j]));
+#endif
+    block_online(m, d, scratch);
+}
+
+// The normalising pass: y = exp(x − m) · inv, reading x again.
+__device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, storage_t* __restrict__ y, int N,
+                                              float m, float inv) {
+#if ALIGNED
+    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+        float v[VEC];
+        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
+        reinterpret_cast<uint4*>(y)[f] = pack(v);
+    }
+#else
+    for (int j = threadIdx.x; j < N; j += THREADS) y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
+#endif
+}
+
+// The row this block owns (grid.x rows at a time, grid.y beyond 65535), or −1.
+__device__ __forceinline__ long long block_row(int M) {
+    const long long row = (long long)blockIdx.y * gridDim.x + blockIdx.x;
+    return row < M ? row : -1;
+}

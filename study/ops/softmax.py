@@ -1,0 +1,184 @@
+"""Softmax over the last axis: Y[i, j] = exp(X[i, j] − max_j X[i]) / Σ_j exp(X[i, j] − max_j X[i]);
+X and Y M×N row-major, FP32, FP16 or BF16 storage, FP32 arithmetic.
+
+A softmax reads each element once and writes it once at least, with a handful of operations in
+between, so it is memory-bound and judged in GB/s of that minimum traffic (2·M·N elements)
+against the memory bandwidth. The ladder (docs/ladders/softmax.md) counts the passes over HBM:
+v0 three passes, one thread per row (uncoalesced) → v1 one block per row, shared-memory tree
+reductions (coalesced, still three passes) → v2 warp-shuffle reductions and 16-byte loads →
+v3 online softmax (the running maximum and the rescaled sum in one pass, then the normalising
+pass: two reads) → v4 the row kept in registers, read once (rows that fit; longer rows take
+v3's two passes, recorded). Reported cold: every default shape's X and Y exceed the L2.
+
+Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
+values is the reference. Every output element carries the same few relative errors — its
+exponential, the row's sum, one division — plus the rounding of Y to the storage type, so the
+metric is relative: max |Y − ref| / (ref + η), with η the storage type's smallest normal number
+(below it, rounding is absolute). Tolerances: 2e-4 for FP32, 1.5e-3 for FP16 (its rounding alone
+is up to 2^-11 = 4.9e-4), 1e-2 for BF16 (2^-8 = 3.9e-3). Each fails the next-lower precision: an
+FP32 result rounded to FP16, an FP16 one rounded to BF16, a BF16 one whose sum was accumulated
+in BF16 (tests/test_softmax.py). The structured inputs add 1000 to every row but the first, so
+a kernel that exponentiates without subtracting the maximum overflows and fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
+from study.problem import DTYPES, INT32_MAX, CudaLaunch, Problem, cdiv
+from study.registry import Baseline, Rung, register, twin
+from triton_kernels import softmax as tk
+
+TOLERANCE = {"fp32": 2e-4, "fp16": 1.5e-3, "bf16": 1e-2}
+SMALLEST_NORMAL = {"fp32": 2.0**-126, "fp16": 2.0**-14, "bf16": 2.0**-126}
+INPUT_RANGE = 8.0  # uniform in [−8, 8): the largest and smallest exponentials of a row 1.6e-7 … 1 apart
+
+
+class Softmax(Problem):
+    name = "softmax"
+    axes = ("M", "N")
+    bound = "memory"
+    precisions = (FP32, FP16_STORAGE, BF16_STORAGE)
+    default_precisions = ("fp32", "fp16", "bf16")
+    # Square, tall, long rows (beyond what v4 keeps in registers), many short rows, and a row
+    # length that is no power of two (nor a multiple of the 16-byte vector in FP32: the scalar paths).
+    default_shapes = ({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 4096, "N": 32768},
+                      {"M": 65536, "N": 1024}, {"M": 8192, "N": 3001})
+    # Cold only: X and Y of every default shape hold 64 MB or more (FP16 4096²: 32 + 32), beyond the
+    # H200's 60 MB of L2, so a hot run would time the same HBM traffic (--mode hot measures it).
+    default_modes = ("cold",)
+    # A row no vector divides (scalar paths, block tails), and aligned rows longer than v4 holds.
+    sanitize_shapes = ({"M": 5, "N": 1031}, {"M": 3, "N": 40000})
+    tolerance = TOLERANCE
+    error_metric = "max |out − ref| / (ref + η), η the storage type's smallest normal number"
+
+    def flops(self, shape) -> int:
+        # Maximum, subtraction, exponential, sum and scaling: five operations an element, counted
+        # for the roofline's arithmetic intensity only (the headline is GB/s).
+        return 5 * shape["M"] * shape["N"]
+
+    def bytes(self, shape, precision) -> int:
+        return 2 * precision.element_bytes * shape["M"] * shape["N"]
+
+    def bytes_needed(self, shape, precision) -> int:
+        # X and Y in storage, the FP32 draw, float64 X, exponentials, reference and scale.
+        return (2 * precision.element_bytes + 4 + 4 * 8) * shape["M"] * shape["N"]
+
+    def check(self, shape, precision) -> str | None:
+        return super().check(shape, precision) or (
+            f"X of {shape['M'] * shape['N']} elements is beyond the 32-bit element offsets the Triton "
+            f"twins use (at most {INT32_MAX})" if shape["M"] * shape["N"] > INT32_MAX else None)
+
+    # ---- data -----------------------------------------------------------------
+    def make_inputs(self, shape, precision, seed, device):
+        gen = torch.Generator().manual_seed(seed)
+        x = (torch.rand(shape["M"], shape["N"], generator=gen) * 2 - 1) * INPUT_RANGE
+        return {"X": x.to(DTYPES[precision.dtype]).to(device)}
+
+    def structured_inputs(self, shape, precision, device):
+        """Integers in [−8, 8] (a fixed seed), every row but the first shifted by 1000: exp(1000)
+        overflows FP32, so a kernel that skips the maximum gives inf or NaN; a misplaced row or
+        column changes the answer."""
+        gen = torch.Generator().manual_seed(2**31 - 1)
+        x = torch.randint(-8, 9, (shape["M"], shape["N"]), generator=gen).float()
+        x[1:] += 1000.0
+        return {"X": x.to(DTYPES[precision.dtype]).to(device)}
+
+    def make_output(self, shape, precision, device):
+        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
+        return torch.full((shape["M"], shape["N"]), float("nan"), dtype=DTYPES[precision.dtype], device=device)
+
+    def reference(self, tensors, precision):
+        ref = torch.softmax(tensors["X"].to(torch.float64), dim=-1)
+        return ref, ref + SMALLEST_NORMAL[precision.name]
+
+    # ---- CUDA glue ------------------------------------------------------------
+    def cuda_defines(self, config, tensors, out, shape, precision):
+        """The config, the storage macro and ALIGNED: 1 when N is a multiple of the 16-byte
+        vector and X and Y start on 16 bytes (every row then does), else the scalar paths."""
+        vec = 16 // precision.element_bytes
+        aligned = shape["N"] % vec == 0 and all(t.data_ptr() % 16 == 0 for t in (tensors["X"], out))
+        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
+
+    def cuda_launch(self, rung, defines, tensors, out, shape):
+        """v0: THREADS rows per block, one a thread. The others: one block of THREADS per row
+        (grid.x rows; grid.y takes what 65535 cannot). v4 records whether the row fits in its
+        registers (ON_CHIP elements a thread) or took the two-pass fallback."""
+        from study.backends.cuda import as_cupy
+
+        m, n = shape["M"], shape["N"]
+        threads = defines["THREADS"]
+        args = (as_cupy(tensors["X"]), as_cupy(out), np.int32(m), np.int32(n))
+        if defines.get("ROW_PER_THREAD"):
+            return CudaLaunch(grid=(cdiv(m, threads), 1, 1), block=(threads, 1, 1), args=args)
+        grid = (min(m, 65535), cdiv(m, 65535), 1)
+        facts = {}
+        if "ON_CHIP" in defines:
+            slot = 16 // out.element_size() if defines["ALIGNED"] else 4
+            facts = {"on_chip": int(fits_on_chip(n, threads, defines["ON_CHIP"], slot))}
+        return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, facts=facts)
+
+    def cuda_check(self, params, shape, precision) -> str | None:
+        if not params.get("ROW_PER_THREAD") and cdiv(shape["M"], 65535) > 65535:
+            return f"M={shape['M']} rows need more than 65535 × 65535 blocks"
+        return None
+
+    # ---- Triton glue ----------------------------------------------------------
+    def triton_launch(self, kernel, tensors, out, shape, config, precision):
+        x = tensors["X"]
+        m, n = shape["M"], shape["N"]
+        meta = dict(config)
+        names = kernel.arg_names
+        if "WHOLE" in names:  # v4's twin: the row in one block of a power of two, when it fits
+            meta["WHOLE"] = triton_next_pow2(n)
+            meta["FITS"] = meta["WHOLE"] <= tk.MAX_WHOLE
+
+        def grid(cfg):
+            return (cdiv(m, cfg["ROWS"]),) if "ROWS" in cfg else (m,)
+
+        def fn():
+            kernel[grid](x, out, m, n, **meta)
+
+        return fn
+
+
+def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
+    """Whether v4 holds a row of ``n`` elements in its registers: ``slots`` register slots a
+    thread (ON_CHIP), ``per_slot`` elements each (a 16-byte vector, or 4 on the scalar path)."""
+    return n <= threads * slots * per_slot
+
+
+def triton_next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def torch_softmax(tensors, out, precision):
+    x = tensors["X"]
+    # aten's out= variant: torch.softmax's own kernel (FP32 math for half inputs), no extra copy.
+    return lambda: torch.ops.aten._softmax.out(x, -1, False, out=out)
+
+
+register(
+    Softmax(),
+    rungs=[
+        Rung("v0_thread_per_row", "one thread per row, three passes (max, sum, normalise)",
+             "— (the baseline: a warp's loads are a row apart, uncoalesced)",
+             cuda="00_thread_per_row.cu", triton=twin(tk.softmax_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE)),
+        Rung("v1_block_per_row", "one block per row, shared-memory tree reductions, three passes",
+             "uncoalesced loads", cuda="01_block_per_row.cu",
+             triton=twin(tk.softmax_passes, tk.V1_BLOCK_PER_ROW, tk.BLOCK_SPACE)),
+        Rung("v2_shuffle_vector", "warp-shuffle reductions and 16-byte loads, three passes",
+             "barrier-bound tree reductions and narrow loads", cuda="02_shuffle_vector.cu",
+             triton=twin(tk.softmax_passes, tk.V2_SHUFFLE_VECTOR, tk.BLOCK_SPACE)),
+        Rung("v3_online", "online softmax: running maximum and rescaled sum in one pass, then normalise",
+             "a third pass over HBM", cuda="03_online.cu",
+             triton=twin(tk.softmax_online, tk.V3_ONLINE, tk.BLOCK_SPACE)),
+        Rung("v4_on_chip", "the row held in registers: one read, one write (rows that fit; else v3)",
+             "the second read of the row", cuda="04_on_chip.cu",
+             triton=twin(tk.softmax_whole, tk.V4_ON_CHIP, tk.WHOLE_SPACE)),
+    ],
+    baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
+                        "torch.ops.aten._softmax.out", reference=True)],
+)

@@ -1,0 +1,97 @@
+"""The softmax op without a GPU: its gate separates the precisions and catches a kernel that
+skips the maximum; the Triton twins (interpreter) on −inf, huge and long rows; v4's capacity."""
+
+import os
+
+import pytest
+import torch
+
+from study.backends import backend
+from study.ops.softmax import SMALLEST_NORMAL, fits_on_chip
+from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
+from study.registry import implementation, ladder
+from study.runner import check_output
+
+PROBLEM = ladder("softmax").problem
+DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
+
+
+def _case(m, n, precision, seed=0, structured=False):
+    shape = {"M": m, "N": n}
+    tensors = (PROBLEM.structured_inputs(shape, precision, "cpu") if structured
+               else PROBLEM.make_inputs(shape, precision, seed, "cpu"))
+    ref, scale = PROBLEM.reference(tensors, precision)
+    return tensors["X"], ref, scale
+
+
+def _ok(out, ref, scale, precision):
+    return PROBLEM.verify(out, ref, scale, precision).ok
+
+
+def test_each_precisions_tolerance_passes_it_and_fails_the_next_lower():
+    # FP32: FP32 math passes; the same result rounded to FP16 does not.
+    x, ref, scale = _case(64, 1000, FP32)
+    y = torch.softmax(x, -1)
+    assert _ok(y, ref, scale, FP32) and not _ok(y.half().float(), ref, scale, FP32)
+    # FP16 storage: an FP32-math result rounded to FP16 passes; rounded to BF16 it does not.
+    x, ref, scale = _case(64, 1000, FP16_STORAGE)
+    y = torch.softmax(x.float(), -1)
+    assert _ok(y.half(), ref, scale, FP16_STORAGE) and not _ok(y.bfloat16().half(), ref, scale, FP16_STORAGE)
+    # BF16 storage: FP32 math rounded to BF16 passes; a sum accumulated in BF16 does not.
+    x, ref, scale = _case(64, 1000, BF16_STORAGE)
+    e = torch.exp(x.float() - x.float().amax(-1, keepdim=True))
+    assert _ok((e / e.sum(-1, keepdim=True)).bfloat16(), ref, scale, BF16_STORAGE)
+    total = torch.zeros(64, 1, dtype=torch.bfloat16)
+    for j in range(e.shape[1]):
+        total = total + e[:, j:j + 1].bfloat16()
+    assert not _ok((e / total.float()).bfloat16(), ref, scale, BF16_STORAGE)
+
+
+def test_the_metric_is_relative_down_to_the_storage_types_smallest_normal():
+    x, ref, scale = _case(4, 300, FP16_STORAGE)
+    assert torch.equal(scale, ref + SMALLEST_NORMAL["fp16"])
+    y = (ref * (1 + 1e-3)).half()  # 0.1 % off everywhere, tiny values included: within FP16's 1.5e-3
+    assert _ok(y, ref, scale, FP16_STORAGE)
+    assert not _ok((ref * (1 + 3e-3)).half(), ref, scale, FP16_STORAGE)
+
+
+def test_a_kernel_that_skips_the_maximum_overflows_on_the_structured_inputs():
+    x, ref, scale = _case(4, 64, FP32, structured=True)
+    naive = torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)  # exp(1000) = inf: NaN rows
+    assert torch.isfinite(ref).all() and not _ok(naive, ref, scale, FP32)
+    assert _ok(torch.softmax(x, -1), ref, scale, FP32)
+
+
+def test_v4_holds_rows_up_to_its_registers():
+    assert fits_on_chip(32768, 1024, 8, 4) and not fits_on_chip(32769, 1024, 8, 4)
+    assert fits_on_chip(65536, 1024, 8, 8)  # FP16/BF16: 8 elements a vector
+    assert not fits_on_chip(40000, 1024, 8, 4)  # the scalar path holds 4 a slot whatever the type
+
+
+TWINS = [i.name for i in (implementation(f"softmax/{r.key}/triton") for r in ladder("softmax").rungs)]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_twins_keep_rows_of_minus_infinity_but_one_and_huge_values_finite(name):
+    impl = implementation(name)
+    shape = {"M": 3, "N": 37}
+    x = torch.full((3, 37), float("-inf"))
+    x[0, 5] = 2.0           # one live entry: probability 1 there, 0 elsewhere
+    x[1] = torch.linspace(-3e4, 3e4, 37)  # huge magnitudes: a naive exp overflows
+    x[2, :] = 7.0           # all equal: 1/37 each
+    x[2, 36] = float("-inf")
+    tensors = {"X": x.to(DEVICE)}
+    ref, scale = PROBLEM.reference(tensors, FP32)
+    launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, FP32)
+    verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
+    assert verdict.ok, verdict.message
+
+
+def test_the_whole_row_twin_falls_back_to_two_passes_on_rows_beyond_its_registers():
+    impl = implementation("softmax/v4_on_chip/triton")
+    shape = {"M": 2, "N": 40000}  # WHOLE would be 65536 > 32768: the online path
+    tensors = {"X": PROBLEM.make_inputs(shape, FP32, 5, "cpu")["X"].to(DEVICE)}
+    ref, scale = PROBLEM.reference(tensors, FP32)
+    launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, FP32)
+    verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
+    assert verdict.ok, verdict.message

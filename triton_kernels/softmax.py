@@ -1,0 +1,119 @@
+"""Triton twins of the softmax ladder (docs/ladders/softmax.md).
+
+Plain kernels and configs: no import of the framework. What Triton does not let a twin say is
+how a reduction maps to threads — ``tl.max`` and ``tl.sum`` choose shuffles and shared memory
+themselves — so the twins of v1 (shared-memory trees) and v2 (shuffles, 16-byte loads) are one
+kernel, three passes over BLOCK columns at a time, told apart by BLOCK and warps as the CUDA
+rungs are by what one thread moves per step. The element type of Y is the storage type; the
+math is FP32.
+"""
+
+import triton
+import triton.language as tl
+
+# v4's twin keeps a row in one block of a power of two elements up to this many: 32 FP32
+# registers a thread at 32 warps, the CUDA rung's budget (THREADS=1024, ON_CHIP=8 vectors).
+MAX_WHOLE = 32768
+
+
+@triton.jit
+def softmax_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr):
+    """v0: ROWS rows per program, one a lane, walked one column at a time, three times."""
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    ok = rows < M
+    base = rows.to(tl.int64) * N
+    m = tl.full([ROWS], float("-inf"), tl.float32)
+    for j in range(0, N):
+        m = tl.maximum(m, tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32))
+    d = tl.zeros([ROWS], dtype=tl.float32)
+    for j in range(0, N):
+        d += tl.exp(tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32) - m)
+    for j in range(0, N):
+        x = tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32)
+        tl.store(y_ptr + base + j, (tl.exp(x - m) / d).to(y_ptr.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def softmax_passes(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+    """v1/v2: one program per row, BLOCK columns a step: maximum, sum, then output."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * N
+    y_row = y_ptr + row * N
+    cols = tl.arange(0, BLOCK)
+    top = tl.full([BLOCK], float("-inf"), tl.float32)
+    for c0 in range(0, N, BLOCK):
+        top = tl.maximum(top, tl.load(x_row + c0 + cols, mask=c0 + cols < N, other=float("-inf")).to(tl.float32))
+    m = tl.max(top, axis=0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for c0 in range(0, N, BLOCK):
+        x = tl.load(x_row + c0 + cols, mask=c0 + cols < N, other=float("-inf")).to(tl.float32)
+        acc += tl.exp(x - m)
+    inv = 1.0 / tl.sum(acc, axis=0)
+    _normalize(x_row, y_row, N, m, inv, BLOCK)
+
+
+@triton.jit
+def _normalize(x_row, y_row, N, m, inv, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    for c0 in range(0, N, BLOCK):
+        x = tl.load(x_row + c0 + cols, mask=c0 + cols < N, other=float("-inf")).to(tl.float32)
+        tl.store(y_row + c0 + cols, (tl.exp(x - m) * inv).to(y_row.dtype.element_ty), mask=c0 + cols < N)
+
+
+@triton.jit
+def _online_stats(x_row, N, BLOCK: tl.constexpr):
+    """(maximum, sum of exp(x − maximum)) of a row in one read: per lane a running maximum and a
+    sum rescaled when it grows, merged across lanes at the end; −inf adds nothing."""
+    cols = tl.arange(0, BLOCK)
+    run_m = tl.full([BLOCK], float("-inf"), tl.float32)
+    run_d = tl.zeros([BLOCK], dtype=tl.float32)
+    for c0 in range(0, N, BLOCK):
+        x = tl.load(x_row + c0 + cols, mask=c0 + cols < N, other=float("-inf")).to(tl.float32)
+        new_m = tl.maximum(run_m, x)
+        live = new_m != float("-inf")
+        safe = tl.where(live, new_m, 0.0)
+        run_d = tl.where(live, run_d * tl.exp(run_m - safe) + tl.exp(x - safe), 0.0)
+        run_m = new_m
+    m = tl.max(run_m, axis=0)
+    d = tl.sum(tl.where(run_m != float("-inf"), run_d * tl.exp(run_m - m), 0.0), axis=0)
+    return m, d
+
+
+@triton.jit
+def softmax_online(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
+    """v3: the statistics in one read (online), then the normalising pass."""
+    row = tl.program_id(0).to(tl.int64)
+    m, d = _online_stats(x_ptr + row * N, N, BLOCK)
+    _normalize(x_ptr + row * N, y_ptr + row * N, N, m, 1.0 / d, BLOCK)
+
+
+@triton.jit
+def softmax_whole(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr, WHOLE: tl.constexpr, FITS: tl.constexpr):
+    """v4: the whole row (WHOLE ≥ N, a power of two) in registers, read once, when it FITS;
+    otherwise v3's two passes over BLOCK columns at a time."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * N
+    y_row = y_ptr + row * N
+    if FITS:
+        cols = tl.arange(0, WHOLE)
+        x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_row + cols, (e / tl.sum(e, axis=0)).to(y_row.dtype.element_ty), mask=cols < N)
+    else:
+        m, d = _online_stats(x_row, N, BLOCK)
+        _normalize(x_row, y_row, N, m, 1.0 / d, BLOCK)
+
+
+# CUDA v0: 256 threads, one row each.
+V0_THREAD_PER_ROW = dict(ROWS=256, num_warps=8, num_stages=1)
+ROWS_SPACE = [dict(ROWS=r, num_warps=r // 32, num_stages=1) for r in (64, 128, 256, 512)]
+# CUDA v1: 256 threads, one element each per step.
+V1_BLOCK_PER_ROW = dict(BLOCK=256, num_warps=8, num_stages=1)
+# CUDA v2 and v3: 256 threads, one 16-byte vector each per step (4 FP32 elements).
+V2_SHUFFLE_VECTOR = dict(BLOCK=1024, num_warps=8, num_stages=1)
+V3_ONLINE = dict(BLOCK=1024, num_warps=8, num_stages=1)
+BLOCK_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1)
+               for b, w in ((256, 8), (512, 4), (1024, 4), (1024, 8), (2048, 8), (4096, 8), (4096, 16), (8192, 32))]
+# CUDA v4: 1024 threads; BLOCK is the fallback's step for rows beyond MAX_WHOLE.
+V4_ON_CHIP = dict(BLOCK=4096, num_warps=32, num_stages=1)
+WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (4, 8, 16, 32)]
