@@ -199,3 +199,26 @@ def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
         problem, sh, tensors, ref, scale = _data("softmax", shape, fp32)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
         assert verdict.ok and launch.config["on_chip"] == on_chip, (verdict.message, launch.config)
+
+
+@pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
+def test_softmax_rows_of_minus_infinity_but_one_and_rows_with_a_nan(impl):
+    # −inf everywhere but one entry: exactly one-hot; a NaN anywhere: the whole row NaN, as torch gives.
+    fp32 = ladder("softmax").problem.precisions[0]
+    problem = ladder("softmax").problem
+    for n in (3, 1031, 4096):
+        x = torch.full((3, n), float("-inf"), device="cuda")
+        x[0, n // 2] = 5.0
+        x[1] = torch.randn(n, device="cuda")
+        x[1, n - 1] = float("nan")
+        x[2] = torch.randn(n, device="cuda")
+        launch = backend(impl.backend).prepare(impl, problem, {"X": x}, {"M": 3, "N": n}, fp32)
+        with launch.context():
+            launch.fn()
+        torch.cuda.synchronize()
+        out = launch.out
+        hot = torch.zeros(n, device="cuda")
+        hot[n // 2] = 1.0
+        assert torch.equal(out[0], hot), (n, out[0])
+        assert torch.isnan(out[1]).all(), n
+        assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=1e-7), n

@@ -95,3 +95,18 @@ def test_the_whole_row_twin_falls_back_to_two_passes_on_rows_beyond_its_register
     launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, FP32)
     verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
     assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("name", ["softmax/v3_online/triton", "softmax/v4_on_chip/triton"])
+def test_a_nan_in_a_row_makes_the_whole_row_nan_as_torch_does(name):
+    # the online pair must carry a NaN through lanes that saw only −inf (found in review)
+    impl = implementation(name)
+    shape = {"M": 2, "N": 600}
+    x = torch.randn(2, 600)
+    x[0, 3] = float("nan")
+    x[1, :300] = float("-inf")
+    launch = backend("triton").prepare(impl, PROBLEM, {"X": x.to(DEVICE)}, shape, FP32)
+    launch.fn()
+    out = launch.out.cpu()
+    assert torch.isnan(out[0]).all() and torch.isfinite(out[1]).all()
+    assert torch.allclose(out[1], torch.softmax(x[1].double(), -1).float(), rtol=2e-4, atol=0)

@@ -104,7 +104,7 @@ def sgemm_split_k(
     splits = tl.num_programs(2)
     split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
     k_lo = pid_s * split_k
-    k_hi = tl.minimum(K, k_lo + split_k)
+    k_hi = k_lo + tl.minimum(split_k, K - k_lo)  # not k_lo + split_k: it passes 2^31 when K nears it
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)

@@ -11,9 +11,10 @@ math is FP32.
 import triton
 import triton.language as tl
 
-# v4's twin keeps a row in one block of a power of two elements up to this many: 32 FP32
-# registers a thread at 32 warps, the CUDA rung's budget (THREADS=1024, ON_CHIP=8 vectors).
-MAX_WHOLE = 32768
+# v4's twin keeps a row in one block (its length rounded up to a power of two) up to this many
+# bytes: the CUDA rung's default budget, 1024 threads × 8 vectors of 16 bytes — 32768 FP32 or
+# 65536 FP16/BF16 elements.
+MAX_WHOLE_BYTES = 1024 * 8 * 16
 
 
 @triton.jit
@@ -72,10 +73,11 @@ def _online_stats(x_row, N, BLOCK: tl.constexpr):
         new_m = tl.maximum(run_m, x)
         live = new_m != float("-inf")
         safe = tl.where(live, new_m, 0.0)
-        run_d = tl.where(live, run_d * tl.exp(run_m - safe) + tl.exp(x - safe), 0.0)
+        # a lane still at −inf keeps its sum (0, or NaN once it met a NaN, which must reach the output)
+        run_d = tl.where(live, run_d * tl.exp(run_m - safe) + tl.exp(x - safe), run_d + tl.where(x == x, 0.0, x))
         run_m = new_m
     m = tl.max(run_m, axis=0)
-    d = tl.sum(tl.where(run_m != float("-inf"), run_d * tl.exp(run_m - m), 0.0), axis=0)
+    d = tl.sum(tl.where(run_m != float("-inf"), run_d * tl.exp(run_m - m), run_d), axis=0)
     return m, d
 
 
@@ -114,6 +116,6 @@ V2_SHUFFLE_VECTOR = dict(BLOCK=1024, num_warps=8, num_stages=1)
 V3_ONLINE = dict(BLOCK=1024, num_warps=8, num_stages=1)
 BLOCK_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1)
                for b, w in ((256, 8), (512, 4), (1024, 4), (1024, 8), (2048, 8), (4096, 8), (4096, 16), (8192, 32))]
-# CUDA v4: 1024 threads; BLOCK is the fallback's step for rows beyond MAX_WHOLE.
+# CUDA v4: 1024 threads; BLOCK is the fallback's step for rows beyond MAX_WHOLE_BYTES.
 V4_ON_CHIP = dict(BLOCK=4096, num_warps=32, num_stages=1)
 WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (4, 8, 16, 32)]

@@ -73,7 +73,8 @@ sgemm_v5_split_k(const float* __restrict__ A, const float* __restrict__ B,
     const int splits = gridDim.z;
     const int k_begin = blockIdx.z * split_k;
     float acc[TM][TN] = {};
-    accumulate_tile_double_buffer(acc, A, B, M, N, lda, ldb, m0, n0, k_begin, min(K, k_begin + split_k));
+    // k_begin < K (no range is empty); K − k_begin, not k_begin + split_k, which passes 2^31 near K = 2^31.
+    accumulate_tile_double_buffer(acc, A, B, M, N, lda, ldb, m0, n0, k_begin, k_begin + min(split_k, K - k_begin));
     if (splits == 1) {  // uniform over the grid
         store_micro_tile<TM, TN, SA, SB, ALIGNED>(acc, C, M, N, ldc, row0, col0);
         return;

@@ -71,9 +71,11 @@ __device__ __forceinline__ void online_add(float& m, float& d, float x) {
     }
 }
 
+// A side that has seen nothing but −inf (m = −inf) adds its d as it is: 0, or NaN if it met a NaN,
+// which must reach the output as torch's does.
 __device__ __forceinline__ void online_merge(float& m, float& d, float m2, float d2) {
     const float top = fmaxf(m, m2);
-    d = (m == NEG_INF ? 0.0f : d * __expf(m - top)) + (m2 == NEG_INF ? 0.0f : d2 * __expf(m2 - top));
+    d = (m == NEG_INF ? d : d * __expf(m - top)) + (m2 == NEG_INF ? d2 : d2 * __expf(m2 - top));
     m = top;
 }
 

@@ -75,9 +75,9 @@ class SGEMM(Problem):
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 1000, "N": 1500, "K": 1700})
     # Past 64- and 128-wide tiles and BK = 16 and 32 (the scalar paths); the same with every row
     # 16-byte aligned (the float4/cp.async paths); K = 1 (a column-major B's columns are 1 apart);
-    # a long K on one tile (v5's K ranges, partials and ordered reduction).
+    # a long K on few tiles (v5's K ranges, partials and ordered reduction, scalar and 16-byte).
     sanitize_shapes = ({"M": 67, "N": 131, "K": 33}, {"M": 68, "N": 132, "K": 36}, {"M": 3, "N": 129, "K": 1},
-                       {"M": 5, "N": 7, "K": 1000})
+                       {"M": 5, "N": 7, "K": 1000}, {"M": 68, "N": 132, "K": 1024})
     tolerance = {"fp32": 2e-6, "tf32": 5e-3}
     paddable = True  # the CUDA rungs take lda, ldb, ldc; Triton and the libraries take strides
     error_metric = "max |out − ref| / (|A|·|B|)"
@@ -106,8 +106,10 @@ class SGEMM(Problem):
     def bytes_needed(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
         # fp32 inputs, output and a re-laid B; float64 copies of A, B, |A|, |B|;
-        # float64 reference, scale and the two temporaries of the comparison.
-        return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n)
+        # float64 reference, scale and the two temporaries of the comparison; v5's workspace
+        # (fewer than M·N + two blocks per SM's tiles of partials).
+        return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n) \
+            + 4 * (m * n + SPLIT_BLOCKS_PER_SM * DEFAULT_SMS * 128 * 128)
 
     def check(self, shape, precision) -> str | None:
         reason = super().check(shape, precision)

@@ -42,15 +42,17 @@ class Softmax(Problem):
     bound = "memory"
     precisions = (FP32, FP16_STORAGE, BF16_STORAGE)
     default_precisions = ("fp32", "fp16", "bf16")
-    # Square, tall, long rows (beyond what v4 keeps in registers), many short rows, and a row
-    # length that is no power of two (nor a multiple of the 16-byte vector in FP32: the scalar paths).
+    # Square, tall, long rows (32768: exactly what v4 keeps in registers in FP32 at its default
+    # config), many short rows, and a row length that is no power of two (nor a multiple of the
+    # 16-byte vector: the scalar paths).
     default_shapes = ({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 4096, "N": 32768},
                       {"M": 65536, "N": 1024}, {"M": 8192, "N": 3001})
     # Cold only: X and Y of every default shape hold 64 MB or more (FP16 4096²: 32 + 32), beyond the
     # H200's 60 MB of L2, so a hot run would time the same HBM traffic (--mode hot measures it).
     default_modes = ("cold",)
-    # A row no vector divides (scalar paths, block tails), and aligned rows longer than v4 holds.
-    sanitize_shapes = ({"M": 5, "N": 1031}, {"M": 3, "N": 40000})
+    # A row no vector divides (scalar paths, block tails), and aligned rows longer than v4 holds
+    # (40000: FP32 only; 70000: every type).
+    sanitize_shapes = ({"M": 5, "N": 1031}, {"M": 3, "N": 40000}, {"M": 2, "N": 70000})
     tolerance = TOLERANCE
     error_metric = "max |out − ref| / (ref + η), η the storage type's smallest normal number"
 
@@ -133,7 +135,7 @@ class Softmax(Problem):
         names = kernel.arg_names
         if "WHOLE" in names:  # v4's twin: the row in one block of a power of two, when it fits
             meta["WHOLE"] = triton_next_pow2(n)
-            meta["FITS"] = meta["WHOLE"] <= tk.MAX_WHOLE
+            meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= tk.MAX_WHOLE_BYTES
 
         def grid(cfg):
             return (cdiv(m, cfg["ROWS"]),) if "ROWS" in cfg else (m,)
