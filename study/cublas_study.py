@@ -147,6 +147,47 @@ def gemv_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def _algorithm(m: dict | None) -> dict:
+    return dict(((m or {}).get("config") or {}).get("algorithm") or {})
+
+
+def _algorithm_text(algo: dict) -> str:
+    keys = ("algorithm_id", "tile", "split_k", "cluster_shape", "cta_swizzling")
+    return ", ".join(f"{k.replace('algorithm_id', 'id')} {algo[k]}" for k in keys if k in algo) or "—"
+
+
+def lt_table(docs: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """cuBLASLt's two choices beside ``torch.matmul`` per GEMM row: the heuristic's first algorithm
+    and the one nvmath's autotune kept, each with its TFLOPS as this study timed it, and what the
+    autotuned pick changed (the fields of the recorded algorithm that differ)."""
+    header = ["shape", "precision", "cuBLAS", "Lt heuristic", "its algorithm", "Lt autotuned", "its algorithm",
+              "autotune changed", "considered"]
+    rows = []
+    for doc in docs:
+        groups: dict = {}
+        for m in doc["measurements"]:
+            groups.setdefault((shape_label(m["shape"]), m["precision"]), []).append(m)
+        for (shape, precision), records in groups.items():
+            lt = {m["autotune"]: m for m in records if m["backend"] == "cublaslt" and m["status"] == "ok"}
+            if not lt:
+                continue
+            off, on = _algorithm(lt.get("off")), _algorithm(lt.get("on"))
+            changed = [k for k in dict.fromkeys([*off, *on]) if off.get(k) != on.get(k)] if off and on else []
+            considered = ((lt.get("on") or {}).get("config") or {}).get("algorithms_considered", "—")
+            rows.append([shape, precision, _cell(_best(records, "cublas"), False), _cell(lt.get("off"), False),
+                         _algorithm_text(off), _cell(lt.get("on"), False), _algorithm_text(on),
+                         (", ".join(changed) or "nothing") if off and on else "—", str(considered)])
+    return header, rows
+
+
+LT_TEXT = ("cuBLASLt through nvmath-python (`study/backends/cublaslt.py`): *heuristic* is the first algorithm "
+           "cuBLASLt's heuristic lists for the problem; *autotuned* is the one nvmath's `autotune` keeps after timing "
+           "up to 16 planned candidates 10 times each with its own events. Both are then timed by this study like "
+           "every other row (cold, noise-stopped medians), so an autotuned pick slower than the heuristic's is one "
+           "that won nvmath's short timing and lost this one; *autotune changed* names the recorded fields in which "
+           "the two algorithms differ (tile, split-K, cluster shape, swizzling).")
+
+
 def _not_ok(doc: dict) -> str:
     bad = [m for m in doc["measurements"] if m["status"] not in ("ok", "skipped")]
     return (f" {len(bad)} measurement(s) wrong or crashed, never ranked: "
@@ -205,6 +246,11 @@ def markdown(folder: Path, page: Path) -> str:
             lines += [source + _not_ok(doc) + f" Every point: [`{step.name}.md`]({_rel(folder / (step.name + '.md'), page)})"
                       " and its CSV.", ""]
             lines += [f"![{step.title}]({_rel(f, page)})" for f in figures] + [""]
+    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and "sgemm" in s.argv and s.argv[0] == "compare"]
+    header, rows = lt_table(gemm_docs)
+    if rows:
+        lines += ["## cuBLASLt's choices", "", LT_TEXT, "", tabulate(rows, header, tablefmt="github",
+                                                                      disable_numparse=True), ""]
     return "\n".join(lines)
 
 

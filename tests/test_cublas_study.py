@@ -84,3 +84,22 @@ def test_page_only_needs_the_folder(capsys, tmp_path):
     assert "--page-only needs --out" in capsys.readouterr().err
     assert main(["cublas-study", "--page-only", "--out", str(tmp_path)]) == 2
     assert "no results of the cuBLAS study" in capsys.readouterr().err
+
+
+def test_cublaslts_two_choices_are_set_side_by_side_with_what_autotune_changed():
+    def record(backend, autotune, ms, algorithm=None):
+        config = {"algorithm": algorithm, "algorithms_considered": 8} if algorithm else {}
+        return {"shape": {"M": 1024, "N": 1024, "K": 1024}, "precision": "tf32", "mode": "cold", "backend": backend,
+                "autotune": autotune, "status": "ok", "rung": None, "reference": backend == "cublas",
+                "work": {"bound": "compute"}, "gflops": 2 * 1024**3 / ms / 1e6, "x_ref": 1.0 / ms, "config": config}
+
+    heuristic = {"algorithm_id": 43, "tile": "(256, 128)", "split_k": -1}
+    tuned = {"algorithm_id": 43, "tile": "(128, 128)", "split_k": 1}
+    doc = {"measurements": [record("cublas", "n/a", 1.0), record("cublaslt", "off", 1.0, heuristic),
+                            record("cublaslt", "on", 1.25, tuned)]}
+    header, (row,) = cublas_study.lt_table([doc])
+    cells = dict(zip(header, row))
+    assert cells["Lt autotuned"] == "1.7 (0.80×)" and cells["autotune changed"] == "tile, split_k"
+    assert "tile (256, 128)" in row[4] and "tile (128, 128)" in row[6] and cells["considered"] == "8"
+    doc["measurements"][2]["config"]["algorithm"] = heuristic
+    assert dict(zip(header, cublas_study.lt_table([doc])[1][0]))["autotune changed"] == "nothing"
