@@ -195,6 +195,9 @@ def _parser() -> argparse.ArgumentParser:
     dif.add_argument("b", type=Path)
     dif.add_argument("--threshold", type=float, default=100 * DEFAULT_THRESHOLD,
                      help="exit 1 when a pair is slower by more than this many %% beyond noise (default 5)")
+    dif.add_argument("--floor", type=float, default=0.0,
+                     help="also call a pair the same when its shift is within this many %% (a run-to-run spread "
+                          "you declare, e.g. 1 for runs on two GPUs of one model: docs/method.md §6; default 0)")
     dif.add_argument("--md", type=Path, default=None, help="also write the diff as Markdown here")
 
     mrg = sub.add_parser("merge", help="join the results files of shards (or runs) into one",
@@ -660,7 +663,10 @@ def cmd_diff(args) -> int:
 
     a, b = _load(args.a), _load(args.b)
     threshold = args.threshold / 100
-    pairs = diff.pair_runs(a, b, threshold)
+    if args.floor < 0:
+        raise UsageError(f"--floor must be at least 0; got {args.floor}")
+    floor = args.floor / 100
+    pairs = diff.pair_runs(a, b, threshold, floor)
     if not any(p.a is not None and p.b is not None for p in pairs):
         ops = lambda d: ", ".join(sorted({m["op"] for m in d["measurements"]})) or "none"  # noqa: E731
         print(f"nothing to pair: {args.a} measured {ops(a)}, {args.b} measured {ops(b)}; every case is only in "
@@ -669,7 +675,7 @@ def cmd_diff(args) -> int:
     print(diff.terminal(a, b, pairs, threshold))
     if args.md:
         args.md.parent.mkdir(parents=True, exist_ok=True)
-        args.md.write_text(diff.markdown(args.a, args.b, a, b, pairs, threshold))
+        args.md.write_text(diff.markdown(args.a, args.b, a, b, pairs, threshold, floor))
         print(f"wrote {args.md}", file=sys.stderr)
     return 1 if diff.regressions(pairs, threshold) else 0
 

@@ -64,7 +64,8 @@ class Pair:
     verdict: str = ""
 
 
-def compare_pair(key, a: dict | None, b: dict | None, threshold: float = DEFAULT_THRESHOLD) -> Pair:
+def compare_pair(key, a: dict | None, b: dict | None, threshold: float = DEFAULT_THRESHOLD,
+                 floor: float = 0.0) -> Pair:
     if a is None:
         return Pair(key, a, b, verdict="only in B")
     if b is None:
@@ -75,20 +76,21 @@ def compare_pair(key, a: dict | None, b: dict | None, threshold: float = DEFAULT
     ratio, lo, hi = bootstrap_ratio(a["samples_ms"], b["samples_ms"])
     spread = max(stats.summarize(a["samples_ms"]).noise, stats.summarize(b["samples_ms"]).noise)
     # The spread excuses a shift only below the threshold: a slowdown the interval puts beyond
-    # it stays a regression however noisy the runs.
-    if lo <= 1 <= hi or abs(ratio - 1) <= min(spread, threshold):
+    # it stays a regression however noisy the runs. ``floor``: a run-to-run spread the user
+    # declares (two GPUs, two processes differ by more than one run's samples do; method §6).
+    if lo <= 1 <= hi or abs(ratio - 1) <= min(max(spread, floor), threshold):
         verdict = "same within noise"
     else:
         verdict = "slower" if lo > 1 else "faster"
     return Pair(key, a, b, ratio, lo, hi, verdict)
 
 
-def pair_runs(doc_a: dict, doc_b: dict, threshold: float = DEFAULT_THRESHOLD) -> list[Pair]:
+def pair_runs(doc_a: dict, doc_b: dict, threshold: float = DEFAULT_THRESHOLD, floor: float = 0.0) -> list[Pair]:
     """Every case of either run, paired where both measured it, in A's order then B's."""
     a = {results.case_key(m): m for m in doc_a["measurements"]}
     b = {results.case_key(m): m for m in doc_b["measurements"]}
     keys = list(a) + [k for k in b if k not in a]
-    return [compare_pair(k, a.get(k), b.get(k), threshold) for k in keys]
+    return [compare_pair(k, a.get(k), b.get(k), threshold, floor) for k in keys]
 
 
 def clocks_seen(doc: dict) -> str:
@@ -166,14 +168,17 @@ def by_gpu(pairs: list[Pair]) -> list[list[str]]:
 GPU_HEADER = ["A's GPU", "B's GPU", "pairs", "same within noise", "median B/A", "B/A 10th – 90th pct"]
 
 
-def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float) -> str:
+def markdown(path_a, path_b, doc_a: dict, doc_b: dict, pairs: list[Pair], threshold: float,
+             floor: float = 0.0) -> str:
     env = environment_differences(doc_a, doc_b)
     counts = summary_counts(pairs)
     slow = regressions(pairs, threshold)
     out = [f"# `study diff`: {path_a} → {path_b}", "",
            "B/A is the ratio of medians (> 1: B is slower) with a 95 % bootstrap interval from the stored samples; "
            "`same within noise` means the interval holds 1 or the shift is within the noisier run's spread "
-           "(relative standard deviation of its samples inside Tukey's fences).", "", "## Environment differences", ""]
+           "(relative standard deviation of its samples inside Tukey's fences)"
+           + (f" or within the declared run-to-run floor of {100 * floor:g} % (`--floor`)" if floor else "") + ".", "",
+           "## Environment differences", ""]
     out += ([f"- {what}: `{a}` → `{b}`" for what, a, b in env] or ["- none"]) + [""]
     out += ["## Summary", "", ", ".join(f"{n} {v}" for v, n in counts.items()) + ".", "",
             (f"**{len(slow)} slower by more than {100 * threshold:g} %** (exit 1)." if slow else

@@ -136,3 +136,22 @@ def test_pairs_are_grouped_by_the_gpus_they_ran_on():
     assert rows[("GPU-a", "GPU-b1")][3].startswith("0 ")
     assert float(rows[("GPU-a", "GPU-b0")][4]) == pytest.approx(1.0, abs=0.003)
     assert "## By GPU" in diff.markdown("a", "b", a, b, diff.pair_runs(a, b), 0.05)
+
+
+def test_a_declared_floor_calls_small_shifts_the_same_and_never_excuses_a_regression(tmp_path, capsys):
+    a, b = _doc(), _doc()
+    ok = [m for m in b["measurements"] if m["status"] == "ok"]
+    ok[0]["samples_ms"] = [x * 1.012 for x in ok[0]["samples_ms"]]  # 1.2 %: beyond the runs' 0.5 % spread
+    ok[1]["samples_ms"] = [x * 1.08 for x in ok[1]["samples_ms"]]   # 8 %: beyond the 5 % threshold
+    verdicts = lambda floor: {p.key: p.verdict for p in diff.pair_runs(a, b, floor=floor)}  # noqa: E731
+    strict, loose = verdicts(0.0), verdicts(0.02)
+    first, second = results.case_key(ok[0]), results.case_key(ok[1])
+    assert strict[first] == "slower" and loose[first] == "same within noise"
+    assert strict[second] == loose[second] == "slower" == verdicts(0.5)[second]  # the threshold still bounds it
+    pa, pb = tmp_path / "a.json", tmp_path / "b.json"
+    results.write(pa, {**a, "schema": results.SCHEMA})
+    results.write(pb, {**b, "schema": results.SCHEMA})
+    assert main(["diff", str(pa), str(pb), "--floor", "2", "--md", str(tmp_path / "d.md")]) == 1  # the 8 % stays
+    assert "run-to-run floor of 2 %" in (tmp_path / "d.md").read_text()
+    assert main(["diff", str(pa), str(pb), "--floor", "-1"]) == 2
+    assert "--floor must be at least 0" in capsys.readouterr().err
