@@ -138,11 +138,11 @@ def _parser() -> argparse.ArgumentParser:
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("--json", action="store_true", help="one JSON object per implementation")
 
-    cmp = sub.add_parser("compare", help="measure CUDA, Triton and cuBLAS side by side (GPU)",
+    cmp = sub.add_parser("compare", help="measure CUDA, Triton and library baselines side by side (GPU)",
                          epilog=EXAMPLES_COMPARE, formatter_class=argparse.RawDescriptionHelpFormatter)
     cmp.add_argument("--op", action="append", help="op to run (repeatable; default: all)")
     cmp.add_argument("--backend", action="append", choices=BACKENDS,
-                     help="backend to run (repeatable; the cuBLAS baseline always runs)")
+                     help="backend to run (repeatable; the reference baseline always runs)")
     cmp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
     cmp.add_argument("--shape", action="append",
                      help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
@@ -916,8 +916,8 @@ def cmd_cublas_study(args) -> int:
         from study.hardware import current_device
 
         out = report_dir(current_device().slug) / "cublas-study"
-    passed = ["--gpus", args.gpus] if args.gpus else []
-    code = cublas_study.run(out, lambda argv: main([*argv, *passed]), say=lambda s: print(s, file=sys.stderr))
+    code = cublas_study.run(out, main, say=lambda s: print(s, file=sys.stderr),
+                            extra=("--gpus", args.gpus) if args.gpus else ())
     if code not in (2, 130):
         print(f"wrote {cublas_study.write_page(out)}")
     return code

@@ -15,6 +15,10 @@ resampled with replacement, the ratio of the resampled medians is taken each tim
 - ``slower`` / ``faster``: otherwise, as the interval lies above / below 1;
 - ``status changed`` (ok in one, not ok in the other), ``only in A``, ``only in B``.
 
+``--floor`` adds a run-to-run spread the user declares: a shift within it is the same too (never
+one beyond the threshold). Two processes on one GPU, and two GPUs of one model, differ by more
+than one run's samples do (docs/method.md §6); the default floor is 0.
+
 A pair is *slower beyond the threshold* when the interval's lower end exceeds 1 + threshold:
 then the command exits 1, for CI use. Differences of environment (GPU, driver, CUDA, packages,
 commit, timer settings, clocks seen) are listed first: they explain a difference, they do

@@ -278,8 +278,8 @@ def legend(env: dict, ms: list[dict]) -> str:
            "kernel source this measurement ran. " if any(m.get("sanitizer") for m in ms) else "")
         + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
         "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
-        "Library baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "
-        "reductions off; the switches are in each record's config. "
+        "Library GEMM baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "
+        "reductions off; the cuBLAS switches are in each record's config. "
         "Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "
         "`on` searches the rung's space (CUDA: every `-D` point timed by this runner; Triton: "
         "`triton.autotune`); the config used is in the details.")

@@ -103,3 +103,33 @@ def test_cublaslts_two_choices_are_set_side_by_side_with_what_autotune_changed()
     assert "tile (256, 128)" in row[4] and "tile (128, 128)" in row[6] and cells["considered"] == "8"
     doc["measurements"][2]["config"]["algorithm"] = heuristic
     assert dict(zip(header, cublas_study.lt_table([doc])[1][0]))["autotune changed"] == "nothing"
+
+
+def test_each_step_runs_as_its_own_command_line_and_records_it(tmp_path):
+    # A step's results file records sys.argv as its command (and a sweep or align file is known
+    # by it): while a step runs, sys.argv is that step's command, with --gpus passed on.
+    import sys
+
+    seen = []
+
+    def fake_main(argv):
+        seen.append((list(argv), list(sys.argv[1:])))
+        return 0
+
+    before = list(sys.argv)
+    assert cublas_study.run(tmp_path, fake_main, say=lambda _: None, extra=("--gpus", "all")) == 0
+    assert sys.argv == before
+    for step, (argv, recorded) in zip(cublas_study.STEPS, seen):
+        assert argv == recorded == [*step.command(tmp_path), "--gpus", "all"]
+
+
+def test_a_comparison_without_the_gemv_shapes_leaves_that_table_not_measured(tmp_path):
+    folder = tmp_path / "cublas-study"
+    folder.mkdir()
+    gemv = plan(["sgemv"], shapes={"sgemv": [{"M": 64, "N": 32}]}, precisions={"sgemv": ["fp32"]})
+    _write(tmp_path, "compare", gemv, "python -m study compare")
+    cases = plan(["sgemm"], shapes={"sgemm": [{"M": 64, "N": 64, "K": 64}]})
+    _write(folder, "seed-tf32", cases, "python -m study compare --op sgemm")
+    page = cublas_study.markdown(folder, tmp_path / "cublas-study.md")
+    gemv_section = page.split("## GEMV")[1].split("##")[0]
+    assert "Not measured yet" in gemv_section and "compare.json" not in gemv_section

@@ -144,10 +144,10 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
     from study.runner import Session, TimerSettings, plan, run
 
     monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path / "cache"))
-    cases = plan(["sgemm", "sgemv", "bgemm"], shapes={"sgemm": [{"M": 256, "N": 192, "K": 130}],
-                                                       "sgemv": [{"M": 1000, "N": 3000}],
-                                                       "bgemm": [{"batch": 3, "M": 96, "N": 80, "K": 64}]},
-                 autotune="both")
+    shapes = {"sgemm": [{"M": 256, "N": 192, "K": 130}], "sgemv": [{"M": 1000, "N": 3000}],
+              "bgemm": [{"batch": 3, "M": 96, "N": 80, "K": 64}], "softmax": [{"M": 64, "N": 1000}]}
+    assert set(shapes) == {i.op for i in IMPLS}  # a new op must join this run
+    cases = plan(list(shapes), shapes=shapes, autotune="both")
     device = hardware.current_device()
     settings = TimerSettings(reps=20, warmup_ms=1, min_warmup=1)
     records = run(cases, Session(settings, device, seed=3))

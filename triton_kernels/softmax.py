@@ -118,4 +118,5 @@ BLOCK_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1)
                for b, w in ((256, 8), (512, 4), (1024, 4), (1024, 8), (2048, 8), (4096, 8), (4096, 16), (8192, 32))]
 # CUDA v4: 1024 threads; BLOCK is the fallback's step for rows beyond MAX_WHOLE_BYTES.
 V4_ON_CHIP = dict(BLOCK=4096, num_warps=32, num_stages=1)
-WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (4, 8, 16, 32)]
+# At least 8 warps: a whole row of 32768 values in 4 warps would be 256 a thread (spilled).
+WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (8, 16, 32)]
