@@ -926,9 +926,10 @@ def cmd_cublas_study(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return {"list": cmd_list, "compare": cmd_compare, "report": cmd_report, "ceilings": cmd_ceilings,
-                "validate": cmd_validate, "diff": cmd_diff, "sweep": cmd_sweep, "align": cmd_align, "merge": cmd_merge, "rerun": cmd_rerun,
-                "env": cmd_env, "sanitize": cmd_sanitize, "cublas-study": cmd_cublas_study}[args.command](args)
+        return {"list": cmd_list, "compare": cmd_compare, "sweep": cmd_sweep, "align": cmd_align,
+                "cublas-study": cmd_cublas_study, "report": cmd_report, "ceilings": cmd_ceilings,
+                "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
+                "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -50,6 +50,12 @@ def _series(doc: dict) -> dict:
     return out
 
 
+def _base_and_pads(doc: dict) -> tuple[int, list[int]]:
+    """The square's side and the paddings an align run measured."""
+    base = next(iter(doc["measurements"]))["shape"]["M"] if doc["measurements"] else 0
+    return base, sorted({m.get("pad") or 0 for m in doc["measurements"]})
+
+
 def table(doc: dict) -> str:
     """GFLOPS per leading dimension (rows) and implementation (columns), with the ratio to the
     unpadded case and the CUDA rungs' scalar path marked: the page's table, and the cuBLAS study's."""
@@ -58,8 +64,7 @@ def table(doc: dict) -> str:
     from study import metrics
 
     series = _series(doc)
-    base = next(iter(doc["measurements"]))["shape"]["M"] if doc["measurements"] else 0
-    pads = sorted({m.get("pad") or 0 for m in doc["measurements"]})
+    base, pads = _base_and_pads(doc)
     names = sorted(series, key=lambda k: (k[0].split("/")[2] not in ("cublas", "cublaslt"), k))
     header = ["leading dim"] + [f"{name.split('/', 1)[1]}{'' if tune == 'n/a' else f' ({tune})'}"
                                 for name, tune in names]
@@ -80,8 +85,7 @@ def table(doc: dict) -> str:
 
 
 def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
-    base = next(iter(doc["measurements"]))["shape"]["M"] if doc["measurements"] else 0
-    pads = sorted({m.get("pad") or 0 for m in doc["measurements"]})
+    base, pads = _base_and_pads(doc)
     env = doc["environment"]
     not_ok = [m for m in doc["measurements"] if m["status"] != "ok"]
     lines = [f"# `study align` on {(env.get('gpu') or {}).get('name', '?')}", "",

@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 
 from study import metrics, results
+from study.backends import cublaslt
 from study.report import shape_label
 
 SEED_GEMM_SHAPES = ("2048x2048x2048", "512x4096x4096", "64x8192x8192", "64x64x65536")
@@ -106,6 +107,20 @@ def _complete(path: Path) -> bool:
         return False
 
 
+def _rows(doc: dict, with_mode: bool = True) -> dict:
+    """(shape, precision[, mode]) -> the records of that table row, in first-seen order."""
+    groups: dict = {}
+    for m in doc["measurements"]:
+        key = (shape_label(m["shape"]), m["precision"]) + ((m["mode"],) if with_mode else ())
+        groups.setdefault(key, []).append(m)
+    return groups
+
+
+def _lt(records: list[dict]) -> dict:
+    """autotune mode -> the row's ok cuBLASLt record."""
+    return {m["autotune"]: m for m in records if m["backend"] == "cublaslt" and m["status"] == "ok"}
+
+
 def _best(records: list[dict], backend: str) -> dict | None:
     ok = [m for m in records if m["backend"] == backend and m["status"] == "ok" and metrics.headline(m)]
     return max(ok, key=metrics.headline, default=None)
@@ -137,13 +152,10 @@ def _source(path: Path, doc: dict, page: Path) -> str:
 def gemm_table(doc: dict) -> tuple[list[str], list[list[str]]]:
     """Rows: (shape, precision); columns: cuBLAS, cuBLASLt heuristic / autotuned, best CUDA, best
     Triton — TFLOPS and × cuBLAS."""
-    groups: dict = {}
-    for m in doc["measurements"]:
-        groups.setdefault((shape_label(m["shape"]), m["precision"], m["mode"]), []).append(m)
     header = ["shape", "precision", "cuBLAS", "cuBLASLt heuristic", "cuBLASLt autotuned", "best CUDA", "best Triton"]
     rows = []
-    for (shape, precision, mode), records in groups.items():
-        lt = {m["autotune"]: m for m in records if m["backend"] == "cublaslt" and m["status"] == "ok"}
+    for (shape, precision, mode), records in _rows(doc).items():
+        lt = _lt(records)
         precision = precision if mode == "cold" else f"{precision} ({mode})"
         rows.append([shape, precision, _cell(_best(records, "cublas"), False), _cell(lt.get("off"), False),
                      _cell(lt.get("on"), False), _cell(_best(records, "cuda"), True),
@@ -152,13 +164,10 @@ def gemm_table(doc: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def gemv_table(doc: dict) -> tuple[list[str], list[list[str]]]:
-    groups: dict = {}
-    for m in doc["measurements"]:
-        groups.setdefault((shape_label(m["shape"]), m["precision"], m["mode"]), []).append(m)
     header = ["shape", "precision", "mode", "cuBLAS GB/s", "best CUDA", "best Triton", "cuBLAS % of bandwidth",
               "best CUDA % of bandwidth"]
     rows = []
-    for (shape, precision, mode), records in groups.items():
+    for (shape, precision, mode), records in _rows(doc).items():
         lib, cuda = _best(records, "cublas"), _best(records, "cuda")
         pct = [f"{m['pct_peak']:.1f} %" if m and m.get("pct_peak") is not None else "—" for m in (lib, cuda)]
         rows.append([shape, precision, mode, _cell(lib, False), _cell(cuda, True), _cell(_best(records, "triton"), True),
@@ -183,11 +192,8 @@ def lt_table(docs: list[dict]) -> tuple[list[str], list[list[str]]]:
               "autotune changed", "considered"]
     rows = []
     for doc in docs:
-        groups: dict = {}
-        for m in doc["measurements"]:
-            groups.setdefault((shape_label(m["shape"]), m["precision"]), []).append(m)
-        for (shape, precision), records in groups.items():
-            lt = {m["autotune"]: m for m in records if m["backend"] == "cublaslt" and m["status"] == "ok"}
+        for (shape, precision), records in _rows(doc, with_mode=False).items():
+            lt = _lt(records)
             if not lt:
                 continue
             off, on = _algorithm(lt.get("off")), _algorithm(lt.get("on"))
@@ -201,7 +207,8 @@ def lt_table(docs: list[dict]) -> tuple[list[str], list[list[str]]]:
 
 LT_TEXT = ("cuBLASLt through nvmath-python (`study/backends/cublaslt.py`): *heuristic* is the first algorithm "
            "cuBLASLt's heuristic lists for the problem; *autotuned* is the one nvmath's `autotune` keeps after timing "
-           "up to 16 planned candidates 10 times each with its own events. Both are then timed by this study like "
+           f"up to {cublaslt.ALGORITHMS} planned candidates {cublaslt.AUTOTUNE_ITERATIONS} times each with its own "
+           "events. Both are then timed by this study like "
            "every other row (cold, noise-stopped medians), so an autotuned pick slower than the heuristic's is one "
            "that won nvmath's short timing and lost this one; *autotune changed* names the recorded fields in which "
            "the two algorithms differ (tile, split-K, cluster shape, swizzling).")

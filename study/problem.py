@@ -23,6 +23,28 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def offsets_reason(what: str, elements: int) -> str | None:
+    """Why ``elements`` of ``what`` are beyond the 32-bit element offsets the Triton twins use, or None."""
+    if elements <= INT32_MAX:
+        return None
+    return f"{what} of {elements} elements is beyond the 32-bit element offsets the Triton twins use (at most {INT32_MAX})"
+
+
+def rows_vector_aligned(n: int, element_bytes: int, tensors) -> bool:
+    """Whether every row of length ``n`` of these row-major tensors starts on 16 bytes: ``n`` a
+    multiple of the 16-byte vector and each tensor's base aligned (the kernels' ALIGNED path)."""
+    return n % (16 // element_bytes) == 0 and all(t.data_ptr() % 16 == 0 for t in tensors)
+
+
+DEFAULT_SMS = 132  # where no GPU is visible (the interpreter, CPU tests): the H200's
+
+
+def sm_count(tensor) -> int:
+    """The SMs of the GPU ``tensor`` lives on (DEFAULT_SMS for a CPU tensor): what launches that
+    size their grids to the GPU plan with."""
+    return torch.cuda.get_device_properties(tensor.device).multi_processor_count if tensor.is_cuda else DEFAULT_SMS
+
+
 DTYPES = {
     "float32": torch.float32,
     "float16": torch.float16,

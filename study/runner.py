@@ -512,8 +512,13 @@ class Session:
         self._trial_key = None
         self._trial_data = None
 
+    @staticmethod
+    def _group(problem, shape, precision, pad=0) -> tuple:
+        """What the inputs and reference are built once for: op, shape, precision, padding."""
+        return problem.name, tuple(shape.items()), precision.name, pad
+
     def _inputs(self, problem, shape, precision, pad=0):
-        key = (problem.name, tuple(shape.items()), precision.name, pad)
+        key = self._group(problem, shape, precision, pad)
         if key != self._key:
             import torch
 
@@ -543,8 +548,7 @@ class Session:
                 impl, problem, case.shape, case.precision)
             if reason is None and case.pad and not problem.paddable:
                 reason = f"{problem.name}'s kernels take no leading dimensions: padded rows (pad={case.pad}) are not run"
-            if reason is None and self._key != (problem.name, tuple(case.shape.items()), case.precision.name,
-                                                case.pad):
+            if reason is None and self._key != self._group(problem, case.shape, case.precision, case.pad):
                 reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0],
                                               trial_sets=self.settings.gate_trials)
             if reason:
@@ -559,7 +563,7 @@ class Session:
     def _trial_inputs(self, problem, shape, precision, device, pad=0) -> list[tuple]:
         """(kind, seed, inputs, reference, scale) of the extra gate trials, built once per op, shape
         and precision and kept while the cases of that group run."""
-        key = (problem.name, tuple(shape.items()), precision.name, self.settings.gate_trials, pad)
+        key = (*self._group(problem, shape, precision, pad), self.settings.gate_trials)
         if key != self._trial_key:
             self._trial_key, self._trial_data = None, None
             runs = [("random", self.seed + 7919 * t, problem.make_inputs(shape, precision, self.seed + 7919 * t,

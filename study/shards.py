@@ -33,7 +33,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 def group_of(case) -> tuple:
     """The unit a shard keeps whole: op, shape, precision (and padding: a rung and its reference
     at the same leading dimensions)."""
-    return (case.impl.op, case.shape_text, case.precision.name, getattr(case, "pad", 0))
+    return (case.impl.op, case.shape_text, case.precision.name, case.pad)
 
 
 def shard_cases(cases: list, index: int, count: int) -> list:

@@ -97,9 +97,13 @@ FIELDS = ("op", "implementation", "rung", "baseline", "backend", "precision", "d
           "pad", "status", "reason", "median_ms", "gflops", "gbps", "pct_peak", "x_ref")
 
 
+def _axes(doc: dict) -> list[str]:
+    return list(dict.fromkeys(k for m in doc["measurements"] for k in m["shape"]))
+
+
 def rows(doc: dict) -> list[dict]:
     """The tidy rows of a results document: one per measurement, each axis a column."""
-    axes = list(dict.fromkeys(k for m in doc["measurements"] for k in m["shape"]))
+    axes = _axes(doc)
     out = []
     for m in doc["measurements"]:
         row = {f: m.get(f) for f in FIELDS}
@@ -111,10 +115,9 @@ def rows(doc: dict) -> list[dict]:
 
 def write_csv(doc: dict, path: Path) -> Path:
     table = rows(doc)
-    axes = list(dict.fromkeys(k for m in doc["measurements"] for k in m["shape"]))
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[*FIELDS[:2], *axes, *FIELDS[2:]])
+        writer = csv.DictWriter(f, fieldnames=[*FIELDS[:2], *_axes(doc), *FIELDS[2:]])
         writer.writeheader()
         for row in table:
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})

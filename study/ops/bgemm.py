@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from study.ops.sgemm import SGEMM, nvmath_matmul
+from study.ops.sgemm import CUBLASLT, SGEMM
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
@@ -49,6 +49,5 @@ register(
              triton=twin(tk.sgemm_tiled, tk.V4_DOUBLE_BUFFER, tk.DOUBLE_BUFFER_SPACE)),
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
-               Baseline("nvmath_matmul", "nvmath Matmul (cuBLASLt)", "cuBLASLt", "cublaslt", nvmath_matmul,
-                        "nvmath.linalg.advanced.Matmul", tunable=True, requires="nvmath")],
+               CUBLASLT],
 )

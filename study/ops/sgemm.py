@@ -27,19 +27,16 @@ import numpy as np
 import torch
 
 from study.precision import FP32, TF32
-from study.problem import INT32_MAX, CudaLaunch, Problem, cdiv
-
-GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
+from study.problem import DEFAULT_SMS, CudaLaunch, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
-
+GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
 
 # v5's split-K plan: enough blocks for two per SM (the occupancy v4's launch bounds allow), each
 # K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
 SPLIT_BLOCKS_PER_SM = 2
 MIN_SLICES_PER_SPLIT = 4
-DEFAULT_SMS = 132  # where no GPU is visible (the interpreter, CPU tests): the H200's
 
 
 def split_k_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
@@ -52,10 +49,6 @@ def split_k_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) ->
     splits = max(1, min(want, k // (bk * MIN_SLICES_PER_SPLIT), GRID_Z))
     splits = cdiv(k, cdiv(cdiv(k, splits), bk) * bk)  # no empty range
     return splits, cdiv(cdiv(k, splits), bk) * bk
-
-
-def _sms(tensor) -> int:
-    return torch.cuda.get_device_properties(tensor.device).multi_processor_count if tensor.is_cuda else DEFAULT_SMS
 
 
 def b_as_stored(b):
@@ -116,9 +109,9 @@ class SGEMM(Problem):
         if reason:
             return reason
         biggest = self.batch(shape) * max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"])
-        if biggest > INT32_MAX:
-            return (f"{'a batch' if 'batch' in shape else 'a matrix'} of {biggest} elements is beyond the 32-bit "
-                    f"element offsets the Triton twins use (at most {INT32_MAX})")
+        reason = offsets_reason("a batch" if "batch" in shape else "a matrix", biggest)
+        if reason:
+            return reason
         if self.batch(shape) > GRID_Z:
             return f"batch={self.batch(shape)} is beyond the {GRID_Z} entries one launch's grid.z can hold"
         return None
@@ -190,7 +183,7 @@ class SGEMM(Problem):
         if defines.get("SPLIT"):  # v5: K ranges on grid.z, a workspace and a counter per tile
             if self.batch(shape) != 1:
                 raise ValueError("the split-K rung computes one product: its grid.z holds the K ranges")
-            splits, split_k = split_k_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], _sms(out))
+            splits, split_k = split_k_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], sm_count(out))
             partial = torch.empty(splits * m * n if splits > 1 else 1, dtype=torch.float32, device=out.device)
             counter = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=out.device)
             args += [np.int32(split_k), as_cupy(partial), as_cupy(counter)]
@@ -224,7 +217,7 @@ class SGEMM(Problem):
     def _split_k_launch(kernel, a, b, out, m, n, k, meta):
         """The twin of v5: the same split_k_plan from the config's tile (under autotune, each
         config's own), a workspace and counters sized for the largest plan of the twin's space."""
-        sms = _sms(out)
+        sms = sm_count(out)
         configs = [meta] + list(getattr(kernel, "configs", []))
         tiles = [(c.kwargs if hasattr(c, "kwargs") else c) for c in configs]
         plans = [split_k_plan(m, n, k, t["BM"], t["BN"], t["BK"], sms) for t in tiles if "BM" in t]
@@ -233,7 +226,8 @@ class SGEMM(Problem):
                               dtype=torch.int32, device=out.device)
 
         def grid(cfg):
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)[0])
+            splits, _ = split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), splits)
 
         def fn():
             kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
@@ -258,10 +252,11 @@ def nvmath_matmul(tensors, out, precision, autotune=False):
 # the same in their headers (the default, fp32).
 FFMA_ONLY = ("fp32",)
 
+# cuBLASLt through nvmath-python: A and B as they come, batched or not (bgemm registers it too).
+CUBLASLT = Baseline("nvmath_matmul", "nvmath Matmul (cuBLASLt)", "cuBLASLt", "cublaslt", nvmath_matmul,
+                    "nvmath.linalg.advanced.Matmul", tunable=True, requires="nvmath")
 BASELINES = [Baseline("torch_matmul", "torch.matmul", "cuBLAS", "cublas", torch_matmul, "torch.matmul",
-                      reference=True),
-             Baseline("nvmath_matmul", "nvmath Matmul (cuBLASLt)", "cuBLASLt", "cublaslt", nvmath_matmul,
-                      "nvmath.linalg.advanced.Matmul", tunable=True, requires="nvmath")]
+                      reference=True), CUBLASLT]
 
 register(
     SGEMM(),

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, INT32_MAX, CudaLaunch, Problem, cdiv
+from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemv as tk
 
@@ -40,7 +40,6 @@ OUTPUT_ROUNDING = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 # row per warp. ncu on the H200 at 1024×65536 FP32 with a target of 32: 5 slices, 320 blocks, 29 %
 # achieved occupancy, 3.6 TB/s (75 % of DRAM peak).
 ROW_SLICES_PER_SM = 64
-DEFAULT_SMS = 132   # the H200's, for launches on the CPU (Triton's interpreter)
 
 
 def split_plan(m: int, n: int, element_bytes: int, sms: int) -> tuple[int, int]:
@@ -51,10 +50,6 @@ def split_plan(m: int, n: int, element_bytes: int, sms: int) -> tuple[int, int]:
     splits = max(1, min(want, n // chunk, 65535))
     split_n = cdiv(cdiv(n, splits), chunk) * chunk
     return cdiv(n, split_n), split_n
-
-
-def _sms(tensor) -> int:
-    return torch.cuda.get_device_properties(tensor.device).multi_processor_count if tensor.is_cuda else DEFAULT_SMS
 
 
 class SGEMV(Problem):
@@ -85,9 +80,7 @@ class SGEMV(Problem):
         return (precision.element_bytes + 4 + 16) * m * n + 64 * (m + n)
 
     def check(self, shape, precision) -> str | None:
-        return super().check(shape, precision) or (
-            f"A of {shape['M'] * shape['N']} elements is beyond the 32-bit element offsets the Triton "
-            f"twins use (at most {INT32_MAX})" if shape["M"] * shape["N"] > INT32_MAX else None)
+        return super().check(shape, precision) or offsets_reason("A", shape["M"] * shape["N"])
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
@@ -121,8 +114,7 @@ class SGEMV(Problem):
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED: 1 when N is a multiple of the 16-byte
         vector and A and x start on 16 bytes (every row then does), else the scalar paths."""
-        vec = 16 // precision.element_bytes
-        aligned = shape["N"] % vec == 0 and all(t.data_ptr() % 16 == 0 for t in (tensors["A"], tensors["x"]))
+        aligned = rows_vector_aligned(shape["N"], precision.element_bytes, (tensors["A"], tensors["x"]))
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
@@ -137,7 +129,7 @@ class SGEMV(Problem):
         args = [as_cupy(tensors["A"]), as_cupy(tensors["x"]), as_cupy(out), np.int32(m), np.int32(n)]
         grid = (cdiv(m, rows), 1, 1)
         if defines.get("SPLIT"):
-            splits, split_n = split_plan(m, n, out.element_size(), _sms(out))
+            splits, split_n = split_plan(m, n, out.element_size(), sm_count(out))
             partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
             counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
             args += [np.int32(split_n), as_cupy(partial), as_cupy(counter)]
@@ -156,7 +148,7 @@ class SGEMV(Problem):
             meta["VEC"] = 16 // precision.element_bytes
         extra = ()
         if "SPLITS" in names:
-            splits, split_n = split_plan(m, n, precision.element_bytes, _sms(out))
+            splits, split_n = split_plan(m, n, precision.element_bytes, sm_count(out))
             partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
             counter = torch.zeros(m, dtype=torch.int32, device=out.device)  # ≥ one per program of any ROWS
             meta["SPLITS"] = splits

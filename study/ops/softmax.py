@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, INT32_MAX, CudaLaunch, Problem, cdiv
+from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, rows_vector_aligned
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import softmax as tk
 
@@ -69,9 +69,7 @@ class Softmax(Problem):
         return (2 * precision.element_bytes + 4 + 4 * 8) * shape["M"] * shape["N"]
 
     def check(self, shape, precision) -> str | None:
-        return super().check(shape, precision) or (
-            f"X of {shape['M'] * shape['N']} elements is beyond the 32-bit element offsets the Triton "
-            f"twins use (at most {INT32_MAX})" if shape["M"] * shape["N"] > INT32_MAX else None)
+        return super().check(shape, precision) or offsets_reason("X", shape["M"] * shape["N"])
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
@@ -100,8 +98,7 @@ class Softmax(Problem):
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED: 1 when N is a multiple of the 16-byte
         vector and X and Y start on 16 bytes (every row then does), else the scalar paths."""
-        vec = 16 // precision.element_bytes
-        aligned = shape["N"] % vec == 0 and all(t.data_ptr() % 16 == 0 for t in (tensors["X"], out))
+        aligned = rows_vector_aligned(shape["N"], precision.element_bytes, (tensors["X"], out))
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
