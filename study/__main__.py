@@ -71,6 +71,12 @@ EXAMPLES_SANITIZE = """examples:
   python -m study sanitize --op sgemv --rung v3 --tool racecheck
   python -m study sanitize --backend cuda --backend triton --dtype fp16
 """
+EXAMPLES_PROFILE = """examples:
+  python -m study profile sgemm/v4_double_buffer/cuda 4096x4096x4096       ncu's raw CSV to reports/<gpu>/profiles/
+  python -m study profile sgemm/v4_double_buffer/triton 4096x4096x4096 --launches 3
+  python -m study profile sgemv/v2_vector_loads/cuda 16384x16384 --precision fp16 --out /tmp/profiles
+  python -m study profile --table reports/h200/profiles --md /tmp/profiles.md   the Markdown table (no GPU)
+"""
 EXAMPLES_ENV = """examples:
   python -m study env
   python -m study env --json
@@ -230,6 +236,19 @@ def _parser() -> argparse.ArgumentParser:
     san.add_argument("--jobs", type=int, default=4,
                      help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
     san.add_argument("--target", nargs=3, metavar=("IMPL", "SHAPE", "PRECISION"), help=argparse.SUPPRESS)
+
+    prf = sub.add_parser("profile", help="Nsight Compute on one implementation at one shape, raw output saved under "
+                                          "reports/<gpu>/profiles/ (GPU); --table renders saved ones (no GPU)",
+                         epilog=EXAMPLES_PROFILE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    prf.add_argument("targets", nargs="*", metavar="IMPL SHAPE | FILE",
+                     help="an implementation and a shape; with --table, saved CSVs or their folders "
+                          "(default: every reports/*/profiles/)")
+    prf.add_argument("--precision", default=None, help="precision (default: the op's first)")
+    prf.add_argument("--launches", type=int, default=1, help="launches profiled, one row each (default 1)")
+    prf.add_argument("--out", type=Path, default=None, help="folder of the CSV and its JSON (default: "
+                                                            "reports/<gpu>/profiles/)")
+    prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
+    prf.add_argument("--md", type=Path, default=None, help="with --table: write it here instead of printing it")
 
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
                           epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -814,6 +833,45 @@ def cmd_sanitize(args) -> int:
     return 1 if any(r["status"] in ("hazards", "failed") for r in fresh) else 0
 
 
+def cmd_profile(args) -> int:
+    from study import profile
+
+    if args.table:
+        files = profile.saved_files(args.targets)
+        if not files:
+            raise UsageError("no saved profiles (ncu-*.csv) there; make one with python -m study profile IMPL SHAPE")
+        try:
+            text = profile.render_table(files)
+        except (OSError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        if args.md:
+            args.md.parent.mkdir(parents=True, exist_ok=True)
+            args.md.write_text(text)
+            print(f"wrote {args.md}", file=sys.stderr)
+        else:
+            print(text)
+        return 0
+    if len(args.targets) != 2:
+        raise UsageError("profile takes IMPL SHAPE (e.g. sgemm/v4_double_buffer/cuda 4096x4096x4096), or --table")
+    try:
+        profile.resolve(*args.targets, args.precision)  # usage errors before the tool and GPU checks
+        profile.find_ncu()
+    except profile.ProfileError as exc:
+        print(f"study profile: {exc}", file=sys.stderr)
+        return exc.code
+    if not _gpu_or_exit("profile"):
+        return 2
+    try:
+        path = profile.run_profile(*args.targets, precision=args.precision, launches=args.launches,
+                                   out_dir=args.out, say=lambda text: print(text, file=sys.stderr, flush=True))
+    except profile.ProfileError as exc:
+        print(f"study profile: {exc}", file=sys.stderr)
+        return exc.code
+    print(profile.render_table([path]))
+    print(f"wrote {path} and {path.with_suffix('.json').name}", file=sys.stderr)
+    return 0
+
+
 def subprocess_output(cmd: list[str]) -> str:
     import subprocess
 
@@ -929,7 +987,7 @@ def main(argv: list[str] | None = None) -> int:
         return {"list": cmd_list, "compare": cmd_compare, "sweep": cmd_sweep, "align": cmd_align,
                 "cublas-study": cmd_cublas_study, "report": cmd_report, "ceilings": cmd_ceilings,
                 "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
-                "env": cmd_env, "sanitize": cmd_sanitize}[args.command](args)
+                "env": cmd_env, "sanitize": cmd_sanitize, "profile": cmd_profile}[args.command](args)
     except (UsageError, PluginError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

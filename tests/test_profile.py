@@ -1,0 +1,255 @@
+"""study profile without a GPU or ncu: reading ncu's raw CSV, the summary of the main kernel,
+the Markdown table, the ncu command, the file names, and the failures that must write nothing."""
+
+import json
+import stat
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from study import profile
+from study.__main__ import main
+from study.profile import (DURATION, FFMA_COUNT, METRICS, OPTIONAL, SMEM_LD_CONFLICTS, ProfileError, ncu_command,
+                           parse_raw_csv, profile_stem, render_table, stall_metric, summarise)
+
+MAIN = "void sgemm_v5_split_k<128, 8>(const float *, const float *, float *, int, int, int)"
+REDUCE = "splitk_reduce(const float *, float *, int, int)"
+
+# (metric, unit, main kernel, reduction kernel) as ncu 2025.3 prints them with --print-units base:
+# thousands separators, n/a where a metric does not apply.
+METRIC_ROWS = [
+    ("gpu__time_duration.sum", "nsecond", "3,962,880", "41,120"),
+    ("smsp__cycles_elapsed.avg.per_second", "hz", "1,980,000,000", "1,975,000,000"),
+    ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active", "%", "74.05", "2.10"),
+    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", "inst", "68,719,476,736", "0"),
+    ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "%", "0", "0"),
+    ("smsp__issue_active.avg.pct_of_peak_sustained_active", "%", "76.47", "12.80"),
+    ("smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio", "inst", "0.35", "0.01"),
+    ("smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio", "inst", "0.41", "25.00"),
+    ("smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio", "inst", "0.22", "0.10"),
+    ("smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio", "inst", "1.87", "0.02"),
+    ("smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio", "inst", "0.61", "0"),
+    ("smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio", "inst", "2.10", "0.05"),
+    ("smsp__average_warps_issue_stalled_wait_per_issue_active.ratio", "inst", "0.48", "0.90"),
+    ("smsp__average_warps_issue_stalled_selected_per_issue_active.ratio", "inst", "3.00", "1.00"),
+    ("smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio", "inst", "0.03", "0.01"),
+    ("smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio", "inst", "0.12", "0.70"),
+    ("smsp__average_warps_issue_stalled_gmma_per_issue_active.ratio", "inst", "n/a", "n/a"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", "", "1,048,576", "0"),
+    ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum", "", "0", "0"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "", "4,194,304", "0"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "", "524,288", "0"),
+    ("launch__registers_per_thread", "register/thread", "128", "32"),
+    ("sm__maximum_warps_per_active_cycle_pct", "%", "25", "100"),
+    ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "23.80", "61.50"),
+    ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "3.50", "71.20"),
+    ("lts__t_sector_hit_rate.pct", "%", "82.38", "40.10"),
+]
+LAUNCH = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+          "Grid Size", "Device", "CC"]
+
+
+def _quoted(cells):
+    return ",".join(f'"{c}"' for c in cells)
+
+
+def _csv(kernels=((MAIN, 2), (REDUCE, 3))):
+    """ncu's raw page: header of launch columns and metric names, the units row, a row per kernel."""
+    lines = [_quoted(LAUNCH + [m for m, *_ in METRIC_ROWS]),
+             _quoted([""] * len(LAUNCH) + [u for _, u, *_ in METRIC_ROWS])]
+    for i, (name, column) in enumerate(kernels):
+        launch = [str(i), "703", "python3.12", "127.0.0.1", name, "1", "7", "(256, 1, 1)", "(32, 32, 4)", "0", "9.0"]
+        lines.append(_quoted(launch + [row[column] for row in METRIC_ROWS]))
+    return "\n".join(lines) + "\n"
+
+
+OUTPUT = ("==WARNING== Note: Running with unmodified GPU clocks. If not controlled otherwise, profiling results may "
+          "be inconsistent.\n==PROF== Connected to process 703 (/usr/bin/python3.12)\n"
+          "some program output, with, commas\n"
+          '==PROF== Profiling "sgemm_v5_split_k" - 0: 0%....50%....100% - 38 passes\n'
+          '==PROF== Profiling "splitk_reduce" - 1: 0%....50%....100% - 38 passes\n'
+          "==PROF== Disconnected from process 703\n" + _csv())
+
+
+def test_the_raw_csv_is_read_past_the_profilers_lines_with_numbers_as_floats():
+    rows = parse_raw_csv(OUTPUT)
+    assert [r["Kernel Name"] for r in rows] == [MAIN, REDUCE]
+    main_row = rows[0]
+    assert main_row[DURATION] == 3962880.0 and main_row[FFMA_COUNT] == 68719476736.0  # "3,962,880"
+    assert main_row["Block Size"] == "(256, 1, 1)" and main_row["CC"] == "9.0"  # labels stay text
+    assert main_row[stall_metric("gmma")] == "n/a"
+    assert main_row["_units"][DURATION] == "nsecond" and "Kernel Name" not in main_row["_units"]
+    assert parse_raw_csv("==PROF== nothing profiled\n") == []
+
+
+def test_the_summary_is_of_the_longest_kernel_and_ranks_its_stalls():
+    s = summarise(parse_raw_csv(OUTPUT))
+    assert s["kernel"] == "sgemm_v5_split_k<128, 8>" and s["kernel_full"] == MAIN
+    assert s["kernels"] == 2 and s["other_kernels"][0]["kernel"] == "splitk_reduce"
+    assert s["other_kernels"][0]["ms"] == pytest.approx(0.04112)
+    assert s["duration_ms"] == pytest.approx(3.96288) and s["sm_ghz"] == pytest.approx(1.98)
+    # "selected" (3.00) is the issuing cycle, not a stall; the reduction's long_scoreboard is not this kernel's
+    assert (s["top_stall"], s["top_stall_cycles"]) == ("not_selected", 2.10)
+    assert (s["second_stall"], s["second_stall_cycles"]) == ("mio_throttle", 1.87)
+    assert s["smem_ld_conflicts"] == 1048576 and s["smem_ld_conflicts_per_wavefront"] == pytest.approx(0.25)
+    assert s["smem_st_conflicts_per_wavefront"] == 0
+    assert s["ffma_tflops"] == pytest.approx(2 * 4096 ** 3 / 3.96288e-3 / 1e12)  # 34.68
+    assert s["registers"] == 128 and s["occupancy_theoretical_pct"] == 25 and s["occupancy_achieved_pct"] == 23.8
+    assert (s["tensor_pipe_pct"], s["tensor_pipe"]) == (0.0, "hmma") and s["gmma_pipe_pct"] is None
+
+
+def test_several_launches_of_one_kernel_are_averaged():
+    text = _csv(((MAIN, 2), (MAIN, 2))).replace('"3,962,880"', '"4,000,000"', 1)
+    s = summarise(parse_raw_csv(text))
+    assert s["launches"] == 2 and s["kernels"] == 1 and s["other_kernels"] == []
+    assert s["duration_ms"] == pytest.approx((4.0 + 3.96288) / 2)
+
+
+@pytest.mark.parametrize("value, unit, ghz", [(1.98e9, "hz", 1.98), (1.98, "Ghz", 1.98), (1980, "Mhz", 1.98),
+                                               (1.98, "cycle/nsecond", 1.98), (1.98e9, "cycle/second", 1.98),
+                                               (1980.0, "cycle/usecond", 1.98), (1.98, "furlong", None)])
+def test_sm_frequency_in_any_unit_ncu_prints(value, unit, ghz):
+    got = profile._ghz(value, unit)
+    assert got == (None if ghz is None else pytest.approx(ghz))
+
+
+def _save(folder, name, text, sidecar=None):
+    path = folder / f"{name}.csv"
+    path.write_text(text)
+    if sidecar:
+        path.with_suffix(".json").write_text(json.dumps(sidecar))
+    return path
+
+
+def test_the_table_is_rendered_from_the_saved_files(tmp_path):
+    a = _save(tmp_path, "ncu-sgemm-v5_split_k-cuda-4096x4096x4096", _csv(),
+              {"implementation": "sgemm/v5_split_k/cuda", "shape": "4096x4096x4096", "precision": None,
+               "gpu": "NVIDIA H200", "ncu_version": "Version 2025.3.1.0 (build 36398880)",
+               "metrics_left_out": [stall_metric("gmma")]})
+    b = _save(tmp_path, "ncu-sgemv-v2_vector_loads-cuda-16384x16384-fp16", _csv(((REDUCE, 3),)))  # no sidecar
+    text = render_table([a, b])
+    lines = text.splitlines()
+    row_a = next(line for line in lines if "`sgemm/v5_split_k/cuda`" in line)
+    for cell in ("4096x4096x4096", "3.9629", "1.98", "74.0", "34.68", "not_selected 2.10", "mio_throttle 1.87",
+                 "1,048,576 (0.25) / 0 (0.00)", "| 128 ", "25.0 / 23.8", "3.5"):
+        assert cell in row_a, cell
+    row_b = next(line for line in lines if "`sgemv/v2_vector_loads/cuda`" in line)  # named by its file
+    assert "16384x16384 fp16" in row_b and "long_scoreboard 25.00" in row_b and "`splitk_reduce`" in row_b
+    assert "2 kernels per launch; the row is the longest, `sgemm_v5_split_k<128, 8>`" in text
+    assert "`splitk_reduce` 0.0411 ms" in text
+    assert f"not collected there: `{stall_metric('gmma')}`" in text
+    assert "NVIDIA H200, Version 2025.3.1.0" in text and "not typed" in text
+    for metric in (DURATION, SMEM_LD_CONFLICTS, "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                   "sm__maximum_warps_per_active_cycle_pct"):
+        assert f"`{metric}`" in text  # the footnote names each column's metrics
+
+
+def test_the_command_profiles_the_validate_target_with_every_metric():
+    cmd = ncu_command("sgemm/v4_double_buffer/cuda", "4096x4096x4096", None, 1, METRICS)
+    joined = " ".join(cmd)
+    for flags in ("--clock-control none", "--profile-from-start off", "--csv", "--page raw",
+                  f"--metrics {','.join(METRICS)}"):
+        assert flags in joined
+    assert cmd[0] == "ncu"
+    assert cmd[-8:] == [sys.executable, "-m", "study", "validate", "--ncu-target", "sgemm/v4_double_buffer/cuda",
+                        "4096x4096x4096", "1"]
+    with_precision = ncu_command("sgemv/v2_vector_loads/cuda", "16384x16384", "fp16", 3, METRICS, ncu="/opt/ncu")
+    assert with_precision[0] == "/opt/ncu" and with_precision[-4:] == ["16384x16384", "3", "--ncu-precision", "fp16"]
+    assert len(set(METRICS)) == len(METRICS)
+    assert all(stall_metric(r) in METRICS for r in ("barrier", "long_scoreboard", "mio_throttle", "imc_miss"))
+
+
+def test_optional_metrics_are_asked_for_only_where_ncu_lists_them():
+    kept, left_out = profile.chosen_metrics(None)
+    assert set(left_out) == set(OPTIONAL) and not set(OPTIONAL) & set(kept)
+    kept, left_out = profile.chosen_metrics({"sm__pipe_tensor_op_gmma_cycles_active"})
+    assert profile.GMMA_PIPE in kept and stall_metric("gmma") in left_out
+    assert DURATION in kept and SMEM_LD_CONFLICTS in kept  # never filtered
+
+
+def test_file_names_are_safe_and_read_back():
+    stem = profile_stem("sgemm/v4_double_buffer/cuda", "4096x4096x4096")
+    assert stem == "ncu-sgemm-v4_double_buffer-cuda-4096x4096x4096"
+    assert profile.label_from_stem(stem) == {"implementation": "sgemm/v4_double_buffer/cuda",
+                                             "shape": "4096x4096x4096", "precision": None}
+    fp16 = profile_stem("sgemv/v2_vector_loads/cuda", "16384x16384", "fp16")
+    assert fp16.endswith("-16384x16384-fp16") and profile.label_from_stem(fp16)["precision"] == "fp16"
+    hostile = profile_stem("../../etc/passwd", "1x2;rm -rf /", "fp 16")
+    assert "/" not in hostile and not hostile.startswith(".") and ".." not in hostile
+    assert all(c.isalnum() or c in "_.-" for c in hostile)
+
+
+def _no_ncu(monkeypatch):
+    monkeypatch.setattr(profile.shutil, "which", lambda name: None)
+    monkeypatch.setattr(profile, "_FALLBACK_DIRS", ())
+    monkeypatch.delenv("CUDA_HOME", raising=False)
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+
+
+def test_no_ncu_is_a_clear_error_and_writes_nothing(monkeypatch, tmp_path):
+    _no_ncu(monkeypatch)
+    with pytest.raises(ProfileError, match="Nsight Compute \\(ncu\\) is not on PATH") as info:
+        profile.run_profile("sgemm/v1_naive/cuda", "256x256x256", out_dir=tmp_path / "out")
+    assert info.value.code == 2 and not (tmp_path / "out").exists()
+    assert main(["profile", "sgemm/v1_naive/cuda", "256x256x256"]) == 2
+
+
+def _fake_ncu(tmp_path, monkeypatch, body: str):
+    """An ncu that answers --query-metrics and --version, and runs ``body`` for a profile."""
+    script = tmp_path / "bin" / "ncu"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n"
+                      'case "$1" in --query-metrics) echo \'"Metric name","Metric type"\'; '
+                      "echo '\"gpu__time_duration\",\"Counter\"'; exit 0;; "
+                      "--version) echo 'NVIDIA (R) Nsight Compute Command Line Profiler'; "
+                      "echo 'Version 2025.3.1.0 (build 1)'; exit 0;; esac\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(profile.shutil, "which", lambda name: str(script))
+    monkeypatch.setattr("study.hardware.current_device", lambda: SimpleNamespace(name="NVIDIA H200", slug="h200"))
+
+
+@pytest.mark.parametrize("body, message", [
+    ("exit 1\n", "failed the correctness check"),
+    ("echo '==ERROR== Failed to find metric regex:^sm__bogus(.sum)?$' >&2; exit 1\n", "does not know a metric"),
+    ("echo '==WARNING== No kernels were profiled.'; exit 0\n", "no kernel"),
+])
+def test_a_failing_profile_names_its_cause_and_writes_nothing(tmp_path, monkeypatch, body, message):
+    _fake_ncu(tmp_path, monkeypatch, body)
+    out = tmp_path / "out"
+    with pytest.raises(ProfileError, match=message):
+        profile.run_profile("sgemm/v1_naive/cuda", "256x256x256", out_dir=out)
+    assert not out.exists()
+
+
+def test_a_profile_saves_the_csv_and_its_sidecar(tmp_path, monkeypatch):
+    (tmp_path / "ncu-output.txt").write_text(OUTPUT)
+    _fake_ncu(tmp_path, monkeypatch, f"cat {tmp_path / 'ncu-output.txt'}\n")
+    out = tmp_path / "profiles"
+    path = profile.run_profile("sgemm/v1_naive/cuda", "256x256x256", launches=2, out_dir=out)
+    assert path == out / "ncu-sgemm-v1_naive-cuda-256x256x256.csv"
+    saved = path.read_text()
+    assert saved.startswith('"ID","Process ID"') and "==PROF==" not in saved and "program output" not in saved
+    assert parse_raw_csv(saved) == parse_raw_csv(OUTPUT)
+    meta = json.loads(path.with_suffix(".json").read_text())
+    assert meta["implementation"] == "sgemm/v1_naive/cuda" and meta["launches"] == 2 and meta["gpu"] == "NVIDIA H200"
+    assert meta["precision"] is None and meta["ncu_version"] == "Version 2025.3.1.0 (build 1)"
+    assert "--ncu-target sgemm/v1_naive/cuda 256x256x256 2" in meta["command"]
+    assert set(meta["metrics_left_out"]) == set(OPTIONAL)  # the fake ncu lists none of them
+    assert any("Disconnected" in line for line in meta["ncu_log"])
+
+
+def test_the_cli_renders_saved_profiles_and_refuses_bad_usage(tmp_path, capsys):
+    _save(tmp_path, "ncu-sgemm-v4_double_buffer-cuda-4096x4096x4096", _csv())
+    assert main(["profile", "--table", str(tmp_path)]) == 0
+    assert "`sgemm/v4_double_buffer/cuda`" in capsys.readouterr().out
+    md = tmp_path / "doc" / "profiles.md"
+    assert main(["profile", "--table", str(tmp_path / "ncu-sgemm-v4_double_buffer-cuda-4096x4096x4096.csv"),
+                 "--md", str(md)]) == 0
+    assert "not_selected 2.10" in md.read_text()
+    (tmp_path / "empty").mkdir()
+    assert main(["profile", "--table", str(tmp_path / "empty")]) == 2
+    assert main(["profile", "sgemm/v4_double_buffer/cuda"]) == 2
+    assert main(["profile", "sgemm/no_such_rung/cuda", "4096x4096x4096"]) == 2
+    assert main(["profile", "sgemm/v4_double_buffer/cuda", "4096x4096"]) == 2
+    assert "unknown implementation" in capsys.readouterr().err
