@@ -73,6 +73,15 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
     return r;
 }
 
+// Stop the kernel (an error the launch reports) when it was given less dynamic shared memory than
+// it indexes: the launch computes the figure in Python (study/ops/*.py), the kernel in constexprs,
+// and a disagreement must never read or write past the allocation silently.
+__device__ __forceinline__ void require_dynamic_smem(unsigned bytes) {
+    unsigned given;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(given));
+    if (given < bytes) __trap();
+}
+
 // Asynchronous global->shared copies (sm_80+). src_bytes = 0 writes zeros without reading
 // global memory: out-of-range tile elements become zeros, which add nothing to the product.
 __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {

@@ -70,6 +70,9 @@ class Rung:
     cuda: str | None = None
     triton: TritonTwin | None = None
     layout: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The math mode the rung computes in, by precision name, where it is not the precision's own:
+    # {"fp32": "3xtf32"} for tensor-core emulation measured under the FP32 problem and gate.
+    math: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +112,11 @@ class Implementation:
     reference: bool
     library: str | None
     target: Any = dataclasses.field(compare=False, repr=False)
+    math: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the rung's (Rung.math)
+
+    def math_of(self, precision) -> str:
+        """The math mode a measurement of this implementation at ``precision`` records."""
+        return self.math.get(precision.name, precision.math)
 
     @property
     def name(self) -> str:
@@ -121,6 +129,7 @@ class Implementation:
             "library": self.library, "reference": self.reference, "params": dict(self.params),
             "autotune_space": len(self.space), "layout": dict(self.layout),
             "precisions": list(self.precisions), "source": self.source,
+            **({"math": dict(self.math)} if self.math else {}),
         }
 
 
@@ -190,21 +199,21 @@ def implementations_of(lad: Ladder) -> list[Implementation]:
     op_precisions = tuple(p.name for p in lad.problem.precisions)
     impls = []
     for index, rung in enumerate(lad.rungs):
-        layout = MappingProxyType(dict(rung.layout))
+        layout, math = MappingProxyType(dict(rung.layout)), MappingProxyType(dict(rung.math))
         if rung.cuda is not None:
             header = kernel_header.read(lad.kernel_dir / rung.cuda, lad.op)
             impls.append(Implementation(
                 op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="cuda",
                 title=f"{rung.key} (CUDA)", params=MappingProxyType(header.params), space=header.space,
                 source=display(header.path), layout=layout, precisions=header.precisions,
-                reference=False, library=None, target=header))
+                reference=False, library=None, target=header, math=math))
         if rung.triton is not None:
             tw = rung.triton
             impls.append(Implementation(
                 op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="triton",
                 title=f"{rung.key} (Triton)", params=MappingProxyType(dict(tw.fixed)), space=tuple(tw.space),
                 source=tw.source, layout=layout, precisions=tw.precisions or op_precisions,
-                reference=False, library=None, target=tw))
+                reference=False, library=None, target=tw, math=math))
     for base in sorted(lad.baselines, key=lambda b: not b.reference):
         impls.append(Implementation(
             op=lad.op, rung=None, rung_index=None, baseline=base.key, backend=base.backend,

@@ -79,6 +79,11 @@ def _headline_cell(m: dict | None) -> str:
     return _num(metrics.headline(m), ",.0f") + "".join(f" ⚑{f}" for f in flags(m))
 
 
+# Math modes that emulate a precision on other units: their rows say so, so that a tensor-core
+# rung in an FP32 table is never read as FFMA (its % peak is of the emulation's own peak).
+EMULATION = {"3xtf32": "3xTF32: FP32-accurate tensor-core emulation"}
+
+
 def ladder_table(ms: list[dict], tune: str) -> str:
     """One (op, shape, precision) at one autotune setting: rows are rungs, then baselines;
     a column group per backend (CUDA, Triton) with the headline per timing mode, % peak and
@@ -109,7 +114,9 @@ def ladder_table(ms: list[dict], tune: str) -> str:
                    + [f"{label} % peak{suffix(first)}", f"{label} % ceiling{suffix(first)}"]
                    + [f"{label} × ref{suffix(mode)}" for mode in modes])
     rungs = sorted({(m["rung_index"], m["rung"]) for m in ms if m["rung"] is not None})
-    rows = [[f"v{index}", f"`{rung}`", *[c for b in backends for c in group(rung, b)]] for index, rung in rungs]
+    emulated = {m["rung"]: m["math"] for m in ms if m["rung"] is not None and m.get("math") in EMULATION}
+    rows = [[f"v{index}", f"`{rung}`" + (f" ({EMULATION[emulated[rung]]})" if rung in emulated else ""),
+             *[c for b in backends for c in group(rung, b)]] for index, rung in rungs]
     width = len(header) - 2 - len(group("", backends[0]))
     bases = {}
     for m in ms:
@@ -246,6 +253,9 @@ def legend(env: dict, ms: list[dict]) -> str:
         units.append("**GFLOPS** = the op's FLOPs (declared by its problem, e.g. 2·M·N·K for a GEMM) / median; "
                      "**% peak** of the theoretical peak of the unit the precision uses: "
                      f"{gpu.get('peak_source', '')}")
+        if any(m.get("math") == "3xtf32" for m in ms):
+            units.append("a **3xTF32** row (FP32 problem, FP32 gate, three TF32 tensor-core products per "
+                         "product) counts the FP32 problem's FLOPs; its % peak is of a third of the TF32 peak")
     if any((m.get("work") or {}).get("bound") == "memory" for m in ms):
         units.append("**GB/s** = the op's minimum bytes (every input read once, every output written once) / "
                      f"median; **% peak** of the theoretical memory bandwidth ({gpu.get('memory_peak_source', '')})")

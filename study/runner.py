@@ -485,7 +485,7 @@ def _record(case: Case, **fields) -> dict:
         "backend": impl.backend, "library": impl.library, "reference": impl.reference,
         "implementation": impl.name, "source": impl.source, "source_hash": _source_hash(impl),
         "shape": dict(case.shape),
-        "precision": case.precision.name, "dtype": case.precision.dtype, "math": case.precision.math,
+        "precision": case.precision.name, "dtype": case.precision.dtype, "math": impl.math_of(case.precision),
         "autotune": case.autotune, "mode": case.mode, "pad": case.pad, "status": None, "reason": "",
         "work": problem.work(case.shape, case.precision),
         "config": {}, "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None,

@@ -70,8 +70,9 @@ def test_every_cuda_autotune_point_is_correct(impl):
                 assert verdict.ok, f"{shape} {precision.name} {launch.config}: {verdict.message}"
 
 
-def test_misaligned_rows_take_the_scalar_path_and_stay_correct():
-    impl = next(i for i in IMPLS if i.name == "sgemm/v4_double_buffer/cuda")
+@pytest.mark.parametrize("rung", ["v4_double_buffer", "v7_multistage", "v8_3xtf32"])
+def test_misaligned_rows_take_the_scalar_path_and_stay_correct(rung):
+    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
     problem, shape, tensors, ref, scale = _data("sgemm", (64, 64, 64), fp32)
     storage = torch.empty(64 * 64 + 1, device="cuda")
@@ -106,7 +107,8 @@ def test_v3_split_reduction_is_deterministic_and_its_counters_reset():
     assert int(launch.keep.args[-1].sum()) == 0  # every row group's counter back at zero
 
 
-@pytest.mark.parametrize("rung", ["v1_naive", "v3_register_tile", "v4_double_buffer"])
+@pytest.mark.parametrize("rung", ["v1_naive", "v3_register_tile", "v4_double_buffer", "v6_warp_tile", "v7_multistage",
+                                  "v8_3xtf32"])
 def test_padded_rows_are_read_through_the_leading_dimension_and_columns_are_refused(rung):
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
@@ -222,3 +224,25 @@ def test_softmax_rows_of_minus_infinity_but_one_and_rows_with_a_nan(impl):
         assert torch.equal(out[0], hot), (n, out[0])
         assert torch.isnan(out[1]).all(), n
         assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=1e-7), n
+
+
+def test_a_kernel_given_too_little_dynamic_shared_memory_stops_instead_of_reading_past_it():
+    # v7 indexes STAGES stages of shared memory sized in the kernel; the launch sizes them in
+    # Python (sgemm.shared_bytes). Launched with less, it must trap (an error), never compute.
+    import subprocess
+    import sys
+
+    code = ("import torch, dataclasses\n"
+            "from study.backends import backend\nfrom study.registry import implementation, ladder\n"
+            "import study.backends.cuda_launch as cl\n"
+            "impl = implementation('sgemm/v7_multistage/cuda'); p = ladder('sgemm').problem\n"
+            "shape = {'M': 256, 'N': 256, 'K': 256}; prec = p.precisions[0]\n"
+            "t = p.make_inputs(shape, prec, 1, 'cuda')\n"
+            "orig = type(p).cuda_launch\n"
+            "type(p).cuda_launch = lambda self, *a: dataclasses.replace(orig(self, *a), smem=1024)\n"
+            "launch = backend('cuda').prepare(impl, p, t, shape, prec)\n"
+            "launch.fn(); torch.cuda.synchronize()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0, proc.stderr[-2000:]
+    assert "illegal instruction" in proc.stderr.lower() or "trap" in proc.stderr.lower() \
+        or "unspecified launch failure" in proc.stderr.lower(), proc.stderr[-2000:]

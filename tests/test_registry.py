@@ -156,3 +156,14 @@ def test_list_prints_each_ladder_with_its_unit_and_precisions(capsys):
         for rung in lad.rungs:
             assert rung.key in out
     assert "GB/s" in out and "GFLOPS" in out and "torch_mv (reference)" in out
+
+
+def test_an_emulating_rung_records_its_own_math_at_the_fp32_precision():
+    from study.precision import FP32
+    from study.registry import implementation
+
+    for backend in ("cuda", "triton"):
+        v8 = implementation(f"sgemm/v8_3xtf32/{backend}")
+        assert v8.math_of(FP32) == "3xtf32" and v8.precisions == ("fp32",)
+        assert v8.to_json()["math"] == {"fp32": "3xtf32"}
+        assert implementation(f"sgemm/v7_multistage/{backend}").math_of(FP32) == "ieee"

@@ -187,3 +187,17 @@ def test_a_report_names_the_gpus_when_its_records_ran_on_several():
     ms = [{"gpu": {"index": i % 2, "uuid": f"GPU-{i % 2}"}} for i in range(5)]
     assert gpus_used(ms) == "`GPU-0`: 3 measurements; `GPU-1`: 2 measurements"
     assert gpus_used(ms[::2][:1]) is None and gpus_used([{}]) is None  # one GPU (or none known): said once above
+
+
+def test_an_emulating_rung_is_labelled_and_its_peak_explained(doc):
+    # A 3xTF32 record in an FP32 table must not read as FFMA: its row and the legend say what it is.
+    doc = copy.deepcopy(doc)
+    for m in doc["measurements"]:
+        if m["rung"] == "v0_naive_colmajor_b":
+            m["math"] = "3xtf32"
+    text = report.render(doc, Path("x.md"), draw=False)
+    v0 = next(line for line in text.splitlines() if line.startswith("| v0"))
+    assert "3xTF32: FP32-accurate tensor-core emulation" in v0
+    v1 = next(line for line in text.splitlines() if line.startswith("| v1"))
+    assert "emulation" not in v1
+    assert "a third of the TF32 peak" in text

@@ -51,7 +51,7 @@ def _mirror(op, cuda, tw):
     out = []
     if tw["num_warps"] * 32 != cuda["THREADS"]:
         out.append(f"warps {tw['num_warps']} vs THREADS {cuda['THREADS']}")
-    for key in ("BM", "BN", "BK", "UNROLL"):
+    for key in ("BM", "BN", "BK", "UNROLL", "GROUP"):
         if key in cuda and key in tw and cuda[key] != tw[key]:
             out.append(f"{key} {tw[key]} vs {cuda[key]}")
     if op == "sgemv":
@@ -66,8 +66,9 @@ def test_twins_mirror_their_cuda_rungs():
     for cuda in (i for i in impls if i.backend == "cuda"):
         tw = next(i for i in impls if i.backend == "triton" and i.op == cuda.op and i.rung == cuda.rung)
         assert _mirror(cuda.op, cuda.params, tw.params) == [], cuda.name
-        if cuda.op == "sgemm":  # v5 runs v4's double-buffered tile over each K range
-            assert tw.params["num_stages"] == (2 if cuda.rung in ("v4_double_buffer", "v5_split_k") else 1)
+        if cuda.op == "sgemm":  # v5 runs v4's double-buffered tile over each K range; v6 fixes two stages
+            double = ("v4_double_buffer", "v5_split_k", "v6_warp_tile")
+            assert tw.params["num_stages"] == cuda.params.get("STAGES", 2 if cuda.rung in double else 1), cuda.name
 
 
 def test_the_mirror_check_can_fail():

@@ -134,6 +134,67 @@ def sgemm_split_k(
             tl.store(count_ptr + tile, 0)  # ready for the next launch
 
 
+@triton.jit
+def _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+                  INPUT_PRECISION: tl.constexpr):
+    """v7/v8's body: v4's tile with the programs taken GROUP block rows at a time down each block
+    column (the CUDA rungs' block_coords), so programs running together share A rows and B
+    columns in L2; the pipeline depth comes from the launch's ``num_stages``."""
+    pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+    rows = tl.cdiv(M, BM)
+    per_group = GROUP * tl.num_programs(0)
+    first = pid // per_group * GROUP
+    height = tl.minimum(rows - first, GROUP)
+    pid_m = first + pid % per_group % height
+    pid_n = pid % per_group // height
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k_left = K - k0
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def sgemm_grouped(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """v7: a deeper pipeline (``num_stages`` 3–4) and the grouped program order. One product:
+    the batch strides are accepted and unused (the grid's axis 2 is 1)."""
+    _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BM, BN, BK, GROUP, INPUT_PRECISION)
+
+
+@triton.jit
+def sgemm_3xtf32(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v8: v7's tile with ``tl.dot(..., input_precision="tf32x3")``: Triton splits each FP32
+    operand into TF32 high and low parts and adds three tensor-core products, the CUDA rung's
+    emulation. Measured under the FP32 precision and gate; it takes no INPUT_PRECISION, so the
+    launch cannot turn it back into IEEE FFMA."""
+    _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BM, BN, BK, GROUP, "tf32x3")
+
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
@@ -161,3 +222,15 @@ V4_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
 DOUBLE_BUFFER_SPACE = _tiled_space((2,))
 # CUDA v5: v4's tile and pipeline; the launch plans the K ranges (study/ops/sgemm.py, split_k_plan).
 V5_SPLIT_K = V4_DOUBLE_BUFFER
+# CUDA v6: 128×128×16, 256 threads, two stages. Triton maps outputs to warps itself (its layouts
+# are warp tiles already), so v6's twin is v4's kernel at v6's tile: what Triton gives for free.
+V6_WARP_TILE = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
+# CUDA v7: v6 with three stages and eight block rows per group.
+V7_MULTISTAGE = dict(BM=128, BN=128, BK=16, GROUP=8, num_warps=8, num_stages=3)
+MULTISTAGE_SPACE = [dict(p, GROUP=g) for p in _tiled_space((3, 4)) for g in (8,)]
+# CUDA v8: 128×128×32, 256 threads, three stages, groups of eight block rows.
+V8_3XTF32 = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
+TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)
+                for bm, bn, bk, w in ((128, 128, 32, 8), (128, 128, 32, 4), (128, 256, 32, 8), (256, 128, 32, 8),
+                                      (128, 128, 16, 4), (64, 128, 32, 4))
+                for s in (3, 4)]

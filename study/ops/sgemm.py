@@ -2,7 +2,9 @@
 
 The ladder is the seed's FP32 ladder (docs/ladders/sgemm.md): v0 naive with column-major
 B → v1 coalesced → v2 shared-memory tiling → v3 register micro-tile → v4 cp.async double
-buffering. A rung is one line below; its kernel file and its Triton twin hold the rest.
+buffering, then past the seed: v5 split-K for skinny shapes → v6 warp tiling → v7 deeper
+pipeline and grouped block order → v8 3xTF32 (FP32-accurate tensor-core emulation, recorded
+as math ``3xtf32``). A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -49,6 +51,18 @@ def split_k_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) ->
     splits = max(1, min(want, k // (bk * MIN_SLICES_PER_SPLIT), GRID_Z))
     splits = cdiv(k, cdiv(cdiv(k, splits), bk) * bk)  # no empty range
     return splits, cdiv(cdiv(k, splits), bk) * bk
+
+
+def shared_bytes(defines) -> int:
+    """Dynamic shared memory of the rungs that declare it (0: static only): v6/v7's stages of A^T
+    and B rows padded by 4 (tile_warp.cuh), v8's A rows padded by 8 and B rows by 4
+    (08_3xtf32.cu). The kernels compute the same SMEM_BYTES and trap when given less."""
+    bm, bn, bk, stages = defines.get("BM"), defines.get("BN"), defines.get("BK"), defines.get("STAGES", 2)
+    if "WM" not in defines:
+        return 0
+    if "TM" in defines:  # FFMA warp tiles (v6, v7)
+        return stages * bk * (bm + 4 + bn + 4) * 4
+    return stages * (bm * (bk + 8) + bk * (bn + 4)) * 4  # tensor-core warp tiles (v8)
 
 
 def b_as_stored(b):
@@ -179,7 +193,7 @@ class SGEMM(Problem):
                 # leading dimensions: rows of A, B (columns, when B is column-major) and C are
                 # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
                 np.int32(tensors["A"].stride(-2)), np.int32(b_storage.stride(-2)), np.int32(out.stride(-2))]
-        facts = {}
+        facts, smem = {}, shared_bytes(defines)
         if defines.get("SPLIT"):  # v5: K ranges on grid.z, a workspace and a counter per tile
             if self.batch(shape) != 1:
                 raise ValueError("the split-K rung computes one product: its grid.z holds the K ranges")
@@ -189,7 +203,7 @@ class SGEMM(Problem):
             args += [np.int32(split_k), as_cupy(partial), as_cupy(counter)]
             grid = (grid[0], grid[1], splits)
             facts = {"splits": splits, "split_k": split_k}
-        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), facts=facts)
+        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), smem=smem, facts=facts)
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -280,6 +294,17 @@ register(
         Rung("v5_split_k", "split-K: K ranges on extra blocks when the M×N tiles are too few, ordered last-block "
              "reduction", "idle SMs on skinny shapes (small M·N, long K)", cuda="05_split_k.cu",
              triton=twin(tk.sgemm_split_k, tk.V5_SPLIT_K, tk.DOUBLE_BUFFER_SPACE)),
+        Rung("v6_warp_tile", "warp tiling: a warp owns a 32×64 sub-tile, its lanes 8×8 outputs each; 8×16 "
+             "thread tiles in the space", "shared-memory reads spread over the block's width; issue slots "
+             "spent on loads", cuda="06_warp_tile.cu",
+             triton=twin(tk.sgemm_tiled, tk.V6_WARP_TILE, tk.DOUBLE_BUFFER_SPACE)),
+        Rung("v7_multistage", "3–4 cp.async stages, blocks grouped 8 block rows at a time for L2 reuse",
+             "load latency two stages leave exposed; L2 misses of the launch order", cuda="07_multistage.cu",
+             triton=twin(tk.sgemm_grouped, tk.V7_MULTISTAGE, tk.MULTISTAGE_SPACE)),
+        Rung("v8_3xtf32", "3xTF32: FP32 operands split into TF32 hi + lo, three mma.sync m16n8k8 products "
+             "(FP32-accurate tensor-core emulation)", "the FFMA pipe's ceiling", cuda="08_3xtf32.cu",
+             triton=twin(tk.sgemm_3xtf32, tk.V8_3XTF32, tk.TENSOR_SPACE, precisions=("fp32",)),  # the FP32 problem
+             math={"fp32": "3xtf32"}),
     ],
     baselines=BASELINES,
 )

@@ -1,0 +1,28 @@
+// sgemm v7 — a deeper cp.async pipeline and a grouped block order (docs/ladders/sgemm.md, v7).
+// Idea: v6 with STAGES (3 or 4) shared buffers, so two or three slices are in flight while one
+// is computed, and blocks launched GROUP block rows at a time down each block column, so the
+// blocks resident together read the same A rows and B columns from L2 instead of sweeping all
+// of B once per block row.
+// Removes: load latency that two stages leave exposed when a slice's copies take longer than its
+// FFMAs (short BK, one resident block), and L2 misses from the launch order on large shapes.
+// Not profiled on the H200 yet.
+// Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
+// Constraints: none; dynamic shared memory up to 4 × 16 × (256 + 128 + 8) × 4 = 100,352 bytes.
+// arch: sm_80
+// config: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=128 BK=8 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=64 WN=32 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=16
+// space: BM=128 BN=128 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=128 STAGES=3 GROUP=8
+// space: BM=128 BN=256 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=256 STAGES=3 GROUP=8
+// space: BM=256 BN=128 BK=16 WM=64 WN=64 TM=16 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=64 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=128 STAGES=4 GROUP=8
+#include "common.cuh"
+#include "tile_warp.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS, TM * TN > 64 ? 1 : 2)
+sgemm_v7_multistage(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                    int M, int N, int K, int lda, int ldb, int ldc) {
+    warp_tile::sgemm_warp_tile(A, B, C, M, N, K, lda, ldb, ldc);
+}

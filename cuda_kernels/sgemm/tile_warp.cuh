@@ -1,0 +1,127 @@
+// The warp-tiled, multi-stage block tile of sgemm v6 and v7 (docs/ladders/sgemm.md, v6, v7).
+// Block tile BM×BN, split into (BM/WM)×(BN/WN) warp tiles; inside a warp tile the 32 lanes form
+// (WM/TM)×(WN/TN) and each owns TM×TN outputs as (TM/4)×(TN/4) groups of 4×4, the groups
+// WM/(TM/4) rows and WN/(TN/4) columns apart. Why by warp: a warp's float4 shared-memory
+// reads then cover WM/(TM/4) rows of A and WN/(TN/4) columns of B (v4's warps span two
+// micro-tile rows by the block's whole width), so one k step's A and B fragments come from
+// 64- and 128-byte runs: one shared-memory wavefront each, without conflicts.
+// The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory: slice s+STAGES-1 is
+// in flight while slice s is computed (STAGES = 2 is v4's double buffer).
+// GROUP > 1 reorders the blocks: GROUP block rows sweep a block column before the next one, so
+// the blocks running at once share their A rows and B columns in L2.
+// Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
+#pragma once
+
+namespace warp_tile {
+constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+constexpr int LANES_M = WM / TM, LANES_N = WN / TN;  // a warp's lanes over its tile
+constexpr int GAP_M = WM / (TM / 4), GAP_N = WN / (TN / 4);  // between a lane's 4×4 groups
+constexpr int PAD = 4;  // keeps A's transposed cp.async stores and both tiles' rows 16-byte aligned
+constexpr int SA = BM + PAD, SB = BN + PAD;  // shared row lengths (floats) of A^T and B
+constexpr int STAGE_FLOATS = BK * (SA + SB);
+static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles divide the block tile");
+static_assert(LANES_M * LANES_N == 32, "a warp tile holds 32 lane tiles: (WM/TM)·(WN/TN) = 32");
+static_assert(WARPS_M * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN/WN)");
+static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0 && WM % TM == 0 && WN % TN == 0,
+              "lane tiles are groups of 4×4; BK a multiple of 4");
+static_assert(STAGES >= 2 && GROUP >= 1, "at least two stages; GROUP ≥ 1");
+
+// Bytes of dynamic shared memory the kernel needs (the launch passes the same figure).
+constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;
+
+// Issue the copies of slice k0 (A transposed into As[BK][SA], B into Bs[BK][SB]); no wait.
+// Elements at k >= K, m >= M or n >= N are zero-filled by cp.async's src-size operand.
+__device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A, const float* B, int M, int N,
+                                           int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
+    // A goes through 4-byte copies: a 16-byte copy cannot transpose. Consecutive threads take
+    // consecutive k of one row (32-byte global segments).
+#pragma unroll
+    for (int i = 0; i < CDIV(BM * BK, THREADS); ++i) {
+        const int e = tid + i * THREADS;  // a counted loop: fully unrolled, one address update per copy
+        if (BM * BK % THREADS != 0 && e >= BM * BK) break;
+        const int m = e / BK, k = e % BK;
+        const bool ok = m0 + m < M && k0 + k < K;
+        cp_async_4(As + k * SA + m, ok ? A + (size_t)(m0 + m) * lda + k0 + k : A, ok);
+    }
+#if ALIGNED
+#pragma unroll
+    for (int i = 0; i < CDIV(BK * BN / 4, THREADS); ++i) {
+        const int f = tid + i * THREADS;
+        if (BK * BN / 4 % THREADS != 0 && f >= BK * BN / 4) break;
+        const int k = f / (BN / 4), n = f % (BN / 4) * 4;
+        const bool ok = k0 + k < K && n0 + n < N;
+        cp_async_16(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < CDIV(BK * BN, THREADS); ++i) {
+        const int e = tid + i * THREADS;
+        if (BK * BN % THREADS != 0 && e >= BK * BN) break;
+        const int k = e / BN, n = e % BN;
+        const bool ok = k0 + k < K && n0 + n < N;
+        cp_async_4(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
+    }
+#endif
+}
+
+// (row block, column block) of this block: launch order, or GROUP rows at a time.
+__device__ __forceinline__ void block_coords(int& bm, int& bn) {
+    if (GROUP == 1) {
+        bm = blockIdx.y;
+        bn = blockIdx.x;
+        return;
+    }
+    const int rows = gridDim.y, cols = gridDim.x;
+    const int id = blockIdx.y * cols + blockIdx.x;  // blocks start roughly in this order
+    const int per_group = GROUP * cols, first = id / per_group * GROUP;
+    const int height = min(rows - first, GROUP);  // the last group may be shorter
+    bm = first + id % per_group % height;
+    bn = id % per_group / height;
+}
+
+__device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                                float* __restrict__ C, int M, int N, int K,
+                                                int lda, int ldb, int ldc) {
+    extern __shared__ __align__(16) float smem[];
+    require_dynamic_smem(SMEM_BYTES);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+    const int lm = lane / LANES_N, ln = lane % LANES_N;
+    int bm, bn;
+    block_coords(bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+    const int a_off = wm * WM + lm * 4, b_off = wn * WN + ln * 4;  // this lane's first row / column
+    const int slices = CDIV(K, BK);
+
+    float acc[TM][TN] = {};
+    // Fill STAGES-1 stages. Every step commits a group, empty or not, so that "slice s has
+    // landed" is always "at most STAGES-2 groups pending".
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < slices) {
+            float* st = smem + s * STAGE_FLOATS;
+            load_slice(st, st + BK * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
+        }
+        cp_async_commit();
+    }
+    for (int s = 0; s < slices; ++s) {
+        cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
+        // After this barrier everyone's copies of slice s are visible AND everyone has finished
+        // slice s-1, whose stage is the one refilled below.
+        __syncthreads();
+        const int next = s + STAGES - 1;
+        if (next < slices) {
+            float* st = smem + next % STAGES * STAGE_FLOATS;
+            load_slice(st, st + BK * SA, A, B, M, N, K, lda, ldb, m0, n0, next * BK, tid);
+        }
+        cp_async_commit();
+        const float* As = smem + s % STAGES * STAGE_FLOATS;
+        const float* Bs = As + BK * SA;
+#pragma unroll
+        for (int kk = 0; kk < BK; ++kk)
+            micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, Bs + kk * SB + b_off);
+    }
+    cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
+    store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + a_off, n0 + b_off);
+}
+}  // namespace warp_tile
