@@ -108,7 +108,7 @@ def test_v3_split_reduction_is_deterministic_and_its_counters_reset():
 
 
 @pytest.mark.parametrize("rung", ["v1_naive", "v3_register_tile", "v4_double_buffer", "v6_warp_tile", "v7_multistage",
-                                  "v8_3xtf32"])
+                                  "v8_3xtf32", "v9_split_k_multistage"])
 def test_padded_rows_are_read_through_the_leading_dimension_and_columns_are_refused(rung):
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
@@ -177,10 +177,12 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / name).is_file()
 
 
-def test_split_k_splits_skinny_products_only_and_repeats_exactly():
-    # v5 records the K ranges its launch planned: several for 64×64×4096 (one tile for 132 SMs),
-    # one for 4096³ (1024 tiles); the ordered reduction gives the same bits on every launch.
-    impl = next(i for i in IMPLS if i.name == "sgemm/v5_split_k/cuda")
+@pytest.mark.parametrize("rung", ["v5_split_k", "v9_split_k_multistage"])
+def test_split_k_splits_skinny_products_only_and_repeats_exactly(rung):
+    # v5 and v9 record the K ranges their launch planned: several for 64×64×4096 (one tile for
+    # 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction gives the same bits on
+    # every launch.
+    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
     for shape, several in (((64, 64, 4096), True), ((4096, 4096, 4096), False)):
         problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)

@@ -228,6 +228,9 @@ V6_WARP_TILE = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
 # CUDA v7: v6 with three stages and eight block rows per group.
 V7_MULTISTAGE = dict(BM=128, BN=128, BK=16, GROUP=8, num_warps=8, num_stages=3)
 MULTISTAGE_SPACE = [dict(p, GROUP=g) for p in _tiled_space((3, 4)) for g in (8,)]
+# CUDA v9: v5's split on v7's tile, 64×128×16 with 4 warps and 4 stages by default.
+V9_SPLIT_K_MULTISTAGE = dict(BM=64, BN=128, BK=16, num_warps=4, num_stages=4)
+SPLIT_MULTISTAGE_SPACE = _tiled_space((3, 4)) + [dict(BM=64, BN=64, BK=16, num_warps=4, num_stages=4)]
 # CUDA v8: 128×128×32, 256 threads, three stages, groups of eight block rows.
 V8_3XTF32 = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
 TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)

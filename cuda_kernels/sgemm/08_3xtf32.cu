@@ -1,6 +1,6 @@
 // sgemm v8 — 3xTF32: FP32-accurate products on the tensor cores (docs/ladders/sgemm.md, v8).
-// Idea: an FP32 x splits exactly into hi = x rounded to TF32 (11 significant bits) and
-// lo = x − hi (rounded to TF32 in turn). a·b = ahi·bhi + ahi·blo + alo·bhi + alo·blo; the last
+// Idea: an FP32 x splits into hi = x rounded to TF32 (11 significant bits) and lo = x − hi
+// (exact, then rounded to TF32 in turn: 2^-22 of |x| lost). a·b = ahi·bhi + ahi·blo + alo·bhi + alo·blo; the last
 // term is below 2^-22 of |a·b| and is dropped, the other three run as TF32 tensor-core products
 // with FP32 accumulation (small terms first). The error per product is then about 2^-22
 // relative, a few FP32 roundings: the rung passes the FP32 gate unchanged, and its record says
@@ -30,7 +30,8 @@
 // space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
 // space: BM=128 BN=128 BK=16 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
 // space: BM=128 BN=64 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8
+// space: BM=64 BN=128 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8
+// space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8
 #include "common.cuh"
 
 namespace tf32x3 {
@@ -78,11 +79,17 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
 #endif
 }
 
-// x = hi + lo, both TF32 bit patterns (low 13 bits zero); x − hi is exact in FP32.
+// x rounded to TF32 (to nearest, ties away from zero) with the 13 low mantissa bits zero, in
+// integer arithmetic: adding half of the dropped range carries into the kept bits (and into the
+// exponent when the mantissa overflows, which is the right rounding too). Not cvt.rna.tf32.f32:
+// its result's low bits are not specified, and ptxas expands it into compares and selects.
+// Finite inputs below 2^127 only (the op's inputs are in [-1, 1)): larger ones may round to inf.
+__device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+// x = hi + lo, both TF32; x − hi is exact in FP32 (it keeps 13 bits of x's significand).
 __device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(hi) : "f"(x));
-    const float rest = x - __uint_as_float(hi);
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(lo) : "f"(rest));
+    hi = round_tf32(x);
+    lo = round_tf32(x - __uint_as_float(hi));
 }
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
@@ -147,19 +154,14 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
         cp_async_commit();
         const float* As = smem + s % STAGES * STAGE_FLOATS;
         const float* Bs = As + BM * SA;
+        // This slice's products accumulate in `part`, which is then added to `acc` by FADD
+        // (IEEE round to nearest). The tensor cores' own FP32 accumulation rounds less exactly
+        // (toward zero here: the error grew with K as K·2^-23 of the running sum, 3e-6 of
+        // |A|·|B| at K = 4096, measured): kept to one slice's 3·BK/8 products, it stays small.
+        float part[MT][NT][4] = {};
 #pragma unroll
         for (int k8 = 0; k8 < BK; k8 += 8) {
-            unsigned ahi[MT][4], alo[MT][4], bhi[NT][2], blo[NT][2];
-#pragma unroll
-            for (int i = 0; i < MT; ++i) {
-                // Rows g and g+8 of the m16 tile; k = 2t and 2t+1 stand for the columns t and t+4.
-                const float2 top = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g) * SA + k8 + 2 * t);
-                const float2 bot = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g + 8) * SA + k8 + 2 * t);
-                split(top.x, ahi[i][0], alo[i][0]);
-                split(bot.x, ahi[i][1], alo[i][1]);
-                split(top.y, ahi[i][2], alo[i][2]);
-                split(bot.y, ahi[i][3], alo[i][3]);
-            }
+            unsigned bhi[NT][2], blo[NT][2];
 #pragma unroll
             for (int j = 0; j < NT; ++j) {
                 const float* b = Bs + (k8 + 2 * t) * SB + wn + j * 8 + g;
@@ -167,14 +169,29 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
                 split(b[SB], bhi[j][1], blo[j][1]);
             }
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+            for (int i = 0; i < MT; ++i) {
+                // Rows g and g+8 of the m16 tile; k = 2t and 2t+1 stand for the columns t and t+4.
+                unsigned ahi[4], alo[4];
+                const float2 top = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g) * SA + k8 + 2 * t);
+                const float2 bot = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g + 8) * SA + k8 + 2 * t);
+                split(top.x, ahi[0], alo[0]);
+                split(bot.x, ahi[1], alo[1]);
+                split(top.y, ahi[2], alo[2]);
+                split(bot.y, ahi[3], alo[3]);
 #pragma unroll
-                for (int j = 0; j < NT; ++j) {
-                    mma_tf32(acc[i][j], alo[i], bhi[j]);
-                    mma_tf32(acc[i][j], ahi[i], blo[j]);
-                    mma_tf32(acc[i][j], ahi[i], bhi[j]);
+                for (int j = 0; j < NT; ++j) {  // small terms first
+                    mma_tf32(part[i][j], alo, bhi[j]);
+                    mma_tf32(part[i][j], ahi, blo[j]);
+                    mma_tf32(part[i][j], ahi, bhi[j]);
                 }
+            }
         }
+#pragma unroll
+        for (int i = 0; i < MT; ++i)
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int r = 0; r < 4; ++r) acc[i][j][r] += part[i][j][r];
     }
     cp_async_wait<0>();
 #pragma unroll

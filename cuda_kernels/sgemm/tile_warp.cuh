@@ -1,4 +1,4 @@
-// The warp-tiled, multi-stage block tile of sgemm v6 and v7 (docs/ladders/sgemm.md, v6, v7).
+// The warp-tiled, multi-stage block tile of sgemm v6, v7 and v9 (docs/ladders/sgemm.md).
 // Block tile BM×BN, split into (BM/WM)×(BN/WN) warp tiles; inside a warp tile the 32 lanes form
 // (WM/TM)×(WN/TN) and each owns TM×TN outputs as (TM/4)×(TN/4) groups of 4×4, the groups
 // WM/(TM/4) rows and WN/(TN/4) columns apart. Why by warp: a warp's float4 shared-memory
@@ -79,28 +79,28 @@ __device__ __forceinline__ void block_coords(int& bm, int& bn) {
     bn = id % per_group / height;
 }
 
-__device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, const float* __restrict__ B,
-                                                float* __restrict__ C, int M, int N, int K,
-                                                int lda, int ldb, int ldc) {
+// This thread's first row and column in the block tile (its 4×4 groups are GAP_M, GAP_N apart).
+__device__ __forceinline__ int lane_row() { return threadIdx.x / 32 / WARPS_N * WM + threadIdx.x % 32 / LANES_N * 4; }
+__device__ __forceinline__ int lane_col() { return threadIdx.x / 32 % WARPS_N * WN + threadIdx.x % 32 % LANES_N * 4; }
+
+// Add A[m0:m0+BM, k_begin:k_end] · B[k_begin:k_end, n0:n0+BN] to this thread's outputs; elements
+// at k >= k_end read as zero. The whole product is the range [0, K); v9 gives each block its own.
+__device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __restrict__ A,
+                                           const float* __restrict__ B, int M, int N, int lda, int ldb,
+                                           int m0, int n0, int k_begin, int k_end) {
     extern __shared__ __align__(16) float smem[];
     require_dynamic_smem(SMEM_BYTES);
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int lm = lane / LANES_N, ln = lane % LANES_N;
-    int bm, bn;
-    block_coords(bm, bn);
-    const int m0 = bm * BM, n0 = bn * BN;
-    const int a_off = wm * WM + lm * 4, b_off = wn * WN + ln * 4;  // this lane's first row / column
-    const int slices = CDIV(K, BK);
+    const int tid = threadIdx.x;
+    const int a_off = lane_row(), b_off = lane_col();
+    const int slices = k_end > k_begin ? CDIV(k_end - k_begin, BK) : 0;
 
-    float acc[TM][TN] = {};
     // Fill STAGES-1 stages. Every step commits a group, empty or not, so that "slice s has
     // landed" is always "at most STAGES-2 groups pending".
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < slices) {
             float* st = smem + s * STAGE_FLOATS;
-            load_slice(st, st + BK * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
+            load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
         }
         cp_async_commit();
     }
@@ -112,7 +112,7 @@ __device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, con
         const int next = s + STAGES - 1;
         if (next < slices) {
             float* st = smem + next % STAGES * STAGE_FLOATS;
-            load_slice(st, st + BK * SA, A, B, M, N, K, lda, ldb, m0, n0, next * BK, tid);
+            load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + next * BK, tid);
         }
         cp_async_commit();
         const float* As = smem + s % STAGES * STAGE_FLOATS;
@@ -122,6 +122,16 @@ __device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, con
             micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, Bs + kk * SB + b_off);
     }
     cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
-    store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + a_off, n0 + b_off);
+}
+
+__device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                                float* __restrict__ C, int M, int N, int K,
+                                                int lda, int ldb, int ldc) {
+    int bm, bn;
+    block_coords(bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+    float acc[TM][TN] = {};
+    accumulate(acc, A, B, M, N, lda, ldb, m0, n0, 0, K);
+    store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + lane_row(), n0 + lane_col());
 }
 }  // namespace warp_tile

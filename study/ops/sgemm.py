@@ -4,7 +4,7 @@ The ladder is the seed's FP32 ladder (docs/ladders/sgemm.md): v0 naive with colu
 B → v1 coalesced → v2 shared-memory tiling → v3 register micro-tile → v4 cp.async double
 buffering, then past the seed: v5 split-K for skinny shapes → v6 warp tiling → v7 deeper
 pipeline and grouped block order → v8 3xTF32 (FP32-accurate tensor-core emulation, recorded
-as math ``3xtf32``). A rung is one line below; its kernel file and its Triton twin hold the rest.
+as math ``3xtf32``) → v9 split-K on v7's tile. A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -35,7 +35,7 @@ from triton_kernels import sgemm as tk
 
 GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
 
-# v5's split-K plan: enough blocks for two per SM (the occupancy v4's launch bounds allow), each
+# The split-K plan of v5 and v9: enough blocks for two per SM (the occupancy v4's launch bounds allow), each
 # K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
 SPLIT_BLOCKS_PER_SM = 2
 MIN_SLICES_PER_SPLIT = 4
@@ -113,10 +113,10 @@ class SGEMM(Problem):
     def bytes_needed(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
         # fp32 inputs, output and a re-laid B; float64 copies of A, B, |A|, |B|;
-        # float64 reference, scale and the two temporaries of the comparison; v5's workspace
-        # (fewer than M·N + two blocks per SM's tiles of partials).
+        # float64 reference, scale and the two temporaries of the comparison; v5's and v9's workspace
+        # (fewer than M·N + two blocks per SM's tiles of partials, tiles of up to 128×256).
         return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n) \
-            + 4 * (m * n + SPLIT_BLOCKS_PER_SM * DEFAULT_SMS * 128 * 128)
+            + 4 * (m * n + SPLIT_BLOCKS_PER_SM * DEFAULT_SMS * 128 * 256)
 
     def check(self, shape, precision) -> str | None:
         reason = super().check(shape, precision)
@@ -305,6 +305,10 @@ register(
              "(FP32-accurate tensor-core emulation)", "the FFMA pipe's ceiling", cuda="08_3xtf32.cu",
              triton=twin(tk.sgemm_3xtf32, tk.V8_3XTF32, tk.TENSOR_SPACE, precisions=("fp32",)),  # the FP32 problem
              math={"fp32": "3xtf32"}),
+        Rung("v9_split_k_multistage", "v5's split-K and ordered reduction on v7's warp-tiled multi-stage tile, "
+             "64-row tiles in the space", "v5's half-empty 128-row tiles and v4 inner loop on skinny shapes",
+             cuda="09_split_k_multistage.cu",
+             triton=twin(tk.sgemm_split_k, tk.V9_SPLIT_K_MULTISTAGE, tk.SPLIT_MULTISTAGE_SPACE)),
     ],
     baselines=BASELINES,
 )
