@@ -56,7 +56,7 @@ def test_the_count_is_said_first_and_a_large_sweep_needs_yes(capsys):
     err = capsys.readouterr().err
     per_shape = 2 * len(ladder("sgemm").rungs) + 2  # each rung's CUDA and Triton, cuBLAS, cuBLASLt
     assert f"48 shapes (8 M × 6 N × 1 K) → {48 * per_shape} cases" in err and "above the limit of 300" in err
-    assert main([*args, "--limit", "1000"]) == 2  # under the limit now: refused only for the missing GPU
+    assert main([*args, "--limit", "5000"]) == 2  # under the limit now: refused only for the missing GPU
     assert "needs a CUDA GPU" in capsys.readouterr().err
     assert main(["sweep", "--op", "sgemv", "--m", "3", "--n", "5", "--k", "4"]) == 2
     assert "k is not an axis (the op's axes are M, N)" in capsys.readouterr().err
