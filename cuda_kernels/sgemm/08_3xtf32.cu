@@ -93,7 +93,8 @@ __device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
 }
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+    // Not volatile: the product has no side effect, so the compiler may interleave independent ones.
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -178,12 +179,16 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
                 split(bot.x, ahi[1], alo[1]);
                 split(top.y, ahi[2], alo[2]);
                 split(bot.y, ahi[3], alo[3]);
+                // Small terms first; one product over the NT tiles before the next, so that
+                // back-to-back mma.sync write different accumulators (NT independent chains
+                // instead of three dependent ones per tile: ncu showed "wait" and
+                // "math_pipe_throttle" as the top stalls with the HMMA pipe 55 % busy).
 #pragma unroll
-                for (int j = 0; j < NT; ++j) {  // small terms first
-                    mma_tf32(part[i][j], alo, bhi[j]);
-                    mma_tf32(part[i][j], ahi, blo[j]);
-                    mma_tf32(part[i][j], ahi, bhi[j]);
-                }
+                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], alo, bhi[j]);
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, blo[j]);
+#pragma unroll
+                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, bhi[j]);
             }
         }
 #pragma unroll
