@@ -343,6 +343,56 @@ def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     return path
 
 
+def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
+    """Handwritten against the reference over the shapes: per shape (and precision), the best
+    CUDA rung and the best Triton twin as × reference (first timing mode, either autotune
+    setting), each bar labelled with its rung; a rung computing in another math mode (3xTF32 in
+    an FP32 table) is its own series, so FFMA is never credited with tensor-core speed. None
+    below two shapes (the ladder figure says it all)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+
+    ok = [m for m in measurements if m["op"] == op and m["status"] == "ok" and m["rung"] is not None
+          and m.get("x_ref")]
+    first = (_modes(ok) or ["cold"])[0]
+    ok = [m for m in ok if (m.get("mode") or "cold") == first]
+    if len({shape_label(m["shape"]) for m in ok}) < 2:
+        return None
+    best: dict = {}
+    for m in ok:
+        own = (m.get("math") or "ieee") in EMULATION
+        series = BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
+        key = (shape_label(m["shape"]), m.get("precision") or m["dtype"], series)
+        if key not in best or m["x_ref"] > best[key]["x_ref"]:
+            best[key] = m
+    frame = pd.DataFrame([{"shape": shape, "precision": precision, "series": name, "× reference": m["x_ref"]}
+                          for (shape, precision, name), m in best.items()])
+    shapes, series = list(dict.fromkeys(frame["shape"])), sorted(set(frame["series"]))
+    sns.set_theme(style="whitegrid")
+    grid = sns.catplot(data=frame, kind="bar", x="shape", y="× reference", hue="series", row="precision",
+                       order=shapes, hue_order=series, height=3.6, aspect=max(2.0, 0.55 * len(shapes)),
+                       sharey=False)
+    for precision, ax in grid.axes_dict.items():
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+        for name, container in zip(series, ax.containers):  # one container per series, in hue order
+            labels = []
+            for bar in container:  # a bar's centre lies within 0.5 of its shape's category position
+                shape = shapes[min(len(shapes) - 1, max(0, round(bar.get_x() + bar.get_width() / 2)))]
+                hit = best.get((shape, precision, name))
+                labels.append(f"v{hit['rung_index']}" if hit else "")
+            ax.bar_label(container, labels=labels, fontsize=7)
+        ax.tick_params(axis="x", labelrotation=20)
+    grid.figure.suptitle(f"{op}: best handwritten rung against the reference, by shape (median, {first})", y=1.03)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    grid.figure.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(grid.figure)
+    return path
+
+
 def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path | None:
     """Arithmetic intensity (FLOP per minimum byte) against GFLOPS, log-log: the compute roof of
     each math mode present and the memory roof; one point per implementation and shape (first
@@ -441,9 +491,10 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
         op_ms = [m for m in ms if m["op"] == op]
         out += [f"## {op}", "", f"Headline unit: **{unit_of(op_ms)}**.", ""]
         if draw:
-            for kind, fig in (("ladder", figure(ms, op, md_path.parent / "figures" / f"{md_path.stem}-{op}.png")),
-                              ("roofline", roofline(ms, op, env, md_path.parent / "figures"
-                                                    / f"{md_path.stem}-{op}-roofline.png"))):
+            figures = md_path.parent / "figures"
+            for kind, fig in (("ladder", figure(ms, op, figures / f"{md_path.stem}-{op}.png")),
+                              ("best against the reference", best_figure(ms, op, figures / f"{md_path.stem}-{op}-best.png")),
+                              ("roofline", roofline(ms, op, env, figures / f"{md_path.stem}-{op}-roofline.png"))):
                 if fig is not None:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
         for (shape_json, precision, pad), group in groups.items():

@@ -201,3 +201,24 @@ def test_an_emulating_rung_is_labelled_and_its_peak_explained(doc):
     v1 = next(line for line in text.splitlines() if line.startswith("| v1"))
     assert "emulation" not in v1
     assert "a third of the TF32 peak" in text
+
+
+def test_the_best_figure_needs_two_shapes_and_keeps_an_emulation_apart(tmp_path, doc, monkeypatch):
+    import seaborn
+
+    assert report.best_figure(doc["measurements"], "sgemm", tmp_path / "one.png") is None  # one shape
+    more = copy.deepcopy(doc["measurements"])
+    for m in more:
+        m["shape"] = {"M": 64, "N": 64, "K": 64}
+        if m["rung"] == "v0_naive_colmajor_b" and m["backend"] == "cuda":
+            m["math"] = "3xtf32"  # a CUDA rung of another math mode: its own series, never "CUDA"
+    seen, catplot = {}, seaborn.catplot
+
+    def spy(data, **kw):  # what the figure is drawn from
+        seen["series"] = sorted(set(data["series"]))
+        return catplot(data=data, **kw)
+
+    monkeypatch.setattr(seaborn, "catplot", spy)
+    path = report.best_figure(doc["measurements"] + more, "sgemm", tmp_path / "best.png")
+    assert path.stat().st_size > 1000
+    assert seen["series"] == ["CUDA", "CUDA (3xtf32)", "Triton"]
