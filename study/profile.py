@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from study.paths import REPORTS_DIR, ROOT, display, report_dir
+from study.validate import MS_PER_UNIT
 
 TIMEOUT_S = 1800  # a Triton twin compiles inside the profiled process; ncu replays each kernel per pass
 
@@ -321,9 +322,7 @@ def parse_raw_csv(text: str) -> list[dict]:
 # Launch columns that look numeric but are labels.
 _TEXT_COLUMNS = {"ID", "Process ID", "Host Name", "Context", "Stream", "Device", "CC"}
 
-# ncu spells units "nsecond" in some versions and "ns" in others.
-_MS_PER = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
-           "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+_MS_PER = MS_PER_UNIT  # ncu's time units (study/validate.py)
 _HZ_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 
@@ -474,7 +473,7 @@ def render_table(paths) -> str:
         + (f" ({'; '.join(sorted(runs))})" if runs else "") + ".", "",
         f"Columns: {columns}. Stalls are warp cycles per issued instruction, `selected` (the issuing cycle) "
         f"left out; ms is one launch, the mean where several were profiled; FFMA TFLOP/s is 2 × FFMAs / ms; tensor "
-        f"pipe is the busier of HMMA (`mma.sync`) and GMMA (`wgmma`), named; a bank-conflict ratio is conflicts "
+        f"pipe is the busier of HMMA (`mma.sync`) and GMMA (`wgmma`), named (where ncu does not list the GMMA counter, as 2025.3 on the H200 does not, a `wgmma` kernel shows only its HMMA-pipe figure); a bank-conflict ratio is conflicts "
         f"per shared-memory wavefront; — where ncu gave no value.",
         *([""] + notes if notes else []), ""])
 

@@ -82,6 +82,8 @@ def _headline_cell(m: dict | None) -> str:
 # Math modes that emulate a precision on other units: their rows say so, so that a tensor-core
 # rung in an FP32 table is never read as FFMA (its % peak is of the emulation's own peak).
 EMULATION = {"3xtf32": "3xTF32: FP32-accurate tensor-core emulation"}
+EMULATION_PEAK = {"3xtf32": "a **3xTF32** row (FP32 problem, FP32 gate, three TF32 tensor-core products per product) "
+                            "counts the FP32 problem's FLOPs; its % peak is of a third of the TF32 peak"}
 
 
 def ladder_table(ms: list[dict], tune: str) -> str:
@@ -253,9 +255,9 @@ def legend(env: dict, ms: list[dict]) -> str:
         units.append("**GFLOPS** = the op's FLOPs (declared by its problem, e.g. 2·M·N·K for a GEMM) / median; "
                      "**% peak** of the theoretical peak of the unit the precision uses: "
                      f"{gpu.get('peak_source', '')}")
-        if any(m.get("math") == "3xtf32" for m in ms):
-            units.append("a **3xTF32** row (FP32 problem, FP32 gate, three TF32 tensor-core products per "
-                         "product) counts the FP32 problem's FLOPs; its % peak is of a third of the TF32 peak")
+        for math, what in EMULATION_PEAK.items():
+            if any(m.get("math") == math for m in ms):
+                units.append(what)
     if any((m.get("work") or {}).get("bound") == "memory" for m in ms):
         units.append("**GB/s** = the op's minimum bytes (every input read once, every output written once) / "
                      f"median; **% peak** of the theoretical memory bandwidth ({gpu.get('memory_peak_source', '')})")
@@ -357,7 +359,7 @@ def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     import seaborn as sns
 
     ok = [m for m in measurements if m["op"] == op and m["status"] == "ok" and m["rung"] is not None
-          and m.get("x_ref")]
+          and m.get("x_ref") and not m.get("pad")]  # a padded layout (align) is another problem
     first = (_modes(ok) or ["cold"])[0]
     ok = [m for m in ok if (m.get("mode") or "cold") == first]
     if len({shape_label(m["shape"]) for m in ok}) < 2:
@@ -499,7 +501,9 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
         for (shape_json, precision, pad), group in groups.items():
             shape = json.loads(shape_json)
-            dtype, math = group[0]["dtype"], group[0].get("math") or "ieee"
+            dtype = group[0]["dtype"]
+            math = next((m.get("math") or "ieee" for m in group if (m.get("math") or "ieee") not in EMULATION),
+                        group[0].get("math"))  # the precision's own: a 3xTF32 row first must not relabel the table
             padded = f", rows padded by {pad}" if pad else ""
             for tune in _tunes(group):
                 out += [f"### {op} {shape_label(shape)} {precision} ({dtype}, {math}){padded}, autotune {tune}", "",

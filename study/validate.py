@@ -92,8 +92,8 @@ def ncu_target(name: str, shape_text: str, launches: str, precision: str | None 
 
 
 # ncu spells units "nsecond" in some versions and "ns" in others (2025.3 on the H200: "ns").
-_UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
-         "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
+MS_PER_UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
+                "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
 def parse_ncu_csv(text: str, launches: int) -> tuple[list[float], int]:
@@ -102,7 +102,7 @@ def parse_ncu_csv(text: str, launches: int) -> tuple[list[float], int]:
     if start < 0:
         raise ValueError("no CSV table in ncu's output")
     rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    durations = [float(r["Metric Value"].replace(",", "")) * _UNIT[r["Metric Unit"]] for r in rows]
+    durations = [float(r["Metric Value"].replace(",", "")) * MS_PER_UNIT[r["Metric Unit"]] for r in rows]
     if not durations or len(durations) % launches:
         raise ValueError(f"ncu reported {len(durations)} kernels for {launches} launches")
     per = len(durations) // launches

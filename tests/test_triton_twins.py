@@ -54,6 +54,8 @@ def _mirror(op, cuda, tw):
     for key in ("BM", "BN", "BK", "UNROLL", "GROUP"):
         if key in cuda and key in tw and cuda[key] != tw[key]:
             out.append(f"{key} {tw[key]} vs {cuda[key]}")
+    if cuda.get("GROUP", 1) > 1 and "GROUP" not in tw:
+        out.append(f"GROUP {cuda['GROUP']} has no twin")
     if op == "sgemv":
         rows = cuda["THREADS"] // cuda["LANES"] * cuda.get("WARP_ROWS", 1)  # rows per block, as the launch reads it
         if tw.get("ROWS", tw.get("BM")) != rows:
@@ -61,11 +63,15 @@ def _mirror(op, cuda, tw):
     return out
 
 
+# What a twin does not mirror, and why (a stated exception, not a silent one).
+UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"]}  # v5's split twin keeps the launch order
+
+
 def test_twins_mirror_their_cuda_rungs():
     impls = implementations()
     for cuda in (i for i in impls if i.backend == "cuda"):
         tw = next(i for i in impls if i.backend == "triton" and i.op == cuda.op and i.rung == cuda.rung)
-        assert _mirror(cuda.op, cuda.params, tw.params) == [], cuda.name
+        assert _mirror(cuda.op, cuda.params, tw.params) == UNMIRRORED.get(f"{cuda.op}/{cuda.rung}", []), cuda.name
         if cuda.op == "sgemm":  # v5 runs v4's double-buffered tile over each K range; v6 fixes two stages
             double = ("v4_double_buffer", "v5_split_k", "v6_warp_tile")
             assert tw.params["num_stages"] == cuda.params.get("STAGES", 2 if cuda.rung in double else 1), cuda.name
@@ -75,6 +81,7 @@ def test_the_mirror_check_can_fail():
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2}, {"ROWS": 8, "num_warps": 8})
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 1}, {"BM": 8, "num_warps": 8})
     assert _mirror("sgemm", {"THREADS": 256, "BM": 64}, {"BM": 128, "num_warps": 8})
+    assert _mirror("sgemm", {"THREADS": 256, "GROUP": 8}, {"num_warps": 8})
 
 
 def test_the_split_k_twin_splits_reduces_in_order_and_runs_again():

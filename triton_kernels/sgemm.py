@@ -64,12 +64,17 @@ def sgemm_tiled(
 ):
     """v2–v4: BM×BK and BK×BN tiles staged through shared memory by ``tl.dot``; the
     pipeline depth comes from the launch's ``num_stages``. Program axis 2 is the batch entry."""
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
     pid_b = tl.program_id(2)
-    a_ptr += pid_b * stride_ab
-    b_ptr += pid_b * stride_bb
-    c_ptr += pid_b * stride_cb
+    _tile(a_ptr + pid_b * stride_ab, b_ptr + pid_b * stride_bb, c_ptr + pid_b * stride_cb, M, N, K,
+          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, tl.program_id(1), tl.program_id(0),
+          BM, BN, BK, INPUT_PRECISION)
+
+
+@triton.jit
+def _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+          pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] of one product: BM×BK and BK×BN tiles staged through shared memory by
+    ``tl.dot`` (the pipeline depth is the launch's ``num_stages``); the tiled twins' common body."""
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -138,31 +143,16 @@ def sgemm_split_k(
 def _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
                   INPUT_PRECISION: tl.constexpr):
-    """v7/v8's body: v4's tile with the programs taken GROUP block rows at a time down each block
-    column (the CUDA rungs' block_coords), so programs running together share A rows and B
-    columns in L2; the pipeline depth comes from the launch's ``num_stages``."""
+    """v7/v8's body: ``_tile`` with the programs taken GROUP block rows at a time down each block
+    column (the CUDA rungs' grouped_order.cuh), so programs running together share A rows and B
+    columns in L2."""
     pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
     rows = tl.cdiv(M, BM)
     per_group = GROUP * tl.num_programs(0)
     first = pid // per_group * GROUP
     height = tl.minimum(rows - first, GROUP)
-    pid_m = first + pid % per_group % height
-    pid_n = pid % per_group // height
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k_left = K - k0
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
-        a += BK * stride_ak
-        b += BK * stride_bk
-    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+          first + pid % per_group % height, pid % per_group // height, BM, BN, BK, INPUT_PRECISION)
 
 
 @triton.jit
@@ -227,8 +217,9 @@ V5_SPLIT_K = V4_DOUBLE_BUFFER
 V6_WARP_TILE = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
 # CUDA v7: v6 with three stages and eight block rows per group.
 V7_MULTISTAGE = dict(BM=128, BN=128, BK=16, GROUP=8, num_warps=8, num_stages=3)
-MULTISTAGE_SPACE = [dict(p, GROUP=g) for p in _tiled_space((3, 4)) for g in (8,)]
-# CUDA v9: v5's split on v7's tile, 64×128×16 with 4 warps and 4 stages by default.
+MULTISTAGE_SPACE = [dict(p, GROUP=8) for p in _tiled_space((3, 4))]
+# CUDA v9: v5's split on v7's tile, 64×128×16 with 4 warps and 4 stages by default. The twin is v5's
+# kernel (sgemm_split_k) at v9's tiles and stages: it keeps the launch order (no GROUP).
 V9_SPLIT_K_MULTISTAGE = dict(BM=64, BN=128, BK=16, num_warps=4, num_stages=4)
 SPLIT_MULTISTAGE_SPACE = _tiled_space((3, 4)) + [dict(BM=64, BN=64, BK=16, num_warps=4, num_stages=4)]
 # CUDA v8: 128×128×32, 256 threads, three stages, groups of eight block rows.

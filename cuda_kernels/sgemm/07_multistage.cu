@@ -9,7 +9,7 @@
 // order was not the limit); 0.75x cuBLAS off, 0.83x tuned (128x256x16, 3 stages). What remains
 // is the issue efficiency of the FFMA stream (cuBLAS: FMA pipe 79.3 %, issue 89.6 %).
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
-// Constraints: none; dynamic shared memory up to 4 × 16 × (256 + 128 + 8) × 4 = 100,352 bytes.
+// Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80
 // config: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8
 // space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8

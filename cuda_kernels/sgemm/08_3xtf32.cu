@@ -21,7 +21,8 @@
 // hit 32 distinct banks.
 // Removes: the FFMA pipe's ceiling (66.9 TFLOPS at 1980 MHz): the products run on the tensor
 // pipe, whose TF32 rate is 8× FFMA's, three times over.
-// Warp tiles of 64×64 (128 accumulators and 64 fragment registers a thread) spill: not in the space.
+// Warp tiles of 64×64 (128 accumulators a thread, before the slice partials doubled that) spilled
+// under ptxas: not in the space.
 // H200 (ncu at 4096^3, reports/h200/profiles/sgemm.md): HMMA pipe 55.2 %, issue slots 43.3 %,
 // top stalls "wait" and "math pipe throttle", SM clock 1.79 GHz (power); 1.16x cuBLAS FP32 at
 // 4096^3, 1.18x at 8192^3 (tuned), gate error 7.6e-8 against cuBLAS FP32's 3.6e-7.
@@ -37,6 +38,7 @@
 // space: BM=64 BN=128 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8
 // space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8
 #include "common.cuh"
+#include "grouped_order.cuh"
 
 namespace tf32x3 {
 constexpr int WARPS_N = BN / WN;
@@ -104,15 +106,6 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// As v7's: GROUP block rows at a time down each block column.
-__device__ __forceinline__ void block_coords(int& bm, int& bn) {
-    const int cols = gridDim.x, id = blockIdx.y * cols + blockIdx.x;
-    const int per_group = GROUP * cols, first = id / per_group * GROUP;
-    const int height = min((int)gridDim.y - first, GROUP);
-    bm = first + id % per_group % height;
-    bn = id % per_group / height;
-}
-
 __device__ __forceinline__ void store(float* C, int M, int N, int ldc, int row, int col, float x, float y) {
     if (row >= M) return;
     float* c = C + (size_t)row * ldc + col;
@@ -135,7 +128,7 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
     const int g = lane / 4, t = lane % 4;  // the fragments' groupID and thread-in-group
     const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
     int bm, bn;
-    block_coords(bm, bn);
+    grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
     const int slices = CDIV(K, BK);
 
@@ -160,9 +153,10 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
         const float* As = smem + s % STAGES * STAGE_FLOATS;
         const float* Bs = As + BM * SA;
         // This slice's products accumulate in `part`, which is then added to `acc` by FADD
-        // (IEEE round to nearest). The tensor cores' own FP32 accumulation rounds less exactly
-        // (toward zero here: the error grew with K as K·2^-23 of the running sum, 3e-6 of
-        // |A|·|B| at K = 4096, measured): kept to one slice's 3·BK/8 products, it stays small.
+        // (IEEE round to nearest). The tensor cores' own FP32 accumulation is not round-to-nearest:
+        // over all of K its biased errors grew like √K against |A|·|B| (2.0e-6 at K = 1700, 3.1e-6
+        // at 4096, 9.7e-6 at 65536; reports/h200/experiments/sgemm-ladder-843c423.md); kept to one
+        // slice's 3·BK/8 products, it stays small.
         float part[MT][NT][4] = {};
 #pragma unroll
         for (int k8 = 0; k8 < BK; k8 += 8) {

@@ -28,7 +28,7 @@ sgemm_v9_split_k_multistage(const float* __restrict__ A, const float* __restrict
                             int split_k, float* __restrict__ partial, unsigned* __restrict__ counter) {
     using namespace warp_tile;
     int bm, bn;
-    block_coords(bm, bn);  // the same (bm, bn) for a given (x, y) in every range
+    grouped_block_coords<GROUP>(bm, bn);  // the same (bm, bn) for a given (x, y) in every range
     const int m0 = bm * BM, n0 = bn * BN;
     const int k_begin = blockIdx.z * split_k;
     float acc[TM][TN] = {};

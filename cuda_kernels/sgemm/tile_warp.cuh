@@ -7,10 +7,10 @@
 // 64- and 128-byte runs: one shared-memory wavefront each, without conflicts.
 // The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory: slice s+STAGES-1 is
 // in flight while slice s is computed (STAGES = 2 is v4's double buffer).
-// GROUP > 1 reorders the blocks: GROUP block rows sweep a block column before the next one, so
-// the blocks running at once share their A rows and B columns in L2.
+// GROUP > 1 reorders the blocks (grouped_order.cuh).
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
 #pragma once
+#include "grouped_order.cuh"
 
 namespace warp_tile {
 constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -64,21 +64,6 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
 #endif
 }
 
-// (row block, column block) of this block: launch order, or GROUP rows at a time.
-__device__ __forceinline__ void block_coords(int& bm, int& bn) {
-    if (GROUP == 1) {
-        bm = blockIdx.y;
-        bn = blockIdx.x;
-        return;
-    }
-    const int rows = gridDim.y, cols = gridDim.x;
-    const int id = blockIdx.y * cols + blockIdx.x;  // blocks start roughly in this order
-    const int per_group = GROUP * cols, first = id / per_group * GROUP;
-    const int height = min(rows - first, GROUP);  // the last group may be shorter
-    bm = first + id % per_group % height;
-    bn = id % per_group / height;
-}
-
 // This thread's first row and column in the block tile (its 4×4 groups are GAP_M, GAP_N apart).
 __device__ __forceinline__ int lane_row() { return threadIdx.x / 32 / WARPS_N * WM + threadIdx.x % 32 / LANES_N * 4; }
 __device__ __forceinline__ int lane_col() { return threadIdx.x / 32 % WARPS_N * WN + threadIdx.x % 32 % LANES_N * 4; }
@@ -128,7 +113,7 @@ __device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, con
                                                 float* __restrict__ C, int M, int N, int K,
                                                 int lda, int ldb, int ldc) {
     int bm, bn;
-    block_coords(bm, bn);
+    grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
     float acc[TM][TN] = {};
     accumulate(acc, A, B, M, N, lda, ldb, m0, n0, 0, K);

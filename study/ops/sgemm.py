@@ -35,14 +35,14 @@ from triton_kernels import sgemm as tk
 
 GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
 
-# The split-K plan of v5 and v9: enough blocks for two per SM (the occupancy v4's launch bounds allow), each
-# K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
+# The split-K plan of v5 and v9: enough blocks for two per SM (v5's launch bounds; v9's tiles hold one to
+# three), each K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
 SPLIT_BLOCKS_PER_SM = 2
 MIN_SLICES_PER_SPLIT = 4
 
 
 def split_k_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, sms: int) -> tuple[int, int]:
-    """(splits, split_k) for v5 and its twin: K is cut into ``splits`` ranges of ``split_k``
+    """(splits, split_k) for v5, v9 and their twins: K is cut into ``splits`` ranges of ``split_k``
     (a multiple of ``bk``; the last may be shorter) when the M×N tiles alone give fewer than
     SPLIT_BLOCKS_PER_SM blocks per SM; split_k is cdiv(K, splits) rounded up to ``bk``, which
     the Triton twin recomputes from its grid, so both split alike."""
