@@ -18,6 +18,9 @@ AWKWARD = {
     "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7)],
     # rows of 1 and 3; no vector divides N (scalar paths); v4 on chip and past it (fallback); many rows.
     "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
+    # one element; tails past 32- and 128-wide tiles with N odd (scalar paths); 16-byte rows with tails
+    # in M, N and K (vector and cp.async paths); K = 1; one tile with a long K.
+    "hgemm": [(1, 1, 1), (17, 33, 65), (257, 129, 200), (72, 136, 40), (3, 5, 1), (64, 64, 4096)],
 }
 IMPLS = implementations()
 CASES = [(impl, shape, p) for impl in IMPLS for shape in AWKWARD[impl.op] for p in ladder(impl.op).problem.precisions
@@ -56,7 +59,8 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
-                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)]}
+                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)],
+                   "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520)]}
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)
@@ -80,6 +84,24 @@ def test_misaligned_rows_take_the_scalar_path_and_stay_correct(rung):
     a.copy_(tensors["A"])
     verdict, launch = _run(impl, problem, shape, {"A": a, "B": tensors["B"]}, ref, scale, fp32)
     assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("rung", ["v3_register_tile", "v4_bank_conflicts", "v5_double_buffer", "v6_mma_sync"])
+def test_hgemm_offset_or_padded_rows_pick_their_path_and_stay_correct(rung):
+    impl = next(i for i in IMPLS if i.name == f"hgemm/{rung}/cuda")
+    fp16 = ladder("hgemm").problem.precision("fp16")
+    problem, shape, tensors, ref, scale = _data("hgemm", (72, 136, 40), fp16)
+    storage = torch.empty(72 * 40 + 1, device="cuda", dtype=torch.float16)
+    a = storage[1:].view(72, 40)  # 2-byte offset: a 16-byte load or cp.async would fault
+    a.copy_(tensors["A"])
+    verdict, launch = _run(impl, problem, shape, {"A": a, "B": tensors["B"]}, ref, scale, fp16)
+    assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
+    for pad in (3, 8):  # a leading dimension of 43 halves takes the scalar path, 48 the 16-byte one
+        padded = torch.empty(72, 40 + pad, device="cuda", dtype=torch.float16)[:, :40]
+        padded.copy_(tensors["A"])
+        verdict, launch = _run(impl, problem, shape, {"A": padded, "B": tensors["B"]}, ref, scale, fp16)
+        assert verdict.ok, verdict.message
+        assert launch.config["ALIGNED"] == (pad % 8 == 0)
 
 
 @pytest.mark.parametrize("rung", ["v2_vector_loads", "v3_split_n"])
@@ -147,7 +169,8 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
 
     monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path / "cache"))
     shapes = {"sgemm": [{"M": 256, "N": 192, "K": 130}], "sgemv": [{"M": 1000, "N": 3000}],
-              "bgemm": [{"batch": 3, "M": 96, "N": 80, "K": 64}], "softmax": [{"M": 64, "N": 1000}]}
+              "bgemm": [{"batch": 3, "M": 96, "N": 80, "K": 64}], "softmax": [{"M": 64, "N": 1000}],
+              "hgemm": [{"M": 256, "N": 192, "K": 136}]}
     assert set(shapes) == {i.op for i in IMPLS}  # a new op must join this run
     cases = plan(list(shapes), shapes=shapes, autotune="both")
     device = hardware.current_device()

@@ -14,7 +14,9 @@ DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
 SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
           "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)],
-          "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)]}
+          "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)],
+          # hgemm: tails past every tile; 72×136×40 has 16-byte rows (the CUDA rungs' vector paths).
+          "hgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (72, 136, 40)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
          for p in ladder(impl.op).problem.precisions if p.name in impl.precisions]
@@ -65,6 +67,8 @@ def _mirror(op, cuda, tw):
 
 # What a twin does not mirror, and why (a stated exception, not a silent one).
 UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"]}  # v5's split twin keeps the launch order
+HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
+                "v5_double_buffer": 2}
 
 
 def test_twins_mirror_their_cuda_rungs():
@@ -75,6 +79,8 @@ def test_twins_mirror_their_cuda_rungs():
         if cuda.op == "sgemm":  # v5 runs v4's double-buffered tile over each K range; v6 fixes two stages
             double = ("v4_double_buffer", "v5_split_k", "v6_warp_tile")
             assert tw.params["num_stages"] == cuda.params.get("STAGES", 2 if cuda.rung in double else 1), cuda.name
+        if cuda.op == "hgemm":  # one shared buffer up to v4, two in v5, the rung's STAGES from v6
+            assert tw.params["num_stages"] == cuda.params.get("STAGES", HGEMM_STAGES.get(cuda.rung)), cuda.name
 
 
 def test_the_mirror_check_can_fail():

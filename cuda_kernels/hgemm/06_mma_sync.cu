@@ -1,0 +1,172 @@
+// hgemm v6 — tensor cores through mma.sync m16n8k16, fed by ldmatrix from a multi-stage cp.async
+// pipeline (docs/ladders/hgemm.md, v6).
+// Idea: the products move from the FFMA pipe to the tensor cores. A warp owns a WM×WN sub-tile as
+// (WM/16)×(WN/8) m16n8 accumulators (FP32) and, per 16-wide k step, loads its A fragments with
+// ldmatrix.x4 (four 8×8 blocks of halves: rows 0–7 and 8–15, k 0–7 and 8–15) and its B fragments
+// with ldmatrix.x4.trans (B is stored k-major by row, n contiguous: .trans hands each lane the
+// k pair (2t, 2t+1) of column g that the "col" operand wants), then issues one mma.sync per
+// accumulator. Global→shared copies are 16-byte cp.async into STAGES buffers, blocks in the
+// grouped order of sgemm v7 (sgemm/grouped_order.cuh).
+// Bank conflicts: a phase of ldmatrix reads eight 16-byte rows. Rows BK + 8 halves apart (80 bytes
+// at BK 32) and BN + 8 apart (272 bytes at BN 128) start 20 and 68 words apart: the eight rows
+// fall on eight distinct groups of four banks, so no phase conflicts.
+// Removes: the FFMA ceiling of rungs 0–5 (FP32 arithmetic at 66.9 TFLOPS): the mma.sync HMMA path
+// runs FP16/BF16 products with FP32 accumulation at a multiple of it.
+// What remains (expected, not yet measured): mma.sync issues the legacy HMMA path on Hopper, at a
+// fraction of wgmma's rate (docs/toolchain.md 6.4); rung 7 is wgmma fed by TMA.
+// Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
+// tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
+// edges stored element by element.
+// Not run on a GPU yet.
+// arch: sm_80
+// precisions: fp16 bf16
+// config: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8
+// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8
+// space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8
+#include "common.cuh"
+#include "sgemm/grouped_order.cuh"
+
+namespace mma16 {
+constexpr int WARPS_N = BN / WN;
+constexpr int MT = WM / 16, NT = WN / 8;  // m16n8 accumulators of a warp tile
+constexpr int SA = BK + 8, SB = BN + 8;   // shared row lengths (halves), see the header
+constexpr int STAGE_HALVES = BM * SA + BK * SB;
+constexpr int SMEM_BYTES = STAGES * STAGE_HALVES * 2;
+static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "warp tiles of m16 × (2·n8) tiles");
+static_assert((BM / WM) * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN/WN)");
+static_assert(BK % 16 == 0 && BN % 8 == 0 && STAGES >= 2 && GROUP >= 1, "BK a multiple of 16");
+
+// Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
+// range elements are zeros (cp.async's src-size 0, or a plain zero store on the scalar path).
+__device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
+                                           int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
+#if ALIGNED  // K and N multiples of 8: a 16-byte chunk (8 halves) is wholly inside or outside
+#pragma unroll
+    for (int i = 0; i < CDIV(BM * BK / 8, THREADS); ++i) {
+        const int c = tid + i * THREADS;
+        if (BM * BK / 8 % THREADS != 0 && c >= BM * BK / 8) break;
+        const int m = c / (BK / 8), k = c % (BK / 8) * 8;
+        const bool ok = m0 + m < M && k0 + k < K;
+        cp_async_16(As + m * SA + k, ok ? A + (size_t)(m0 + m) * lda + k0 + k : A, ok);
+    }
+#pragma unroll
+    for (int i = 0; i < CDIV(BK * BN / 8, THREADS); ++i) {
+        const int c = tid + i * THREADS;
+        if (BK * BN / 8 % THREADS != 0 && c >= BK * BN / 8) break;
+        const int k = c / (BN / 8), n = c % (BN / 8) * 8;
+        const bool ok = k0 + k < K && n0 + n < N;
+        cp_async_16(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
+    }
+#else  // cp.async moves 4, 8 or 16 bytes: a row of odd length is copied element by element
+    for (int e = tid; e < BM * BK; e += THREADS) {
+        const int m = e / BK, k = e % BK;
+        As[m * SA + k] = m0 + m < M && k0 + k < K ? A[(size_t)(m0 + m) * lda + k0 + k] : storage_t(0);
+    }
+    for (int e = tid; e < BK * BN; e += THREADS) {
+        const int k = e / BN, n = e % BN;
+        Bs[k * SB + n] = k0 + k < K && n0 + n < N ? B[(size_t)(k0 + k) * ldb + n0 + n] : storage_t(0);
+    }
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const storage_t* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storage_t* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
+}
+
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+#if defined(STORAGE_BF16)
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#endif
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two outputs of a row (columns col, col+1), rounded to the storage type.
+__device__ __forceinline__ void store_pair(storage_t* C, int M, int N, int ldc, int row, int col, float x, float y) {
+    if (row >= M) return;
+    storage_t* c = C + (size_t)row * ldc + col;
+    if (ALIGNED && col + 1 < N) {  // col even, ldc a multiple of 8: 4-byte aligned
+        *reinterpret_cast<unsigned*>(c) = (unsigned)from_float(x) | ((unsigned)from_float(y) << 16);
+    } else {
+        if (col < N) c[0] = from_float(x);
+        if (col + 1 < N) c[1] = from_float(y);
+    }
+}
+}  // namespace mma16
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__ B, storage_t* __restrict__ C,
+                  int M, int N, int K, int lda, int ldb, int ldc) {
+    using namespace mma16;
+    extern __shared__ __align__(16) storage_t smem[];
+    require_dynamic_smem(SMEM_BYTES);
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
+    int bm, bn;
+    grouped_block_coords<GROUP>(bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+    const int slices = CDIV(K, BK);
+    // ldmatrix row addresses: lane l names row l % 16 of a 16×16 block, its left or right half by l / 16.
+    const int lrow = lane % 16, lcol = lane / 16 * 8;
+
+    float acc[MT][NT][4] = {};
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < slices) {
+            storage_t* st = smem + s * STAGE_HALVES;
+            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
+        }
+        cp_async_commit();
+    }
+    for (int s = 0; s < slices; ++s) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();  // slice s visible to all; slice s-1's stage free for slice s+STAGES-1
+        const int next = s + STAGES - 1;
+        if (next < slices) {
+            storage_t* st = smem + next % STAGES * STAGE_HALVES;
+            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, next * BK, tid);
+        }
+        cp_async_commit();
+        const storage_t* As = smem + s % STAGES * STAGE_HALVES;
+        const storage_t* Bs = As + BM * SA;
+#pragma unroll
+        for (int k16 = 0; k16 < BK; k16 += 16) {
+            unsigned a[MT][4], b[NT / 2][4];
+#pragma unroll
+            for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
+                ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
+#pragma unroll
+            for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
+                ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+        }
+    }
+    cp_async_wait<0>();
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
+            store_pair(C, M, N, ldc, row, col, acc[i][j][0], acc[i][j][1]);
+            store_pair(C, M, N, ldc, row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+}

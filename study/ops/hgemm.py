@@ -1,0 +1,203 @@
+"""HGEMM: C = A·B with FP16 or BF16 storage and FP32 accumulation; A (M×K), B (K×N) and C (M×N)
+row-major, C in the storage type.
+
+The ladder is the seed's FP16 GEMM (docs/seeds.md §2, docs/ladders/hgemm.md): v0 naive with a
+warp's threads along M → v1 coalesced (threads along N) → v2 32×32 shared-memory tiles → v3 an
+8×8 register tile per thread (A kept k-contiguous in shared memory, with the bank conflicts that
+brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the space) → v5 cp.async
+double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
+multi-stage cp.async pipeline. v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
+on use ``tl.dot``, i.e. the tensor cores. A rung is one line below.
+
+Correctness gate. As SGEMM's, each element's error is divided by ``(|A|·|B|)_ij``, the scale of the
+dot-product error bound, plus η, the storage type's smallest normal number (2^-14 for FP16; 2^-126
+for BF16): an output below η is rounded with an absolute error of up to η·2^-11 (FP16 subnormals),
+which against a tiny |A|·|B| alone (K = 1, two small factors) would fail any correct kernel.
+With that, the one rounding every kernel must do — C to the storage type — costs at most 2^-11
+(FP16, 4.9e-4) or 2^-8 (BF16, 3.9e-3) of the scale, reached where |C| ≈ |A|·|B| (small K);
+FP32 accumulation adds ~1e-7. A kernel that accumulates in the storage type instead rounds the
+running sum at every k, and those errors do not shrink against the scale as K grows.
+
+Simulated on the CPU (``python tests/test_hgemm.py`` prints it; inputs as ``make_inputs`` draws
+them, seeds 0–2, twelve shapes from 1×1×1 to 256×256×64, 64×64×4096 and 32×32×8192): FP32 accumulation then one rounding
+reaches 4.87e-4 (FP16) and 3.86e-3 (BF16) at K ≤ 2, 2.6e-4 / 2.1e-3 at K = 64, 3.1e-5 / 2.4e-4 at
+K = 4096; accumulating in FP16 (each fused multiply-add rounded to FP16) gives 7.6e-4 at K = 2 and
+1.05e-3 to 1.8e-3 for every K from 8 to 8192, in BF16 5.9e-3 at K = 2 and 7.5e-3 to 1.6e-2 from
+K = 8 on. The tolerances, 7e-4 (FP16) and 5.5e-3 (BF16), sit about 1.4× above the final rounding's
+bound and 1.4–1.5× below accumulation in the storage type (K ≥ 8). What this gate cannot see: an
+accumulator kept in the storage type but rounded only once per 16 k (``mma`` with an FP16
+accumulator) errs by 2.2e-4–4.9e-4 (FP16) and 2.0e-3–3.8e-3 (BF16) in the same simulation, inside
+the final rounding's own bound at K = 1, so no tolerance on this scale can both pass every correct
+kernel and fail it (docs/ladders/hgemm.md, Correctness).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from study.ops.sgemm import CUBLASLT, torch_matmul
+from study.precision import BF16_TENSOR, FP16_TENSOR
+from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason
+from study.registry import Baseline, Rung, register, twin
+from triton_kernels import hgemm as tk
+
+TOLERANCE = {"fp16": 7e-4, "bf16": 5.5e-3}
+UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}      # the largest relative error of one rounding
+SMALLEST_NORMAL = {"fp16": 2.0**-14, "bf16": 2.0**-126}  # η: below it a storage type rounds absolutely
+GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
+VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
+
+
+def shared_bytes(defines) -> int:
+    """Dynamic shared memory of v6 (0 for the rungs with static buffers): STAGES stages of A rows
+    padded to BK + 8 halves and B rows padded to BN + 8 (06_mma_sync.cu computes the same
+    SMEM_BYTES and traps when given less)."""
+    if "WM" not in defines:
+        return 0
+    bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
+    return defines["STAGES"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
+
+
+class HGEMM(Problem):
+    name = "hgemm"
+    axes = ("M", "N", "K")
+    bound = "compute"
+    precisions = (FP16_TENSOR, BF16_TENSOR)
+    default_precisions = ("fp16", "bf16")
+    # The seed's 4096³, a size where the tensor-core library is at its best (8192³), and one that no
+    # tile divides and whose N is no multiple of 8 (the CUDA rungs' scalar paths).
+    default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
+                      {"M": 4000, "N": 4100, "K": 4200})
+    # Tails past every tile with N odd (scalar paths); 16-byte rows with M short of a 128-row tile;
+    # 16-byte rows with a tail in every dimension (the vector and cp.async paths' zero fill); K = 1.
+    sanitize_shapes = ({"M": 67, "N": 131, "K": 40}, {"M": 64, "N": 128, "K": 64}, {"M": 72, "N": 136, "K": 40},
+                       {"M": 3, "N": 5, "K": 1})
+    tolerance = TOLERANCE
+    paddable = True  # the CUDA rungs take lda, ldb, ldc; Triton and the libraries take strides
+    error_metric = "max |out − ref| / (|A|·|B| + η), η the storage type's smallest normal number"
+
+    def flops(self, shape) -> int:
+        return 2 * shape["M"] * shape["N"] * shape["K"]
+
+    def bytes(self, shape, precision) -> int:
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        return precision.element_bytes * (m * k + k * n + m * n)
+
+    def bytes_needed(self, shape, precision) -> int:
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        # A, B and C in storage; float64 A, B, |A|, |B|; float64 reference, scale and the two
+        # temporaries of the comparison.
+        return precision.element_bytes * (m * k + k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
+
+    def check(self, shape, precision) -> str | None:
+        reason = super().check(shape, precision)
+        if reason:
+            return reason
+        return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
+
+    # ---- data -----------------------------------------------------------------
+    def make_inputs(self, shape, precision, seed, device):
+        """Uniform in [−1, 1), drawn in FP32 and rounded to the storage type: the reference is the
+        exact product of the values the kernels read."""
+        gen, dtype = torch.Generator().manual_seed(seed), DTYPES[precision.dtype]
+        a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
+        b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
+        return {"A": a.to(dtype).to(device), "B": b.to(dtype).to(device)}
+
+    def structured_inputs(self, shape, precision, device):
+        """Small random integers in [−2, 2] (a fixed seed), exact in FP16 and BF16; every product
+        and partial sum is exact in FP32, so the reference is the exact answer and a misplaced
+        element is off by whole units (rounding C to the storage type is exact while |C| ≤ 2048 in
+        FP16, 256 in BF16, and within the tolerance beyond)."""
+        gen, dtype = torch.Generator().manual_seed(2**31 - 1), DTYPES[precision.dtype]
+        a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).to(dtype)
+        b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).to(dtype)
+        return {"A": a.to(device), "B": b.to(device)}
+
+    def make_output(self, shape, precision, device):
+        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
+        return torch.full((shape["M"], shape["N"]), float("nan"), dtype=DTYPES[precision.dtype], device=device)
+
+    def reference(self, tensors, precision):
+        a = tensors["A"].to(torch.float64)
+        b = tensors["B"].to(torch.float64)
+        return a @ b, a.abs() @ b.abs() + SMALLEST_NORMAL[precision.name]
+
+    # ---- CUDA glue ------------------------------------------------------------
+    def cuda_check(self, params, shape, precision) -> str | None:
+        if cdiv(shape["M"], params["BM"]) > GRID_Y:
+            return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
+        return None
+
+    def cuda_defines(self, config, tensors, out, shape, precision):
+        """The config, the storage macro and ALIGNED: 1 when every row of A, B and C starts on 16
+        bytes (K, N and the leading dimensions multiples of 8 halves, the base addresses aligned),
+        so that 16-byte loads, cp.async copies and stores may be used; 0 selects the scalar paths."""
+        a, b = tensors["A"], tensors["B"]
+        leading = (a.stride(-2), b.stride(-2), out.stride(-2))
+        aligned = (shape["K"] % VECTOR == 0 and shape["N"] % VECTOR == 0 and all(ld % VECTOR == 0 for ld in leading)
+                   and all(t.data_ptr() % 16 == 0 for t in (a, b, out)))
+        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
+
+    def cuda_launch(self, rung, defines, tensors, out, shape):
+        from study.backends.cuda import as_cupy
+
+        a, b = tensors["A"], tensors["B"]
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        grid = (cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), 1)
+        args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
+                np.int32(m), np.int32(n), np.int32(k),
+                # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
+                np.int32(a.stride(-2)), np.int32(b.stride(-2)), np.int32(out.stride(-2)))
+        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=args, smem=shared_bytes(defines))
+
+    # ---- Triton glue ----------------------------------------------------------
+    def triton_launch(self, kernel, tensors, out, shape, config, precision):
+        a, b = tensors["A"], tensors["B"]
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        meta = dict(config)
+
+        def grid(cfg):
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
+
+        def fn():
+            kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                         out.stride(-2), out.stride(-1), **meta)
+
+        return fn
+
+
+# cuBLAS through torch.matmul on FP16/BF16 operands (FP32 accumulation: the backend switches
+# reduced-precision reductions off, study/backends/library.py) and cuBLASLt with COMPUTE_32F
+# (study/backends/cublaslt.py): SGEMM's baselines, which take the storage type as it comes.
+BASELINES = [Baseline("torch_matmul", "torch.matmul", "cuBLAS", "cublas", torch_matmul, "torch.matmul",
+                      reference=True), CUBLASLT]
+
+register(
+    HGEMM(),
+    rungs=[
+        Rung("v0_naive", "one thread per output, a warp's threads along M",
+             "— (the baseline: a warp's A loads and C stores are a row apart, uncoalesced)",
+             cuda="00_naive.cu", triton=twin(tk.hgemm_naive, tk.V0_NAIVE, tk.NAIVE_SPACE)),
+        Rung("v1_coalesced", "a warp's threads along N: 32 consecutive halves of a B row and of a C row",
+             "uncoalesced global loads and stores", cuda="01_coalesced.cu",
+             triton=twin(tk.hgemm_naive, tk.V1_COALESCED, tk.NAIVE_SPACE)),
+        Rung("v2_smem_tiling", "32×32×32 tiles of A and B in shared memory, one output per thread",
+             "re-reading every operand from global memory", cuda="02_smem_tiling.cu",
+             triton=twin(tk.hgemm_tiled, tk.V2_SMEM_TILING, tk.SINGLE_STAGE_SPACE)),
+        Rung("v3_register_tile", "128×128×32 tile, 8×8 FP32 outputs per thread, 16-byte loads; A k-contiguous in "
+             "shared memory (4-way bank conflicts left on purpose)", "two shared loads and conversions per FFMA",
+             cuda="03_register_tile.cu", triton=twin(tk.hgemm_tiled, tk.V3_REGISTER_TILE, tk.SINGLE_STAGE_SPACE)),
+        Rung("v4_bank_conflicts", "A's shared rows padded (SWIZZLE=0) or XOR-swizzled (SWIZZLE=1)",
+             "bank conflicts on A's fragment reads", cuda="04_bank_conflicts.cu",
+             triton=twin(tk.hgemm_tiled, tk.V4_BANK_CONFLICTS, tk.SINGLE_STAGE_SPACE)),
+        Rung("v5_double_buffer", "cp.async double buffering: load slice k+1 while computing slice k",
+             "waiting at the barrier for each slice's loads", cuda="05_double_buffer.cu",
+             triton=twin(tk.hgemm_tiled, tk.V5_DOUBLE_BUFFER, tk.TWO_STAGE_SPACE)),
+        Rung("v6_mma_sync", "tensor cores: mma.sync m16n8k16 fed by ldmatrix(.trans), 3–4 cp.async stages, "
+             "grouped block order", "the FFMA pipe (FP32 arithmetic) of v0–v5", cuda="06_mma_sync.cu",
+             triton=twin(tk.hgemm_grouped, tk.V6_MMA_SYNC, tk.MMA_SPACE)),
+    ],
+    baselines=BASELINES,
+)

@@ -1,0 +1,262 @@
+"""The hgemm op without a GPU: its gate passes an FP32-accumulating kernel whose only extra error is
+the rounding of C to FP16/BF16 and fails one that accumulates in the storage type or drops a K
+slice (a CPU simulation, the numbers behind study/ops/hgemm.py's tolerances); work, shapes, the
+ALIGNED rule, refusals and the precisions it accepts."""
+
+import sys
+import types
+
+import pytest
+import torch
+
+from study.ops.hgemm import SMALLEST_NORMAL, TOLERANCE, UNIT_ROUNDOFF
+from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
+from study.problem import pad_rows
+from study.registry import implementation, ladder
+
+HGEMM = ladder("hgemm").problem
+PRECISIONS = [FP16_TENSOR, BF16_TENSOR]
+DTYPE = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def _case(m, n, k, precision, seed=0):
+    t = HGEMM.make_inputs({"M": m, "N": n, "K": k}, precision, seed, "cpu")
+    ref, scale = HGEMM.reference(t, precision)
+    return t["A"], t["B"], ref, scale
+
+
+def _fp32_then_round(a, b):
+    """A correct kernel: FP32 accumulation, C rounded once to the storage type."""
+    return (a.float() @ b.float()).to(a.dtype)
+
+
+def _accumulate_in_storage(a, b):
+    """A kernel whose accumulator is the storage type: every fused multiply-add rounded to it once
+    (the exact sum in float64, then one rounding, as an FP16/BF16 FMA does), k by k."""
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
+    a64, b64 = a.double(), b.double()
+    for k in range(a.shape[1]):
+        acc = (acc.double() + a64[:, k:k + 1] * b64[k:k + 1, :]).to(a.dtype)
+    return acc
+
+
+def _accumulate_per_mma(a, b, width=16):
+    """An accumulator in the storage type rounded once per ``width`` k (an ``mma`` with an FP16
+    accumulator): exact products summed within the chunk, one rounding per chunk."""
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
+    for k0 in range(0, a.shape[1], width):
+        acc = (acc.double() + a[:, k0:k0 + width].double() @ b[k0:k0 + width].double()).to(a.dtype)
+    return acc
+
+
+def _err(out, ref, scale, precision):
+    return HGEMM.verify(out, ref, scale, precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("shape", [(1, 1, 1), (256, 256, 1), (64, 64, 2), (64, 64, 64), (96, 80, 1000),
+                                   (64, 64, 4096), (16, 16, 8192)])
+def test_fp32_accumulation_rounded_once_passes(precision, shape):
+    for seed in (0, 1):
+        a, b, ref, scale = _case(*shape, precision, seed)
+        v = _err(_fp32_then_round(a, b), ref, scale, precision)
+        assert v.ok, v.message
+        # the final rounding's bound, 2^-11 (FP16) or 2^-8 (BF16) of the scale, plus FP32's ~1e-7
+        assert v.err <= UNIT_ROUNDOFF[precision.name] + 1e-6
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("shape", [(64, 64, 2), (64, 64, 8), (64, 64, 64), (128, 96, 256), (64, 64, 4096)])
+def test_accumulating_in_the_storage_type_fails(precision, shape):
+    a, b, ref, scale = _case(*shape, precision)
+    v = _err(_accumulate_in_storage(a, b), ref, scale, precision)
+    assert not v.ok and f"exceeds the {precision.name} tolerance" in v.message
+    if shape[2] >= 8:  # the margin the docstring states: at least 1.4x the tolerance from K = 8 on
+        assert v.err > 1.4 * TOLERANCE[precision.name], v.err
+
+
+def test_the_tolerances_sit_between_one_rounding_and_accumulation_in_half():
+    for name in ("fp16", "bf16"):
+        assert 1.3 * UNIT_ROUNDOFF[name] < TOLERANCE[name] < 1.5 * UNIT_ROUNDOFF[name]
+    assert TOLERANCE["fp16"] < TOLERANCE["bf16"]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+def test_what_the_gate_cannot_see_an_accumulator_rounded_once_per_16_k(precision):
+    # The documented limit (study/ops/hgemm.py, docs/ladders/hgemm.md): K/16 roundings of the sum
+    # stay inside the final rounding's own bound, which the tolerance must admit at K = 1.
+    a, b, ref, scale = _case(64, 64, 4096, precision)
+    v = _err(_accumulate_per_mma(a, b), ref, scale, precision)
+    assert v.ok and v.err < UNIT_ROUNDOFF[precision.name]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("shape,k0,width", [((64, 64, 64), 32, 16), ((128, 128, 1024), 512, 32),
+                                            ((64, 64, 4096), 4064, 32)])
+def test_a_kernel_that_drops_one_k_slice_fails(precision, shape, k0, width):
+    a, b, ref, scale = _case(*shape, precision)
+    dropped = a.clone()
+    dropped[:, k0:k0 + width] = 0  # the slice never loaded (a loop bound one slice short, say)
+    v = _err(_fp32_then_round(dropped, b), ref, scale, precision)
+    assert not v.ok and "exceeds" in v.message
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+def test_a_product_below_the_smallest_normal_is_judged_with_eta(precision):
+    # K = 1, two small factors: in FP16 the product is subnormal, rounded with an absolute error of
+    # up to 2^-25, which against |a|·|b| alone (~1e-6) would be 3 % and fail a correct kernel.
+    a = torch.tensor([[2.0**-10 * 1.375]], dtype=DTYPE[precision.name])
+    b = torch.tensor([[2.0**-10 * 1.1875]], dtype=DTYPE[precision.name])
+    ref, scale = HGEMM.reference({"A": a, "B": b}, precision)
+    assert float(scale) == pytest.approx(float(a.double() * b.double()) + SMALLEST_NORMAL[precision.name])
+    out = _fp32_then_round(a, b)
+    assert HGEMM.verify(out, ref, scale, precision).ok
+    if precision.name == "fp16":
+        assert float(out.double()) != float(ref)  # the rounding was real: the subnormal lost bits
+
+
+def test_unwritten_and_misplaced_outputs_fail():
+    a, b, ref, scale = _case(16, 24, 40, FP16_TENSOR)
+    out = _fp32_then_round(a, b)
+    out[3, 4] = float("nan")
+    v = _err(out, ref, scale, FP16_TENSOR)
+    assert not v.ok and v.unwritten == 1 and "never written" in v.message
+    t = HGEMM.structured_inputs({"M": 16, "N": 24, "K": 40}, FP16_TENSOR, "cpu")
+    ref, scale = HGEMM.reference(t, FP16_TENSOR)
+    good = _fp32_then_round(t["A"], t["B"])
+    assert _err(good, ref, scale, FP16_TENSOR).err == 0  # small integers: exact
+    swapped = good.clone()
+    swapped[[0, 1]] = good[[1, 0]]  # two rows exchanged
+    assert not _err(swapped, ref, scale, FP16_TENSOR).ok
+
+
+@pytest.mark.parametrize("precision", PRECISIONS, ids=lambda p: p.name)
+def test_inputs_are_uniform_halves_seeded_and_the_output_is_poisoned(precision):
+    shape = {"M": 33, "N": 17, "K": 65}
+    t = HGEMM.make_inputs(shape, precision, 5, "cpu")
+    assert t["A"].dtype == t["B"].dtype == DTYPE[precision.name]
+    assert t["A"].shape == (33, 65) and t["B"].shape == (65, 17)
+    assert float(t["A"].abs().max()) <= 1 and float(t["A"].min()) < -0.9 and float(t["A"].max()) > 0.9
+    again = HGEMM.make_inputs(shape, precision, 5, "cpu")
+    assert torch.equal(t["A"], again["A"]) and not torch.equal(t["A"], HGEMM.make_inputs(shape, precision, 6,
+                                                                                          "cpu")["A"])
+    s = HGEMM.structured_inputs(shape, precision, "cpu")
+    assert s["A"].dtype == DTYPE[precision.name] and set(s["A"].unique().tolist()) <= {-2, -1, 0, 1, 2}
+    out = HGEMM.make_output(shape, precision, "cpu")
+    assert out.dtype == DTYPE[precision.name] and out.shape == (33, 17) and torch.isnan(out).all()
+
+
+def test_work_shapes_and_bound():
+    assert HGEMM.work({"M": 2, "N": 3, "K": 4}, FP16_TENSOR) == {"flops": 48, "bytes": 2 * (8 + 12 + 6),
+                                                                 "bound": "compute"}
+    assert HGEMM.flops({"M": 4096, "N": 4096, "K": 4096}) == 2 * 4096**3
+    assert HGEMM.bytes({"M": 4096, "N": 4096, "K": 4096}, BF16_TENSOR) == 2 * 3 * 4096**2
+    shapes = [tuple(s.values()) for s in HGEMM.default_shapes]
+    assert shapes == [(4096, 4096, 4096), (8192, 8192, 8192), (4000, 4100, 4200)]
+    for s in HGEMM.sanitize_shapes:  # small, and past a 32- or 128-wide tile somewhere
+        assert s["M"] * s["N"] * s["K"] < 10**6
+    assert any(s["N"] % 8 for s in HGEMM.sanitize_shapes) and any(s["M"] % 128 and s["N"] % 128 == 8 and
+                                                                     s["K"] % 32 for s in HGEMM.sanitize_shapes)
+    assert HGEMM.check_memory({"M": 8192, "N": 8192, "K": 8192}, FP16_TENSOR, free_bytes=139 * 2**30) is None
+
+
+def test_the_op_accepts_fp16_and_bf16_only_and_refuses_fp32_clearly(capsys):
+    from study.__main__ import main
+
+    assert [(p.name, p.dtype, p.math) for p in HGEMM.precisions] == [("fp16", "float16", "fp16"),
+                                                                     ("bf16", "bfloat16", "bf16")]
+    assert HGEMM.tolerance == TOLERANCE and set(TOLERANCE) == {"fp16", "bf16"}
+    assert "hgemm accepts fp16, bf16; not fp32" in HGEMM.check({"M": 8, "N": 8, "K": 8}, FP32)
+    assert main(["compare", "--op", "hgemm", "--dtype", "fp32"]) == 2
+    assert "hgemm does not accept 'fp32'; hgemm accepts: fp16, bf16" in capsys.readouterr().err
+    for impl in (i for i in ladder("hgemm").rungs):
+        assert implementation(f"hgemm/{impl.key}/cuda").precisions == ("fp16", "bf16")
+
+
+def test_oversized_shapes_and_grids_are_refused_with_reasons():
+    assert "32-bit" in HGEMM.check({"M": 70000, "N": 70000, "K": 8}, FP16_TENSOR)
+    assert "32-bit" in HGEMM.check({"M": 8, "N": 70000, "K": 70000}, BF16_TENSOR)
+    assert HGEMM.check({"M": 40000, "N": 40000, "K": 40000}, FP16_TENSOR) is None
+    params = implementation("hgemm/v1_coalesced/cuda").params  # BM = 8 rows per block
+    reason = HGEMM.cuda_check(params, {"M": 8 * 65535 + 1, "N": 8, "K": 8}, FP16_TENSOR)
+    assert reason and "grid.y" in reason
+    assert HGEMM.cuda_check(params, {"M": 8 * 65535, "N": 8, "K": 8}, FP16_TENSOR) is None
+
+
+def test_aligned_needs_16_byte_rows_of_a_b_and_c():
+    def aligned(m, n, k, pad=0, offset=False):
+        shape = {"M": m, "N": n, "K": k}
+        t = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        t = {name: pad_rows(x, pad) for name, x in t.items()}
+        if offset:  # A one half past a 16-byte boundary
+            storage = torch.empty(m * k + 1, dtype=torch.float16)
+            t["A"] = storage[1:].view(m, k).copy_(t["A"])
+        out = pad_rows(HGEMM.make_output(shape, FP16_TENSOR, "cpu"), pad)
+        defines = HGEMM.cuda_defines({"BM": 128}, t, out, shape, FP16_TENSOR)
+        assert defines["STORAGE_FP16"] == 1
+        return defines["ALIGNED"]
+
+    assert aligned(64, 128, 64) == 1 and aligned(3, 8, 8) == 1
+    assert aligned(64, 4100, 64) == 0 and aligned(64, 128, 60) == 0  # N, K not multiples of 8
+    assert aligned(64, 128, 64, pad=8) == 1 and aligned(64, 128, 64, pad=3) == 0  # leading dimensions
+    assert aligned(64, 128, 64, offset=True) == 0
+
+
+def test_the_cublaslt_baseline_asks_fp32_accumulation_at_fp16_and_bf16(monkeypatch):
+    made = []
+
+    class Matmul:
+        def __init__(self, a, b, c=None, *, beta=None, options=None, stream=None):
+            self.options, self.algorithms = options, []
+            made.append(self)
+
+        def plan(self, preferences=None, stream=None):
+            self.algorithms = [types.SimpleNamespace(algorithm_id=0)]
+
+    advanced = types.ModuleType("nvmath.linalg.advanced")
+    advanced.Matmul = Matmul
+    advanced.MatmulComputeType = types.SimpleNamespace(COMPUTE_32F="32F", COMPUTE_32F_FAST_TF32="32F_TF32")
+    advanced.MatmulOptions = lambda **kw: types.SimpleNamespace(**kw)
+    advanced.MatmulPlanPreferences = lambda **kw: types.SimpleNamespace(**kw)
+    linalg = types.ModuleType("nvmath.linalg")
+    linalg.advanced = advanced
+    root = types.ModuleType("nvmath")
+    root.linalg = linalg
+    for name, module in (("nvmath", root), ("nvmath.linalg", linalg), ("nvmath.linalg.advanced", advanced)):
+        monkeypatch.setitem(sys.modules, name, module)
+    impl = implementation("hgemm/nvmath_matmul/cublaslt")
+    for precision in PRECISIONS:
+        t = HGEMM.make_inputs({"M": 4, "N": 5, "K": 3}, precision, 0, "cpu")
+        _, info = impl.target.run(t, HGEMM.make_output({"M": 4, "N": 5, "K": 3}, precision, "cpu"), precision)
+        assert info["compute_type"] == "COMPUTE_32F" and made[-1].options.compute_type == "32F"
+
+
+SIMULATED = [(1, 1, 1), (3, 5, 1), (64, 64, 1), (256, 256, 1), (64, 64, 2), (64, 64, 8), (64, 64, 64), (256, 256, 64),
+             (64, 64, 256), (64, 64, 1024), (64, 64, 4096), (32, 32, 8192)]
+
+
+def simulate(shapes=SIMULATED, seeds=(0, 1, 2)):
+    """The simulation behind the tolerances (study/ops/hgemm.py, docs/ladders/hgemm.md): per precision
+    and shape, the gate's error of an FP32-accumulating kernel, of one accumulating in the storage
+    type and (K ≥ 64) of one rounding its storage-type accumulator once per 16 k, (min, max) over
+    the seeds; ``python tests/test_hgemm.py`` prints it."""
+    rows = []
+    for precision in PRECISIONS:
+        for shape in shapes:
+            right, half, per_mma = [], [], []
+            for seed in seeds:
+                a, b, ref, scale = _case(*shape, precision, seed)
+                right.append(_err(_fp32_then_round(a, b), ref, scale, precision).err)
+                if shape[2] > 1:  # at K = 1 there is nothing to accumulate: the kernels agree
+                    half.append(_err(_accumulate_in_storage(a, b), ref, scale, precision).err)
+                if shape[2] >= 64:
+                    per_mma.append(_err(_accumulate_per_mma(a, b), ref, scale, precision).err)
+            rows.append((precision.name, shape, *[(min(e), max(e)) if e else None for e in (right, half, per_mma)]))
+    return rows
+
+
+if __name__ == "__main__":
+    for name, shape, right, half, per_mma in simulate():
+        print(f"{name} {'x'.join(map(str, shape)):>12}  fp32 accumulation {right[0]:.2e} … {right[1]:.2e}"
+              + (f"   in the storage type {half[0]:.2e} … {half[1]:.2e}" if half else "")
+              + (f"   once per 16 k {per_mma[0]:.2e} … {per_mma[1]:.2e}" if per_mma else ""))

@@ -1,0 +1,143 @@
+"""Triton twins of the HGEMM ladder (FP16/BF16 storage, FP32 accumulation, C = A·B).
+
+Each twin expresses its CUDA rung's idea in Triton's terms: the same block tile (BM×BN, and BK
+where the rung tiles K), the same thread count (``num_warps`` = threads / 32) and the same
+pipeline depth (``num_stages``: 1 = no overlap for v0–v4, 2 = load slice k+1 while computing
+slice k for v5).
+
+What Triton does not let a twin say is how outputs and shared-memory addresses map to threads,
+so several CUDA rungs share one kernel and differ only by tile and warps:
+
+- v0 and v1 are one kernel, ``hgemm_naive`` (every output accumulates K products of elements
+  read straight from global memory, in FP32): whether a warp's lanes run along M (v0) or N (v1)
+  is Triton's layout choice, not ours; the twins differ by block shape (32×8 against 8×32).
+- v2–v5 are one kernel, ``hgemm_tiled``: ``tl.dot`` always stages its operands through shared
+  memory and register-tiles the product, so the twins of v2 (shared-memory tiling) and v3
+  (register tile) differ only in block tile and warps. The twin of v4 (bank conflicts removed by
+  padding or an XOR swizzle) is v3's twin unchanged: Triton lays shared memory out with its own
+  swizzle whatever we ask, so there is no conflict to remove and no knob to mirror SWIZZLE with.
+  v5 adds ``num_stages=2``.
+- ``tl.dot`` on FP16/BF16 operands runs on the tensor cores (``mma``/``wgmma``) with an FP32
+  accumulator (the default ``out_dtype``), whereas the CUDA rungs v0–v5 multiply on the FFMA pipe:
+  from v2 on, the gap between a CUDA rung and its twin is mostly the tensor cores, not the tiling.
+
+Outputs are accumulated in FP32 and rounded to the storage type once, at the store. Index
+arithmetic is 32-bit: the op refuses matrices of 2**31 or more elements. This module holds
+kernels and plain config dicts only; study/ops/hgemm.py pairs them with the CUDA rungs.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hgemm_naive(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr,
+):
+    """v0/v1: BM×BN outputs per program, each the sum of K products of halves converted to FP32,
+    read straight from global memory (no K tiling, no shared memory, no tensor cores)."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    mask_m = rm < M
+    mask_n = rn < N
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K):
+        a = tl.load(a_ptr + rm * stride_am + k * stride_ak, mask=mask_m, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + k * stride_bk + rn * stride_bn, mask=mask_n, other=0.0).to(tl.float32)
+        acc += a[:, None] * b[None, :]
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=mask_m[:, None] & mask_n[None, :])
+
+
+@triton.jit
+def hgemm_tiled(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+):
+    """v2–v5: BM×BK and BK×BN tiles of halves through ``tl.dot`` into an FP32 accumulator; the
+    pipeline depth is the launch's ``num_stages``. Out-of-range elements load as zeros."""
+    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+          tl.program_id(1), tl.program_id(0), BM, BN, BK)
+
+
+@triton.jit
+def _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+          pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :]: the tiled twins' common body."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k_left = K - k0
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc)  # FP32 accumulation (out_dtype defaults to float32)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def hgemm_grouped(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v6: ``tl.dot`` on the tensor cores (as every tiled twin), with the CUDA rung's pipeline depth
+    (``num_stages`` 3–4) and its grouped order: programs taken GROUP block rows at a time down each
+    block column (cuda_kernels/sgemm/grouped_order.cuh), so that those running together share A
+    rows and B columns in L2. What the twin cannot say: mma.sync and ldmatrix — Triton 3.6 picks
+    ``wgmma`` on sm_90 itself."""
+    pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+    per_group = GROUP * tl.num_programs(0)
+    first = pid // per_group * GROUP
+    height = tl.minimum(tl.cdiv(M, BM) - first, GROUP)
+    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+          first + pid % per_group % height, pid % per_group // height, BM, BN, BK)
+
+
+def _naive_space():
+    return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
+            for bm, bn, w in ((32, 8, 8), (8, 32, 8), (32, 4, 4), (4, 32, 4), (16, 16, 8), (32, 32, 8),
+                              (16, 64, 8), (64, 16, 8))]
+
+
+def _tiled_space(stages):
+    # BK >= 16 (tl.dot's smallest K); v2's 32×32×32 with 32 warps is the CUDA rung's 1024 threads.
+    points = ((32, 32, 32, 32), (32, 32, 32, 4), (64, 64, 32, 4), (128, 128, 32, 8), (128, 128, 64, 8),
+              (64, 128, 32, 4), (128, 64, 32, 4), (128, 256, 32, 8), (256, 128, 32, 8))
+    return [dict(BM=bm, BN=bn, BK=bk, num_warps=w, num_stages=stages) for bm, bn, bk, w in points]
+
+
+NAIVE_SPACE = _naive_space()
+# CUDA v0: 32×8 outputs per block of 256 threads, one each (lanes along M in CUDA).
+V0_NAIVE = dict(BM=32, BN=8, num_warps=8, num_stages=1)
+# CUDA v1: 8×32 outputs per block of 256 threads (lanes along N in CUDA).
+V1_COALESCED = dict(BM=8, BN=32, num_warps=8, num_stages=1)
+# CUDA v2: 32×32×32 tiles, 1024 threads (one output each), one shared buffer.
+V2_SMEM_TILING = dict(BM=32, BN=32, BK=32, num_warps=32, num_stages=1)
+SINGLE_STAGE_SPACE = _tiled_space(1)
+# CUDA v3: 128×128×32, 256 threads (8×8 outputs each), one shared buffer.
+V3_REGISTER_TILE = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=1)
+# CUDA v4: v3's tile without bank conflicts; Triton swizzles shared memory itself: v3's twin.
+V4_BANK_CONFLICTS = dict(V3_REGISTER_TILE)
+# CUDA v5: v4 with two shared stages.
+V5_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=2)
+TWO_STAGE_SPACE = _tiled_space(2)
+# CUDA v6: 128×128×32, 256 threads (warps of 64×32), 3 stages, 8 block rows per group.
+V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
+MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s)
+             for bm, bn, w, s in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
+                                  (128, 128, 4, 4), (64, 128, 4, 4))]
