@@ -126,3 +126,15 @@ def test_without_nvmath_the_rows_are_skipped_with_the_reason(monkeypatch):
     reason = backend(impl.backend).check(impl, ladder("sgemm").problem, {"M": 8, "N": 8, "K": 8}, FP32)
     assert reason == "nvmath Matmul (cuBLASLt) needs the Python package 'nvmath', which is not installed here"
     assert missing_requirement(implementation("sgemm/torch_matmul/cublas")) is None
+
+
+def test_the_hgemm_baseline_asks_fp32_accumulation_at_fp16_and_bf16(fake_nvmath):
+    from study.ops.hgemm import HGEMM
+
+    problem, impl = ladder("hgemm").problem, implementation("hgemm/nvmath_matmul/cublaslt")
+    shape = {"M": 4, "N": 5, "K": 3}
+    for precision in problem.precisions:
+        t = problem.make_inputs(shape, precision, 0, "cpu")
+        _, info = impl.target.run(t, problem.make_output(shape, precision, "cpu"), precision)
+        assert isinstance(problem, HGEMM) and info["compute_type"] == "COMPUTE_32F"
+        assert fake_nvmath.made[-1].options.compute_type == "32F"
