@@ -86,21 +86,28 @@ def timed(fn, flush):
     return statistics.median(s.elapsed_time(e) for s, e in pairs)
 
 
-def main() -> None:
+def setup(precision_name: str):
+    """The SGEMM problem at the command line's M N K (default 4096³) and ``precision_name``: inputs,
+    reference, an L2 flush (a 2 × L2 read, as ``study`` does) and cuBLAS timed at that precision.
+    Returns (problem, shape, precision, tensors, ref, scale, flops, flush, cuBLAS ms, cuBLAS output)."""
     args = [v for v in sys.argv[1:] if not v.startswith("--")]
     m, n, k = (int(v) for v in args[:3]) if len(args) >= 3 else (4096, 4096, 4096)
-    grouped_only = "--grouped-only" in sys.argv
     problem = ladder("sgemm").problem
-    shape, tf32 = problem.parse_shape(f"{m}x{n}x{k}"), problem.precision("tf32")
-    tensors = problem.make_inputs(shape, tf32, 0, "cuda")
-    ref, scale = problem.reference(tensors, tf32)
-    flops = 2 * m * n * k
+    shape, precision = problem.parse_shape(f"{m}x{n}x{k}"), problem.precision(precision_name)
+    tensors = problem.make_inputs(shape, precision, 0, "cuda")
+    ref, scale = problem.reference(tensors, precision)
     buf = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 8, dtype=torch.int64, device="cuda")
     flush = lambda: buf.sum()  # noqa: E731
-
-    lib = backend("cublas").prepare(implementation("sgemm/torch_matmul/cublas"), problem, tensors, shape, tf32)
+    lib = backend("cublas").prepare(implementation("sgemm/torch_matmul/cublas"), problem, tensors, shape, precision)
     with lib.context():
         base = timed(lib.fn, flush)
+    return problem, shape, precision, tensors, ref, scale, 2 * m * n * k, flush, base, lib.out
+
+
+def main() -> None:
+    grouped_only = "--grouped-only" in sys.argv
+    problem, shape, tf32, tensors, ref, scale, flops, flush, base, _ = setup("tf32")
+    m, n, k = shape["M"], shape["N"], shape["K"]
     print(f"cuBLAS TF32 {m}x{n}x{k}: {base:.4f} ms, {flops / base / 1e9:,.0f} TFLOPS", flush=True)
 
     twin = implementation("sgemm/v4_double_buffer/triton")

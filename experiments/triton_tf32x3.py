@@ -18,26 +18,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from experiments.triton_tf32 import _last_compiled, timed  # noqa: E402
+from experiments.triton_tf32 import _last_compiled, setup, timed  # noqa: E402
 from study.backends import backend  # noqa: E402
-from study.registry import implementation, ladder  # noqa: E402
+from study.registry import implementation  # noqa: E402
 
 
 def main() -> None:
-    args = [v for v in sys.argv[1:] if not v.startswith("--")]
-    m, n, k = (int(v) for v in args[:3]) if len(args) >= 3 else (4096, 4096, 4096)
-    problem = ladder("sgemm").problem
-    shape, fp32 = problem.parse_shape(f"{m}x{n}x{k}"), problem.precision("fp32")
-    tensors = problem.make_inputs(shape, fp32, 0, "cuda")
-    ref, scale = problem.reference(tensors, fp32)
-    flops = 2 * m * n * k
-    buf = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 8, dtype=torch.int64, device="cuda")
-    flush = lambda: buf.sum()  # noqa: E731
-
-    lib = backend("cublas").prepare(implementation("sgemm/torch_matmul/cublas"), problem, tensors, shape, fp32)
-    with lib.context():
-        base = timed(lib.fn, flush)
-        lib_err = problem.verify(lib.out, ref, scale, fp32).err
+    problem, shape, fp32, tensors, ref, scale, flops, flush, base, lib_out = setup("fp32")
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    lib_err = problem.verify(lib_out, ref, scale, fp32).err
     print(f"cuBLAS FP32 {m}x{n}x{k}: {base:.4f} ms, {flops / base / 1e9:,.1f} TFLOPS, gate error {lib_err:.2e}",
           flush=True)
 

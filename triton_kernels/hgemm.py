@@ -29,6 +29,8 @@ kernels and plain config dicts only; study/ops/hgemm.py pairs them with the CUDA
 import triton
 import triton.language as tl
 
+from triton_kernels.gemm_tile import grouped_program, tile
+
 
 @triton.jit
 def hgemm_naive(
@@ -63,29 +65,8 @@ def hgemm_tiled(
 ):
     """v2–v5: BM×BK and BK×BN tiles of halves through ``tl.dot`` into an FP32 accumulator; the
     pipeline depth is the launch's ``num_stages``. Out-of-range elements load as zeros."""
-    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-          tl.program_id(1), tl.program_id(0), BM, BN, BK)
-
-
-@triton.jit
-def _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-          pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C[pid_m·BM :, pid_n·BN :]: the tiled twins' common body."""
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k_left = K - k0
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc)  # FP32 accumulation (out_dtype defaults to float32)
-        a += BK * stride_ak
-        b += BK * stride_bk
-    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         tl.program_id(1), tl.program_id(0), BM, BN, BK, None)  # half operands: no input_precision
 
 
 @triton.jit
@@ -100,12 +81,9 @@ def hgemm_grouped(
     block column (cuda_kernels/sgemm/grouped_order.cuh), so that those running together share A
     rows and B columns in L2. What the twin cannot say: mma.sync and ldmatrix — Triton 3.6 picks
     ``wgmma`` on sm_90 itself."""
-    pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-    per_group = GROUP * tl.num_programs(0)
-    first = pid // per_group * GROUP
-    height = tl.minimum(tl.cdiv(M, BM) - first, GROUP)
-    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-          first + pid % per_group % height, pid % per_group // height, BM, BN, BK)
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         pid_m, pid_n, BM, BN, BK, None)
 
 
 def _naive_space():

@@ -22,6 +22,8 @@ study/ops/sgemm.py and study/ops/bgemm.py pair them with their CUDA rungs.
 import triton
 import triton.language as tl
 
+from triton_kernels.gemm_tile import grouped_program, tile
+
 
 @triton.jit
 def sgemm_naive(
@@ -65,31 +67,9 @@ def sgemm_tiled(
     """v2–v4: BM×BK and BK×BN tiles staged through shared memory by ``tl.dot``; the
     pipeline depth comes from the launch's ``num_stages``. Program axis 2 is the batch entry."""
     pid_b = tl.program_id(2)
-    _tile(a_ptr + pid_b * stride_ab, b_ptr + pid_b * stride_bb, c_ptr + pid_b * stride_cb, M, N, K,
-          stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, tl.program_id(1), tl.program_id(0),
-          BM, BN, BK, INPUT_PRECISION)
-
-
-@triton.jit
-def _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-          pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """C[pid_m·BM :, pid_n·BN :] of one product: BM×BK and BK×BN tiles staged through shared memory by
-    ``tl.dot`` (the pipeline depth is the launch's ``num_stages``); the tiled twins' common body."""
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k_left = K - k0
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
-        a += BK * stride_ak
-        b += BK * stride_bk
-    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tile(a_ptr + pid_b * stride_ab, b_ptr + pid_b * stride_bb, c_ptr + pid_b * stride_cb, M, N, K,
+         stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, tl.program_id(1), tl.program_id(0),
+         BM, BN, BK, INPUT_PRECISION)
 
 
 @triton.jit
@@ -140,22 +120,6 @@ def sgemm_split_k(
 
 
 @triton.jit
-def _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
-                  INPUT_PRECISION: tl.constexpr):
-    """v7/v8's body: ``_tile`` with the programs taken GROUP block rows at a time down each block
-    column (the CUDA rungs' grouped_order.cuh), so programs running together share A rows and B
-    columns in L2."""
-    pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-    rows = tl.cdiv(M, BM)
-    per_group = GROUP * tl.num_programs(0)
-    first = pid // per_group * GROUP
-    height = tl.minimum(rows - first, GROUP)
-    _tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-          first + pid % per_group % height, pid % per_group // height, BM, BN, BK, INPUT_PRECISION)
-
-
-@triton.jit
 def sgemm_grouped(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
@@ -165,8 +129,9 @@ def sgemm_grouped(
 ):
     """v7: a deeper pipeline (``num_stages`` 3–4) and the grouped program order. One product:
     the batch strides are accepted and unused (the grid's axis 2 is 1)."""
-    _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BM, BN, BK, GROUP, INPUT_PRECISION)
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         pid_m, pid_n, BM, BN, BK, INPUT_PRECISION)
 
 
 @triton.jit
@@ -181,8 +146,9 @@ def sgemm_3xtf32(
     operand into TF32 high and low parts and adds three tensor-core products, the CUDA rung's
     emulation. Measured under the FP32 precision and gate; it takes no INPUT_PRECISION, so the
     launch cannot turn it back into IEEE FFMA."""
-    _grouped_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BM, BN, BK, GROUP, "tf32x3")
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         pid_m, pid_n, BM, BN, BK, "tf32x3")
 
 
 def _naive_space():

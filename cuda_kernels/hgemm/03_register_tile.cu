@@ -32,17 +32,5 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_v3_register_tile(const storage_t* __restrict__ A, const storage_t* __restrict__ B,
                        storage_t* __restrict__ C, int M, int N, int K,
                        int lda, int ldb, int ldc) {
-    __shared__ __align__(16) storage_t As[BM * APlain::ROW];
-    __shared__ __align__(16) storage_t Bs[BK * BN];
-    const int tid = threadIdx.x, ty = tid % TY, tx = tid / TY;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float acc[TM][TN] = {};
-
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        load_slice<APlain>(As, Bs, A, B, M, N, K, lda, ldb, m0, n0, k0, tid);
-        __syncthreads();
-        multiply_slice<APlain>(acc, As, Bs, ty, tx);
-        __syncthreads();  // the next slice overwrites As/Bs
-    }
-    store_tile(acc, C, M, N, ldc, m0, n0, ty, tx);
+    single_buffer_tile<APlain>(A, B, C, M, N, K, lda, ldb, ldc);
 }

@@ -26,28 +26,9 @@
 #include "common.cuh"
 #include "register_tile.cuh"
 
-static_assert(SWIZZLE == 0 || SWIZZLE == 1, "SWIZZLE is 0 (padded rows) or 1 (XOR-swizzled chunks)");
-#if SWIZZLE
-typedef ASwizzled ALayout;
-#else
-typedef APadded ALayout;
-#endif
-
 extern "C" __global__ void __launch_bounds__(THREADS)
 hgemm_v4_bank_conflicts(const storage_t* __restrict__ A, const storage_t* __restrict__ B,
                         storage_t* __restrict__ C, int M, int N, int K,
                         int lda, int ldb, int ldc) {
-    __shared__ __align__(16) storage_t As[BM * ALayout::ROW];
-    __shared__ __align__(16) storage_t Bs[BK * BN];
-    const int tid = threadIdx.x, ty = tid % TY, tx = tid / TY;
-    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float acc[TM][TN] = {};
-
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        load_slice<ALayout>(As, Bs, A, B, M, N, K, lda, ldb, m0, n0, k0, tid);
-        __syncthreads();
-        multiply_slice<ALayout>(acc, As, Bs, ty, tx);
-        __syncthreads();
-    }
-    store_tile(acc, C, M, N, ldc, m0, n0, ty, tx);
+    single_buffer_tile<ALayout>(A, B, C, M, N, K, lda, ldb, ldc);
 }

@@ -26,12 +26,6 @@
 #include "common.cuh"
 #include "register_tile.cuh"
 
-static_assert(SWIZZLE == 0 || SWIZZLE == 1, "SWIZZLE is 0 (padded rows) or 1 (XOR-swizzled chunks)");
-#if SWIZZLE
-typedef ASwizzled ALayout;
-#else
-typedef APadded ALayout;
-#endif
 static_assert(2 * (BM * ALayout::ROW + BK * BN) * 2 <= 48 * 1024,
               "two stages of A and B must fit in 48 KB of static shared memory");
 

@@ -30,6 +30,7 @@
 // space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
+#include "pipeline.cuh"
 
 namespace mma16 {
 constexpr int WARPS_N = BN / WN;
@@ -120,47 +121,35 @@ hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
-    const int slices = CDIV(K, BK);
     // ldmatrix row addresses: lane l names row l % 16 of a 16×16 block, its left or right half by l / 16.
     const int lrow = lane % 16, lcol = lane / 16 * 8;
 
     float acc[MT][NT][4] = {};
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < slices) {
-            storage_t* st = smem + s * STAGE_HALVES;
+    cp_async_pipeline<STAGES>(
+        CDIV(K, BK),
+        [&](int stage, int s) {
+            storage_t* st = smem + stage * STAGE_HALVES;
             load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
-        }
-        cp_async_commit();
-    }
-    for (int s = 0; s < slices; ++s) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();  // slice s visible to all; slice s-1's stage free for slice s+STAGES-1
-        const int next = s + STAGES - 1;
-        if (next < slices) {
-            storage_t* st = smem + next % STAGES * STAGE_HALVES;
-            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, next * BK, tid);
-        }
-        cp_async_commit();
-        const storage_t* As = smem + s % STAGES * STAGE_HALVES;
-        const storage_t* Bs = As + BM * SA;
+        },
+        [&](int stage) {
+            const storage_t* As = smem + stage * STAGE_HALVES;
+            const storage_t* Bs = As + BM * SA;
 #pragma unroll
-        for (int k16 = 0; k16 < BK; k16 += 16) {
-            unsigned a[MT][4], b[NT / 2][4];
+            for (int k16 = 0; k16 < BK; k16 += 16) {
+                unsigned a[MT][4], b[NT / 2][4];
 #pragma unroll
-            for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
-                ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
+                for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
+                    ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
 #pragma unroll
-            for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
-                ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
+                for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
+                    ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
 #pragma unroll
-            for (int i = 0; i < MT; ++i)
+                for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j)
-                    mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
-        }
-    }
-    cp_async_wait<0>();
+                    for (int j = 0; j < NT; ++j)
+                        mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+            }
+        });
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll

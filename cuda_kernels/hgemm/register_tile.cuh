@@ -156,3 +156,33 @@ __device__ __forceinline__ void store_tile(const float (&acc)[TM][TN], storage_t
         }
     }
 }
+
+// v4 and v5 choose A's layout by SWIZZLE (their config): 0 padded rows, 1 XOR-swizzled chunks.
+#ifdef SWIZZLE
+static_assert(SWIZZLE == 0 || SWIZZLE == 1, "SWIZZLE is 0 (padded rows) or 1 (XOR-swizzled chunks)");
+#if SWIZZLE
+typedef ASwizzled ALayout;
+#else
+typedef APadded ALayout;
+#endif
+#endif
+
+// The whole block tile of v3 and v4, one shared buffer: load a slice, barrier, multiply, barrier
+// (the next slice overwrites As and Bs). The rungs differ only by A's layout L.
+template <class L>
+__device__ __forceinline__ void single_buffer_tile(const storage_t* __restrict__ A, const storage_t* __restrict__ B,
+                                                   storage_t* __restrict__ C, int M, int N, int K,
+                                                   int lda, int ldb, int ldc) {
+    __shared__ __align__(16) storage_t As[BM * L::ROW];
+    __shared__ __align__(16) storage_t Bs[BK * BN];
+    const int tid = threadIdx.x, ty = tid % TY, tx = tid / TY;
+    const int m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+    float acc[TM][TN] = {};
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        load_slice<L>(As, Bs, A, B, M, N, K, lda, ldb, m0, n0, k0, tid);
+        __syncthreads();
+        multiply_slice<L>(acc, As, Bs, ty, tx);
+        __syncthreads();
+    }
+    store_tile(acc, C, M, N, ldc, m0, n0, ty, tx);
+}

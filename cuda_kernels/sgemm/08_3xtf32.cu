@@ -39,6 +39,7 @@
 // space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8
 #include "common.cuh"
 #include "grouped_order.cuh"
+#include "pipeline.cuh"
 
 namespace tf32x3 {
 constexpr int WARPS_N = BN / WN;
@@ -130,73 +131,62 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
-    const int slices = CDIV(K, BK);
 
     float acc[MT][NT][4] = {};
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < slices) {
-            float* st = smem + s * STAGE_FLOATS;
+    cp_async_pipeline<STAGES>(
+        CDIV(K, BK),
+        [&](int stage, int s) {
+            float* st = smem + stage * STAGE_FLOATS;
             load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
-        }
-        cp_async_commit();
-    }
-    for (int s = 0; s < slices; ++s) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();  // slice s visible to all; slice s-1's stage free for slice s+STAGES-1
-        const int next = s + STAGES - 1;
-        if (next < slices) {
-            float* st = smem + next % STAGES * STAGE_FLOATS;
-            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, next * BK, tid);
-        }
-        cp_async_commit();
-        const float* As = smem + s % STAGES * STAGE_FLOATS;
-        const float* Bs = As + BM * SA;
-        // This slice's products accumulate in `part`, which is then added to `acc` by FADD
-        // (IEEE round to nearest). The tensor cores' own FP32 accumulation is not round-to-nearest:
-        // over all of K its biased errors grew like √K against |A|·|B| (2.0e-6 at K = 1700, 3.1e-6
-        // at 4096, 9.7e-6 at 65536; reports/h200/experiments/sgemm-ladder-843c423.md); kept to one
-        // slice's 3·BK/8 products, it stays small.
-        float part[MT][NT][4] = {};
+        },
+        [&](int stage) {
+            const float* As = smem + stage * STAGE_FLOATS;
+            const float* Bs = As + BM * SA;
+            // This slice's products accumulate in `part`, which is then added to `acc` by FADD
+            // (IEEE round to nearest). The tensor cores' own FP32 accumulation is not round-to-nearest:
+            // over all of K its biased errors grew like √K against |A|·|B| (2.0e-6 at K = 1700, 3.1e-6
+            // at 4096, 9.7e-6 at 65536; reports/h200/experiments/sgemm-ladder-843c423.md); kept to one
+            // slice's 3·BK/8 products, it stays small.
+            float part[MT][NT][4] = {};
 #pragma unroll
-        for (int k8 = 0; k8 < BK; k8 += 8) {
-            unsigned bhi[NT][2], blo[NT][2];
+            for (int k8 = 0; k8 < BK; k8 += 8) {
+                unsigned bhi[NT][2], blo[NT][2];
 #pragma unroll
-            for (int j = 0; j < NT; ++j) {
-                const float* b = Bs + (k8 + 2 * t) * SB + wn + j * 8 + g;
-                split(b[0], bhi[j][0], blo[j][0]);
-                split(b[SB], bhi[j][1], blo[j][1]);
+                for (int j = 0; j < NT; ++j) {
+                    const float* b = Bs + (k8 + 2 * t) * SB + wn + j * 8 + g;
+                    split(b[0], bhi[j][0], blo[j][0]);
+                    split(b[SB], bhi[j][1], blo[j][1]);
+                }
+#pragma unroll
+                for (int i = 0; i < MT; ++i) {
+                    // Rows g and g+8 of the m16 tile; k = 2t and 2t+1 stand for the columns t and t+4.
+                    unsigned ahi[4], alo[4];
+                    const float2 top = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g) * SA + k8 + 2 * t);
+                    const float2 bot = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g + 8) * SA + k8 + 2 * t);
+                    split(top.x, ahi[0], alo[0]);
+                    split(bot.x, ahi[1], alo[1]);
+                    split(top.y, ahi[2], alo[2]);
+                    split(bot.y, ahi[3], alo[3]);
+                    // Small terms first; one product over the NT tiles before the next, so that
+                    // back-to-back mma.sync write different accumulators (NT independent chains
+                    // instead of three dependent ones per tile: ncu showed "wait" and
+                    // "math_pipe_throttle" as the top stalls with the HMMA pipe 55 % busy). Measured:
+                    // no change in time or profile — ptxas interleaves them either way.
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], alo, bhi[j]);
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, blo[j]);
+#pragma unroll
+                    for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, bhi[j]);
+                }
             }
 #pragma unroll
-            for (int i = 0; i < MT; ++i) {
-                // Rows g and g+8 of the m16 tile; k = 2t and 2t+1 stand for the columns t and t+4.
-                unsigned ahi[4], alo[4];
-                const float2 top = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g) * SA + k8 + 2 * t);
-                const float2 bot = *reinterpret_cast<const float2*>(As + (wm + i * 16 + g + 8) * SA + k8 + 2 * t);
-                split(top.x, ahi[0], alo[0]);
-                split(bot.x, ahi[1], alo[1]);
-                split(top.y, ahi[2], alo[2]);
-                split(bot.y, ahi[3], alo[3]);
-                // Small terms first; one product over the NT tiles before the next, so that
-                // back-to-back mma.sync write different accumulators (NT independent chains
-                // instead of three dependent ones per tile: ncu showed "wait" and
-                // "math_pipe_throttle" as the top stalls with the HMMA pipe 55 % busy).
+            for (int i = 0; i < MT; ++i)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], alo, bhi[j]);
+                for (int j = 0; j < NT; ++j)
 #pragma unroll
-                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, blo[j]);
-#pragma unroll
-                for (int j = 0; j < NT; ++j) mma_tf32(part[i][j], ahi, bhi[j]);
-            }
-        }
-#pragma unroll
-        for (int i = 0; i < MT; ++i)
-#pragma unroll
-            for (int j = 0; j < NT; ++j)
-#pragma unroll
-                for (int r = 0; r < 4; ++r) acc[i][j][r] += part[i][j][r];
-    }
-    cp_async_wait<0>();
+                    for (int r = 0; r < 4; ++r) acc[i][j][r] += part[i][j][r];
+        });
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll

@@ -5,12 +5,13 @@
 // reads then cover WM/(TM/4) rows of A and WN/(TN/4) columns of B (v4's warps span two
 // micro-tile rows by the block's whole width), so one k step's A and B fragments come from
 // 64- and 128-byte runs: one shared-memory wavefront each, without conflicts.
-// The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory: slice s+STAGES-1 is
-// in flight while slice s is computed (STAGES = 2 is v4's double buffer).
+// The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory (pipeline.cuh): slice
+// s+STAGES-1 is in flight while slice s is computed (STAGES = 2 is v4's double buffer).
 // GROUP > 1 reorders the blocks (grouped_order.cuh).
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
 #pragma once
 #include "grouped_order.cuh"
+#include "pipeline.cuh"
 
 namespace warp_tile {
 constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -78,35 +79,19 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
     const int tid = threadIdx.x;
     const int a_off = lane_row(), b_off = lane_col();
     const int slices = k_end > k_begin ? CDIV(k_end - k_begin, BK) : 0;
-
-    // Fill STAGES-1 stages. Every step commits a group, empty or not, so that "slice s has
-    // landed" is always "at most STAGES-2 groups pending".
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < slices) {
-            float* st = smem + s * STAGE_FLOATS;
+    cp_async_pipeline<STAGES>(
+        slices,
+        [&](int stage, int s) {
+            float* st = smem + stage * STAGE_FLOATS;
             load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
-        }
-        cp_async_commit();
-    }
-    for (int s = 0; s < slices; ++s) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of slice s have landed
-        // After this barrier everyone's copies of slice s are visible AND everyone has finished
-        // slice s-1, whose stage is the one refilled below.
-        __syncthreads();
-        const int next = s + STAGES - 1;
-        if (next < slices) {
-            float* st = smem + next % STAGES * STAGE_FLOATS;
-            load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + next * BK, tid);
-        }
-        cp_async_commit();
-        const float* As = smem + s % STAGES * STAGE_FLOATS;
-        const float* Bs = As + BK * SA;
+        },
+        [&](int stage) {
+            const float* As = smem + stage * STAGE_FLOATS;
+            const float* Bs = As + BK * SA;
 #pragma unroll
-        for (int kk = 0; kk < BK; ++kk)
-            micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, Bs + kk * SB + b_off);
-    }
-    cp_async_wait<0>();  // no copy may outlive the block (the trailing groups are empty)
+            for (int kk = 0; kk < BK; ++kk)
+                micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, Bs + kk * SB + b_off);
+        });
 }
 
 __device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, const float* __restrict__ B,

@@ -1,0 +1,41 @@
+"""What the tiled GEMM twins share (triton_kernels/sgemm.py, triton_kernels/hgemm.py): one program's
+C tile through ``tl.dot``, and the grouped program order of the CUDA rungs' grouped_order.cuh."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] = A·B: BM×BK and BK×BN tiles staged through shared memory by
+    ``tl.dot`` (the pipeline depth is the launch's ``num_stages``) into an FP32 accumulator, stored
+    in C's type. INPUT_PRECISION is the FP32 operands' (``ieee``, ``tf32``, ``tf32x3``); None for
+    half operands. Out-of-range elements load as zeros."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k_left = K - k0
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def grouped_program(M, BM: tl.constexpr, GROUP: tl.constexpr):
+    """(pid_m, pid_n) of this program with programs taken GROUP block rows at a time down each
+    block column, so those running together share A rows and B columns in L2 (grid: axis 0 the
+    block columns, axis 1 the block rows)."""
+    pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+    per_group = GROUP * tl.num_programs(0)
+    first = pid // per_group * GROUP
+    height = tl.minimum(tl.cdiv(M, BM) - first, GROUP)
+    return first + pid % per_group % height, pid % per_group // height
