@@ -96,6 +96,26 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool vali
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
+// Issue the 16-byte copies of a Rows × Cols block of a row-major matrix (R × C, rows ld elements
+// apart) starting at row r0, column c0, into dst (rows dst_ld elements apart); no wait. C and Cols
+// are multiples of the 16-byte chunk (the ALIGNED paths), so a chunk lies wholly inside or outside
+// the matrix, and outside ones are zero-filled. Consecutive threads take consecutive chunks of a
+// row: coalesced global reads. A counted loop, fully unrolled: one address update per copy.
+template <int Rows, int Cols, int Threads, class T>
+__device__ __forceinline__ void cp_async_block_16(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
+                                                  int c0, int tid) {
+    constexpr int CHUNK = 16 / (int)sizeof(T), PER_ROW = Cols / CHUNK, TOTAL = Rows * PER_ROW;
+    static_assert(Cols % CHUNK == 0, "a block row is whole 16-byte chunks");
+#pragma unroll
+    for (int i = 0; i < CDIV(TOTAL, Threads); ++i) {
+        const int c = tid + i * Threads;
+        if (TOTAL % Threads != 0 && c >= TOTAL) break;
+        const int r = c / PER_ROW, col = c % PER_ROW * CHUNK;
+        const bool ok = r0 + r < R && c0 + col < C;
+        cp_async_16(dst + r * dst_ld + col, ok ? src + (size_t)(r0 + r) * ld + c0 + col : src, ok);
+    }
+}
+
 // Wait until at most N committed groups are still in flight.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }

@@ -54,22 +54,8 @@ static_assert(BK % 8 == 0 && BN % 32 == 0 && STAGES >= 2 && GROUP >= 1, "BK a mu
 __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A, const float* B, int M, int N,
                                            int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
 #if ALIGNED  // K and N multiples of 4: a 16-byte chunk is wholly inside or outside the matrix
-#pragma unroll
-    for (int i = 0; i < CDIV(BM * BK / 4, THREADS); ++i) {
-        const int c = tid + i * THREADS;
-        if (BM * BK / 4 % THREADS != 0 && c >= BM * BK / 4) break;
-        const int m = c / (BK / 4), k = c % (BK / 4) * 4;
-        const bool ok = m0 + m < M && k0 + k < K;
-        cp_async_16(As + m * SA + k, ok ? A + (size_t)(m0 + m) * lda + k0 + k : A, ok);
-    }
-#pragma unroll
-    for (int i = 0; i < CDIV(BK * BN / 4, THREADS); ++i) {
-        const int c = tid + i * THREADS;
-        if (BK * BN / 4 % THREADS != 0 && c >= BK * BN / 4) break;
-        const int k = c / (BN / 4), n = c % (BN / 4) * 4;
-        const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_16(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
-    }
+    cp_async_block_16<BM, BK, THREADS>(As, SA, A, lda, M, K, m0, k0, tid);
+    cp_async_block_16<BK, BN, THREADS>(Bs, SB, B, ldb, K, N, k0, n0, tid);
 #else
 #pragma unroll 4
     for (int e = tid; e < BM * BK; e += THREADS) {

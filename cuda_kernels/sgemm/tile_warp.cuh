@@ -45,14 +45,7 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
         cp_async_4(As + k * SA + m, ok ? A + (size_t)(m0 + m) * lda + k0 + k : A, ok);
     }
 #if ALIGNED
-#pragma unroll
-    for (int i = 0; i < CDIV(BK * BN / 4, THREADS); ++i) {
-        const int f = tid + i * THREADS;
-        if (BK * BN / 4 % THREADS != 0 && f >= BK * BN / 4) break;
-        const int k = f / (BN / 4), n = f % (BN / 4) * 4;
-        const bool ok = k0 + k < K && n0 + n < N;
-        cp_async_16(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
-    }
+    cp_async_block_16<BK, BN, THREADS>(Bs, SB, B, ldb, K, N, k0, n0, tid);
 #else
 #pragma unroll
     for (int i = 0; i < CDIV(BK * BN, THREADS); ++i) {
