@@ -116,6 +116,24 @@ __device__ __forceinline__ void cp_async_block_16(T* dst, int dst_ld, const T* s
     }
 }
 
+#if defined(STORAGE_FP16) || defined(STORAGE_BF16)
+// Two FP32 outputs of a row of C (columns col, col+1; col even, as in every mma/wgmma accumulator
+// fragment) rounded to the storage type. Paired (rows 16-byte aligned, ldc even): one 4-byte store
+// when both columns are inside; otherwise element by element. Rows and columns past M and N are
+// not written.
+template <bool Paired>
+__device__ __forceinline__ void store_pair(storage_t* C, int M, int N, int ldc, int row, int col, float x, float y) {
+    if (row >= M) return;
+    storage_t* c = C + (size_t)row * ldc + col;
+    if (Paired && col + 1 < N) {
+        *reinterpret_cast<unsigned*>(c) = (unsigned)from_float(x) | ((unsigned)from_float(y) << 16);
+    } else {
+        if (col < N) c[0] = from_float(x);
+        if (col + 1 < N) c[1] = from_float(y);
+    }
+}
+#endif
+
 // Wait until at most N committed groups are still in flight.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }

@@ -75,13 +75,15 @@ class Verdict:
 class CudaLaunch:
     """What a CUDA rung's launch needs: grid, block, kernel arguments, and the bytes of dynamic
     shared memory (above 48 KiB the backend raises the kernel's limit first). ``facts``: what
-    the launch decided from the shape (a split count, say), recorded with the config."""
+    the launch decided from the shape (a split count, say), recorded with the config. ``keep``:
+    what the arguments point at without holding it (the tensors behind a TMA tensor map)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     args: tuple
     smem: int = 0
     facts: dict = dataclasses.field(default_factory=dict)
+    keep: tuple = ()
 
 
 def pad_rows(tensor, pad: int):
@@ -198,8 +200,8 @@ class Problem:
         return dict(tensors)
 
     # ---- backend hooks ----------------------------------------------------------
-    def cuda_check(self, params: Mapping[str, int], shape, precision: Precision) -> str | None:
-        """A reason a CUDA rung with these parameters cannot run this case, or None."""
+    def cuda_check(self, params: Mapping[str, int], shape, precision: Precision, rung: str = "") -> str | None:
+        """A reason CUDA rung ``rung`` (its key) with these parameters cannot run this case, or None."""
         return None
 
     def cuda_defines(self, config, tensors, out, shape, precision: Precision) -> dict:
@@ -211,7 +213,8 @@ class Problem:
         """Grid, block, arguments and dynamic shared memory of rung ``rung`` (its key)."""
         raise NotImplementedError
 
-    def triton_check(self, shape, precision: Precision) -> str | None:
+    def triton_check(self, shape, precision: Precision, rung: str = "") -> str | None:
+        """A reason the Triton twin of rung ``rung`` cannot run this case, or None."""
         return None
 
     def triton_launch(self, kernel, tensors, out, shape, config, precision: Precision) -> Any:

@@ -42,21 +42,23 @@ class PluginError(ImportError):
 class TritonTwin:
     """The Triton side of a rung: a kernel, the one config that mirrors the CUDA rung
     (autotune off), the space ``triton.autotune`` searches (on), and the precisions it
-    implements (None: all of the op's)."""
+    implements (None: all of the op's). ``pre_hook``: what ``triton.autotune`` runs on the
+    arguments before each config (setting a tensor descriptor's block shape to the config's tile)."""
 
     kernel: Any
     fixed: Mapping[str, Any]
     space: tuple[Mapping[str, Any], ...]
     source: str
     precisions: tuple[str, ...] | None = None
+    pre_hook: Any = None
 
 
-def twin(kernel, fixed: Mapping[str, Any], space, precisions=None) -> TritonTwin:
+def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None) -> TritonTwin:
     """A TritonTwin whose source names the kernel's file and function."""
     fn = getattr(kernel, "fn", kernel)
     return TritonTwin(kernel=kernel, fixed=MappingProxyType(dict(fixed)), space=tuple(space),
                       source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}",
-                      precisions=None if precisions is None else tuple(precisions))
+                      precisions=None if precisions is None else tuple(precisions), pre_hook=pre_hook)
 
 
 @dataclasses.dataclass(frozen=True)

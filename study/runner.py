@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 import numpy as np
 
 from study import hardware, stats
-from study.backends import backend
+from study.backends import Unsupported, backend
 from study.precision import Precision, select
 from study.problem import pad_rows
 from study.registry import Implementation, implementations_of, ladder
@@ -449,6 +449,8 @@ def tune_cuda(impl, problem, tensors, ref, scale, shape, precision, mode, timer:
             timer.warm_up(launch.fn, flush)
             median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
+        except Unsupported:  # these tensors, not this point: every point would refuse them
+            raise
         except Exception as exc:  # a point that fails to compile or launch is dropped, with why
             trials.append({"config": dict(point), "status": "crashed", "reason": _one_line(exc)})
     good = [t for t in trials if t["status"] == "ok"]
@@ -557,6 +559,8 @@ class Session:
             return self._measure(case, problem, tensors, ref, scale)
         except TimingConfigError as exc:
             return _record(case, status="skipped", reason=f"timing configuration: {exc}")
+        except Unsupported as exc:
+            return _record(case, status="skipped", reason=str(exc))
         except Exception as exc:
             return _record(case, status="crashed", reason=_one_line(exc), traceback=traceback.format_exc(limit=6))
 

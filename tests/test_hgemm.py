@@ -181,6 +181,30 @@ def test_oversized_shapes_and_grids_are_refused_with_reasons():
     assert HGEMM.cuda_check(params, {"M": 8 * 65535, "N": 8, "K": 8}, FP16_TENSOR) is None
 
 
+def test_tma_rungs_refuse_k_or_n_not_a_multiple_of_8_and_fit_their_stages_in_shared_memory():
+    from study.backends.tma import alignment_reason
+    from study.ops.hgemm import TMA_RUNGS, shared_bytes
+
+    for rung in TMA_RUNGS:
+        for backend in ("cuda", "triton"):
+            impl = implementation(f"hgemm/{rung}/{backend}")
+            check = (lambda s: HGEMM.cuda_check(impl.params, s, FP16_TENSOR, rung=rung)) if backend == "cuda" else \
+                (lambda s: HGEMM.triton_check(s, FP16_TENSOR, rung=rung))
+            assert "TMA" in check({"M": 64, "N": 4100, "K": 64}) and "TMA" in check({"M": 64, "N": 64, "K": 60})
+            assert check({"M": 3, "N": 8, "K": 8}) is None  # M is free: TMA zero-fills rows past it
+        for point in implementation(f"hgemm/{rung}/cuda").space:
+            # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
+            assert shared_bytes(rung, point) <= 227 * 1024, point
+            assert (point["BM"] * 64 + point["BN"] * point["BK"]) * 2 % 1024 == 0, point
+    assert HGEMM.cuda_check(implementation("hgemm/v6_mma_sync/cuda").params, {"M": 64, "N": 4100, "K": 60},
+                            FP16_TENSOR, rung="v6_mma_sync") is None  # cp.async rungs have scalar paths
+    a = torch.empty(64, 72, dtype=torch.float16)
+    assert alignment_reason("A", a) is None and alignment_reason("A", a[:, :64]) is None
+    assert "multiple of 16 bytes" in alignment_reason("A", torch.empty(64, 67, dtype=torch.float16)[:, :64])
+    assert "16-byte" in alignment_reason("A", torch.empty(64 * 64 + 1, dtype=torch.float16)[1:].view(64, 64))
+    assert "column stride" in alignment_reason("A", a.t())
+
+
 def test_aligned_needs_16_byte_rows_of_a_b_and_c():
     def aligned(m, n, k, pad=0, offset=False):
         shape = {"M": m, "N": n, "K": k}

@@ -86,6 +86,38 @@ def hgemm_grouped(
          pid_m, pid_n, BM, BN, BK, None)
 
 
+@triton.jit
+def hgemm_descriptors(
+    a_desc, b_desc, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v7: the operand tiles come through tensor descriptors (host-side ``TensorDescriptor``s of A
+    and B, block shapes BM×BK and BK×BN): on sm_90 Triton loads them with TMA into its swizzled
+    shared layout, zero-filling what lies past M, N and K as the CUDA rung's tensor maps do, and
+    ``tl.dot`` becomes wgmma; CUDA v7's tile, pipeline depth and grouped order. What the twin cannot
+    say: the mbarrier handshake and the per-slice barrier, which Triton's pipeliner places itself."""
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = a_desc.load([pid_m * BM, k0])
+        b = b_desc.load([k0, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def descriptor_blocks(nargs):
+    """``triton.autotune``'s pre-hook for ``hgemm_descriptors``: each config's block shapes on the
+    descriptors before it runs (a descriptor carries its box, so one made for another tile would
+    load the wrong one)."""
+    nargs["a_desc"].block_shape = [nargs["BM"], nargs["BK"]]
+    nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
+
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((32, 8, 8), (8, 32, 8), (32, 4, 4), (4, 32, 4), (16, 16, 8), (32, 32, 8),
@@ -119,3 +151,8 @@ V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
 MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s)
              for bm, bn, w, s in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
                                   (128, 128, 4, 4), (64, 128, 4, 4))]
+# CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
+# CUDA rung's (one warpgroup, 4 warps, per 64 rows).
+V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)
+WGMMA_SPACE = [dict(BM=bm, BN=bn, BK=64, GROUP=8, num_warps=bm // 16, num_stages=s)
+               for bm, bn, s in ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6), (64, 256, 5), (64, 128, 6))]

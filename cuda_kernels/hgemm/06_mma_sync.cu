@@ -81,18 +81,6 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsig
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-
-// Two outputs of a row (columns col, col+1), rounded to the storage type.
-__device__ __forceinline__ void store_pair(storage_t* C, int M, int N, int ldc, int row, int col, float x, float y) {
-    if (row >= M) return;
-    storage_t* c = C + (size_t)row * ldc + col;
-    if (ALIGNED && col + 1 < N) {  // col even, ldc a multiple of 8: 4-byte aligned
-        *reinterpret_cast<unsigned*>(c) = (unsigned)from_float(x) | ((unsigned)from_float(y) << 16);
-    } else {
-        if (col < N) c[0] = from_float(x);
-        if (col + 1 < N) c[1] = from_float(y);
-    }
-}
 }  // namespace mma16
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -141,7 +129,7 @@ hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
             const int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
-            store_pair(C, M, N, ldc, row, col, acc[i][j][0], acc[i][j][1]);
-            store_pair(C, M, N, ldc, row + 8, col, acc[i][j][2], acc[i][j][3]);
+            store_pair<ALIGNED != 0>(C, M, N, ldc, row, col, acc[i][j][0], acc[i][j][1]);
+            store_pair<ALIGNED != 0>(C, M, N, ldc, row + 8, col, acc[i][j][2], acc[i][j][3]);
         }
 }

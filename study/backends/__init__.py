@@ -14,6 +14,12 @@ import dataclasses
 from typing import Any, Callable, ContextManager
 
 
+class Unsupported(ValueError):
+    """Raised by ``prepare`` when a rung cannot run these particular tensors (found only once the
+    tensors exist: a padded view whose rows break an alignment the rung needs, say). The runner
+    records the case as skipped with this reason; it is never a crash and never a number."""
+
+
 @dataclasses.dataclass
 class Launch:
     fn: Callable[[], Any]

@@ -19,7 +19,7 @@ def check(impl, problem, shape, precision) -> str | None:
         reason = header.arch_reason(torch.cuda.get_device_capability())
         if reason:
             return reason
-    return problem.cuda_check(impl.params, shape, precision)
+    return problem.cuda_check(impl.params, shape, precision, rung=impl.rung)
 
 
 def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:

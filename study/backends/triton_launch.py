@@ -15,7 +15,7 @@ def check(impl, problem, shape, precision) -> str | None:
         return ("Triton's interpreter does not handle bfloat16 faithfully (its float32 → bfloat16 "
                 "conversion does not round to nearest; triton-lang/triton#5424, #11584): BF16 twins run "
                 "on the GPU only")
-    return problem.triton_check(shape, precision)
+    return problem.triton_check(shape, precision, rung=impl.rung)
 
 
 _TUNERS: dict = {}
@@ -30,7 +30,8 @@ def _autotuned(twin, problem):
     import triton.testing
 
     configs = [triton.Config({k: v for k, v in c.items() if k not in ("num_warps", "num_stages")},
-                             num_warps=c["num_warps"], num_stages=c["num_stages"]) for c in twin.space]
+                             num_warps=c["num_warps"], num_stages=c["num_stages"], pre_hook=twin.pre_hook)
+               for c in twin.space]
 
     def bench(fn, quantiles):
         # Short but flushed: tuning picks by median, the runner measures the pick afterwards.

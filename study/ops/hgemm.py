@@ -6,7 +6,8 @@ warp's threads along M → v1 coalesced (threads along N) → v2 32×32 shared-m
 8×8 register tile per thread (A kept k-contiguous in shared memory, with the bank conflicts that
 brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the space) → v5 cp.async
 double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
-multi-stage cp.async pipeline. v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
+multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
+fills (128-byte swizzle, an mbarrier per stage; sm_90a). v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
 on use ``tl.dot``, i.e. the tensor cores. A rung is one line below.
 
 Correctness gate. As SGEMM's, each element's error is divided by ``(|A|·|B|)_ij``, the scale of the
@@ -36,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from study.backends import Unsupported
+from study.backends.tma import alignment_reason
 from study.ops.sgemm import CUBLASLT, torch_matmul
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason
@@ -49,10 +52,19 @@ GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
 VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
 
 
-def shared_bytes(defines) -> int:
-    """Dynamic shared memory of v6 (0 for the rungs with static buffers): STAGES stages of A rows
-    padded to BK + 8 halves and B rows padded to BN + 8 (06_mma_sync.cu computes the same
-    SMEM_BYTES and traps when given less)."""
+TMA_RUNGS = ("v7_wgmma_tma",)  # operands loaded by TMA: rows 16-byte aligned, K and N multiples of 8
+TMA_BOX = 64  # halves in one 128-byte swizzled box row (cuda_kernels/hopper.cuh)
+
+
+def shared_bytes(rung: str, defines) -> int:
+    """Dynamic shared memory of a rung (0 for the rungs with static buffers); each kernel computes
+    the same SMEM_BYTES and traps when given less.
+    v6: STAGES stages of A rows padded to BK + 8 halves and B rows padded to BN + 8.
+    v7: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B (2 bytes each), an
+    8-byte mbarrier per stage, and 1024 bytes to align the base to the swizzle atom."""
+    if rung in TMA_RUNGS:
+        bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
+        return stages * (bm * TMA_BOX + bn * bk) * 2 + stages * 8 + 1024
     if "WM" not in defines:
         return 0
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
@@ -125,9 +137,12 @@ class HGEMM(Problem):
         return a @ b, a.abs() @ b.abs() + SMALLEST_NORMAL[precision.name]
 
     # ---- CUDA glue ------------------------------------------------------------
-    def cuda_check(self, params, shape, precision) -> str | None:
+    def cuda_check(self, params, shape, precision, rung="") -> str | None:
         if cdiv(shape["M"], params["BM"]) > GRID_Y:
             return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
+        if rung in TMA_RUNGS and (shape["K"] % VECTOR or shape["N"] % VECTOR):
+            return (f"TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
+                    f"(K={shape['K']}, N={shape['N']})")
         return None
 
     def cuda_defines(self, config, tensors, out, shape, precision):
@@ -146,13 +161,29 @@ class HGEMM(Problem):
         a, b = tensors["A"], tensors["B"]
         m, n, k = shape["M"], shape["N"], shape["K"]
         grid = (cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), 1)
+        block = (defines["THREADS"], 1, 1)
+        if rung in TMA_RUNGS:
+            from study.backends.tma import tensor_map
+
+            reason = alignment_reason("C", out)
+            if reason:  # C is stored in 4-byte pairs, which the same alignment allows
+                raise Unsupported(reason)
+            maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
+            args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), keep=(a, b))
         args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
                 np.int32(m), np.int32(n), np.int32(k),
                 # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
                 np.int32(a.stride(-2)), np.int32(b.stride(-2)), np.int32(out.stride(-2)))
-        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=args, smem=shared_bytes(defines))
+        return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines))
 
     # ---- Triton glue ----------------------------------------------------------
+    def triton_check(self, shape, precision, rung="") -> str | None:
+        if rung in TMA_RUNGS and (shape["K"] % VECTOR or shape["N"] % VECTOR):
+            return (f"Triton's tensor descriptors (TMA) need rows 16 bytes apart by a multiple: K and N multiples of "
+                    f"{VECTOR} (K={shape['K']}, N={shape['N']})")
+        return None
+
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
         a, b = tensors["A"], tensors["B"]
         m, n, k = shape["M"], shape["N"], shape["K"]
@@ -160,6 +191,21 @@ class HGEMM(Problem):
 
         def grid(cfg):
             return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
+
+        if "a_desc" in kernel.arg_names:  # the v7 twin: TMA descriptors, their boxes the config's tiles
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            reason = alignment_reason("A", a) or alignment_reason("B", b)
+            if reason:
+                raise Unsupported(reason)
+            # Under triton.autotune (no config here) triton_kernels.hgemm.descriptor_blocks sets them per config.
+            a_desc = TensorDescriptor(a, [m, k], [a.stride(-2), 1], [meta.get("BM", 64), meta.get("BK", 64)])
+            b_desc = TensorDescriptor(b, [k, n], [b.stride(-2), 1], [meta.get("BK", 64), meta.get("BN", 64)])
+
+            def fn():
+                kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
+
+            return fn
 
         def fn():
             kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
@@ -198,6 +244,9 @@ register(
         Rung("v6_mma_sync", "tensor cores: mma.sync m16n8k16 fed by ldmatrix(.trans), 3–4 cp.async stages, "
              "grouped block order", "the FFMA pipe (FP32 arithmetic) of v0–v5", cuda="06_mma_sync.cu",
              triton=twin(tk.hgemm_grouped, tk.V6_MMA_SYNC, tk.MMA_SPACE)),
+        Rung("v7_wgmma_tma", "Hopper wgmma m64nBNk16 from shared memory that TMA fills (128-byte swizzle), an mbarrier "
+             "per stage, 3–6 stages", "v6's ldmatrix fragment loads and legacy HMMA issue", cuda="07_wgmma_tma.cu",
+             triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
 )

@@ -167,7 +167,7 @@ class SGEMM(Problem):
         return a @ b, a.abs() @ b.abs()
 
     # ---- CUDA glue ------------------------------------------------------------
-    def cuda_check(self, params, shape, precision) -> str | None:
+    def cuda_check(self, params, shape, precision, rung="") -> str | None:
         if cdiv(shape["M"], params["BM"]) > 65535:
             return f"M={shape['M']} needs more than 65535 row blocks of BM={params['BM']} (grid.y limit)"
         return None

@@ -119,7 +119,7 @@ class Softmax(Problem):
             facts = {"on_chip": int(fits_on_chip(n, threads, defines["ON_CHIP"], slot))}
         return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, facts=facts)
 
-    def cuda_check(self, params, shape, precision) -> str | None:
+    def cuda_check(self, params, shape, precision, rung="") -> str | None:
         if not params.get("ROW_PER_THREAD") and cdiv(shape["M"], 65535) > 65535:
             return f"M={shape['M']} rows need more than 65535 × 65535 blocks"
         return None

@@ -1,0 +1,61 @@
+"""Tensor maps for TMA (``cp.async.bulk.tensor``): the 128-byte descriptor of a 2-D tile copy,
+encoded on the host with the driver's ``cuTensorMapEncodeTiled`` (cuda.bindings) and passed to a
+kernel by value (docs/toolchain.md 6.3).
+
+TMA reads rows whose starts are 16-byte aligned and 16 bytes apart by a multiple: a matrix that
+breaks that is refused here with the reason (:class:`study.backends.Unsupported`), never copied
+into a shape that would hide it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from study.backends import Unsupported
+
+SWIZZLE_BYTES = 128  # the widest swizzle: a box row of at most 128 bytes, 1024-byte atoms in shared memory
+
+
+def alignment_reason(name: str, tensor) -> str | None:
+    """Why TMA cannot read this row-major matrix (rows may be padded), or None."""
+    row_bytes = tensor.stride(-2) * tensor.element_size()
+    if tensor.stride(-1) != 1:
+        return f"{name} has column stride {tensor.stride(-1)}; TMA reads rows of contiguous elements"
+    if tensor.data_ptr() % 16:
+        return f"{name} starts {tensor.data_ptr() % 16} bytes past a 16-byte boundary; TMA needs 16-byte aligned rows"
+    if row_bytes % 16:
+        return (f"{name}'s rows are {row_bytes} bytes apart (leading dimension {tensor.stride(-2)}); TMA needs a "
+                f"multiple of 16 bytes")
+    return None
+
+
+def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
+    """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit elements, boxes of ``box_rows`` ×
+    ``box_cols`` elements written to shared memory in the 128-byte swizzle, elements past the matrix
+    read as zeros: a NumPy array of one 128-byte void, which CuPy passes by value."""
+    import torch
+    from cuda.bindings import driver as cu
+
+    reason = alignment_reason(name, tensor)
+    if reason:
+        raise Unsupported(reason)
+    types = {torch.float16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             torch.bfloat16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}
+    if tensor.dtype not in types:
+        raise Unsupported(f"{name} is {tensor.dtype}; these tensor maps are written for float16 and bfloat16")
+    if box_cols * tensor.element_size() > SWIZZLE_BYTES:
+        raise ValueError(f"a box row of {box_cols} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
+    rows, cols = tensor.shape[-2], tensor.shape[-1]
+    err, tmap = cu.cuTensorMapEncodeTiled(
+        types[tensor.dtype], 2, tensor.data_ptr(),
+        [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],                      # sizes, innermost first
+        [cu.cuuint64_t(tensor.stride(-2) * tensor.element_size())],     # the row stride in bytes
+        [cu.cuuint32_t(box_cols), cu.cuuint32_t(box_rows)],
+        [cu.cuuint32_t(1), cu.cuuint32_t(1)],
+        cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)  # NONE: out-of-bounds elements are zeros
+    if err != cu.CUresult.CUDA_SUCCESS:
+        raise ValueError(f"cuTensorMapEncodeTiled refused {name} ({rows}×{cols}, box {box_rows}×{box_cols}): {err}")
+    raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
+    return np.frombuffer(raw.tobytes(), dtype=np.dtype((np.void, 128)))
