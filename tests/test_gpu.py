@@ -112,8 +112,9 @@ def test_hgemm_offset_or_padded_rows_pick_their_path_and_stay_correct(rung):
 
 
 @pytest.mark.parametrize("backend_name", ["cuda", "triton"])
-def test_tma_rungs_refuse_rows_tma_cannot_read_and_run_padded_ones(backend_name):
-    impl = next(i for i in IMPLS if i.name == f"hgemm/v7_wgmma_tma/{backend_name}")
+@pytest.mark.parametrize("rung", TMA_RUNGS)
+def test_tma_rungs_refuse_rows_tma_cannot_read_and_run_padded_ones(rung, backend_name):
+    impl = next(i for i in IMPLS if i.name == f"hgemm/{rung}/{backend_name}")
     fp16 = ladder("hgemm").problem.precision("fp16")
     problem, shape, tensors, ref, scale = _data("hgemm", (72, 136, 40), fp16)
     storage = torch.empty(72 * 40 + 8, device="cuda", dtype=torch.float16)

@@ -30,12 +30,20 @@ def tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_b
 
 
 @triton.jit
+def grouped_tile(tile, rows, cols, GROUP: tl.constexpr):
+    """(pid_m, pid_n) of tile number ``tile`` of a rows × cols grid of tiles taken GROUP block rows at
+    a time down each block column (cuda_kernels/sgemm/grouped_order.cuh): the persistent twins walk
+    tile numbers themselves."""
+    per_group = GROUP * cols
+    first = tile // per_group * GROUP
+    height = tl.minimum(rows - first, GROUP)
+    return first + tile % per_group % height, tile % per_group // height
+
+
+@triton.jit
 def grouped_program(M, BM: tl.constexpr, GROUP: tl.constexpr):
     """(pid_m, pid_n) of this program with programs taken GROUP block rows at a time down each
     block column, so those running together share A rows and B columns in L2 (grid: axis 0 the
     block columns, axis 1 the block rows)."""
     pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-    per_group = GROUP * tl.num_programs(0)
-    first = pid // per_group * GROUP
-    height = tl.minimum(tl.cdiv(M, BM) - first, GROUP)
-    return first + pid % per_group % height, pid % per_group // height
+    return grouped_tile(pid, tl.cdiv(M, BM), tl.num_programs(0), GROUP)

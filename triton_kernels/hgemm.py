@@ -29,7 +29,7 @@ kernels and plain config dicts only; study/ops/hgemm.py pairs them with the CUDA
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import grouped_program, tile
+from triton_kernels.gemm_tile import grouped_program, grouped_tile, tile
 
 
 @triton.jit
@@ -110,6 +110,34 @@ def hgemm_descriptors(
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def hgemm_persistent(
+    a_desc, b_desc, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v8: v7's twin made persistent: NUM_SMS programs walk the tiles in the grouped order, and
+    ``tl.range(..., flatten=True)`` lets Triton's pipeliner run the loads of a program's next tile
+    across the tile boundary, as the CUDA rung's producer runs ahead of its consumers. What the twin
+    cannot say: warp specialisation itself (a producer warpgroup, consumers that keep 232 registers).
+    Triton 3.6's ``warp_specialize=True`` is for Blackwell; on Hopper the pipelining stays in
+    software, one instruction stream per warp."""
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), rows * cols, NUM_SMS, flatten=True):
+        pid_m, pid_n = grouped_tile(t, rows, cols, GROUP)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            a = a_desc.load([pid_m * BM, k0])
+            b = b_desc.load([k0, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def descriptor_blocks(nargs):
     """``triton.autotune``'s pre-hook for ``hgemm_descriptors``: each config's block shapes on the
     descriptors before it runs (a descriptor carries its box, so one made for another tile would
@@ -146,13 +174,18 @@ V4_BANK_CONFLICTS = dict(V3_REGISTER_TILE)
 # CUDA v5: v4 with two shared stages.
 V5_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=2)
 TWO_STAGE_SPACE = _tiled_space(2)
-# CUDA v6: 128×128×32, 256 threads (warps of 64×32), 3 stages, 8 block rows per group.
-V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
+# CUDA v6: 128×128×32, 128 threads (warps of 64×64), 4 stages, 8 block rows per group.
+V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4)
 MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s)
              for bm, bn, w, s in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
-                                  (128, 128, 4, 4), (64, 128, 4, 4))]
+                                  (128, 128, 4, 4), (64, 128, 4, 4), (128, 256, 8, 4), (256, 128, 8, 4))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)
 WGMMA_SPACE = [dict(BM=bm, BN=bn, BK=64, GROUP=8, num_warps=bm // 16, num_stages=s)
                for bm, bn, s in ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6), (64, 256, 5), (64, 128, 6))]
+# CUDA v8: 128×256×64, a producer and two consumer warpgroups (12 warps), 4 stages, persistent. The
+# twin has no producer warpgroup: its 8 warps are v7's consumers, each loading for itself.
+V8_WARP_SPECIALIZED = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4)
+PERSISTENT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=g, num_warps=8, num_stages=s)
+                    for bn, s, g in ((256, 4, 8), (256, 3, 8), (256, 4, 16), (128, 6, 8))]

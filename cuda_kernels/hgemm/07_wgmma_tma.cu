@@ -33,44 +33,29 @@
 // space: BM=64 BN=128 BK=64 STAGES=6 GROUP=8 THREADS=128
 #include "common.cuh"
 #include "hopper.cuh"
+#include "hgemm/wgmma_tile.cuh"
 #include "sgemm/grouped_order.cuh"
 
-namespace wg7 {
-constexpr int WARPGROUPS = BM / 64;
-constexpr int ROW_BYTES = 128;                         // one swizzled row: 64 halves
-constexpr int A_BYTES = BM * ROW_BYTES;                // BM rows of BK = 64 k
-constexpr int B_BOX_BYTES = BK * ROW_BYTES;            // BK rows of 64 n
-constexpr int STAGE_BYTES = A_BYTES + BN / 64 * B_BOX_BYTES;
+using Stage = WgmmaStage<BM, BN, BK>;
 // Stages, then one 8-byte barrier per stage, plus 1024 bytes to round the base up to the swizzle
 // atom (hgemm.shared_bytes computes the same figure).
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * 8 + 1024;
-static_assert(BK == 64, "a 128-byte swizzled row holds 64 halves");
-static_assert(BM % 64 == 0 && THREADS == 128 * WARPGROUPS, "one warpgroup per 64 rows");
-static_assert(BN == 128 || BN == 256, "wgmma_m64k16 is written for n = 128 and 256");
+constexpr int SMEM_BYTES = STAGES * Stage::BYTES + STAGES * 8 + 1024;
+static_assert(THREADS == 128 * (BM / 64), "one warpgroup per 64 rows");
 static_assert(STAGES >= 2, "at least two stages");
-}  // namespace wg7
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_v7_wgmma_tma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                    storage_t* __restrict__ C, int M, int N, int K, int ldc) {
-    using namespace wg7;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
-    const unsigned bars = base + STAGES * STAGE_BYTES;
+    const unsigned bars = base + STAGES * Stage::BYTES;
     const int tid = threadIdx.x, wg = tid / 128;
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
     const int slices = CDIV(K, BK);
 
-    auto load = [&](int stage, int s) {  // thread 0 only
-        const unsigned a = base + stage * STAGE_BYTES, bar = bars + stage * 8;
-        mbar_arrive_expect_tx(bar, STAGE_BYTES);
-        tma_load_2d(a, &map_a, s * BK, m0, bar);
-#pragma unroll
-        for (int c = 0; c < BN / 64; ++c) tma_load_2d(a + A_BYTES + c * B_BOX_BYTES, &map_b, n0 + c * 64, s * BK, bar);
-    };
     if (tid == 0) {
         tma_prefetch_map(&map_a);
         tma_prefetch_map(&map_b);
@@ -79,36 +64,25 @@ hgemm_v7_wgmma_tma(const __grid_constant__ TensorMap map_a, const __grid_constan
     }
     __syncthreads();
     if (tid == 0)
-        for (int s = 0; s < STAGES - 1 && s < slices; ++s) load(s, s);
+        for (int s = 0; s < STAGES - 1 && s < slices; ++s)
+            Stage::load(base + s * Stage::BYTES, bars + s * 8, &map_a, &map_b, m0, n0, s * BK);
 
     float acc[BN / 2] = {};
     for (int s = 0; s < slices; ++s) {
         const int stage = s % STAGES;
         mbar_wait(bars + stage * 8, (s / STAGES) & 1);
-        const unsigned a = base + stage * STAGE_BYTES + wg * 64 * ROW_BYTES, b = base + stage * STAGE_BYTES + A_BYTES;
         fence_registers(acc);
         wgmma_fence();
-#pragma unroll
-        for (int k16 = 0; k16 < BK / 16; ++k16)  // A: 32 bytes along the swizzled row; B: 16 rows of n
-            wgmma_m64k16<BN>(acc, wgmma_desc(a + k16 * 32, 16, 1024), wgmma_desc(b + k16 * 16 * ROW_BYTES, B_BOX_BYTES, 1024));
+        Stage::multiply(acc, base + stage * Stage::BYTES, wg);
         wgmma_commit();
         wgmma_wait<1>();  // slice s-1's products are done: its stage may be refilled
         fence_registers(acc);
         __syncthreads();
         const int next = s + STAGES - 1;
-        if (tid == 0 && next < slices) load(next % STAGES, next);
+        if (tid == 0 && next < slices)
+            Stage::load(base + next % STAGES * Stage::BYTES, bars + next % STAGES * 8, &map_a, &map_b, m0, n0, next * BK);
     }
     wgmma_wait<0>();
     fence_registers(acc);
-
-    // Accumulator fragment of m64nN (as mma.m16n8's, repeated): warp w of the warpgroup holds rows
-    // 16w + g and 16w + g + 8, columns 8j + 2t and 8j + 2t + 1.
-    const int lane = tid % 32, warp = tid % 128 / 32, g = lane / 4, t = lane % 4;
-    const int row = m0 + wg * 64 + warp * 16 + g;
-#pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
-        const int col = n0 + j * 8 + 2 * t;
-        store_pair<true>(C, M, N, ldc, row, col, acc[4 * j], acc[4 * j + 1]);
-        store_pair<true>(C, M, N, ldc, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
-    }
+    Stage::store(acc, C, M, N, ldc, m0, n0, wg, tid % 128);
 }

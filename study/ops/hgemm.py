@@ -7,7 +7,8 @@ warp's threads along M → v1 coalesced (threads along N) → v2 32×32 shared-m
 brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the space) → v5 cp.async
 double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
 multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
-fills (128-byte swizzle, an mbarrier per stage; sm_90a). v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
+fills (128-byte swizzle, an mbarrier per stage; sm_90a) → v8 warp specialisation (a TMA producer
+warpgroup, two wgmma consumer warpgroups) in a persistent grid. v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
 on use ``tl.dot``, i.e. the tensor cores. A rung is one line below.
 
 Correctness gate. As SGEMM's, each element's error is divided by ``(|A|·|B|)_ij``, the scale of the
@@ -41,7 +42,7 @@ from study.backends import Unsupported
 from study.backends.tma import alignment_reason
 from study.ops.sgemm import CUBLASLT, torch_matmul
 from study.precision import BF16_TENSOR, FP16_TENSOR
-from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason
+from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import hgemm as tk
 
@@ -52,7 +53,9 @@ GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
 VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
 
 
-TMA_RUNGS = ("v7_wgmma_tma",)  # operands loaded by TMA: rows 16-byte aligned, K and N multiples of 8
+TMA_RUNGS = ("v7_wgmma_tma", "v8_warp_specialized")  # operands loaded by TMA: rows 16-byte aligned, K, N multiples of 8
+PERSISTENT_RUNGS = ("v8_warp_specialized",)  # one block (program) per SM walks the tiles
+STAGE_BARRIERS = {"v7_wgmma_tma": 1, "v8_warp_specialized": 2}  # 8-byte mbarriers per stage: full (and empty)
 TMA_BOX = 64  # halves in one 128-byte swizzled box row (cuda_kernels/hopper.cuh)
 
 
@@ -60,11 +63,12 @@ def shared_bytes(rung: str, defines) -> int:
     """Dynamic shared memory of a rung (0 for the rungs with static buffers); each kernel computes
     the same SMEM_BYTES and traps when given less.
     v6: STAGES stages of A rows padded to BK + 8 halves and B rows padded to BN + 8.
-    v7: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B (2 bytes each), an
-    8-byte mbarrier per stage, and 1024 bytes to align the base to the swizzle atom."""
+    v7, v8: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B (2 bytes each), one
+    (v7: full) or two (v8: full, empty) 8-byte mbarriers per stage, and 1024 bytes to align the base
+    to the swizzle atom."""
     if rung in TMA_RUNGS:
         bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-        return stages * (bm * TMA_BOX + bn * bk) * 2 + stages * 8 + 1024
+        return stages * (bm * TMA_BOX + bn * bk) * 2 + stages * 8 * STAGE_BARRIERS[rung] + 1024
     if "WM" not in defines:
         return 0
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
@@ -170,7 +174,12 @@ class HGEMM(Problem):
                 raise Unsupported(reason)
             maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
             args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
-            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), keep=(a, b))
+            facts = {}
+            if rung in PERSISTENT_RUNGS:
+                blocks = min(grid[0] * grid[1], sm_count(a))
+                grid, facts = (blocks, 1, 1), {"blocks": blocks}
+            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), facts=facts,
+                              keep=(a, b))
         args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
                 np.int32(m), np.int32(n), np.int32(k),
                 # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
@@ -202,8 +211,15 @@ class HGEMM(Problem):
             a_desc = TensorDescriptor(a, [m, k], [a.stride(-2), 1], [meta.get("BM", 64), meta.get("BK", 64)])
             b_desc = TensorDescriptor(b, [k, n], [b.stride(-2), 1], [meta.get("BK", 64), meta.get("BN", 64)])
 
-            def fn():
-                kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
+            if "NUM_SMS" in kernel.arg_names:  # the v8 twin: persistent, one program per SM at most
+                sms = sm_count(a)
+
+                def fn():
+                    kernel[lambda cfg: (min(grid(cfg)[0] * grid(cfg)[1], sms),)](
+                        a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), sms, **meta)
+            else:
+                def fn():
+                    kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
 
             return fn
 
@@ -247,6 +263,10 @@ register(
         Rung("v7_wgmma_tma", "Hopper wgmma m64nBNk16 from shared memory that TMA fills (128-byte swizzle), an mbarrier "
              "per stage, 3–6 stages", "v6's ldmatrix fragment loads and legacy HMMA issue", cuda="07_wgmma_tma.cu",
              triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, pre_hook=tk.descriptor_blocks)),
+        Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) issue "
+             "wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles",
+             "v7's block barrier every K slice and its epilogue bubble", cuda="08_warp_specialized.cu",
+             triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE, pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
 )

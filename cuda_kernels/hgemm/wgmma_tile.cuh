@@ -1,0 +1,54 @@
+// The stage of a wgmma GEMM tile that hgemm v7 and v8 share (docs/ladders/hgemm.md, v7): how one
+// K slice is laid out in shared memory, loaded by TMA and multiplied by a warpgroup. Needs
+// common.cuh and hopper.cuh.
+// A stage is a BM × 64 box of A (K-major: BM rows of 64 k, 128 bytes each) followed by BN/64 boxes
+// of B (N-major: BK rows of 64 n each), all in TMA's 128-byte swizzle; every box starts on a
+// 1024-byte boundary (the swizzle atom: 8 rows of 128 bytes), so the descriptors' base offset is 0.
+#pragma once
+
+template <int TileM, int TileN, int TileK>
+struct WgmmaStage {
+    static constexpr int ROW_BYTES = 128;              // one swizzled row: 64 halves
+    static constexpr int A_BYTES = TileM * ROW_BYTES;
+    static constexpr int B_BOX_BYTES = TileK * ROW_BYTES;
+    static constexpr int BYTES = A_BYTES + TileN / 64 * B_BOX_BYTES;
+    static_assert(TileK == 64, "a 128-byte swizzled row holds 64 halves");
+    static_assert(TileM % 64 == 0, "one warpgroup per 64 rows");
+    static_assert(TileN == 128 || TileN == 256, "wgmma_m64k16 is written for n = 128 and 256");
+
+    // Issue the copies of the K slice at k0 of the tile at (m0, n0) into the stage at `stage`, all
+    // counted on `bar` (one thread; no wait). Parts of a box past M, N or K land as zeros.
+    static __device__ __forceinline__ void load(unsigned stage, unsigned bar, const TensorMap* map_a,
+                                                const TensorMap* map_b, int m0, int n0, int k0) {
+        mbar_arrive_expect_tx(bar, BYTES);
+        tma_load_2d(stage, map_a, k0, m0, bar);
+#pragma unroll
+        for (int c = 0; c < TileN / 64; ++c) tma_load_2d(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, bar);
+    }
+
+    // acc += the slice's A rows 64·wg … 64·wg+63 times all of its B: TileK/16 wgmmas, issued (not
+    // waited for) by warpgroup wg. A advances 32 bytes (16 k) along its swizzled rows per step; B 16
+    // of its rows; B's leading offset steps from one 64-wide n chunk (box) to the next.
+    static __device__ __forceinline__ void multiply(float (&acc)[TileN / 2], unsigned stage, int wg) {
+        const unsigned a = stage + wg * 64 * ROW_BYTES, b = stage + A_BYTES;
+#pragma unroll
+        for (int k16 = 0; k16 < TileK / 16; ++k16)
+            wgmma_m64k16<TileN>(acc, wgmma_desc(a + k16 * 32, 16, 1024), wgmma_desc(b + k16 * 16 * ROW_BYTES, B_BOX_BYTES, 1024));
+    }
+
+    // Store a warpgroup's 64 × TileN accumulators (rows m0 + 64·wg …) rounded to the storage type. The
+    // fragment of m64nN is mma.m16n8's repeated: warp w of the warpgroup holds rows 16w + g and
+    // 16w + g + 8, columns 8j + 2t and 8j + 2t + 1 (g = lane / 4, t = lane % 4). Rows 16 bytes apart
+    // by a multiple (the launch checks), so pairs are 4-byte stores.
+    static __device__ __forceinline__ void store(const float (&acc)[TileN / 2], storage_t* C, int M, int N, int ldc, int m0,
+                                                 int n0, int wg, int thread) {
+        const int lane = thread % 32, warp = thread / 32, g = lane / 4, t = lane % 4;
+        const int row = m0 + wg * 64 + warp * 16 + g;
+#pragma unroll
+        for (int j = 0; j < TileN / 8; ++j) {
+            const int col = n0 + j * 8 + 2 * t;
+            store_pair<true>(C, M, N, ldc, row, col, acc[4 * j], acc[4 * j + 1]);
+            store_pair<true>(C, M, N, ldc, row + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+        }
+    }
+};
