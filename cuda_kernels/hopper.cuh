@@ -56,6 +56,41 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
+// Copy a box from shared memory at `src` to the tensor at element coordinates (x, y): the copy
+// engine clips what lies past the tensor's edges, so partial tiles need no masks. Asynchronous:
+// commit with tma_store_commit, and wait before `src` is written again or the block exits.
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, int x, int y, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(map), "r"(x), "r"(y), "r"(src) : "memory");
+}
+
+__device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Wait until at most N committed stores still read their shared memory (the global writes may
+// still be in flight; the source may be rewritten).
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N) : "memory");
+}
+
+// Wait until at most N committed stores are still in flight, global writes included.
+template <int N>
+__device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory"); }
+
+// Shared-memory writes of ordinary stores become visible to the async proxy (TMA, wgmma) only
+// after this fence, in every writing thread, followed by a barrier before the copy is issued.
+__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
+    asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
+}
+
+__device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// A barrier of `threads` threads on hardware barrier `id` (0 is __syncthreads'): one warpgroup
+// synchronises without stopping the others.
+__device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }

@@ -56,6 +56,7 @@ VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies
 TMA_RUNGS = ("v7_wgmma_tma", "v8_warp_specialized")  # operands loaded by TMA: rows 16-byte aligned, K, N multiples of 8
 PERSISTENT_RUNGS = ("v8_warp_specialized",)  # one block (program) per SM walks the tiles
 STAGE_BARRIERS = {"v7_wgmma_tma": 1, "v8_warp_specialized": 2}  # 8-byte mbarriers per stage: full (and empty)
+TMA_STORE_RUNGS = ("v8_warp_specialized",)  # C leaves through shared 64 × 64 boxes and a TMA store
 TMA_BOX = 64  # halves in one 128-byte swizzled box row (cuda_kernels/hopper.cuh)
 
 
@@ -65,10 +66,11 @@ def shared_bytes(rung: str, defines) -> int:
     v6: STAGES stages of A rows padded to BK + 8 halves and B rows padded to BN + 8.
     v7, v8: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B (2 bytes each), one
     (v7: full) or two (v8: full, empty) 8-byte mbarriers per stage, and 1024 bytes to align the base
-    to the swizzle atom."""
+    to the swizzle atom; v8 also two 64 × 64 boxes of C per consumer warpgroup (one per 64 rows)."""
     if rung in TMA_RUNGS:
         bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-        return stages * (bm * TMA_BOX + bn * bk) * 2 + stages * 8 * STAGE_BARRIERS[rung] + 1024
+        boxes = bm // 64 * 2 * TMA_BOX * TMA_BOX * 2 if rung in TMA_STORE_RUNGS else 0
+        return stages * (bm * TMA_BOX + bn * bk) * 2 + boxes + stages * 8 * STAGE_BARRIERS[rung] + 1024
     if "WM" not in defines:
         return 0
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
@@ -173,13 +175,17 @@ class HGEMM(Problem):
             if reason:  # C is stored in 4-byte pairs, which the same alignment allows
                 raise Unsupported(reason)
             maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
-            args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+            if rung in TMA_STORE_RUNGS:
+                args = (*maps, tensor_map("C", out, TMA_BOX, TMA_BOX), np.int32(m), np.int32(n), np.int32(k))
+            else:
+                args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k),
+                        np.int32(out.stride(-2)))
             facts = {}
             if rung in PERSISTENT_RUNGS:
                 blocks = min(grid[0] * grid[1], sm_count(a))
                 grid, facts = (blocks, 1, 1), {"blocks": blocks}
             return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), facts=facts,
-                              keep=(a, b))
+                              keep=(a, b, out))
         args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
                 np.int32(m), np.int32(n), np.int32(k),
                 # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
@@ -264,8 +270,8 @@ register(
              "per stage, 3–6 stages", "v6's ldmatrix fragment loads and legacy HMMA issue", cuda="07_wgmma_tma.cu",
              triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, pre_hook=tk.descriptor_blocks)),
         Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) issue "
-             "wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles",
-             "v7's block barrier every K slice and its epilogue bubble", cuda="08_warp_specialized.cu",
+             "wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles; C through shared "
+             "memory and TMA stores", "v7's block barrier every K slice, its epilogue bubble and half-sector C stores", cuda="08_warp_specialized.cu",
              triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE, pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
