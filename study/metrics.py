@@ -41,6 +41,19 @@ def headline(record: dict) -> float | None:
     return record.get("gbps") if bound == "memory" else record.get("gflops")
 
 
+def per_ghz(record: dict) -> float | None:
+    """The headline per GHz of the measurement's median SM clock: what a compute-bound kernel does
+    per clock, so that rungs measured at different clocks (a GPU at its power cap throttles some runs
+    more than others) can be compared at an equal clock, to first order — its rate scales with the
+    SM clock while the memory clock stays put, and NVML samples the clock coarsely. None without a
+    recorded clock or for a memory-bound op (whose rate follows the memory clock)."""
+    mhz = (record.get("clocks") or {}).get("sm_mhz_median")
+    value = headline(record)
+    if value is None or not mhz or (record.get("work") or {}).get("bound", "compute") == "memory":
+        return None
+    return value / (mhz / 1000)
+
+
 def derive(record: dict, env: dict) -> dict:
     """The derived fields of one record (empty figures unless its status is ok)."""
     work = record.get("work") or {}

@@ -468,6 +468,33 @@ def with_sanitizer_marks(ms: list[dict], folder: Path) -> list[dict]:
             if (m["source"], m.get("source_hash")) in unclean else m for m in ms]
 
 
+CLOCK_SPREAD = 0.05  # median SM clocks further apart than this: the equal-clock table is shown
+
+
+def clock_table(ms: list[dict], tune: str) -> str | None:
+    """One (op, shape, precision) at one autotune setting, compared at an equal SM clock: each ok
+    measurement of a compute-bound op (first timing mode) with its median clock, its headline per
+    GHz (metrics.per_ghz) and that figure against the reference's. None unless the median clocks
+    differ by more than CLOCK_SPREAD — there the plain × ref mixes kernel and clock."""
+    modes = _modes(ms)
+    pick = [m for m in ms if m["status"] == "ok" and m["autotune"] in (tune, "n/a")
+            and (m.get("mode") or "cold") == modes[0] and metrics.per_ghz(m) is not None]
+    mhz = [m["clocks"]["sm_mhz_median"] for m in pick]
+    if not pick or max(mhz) <= (1 + CLOCK_SPREAD) * min(mhz):
+        return None
+    ref = next((m for m in pick if m.get("reference")), None)
+    unit = unit_of(ms)
+    rows = []
+    for m in sorted(pick, key=lambda m: (m["rung"] is None, m.get("rung_index") or 0, m["backend"])):
+        clocks = m["clocks"]
+        rows.append([f"`{m['implementation']}`", _num(metrics.headline(m), ",.0f"),
+                     f"{clocks['sm_mhz_median']:.0f} ({clocks['sm_mhz_min']:.0f}–{clocks['sm_mhz_max']:.0f})",
+                     _num(metrics.per_ghz(m), ",.0f"),
+                     _num(metrics.per_ghz(m) / metrics.per_ghz(ref), ".2f", "×") if ref else "—"])
+    return tabulate(rows, ["implementation", unit, "SM MHz median (min–max)", f"{unit} per GHz", "× ref per GHz"],
+                    tablefmt="github", disable_numparse=True)
+
+
 def render(doc: dict, md_path: Path, draw: bool = True) -> str:
     """The Markdown report of a results document; figures go beside it."""
     env = doc["environment"]
@@ -508,6 +535,12 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
             for tune in _tunes(group):
                 out += [f"### {op} {shape_label(shape)} {precision} ({dtype}, {math}){padded}, autotune {tune}", "",
                         ladder_table(group, tune), ""]
+                clocked = clock_table(group, tune)
+                if clocked:
+                    out += [f"At an equal clock: these ran at median SM clocks more than {CLOCK_SPREAD:.0%} apart "
+                            "(the GPU at its power cap), so × ref above mixes kernel and clock. Per GHz of each "
+                            "run's median clock (to first order: a compute-bound rate scales with the SM clock):", "",
+                            clocked, ""]
         flagged = [m for m in op_ms if m["status"] == "ok" and flags(m)]
         if flagged:
             out += ["**Check these numbers** (see the legend):", ""]

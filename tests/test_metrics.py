@@ -61,3 +61,13 @@ def test_x_ref_pairs_within_op_shape_precision_and_mode():
             {**_record("memory", "ieee", 1.0, 1, 1, implementation="other precision"), "precision": "fp16"}]
     out = {r["implementation"]: r["x_ref"] for r in metrics.finalize(rows, ENV)}
     assert out == {"ref": 1.0, "fast": 2.0, "hot": 4.0, "hot ref": 1.0, "other precision": None}
+
+
+def test_per_ghz_divides_the_headline_by_the_median_clock_for_compute_bound_ops_only():
+    from study.metrics import per_ghz
+
+    record = {"work": {"bound": "compute"}, "gflops": 1500.0, "clocks": {"sm_mhz_median": 1500.0}}
+    assert per_ghz(record) == 1000.0
+    assert per_ghz({**record, "clocks": {"sm_mhz_median": None}}) is None  # no clock recorded
+    assert per_ghz({**record, "clocks": None}) is None
+    assert per_ghz({"work": {"bound": "memory"}, "gbps": 3000.0, "clocks": {"sm_mhz_median": 1500.0}}) is None

@@ -222,3 +222,20 @@ def test_the_best_figure_needs_two_shapes_and_keeps_an_emulation_apart(tmp_path,
     path = report.best_figure(doc["measurements"] + more, "sgemm", tmp_path / "best.png")
     assert path.stat().st_size > 1000
     assert seen["series"] == ["CUDA", "CUDA (3xtf32)", "Triton"]
+
+
+def test_runs_at_different_clocks_get_an_equal_clock_table(doc):
+    text = report.render(doc, Path("x.md"), draw=False)
+    assert "At an equal clock" not in text  # every median at 1980 MHz: × ref alone is fair
+    doc = copy.deepcopy(doc)
+    for m in doc["measurements"]:
+        if m["implementation"] == "sgemm/torch_matmul/cublas":
+            m["clocks"] = {**m["clocks"], "sm_mhz_median": 1500.0, "sm_mhz_min": 1400.0}
+    text = report.render(doc, Path("x.md"), draw=False)
+    assert text.count("At an equal clock") == 1  # autotune off only: no ok rung ran with autotune on
+    row = next(line for line in text.splitlines() if line.startswith("| `sgemm/v0_naive_colmajor_b/cuda`"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # 1,200 GFLOPS at 1980 MHz against the reference's 2,400 at 1500: 606 and 1,600 per GHz, 0.38×
+    assert cells == ["`sgemm/v0_naive_colmajor_b/cuda`", "1,200", "1980 (1980–1980)", "606", "0.38×"]
+    base = next(line for line in text.splitlines() if line.startswith("| `sgemm/torch_matmul/cublas`"))
+    assert "1500 (1400–1980)" in base and "1,600" in base and "1.00×" in base

@@ -12,12 +12,16 @@
 // fall on eight distinct groups of four banks, so no phase conflicts.
 // Removes: the FFMA ceiling of rungs 0–5 (FP32 arithmetic at 66.9 TFLOPS): the mma.sync HMMA path
 // runs FP16/BF16 products with FP32 accumulation at a multiple of it.
-// What remains (expected, not yet measured): mma.sync issues the legacy HMMA path on Hopper, at a
-// fraction of wgmma's rate (docs/toolchain.md 6.4); rung 7 is wgmma fed by TMA.
+// Measured (H200, reports/h200/hgemm-ladder.md): 303 TFLOPS FP16 and 310 BF16 at 4096³, 0.40–0.44×
+// cuBLAS at 4096³ and 8192³ — against 30–34 for v5 on the FFMA pipe. ncu at 4096³ FP16 in this
+// config (reports/h200/profiles/hgemm.md): HMMA pipe 53.2 % busy, issue active 46.5 %, top stall
+// "wait" (fixed-latency dependencies, 2.0 cycles per issue), 248 registers, 8 warps an SM. Tried
+// in the space: warp tiles 64×32, 32×64 and 64×64; 128 and 256 threads; BK 32 and 64; 3 and 4
+// stages; 128×256 and 256×128 tiles — the autotuner keeps this declared config at 4096³ and
+// 8192³. Rung 7 replaces the legacy HMMA path with wgmma fed by TMA.
 // Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
 // tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
 // edges stored element by element.
-// Not run on a GPU yet.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8

@@ -16,8 +16,10 @@
 // global memory, 4 bytes a lane, a warp's store touching 8 rows × 16 bytes (half sectors); here a
 // consumer writes 64 × 64 boxes of C into a double buffer in the 128-byte swizzle and one thread
 // hands each to the copy engine (cp.async.bulk.tensor store, clipped at M and N), so the consumers
-// go back to wgmma while C drains. ncu before (this rung with v7's store, 4096³): tensor pipe
-// 84.1 % against 91–94 % for the Triton twins (which stage their epilogue through shared memory).
+// go back to wgmma while C drains. ncu before (this rung with v7's store, 4096³ FP16, commit
+// 6bbd178): tensor pipe 84.1 % against 91–94 % for the Triton twins, 0.203 ms; after: 95.0 % (as
+// cuBLAS), 0.183 ms (reports/h200/profiles/hgemm.md). Measured (reports/h200/hgemm-ladder.md):
+// 746–769 TFLOPS at 4096³ (0.98–1.02× cuBLAS), 689–765 at 8192³ (1.01–1.07×).
 // Removes: v7's per-slice block barrier, its epilogue bubble (one wave of 128 blocks per SM slot,
 // then a tail; here every SM keeps one block for the whole GEMM) and its half-sector C stores.
 // Constraints: as v7 (K and N multiples of 8, 16-byte aligned rows of A, B and C, refused
