@@ -77,12 +77,12 @@ __device__ __forceinline__ void tma_store_wait_read() {
 template <int N>
 __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N) : "memory"); }
 
-// Shared-memory writes of ordinary stores become visible to the async proxy (TMA, wgmma) only
-// after this fence, in every writing thread, followed by a barrier before the copy is issued.
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
     asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
 }
 
+// Shared-memory writes of ordinary stores become visible to the async proxy (TMA, wgmma) only
+// after this fence, in every writing thread, followed by a barrier before the copy is issued.
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // A barrier of `threads` threads on hardware barrier `id` (0 is __syncthreads'): one warpgroup

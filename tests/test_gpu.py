@@ -21,8 +21,11 @@ AWKWARD = {
     "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
     # one element; tails past 32- and 128-wide tiles with N odd (scalar paths); 16-byte rows with tails
     # in M, N and K (vector and cp.async paths); K = 1; one tile with a long K.
-    # 257×264×520 and 72×136×40 are what the TMA rungs take (K, N multiples of 8): tails in M, N, K.
-    "hgemm": [(1, 1, 1), (17, 33, 65), (257, 129, 200), (72, 136, 40), (3, 5, 1), (64, 64, 4096), (257, 264, 520)],
+    # 72×136×40, 64×64×4096, 257×264×520 and 2049×2056×136 are what the TMA rungs take (K, N multiples
+    # of 8): tails in M, N and K; the last has 153 tiles of v8's 128×256, more than the 132 SMs its
+    # persistent grid holds, so blocks walk several tiles (stages and C boxes reused across tiles).
+    "hgemm": [(1, 1, 1), (17, 33, 65), (257, 129, 200), (72, 136, 40), (3, 5, 1), (64, 64, 4096), (257, 264, 520),
+              (2049, 2056, 136)],
 }
 IMPLS = implementations()
 CASES = [(impl, shape, p) for impl in IMPLS for shape in AWKWARD[impl.op] for p in ladder(impl.op).problem.precisions
@@ -35,6 +38,13 @@ def _data(op, shape, precision, seed=7):
     tensors = problem.make_inputs(shape, precision, seed, "cuda")
     ref, scale = problem.reference(tensors, precision)
     return problem, shape, tensors, ref, scale
+
+
+def _arch_reason(impl):
+    """Why this GPU cannot run the implementation's CUDA kernel (its declared architecture), or None."""
+    if impl.backend != "cuda":
+        return None
+    return impl.target.arch_reason(torch.cuda.get_device_capability())
 
 
 def _run(impl, problem, shape, tensors, ref, scale, precision, **kw):
@@ -56,6 +66,8 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
         pytest.skip(missing_requirement(impl))
     problem, shape, tensors, ref, scale = _data(impl.op, shape, precision, seed=sum(shape))
     reason = backend(impl.backend).check(impl, problem, shape, precision)
+    if reason and _arch_reason(impl):
+        pytest.skip(reason)  # an sm_90a rung on another GPU
     if reason:  # only TMA's alignment (K and N multiples of 8) refuses a shape here
         assert impl.rung in TMA_RUNGS and "TMA" in reason, reason
         pytest.skip(reason)
@@ -65,7 +77,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)],
-                   "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520)]}
+                   "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520), (2049, 2056, 136)]}
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)
@@ -73,8 +85,12 @@ def test_every_cuda_autotune_point_is_correct(impl):
     problem = ladder(impl.op).problem
     for shape in AUTOTUNE_SHAPES[impl.op]:
         for precision in (p for p in problem.precisions if p.name in impl.precisions):
-            if backend("cuda").check(impl, problem, dict(zip(problem.axes, shape)), precision):
-                continue  # a TMA rung at K or N not a multiple of 8 (the awkward-shape test asserts the reason)
+            reason = backend("cuda").check(impl, problem, dict(zip(problem.axes, shape)), precision)
+            if reason and _arch_reason(impl):
+                pytest.skip(reason)
+            if reason:  # a TMA rung at K or N not a multiple of 8
+                assert impl.rung in TMA_RUNGS and "TMA" in reason, reason
+                continue
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
             for point in impl.space:
                 verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=point)
@@ -115,6 +131,8 @@ def test_hgemm_offset_or_padded_rows_pick_their_path_and_stay_correct(rung):
 @pytest.mark.parametrize("rung", TMA_RUNGS)
 def test_tma_rungs_refuse_rows_tma_cannot_read_and_run_padded_ones(rung, backend_name):
     impl = next(i for i in IMPLS if i.name == f"hgemm/{rung}/{backend_name}")
+    if _arch_reason(impl) or torch.cuda.get_device_capability()[0] < 9:
+        pytest.skip("TMA and wgmma need an sm_90 GPU")
     fp16 = ladder("hgemm").problem.precision("fp16")
     problem, shape, tensors, ref, scale = _data("hgemm", (72, 136, 40), fp16)
     storage = torch.empty(72 * 40 + 8, device="cuda", dtype=torch.float16)
@@ -133,13 +151,17 @@ def test_tma_rungs_refuse_rows_tma_cannot_read_and_run_padded_ones(rung, backend
         assert verdict.ok, verdict.message
 
 
-def test_an_unsupported_launch_is_recorded_as_skipped_with_its_reason():
+@pytest.mark.parametrize("autotune", ["off", "on"])  # on: the tuner must pass the refusal up, not crash
+def test_an_unsupported_launch_is_recorded_as_skipped_with_its_reason(autotune, tmp_path, monkeypatch):
     from study import hardware
     from study.runner import Case, Session, TimerSettings
 
     impl = next(i for i in IMPLS if i.name == "hgemm/v7_wgmma_tma/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path))
     fp16 = ladder("hgemm").problem.precision("fp16")
-    case = Case(impl=impl, shape={"M": 64, "N": 64, "K": 64}, precision=fp16, autotune="off", mode="cold", pad=3)
+    case = Case(impl=impl, shape={"M": 64, "N": 64, "K": 64}, precision=fp16, autotune=autotune, mode="cold", pad=3)
     record = Session(TimerSettings(reps=20), hardware.current_device()).measure(case)
     assert record["status"] == "skipped" and "multiple of 16 bytes" in record["reason"], record
 

@@ -69,3 +69,22 @@ def test_a_plugin_kernel_that_breaks_the_rules_is_named_by_the_integrity_check(t
     assert proc.returncode == 2
     assert "00_mine.cu must define the kernel mygemv_v0_mine" in proc.stderr
     assert f"{(tmp_path / 'my_kernels' / '01_stray.cu').resolve()} is not registered by any rung" in proc.stderr
+
+
+def test_checks_get_the_rung_only_where_the_op_takes_it():
+    # An op written before cuda_check / triton_check took the rung keeps working.
+    from study.backends import rung_argument
+    from study.registry import implementation
+
+    class Before:
+        def cuda_check(self, params, shape, precision):
+            return None
+
+    class After:
+        def cuda_check(self, params, shape, precision, rung=""):
+            return rung
+
+    impl = implementation("hgemm/v7_wgmma_tma/cuda")
+    assert rung_argument(Before().cuda_check, impl) == {}
+    assert rung_argument(After().cuda_check, impl) == {"rung": "v7_wgmma_tma"}
+    assert After().cuda_check({}, {}, None, **rung_argument(After().cuda_check, impl)) == "v7_wgmma_tma"

@@ -118,3 +118,22 @@ def test_the_split_k_twin_splits_reduces_in_order_and_runs_again():
         launch.out.fill_(float("nan"))
         launch.fn()
         assert torch.equal(launch.out, first)
+
+
+def test_descriptor_twins_autotune_with_the_pre_hook_that_sets_their_boxes():
+    from study.backends.triton_launch import _autotuned
+    from study.registry import implementation
+    from triton_kernels import hgemm as tk
+
+    for rung in TMA_RUNGS:
+        impl = implementation(f"hgemm/{rung}/triton")
+        tuner = _autotuned(impl.target, ladder("hgemm").problem)
+        assert len(tuner.configs) == len(impl.space)
+        assert all(c.pre_hook is tk.descriptor_blocks for c in tuner.configs), rung
+
+    class Descriptor:
+        block_shape = None
+
+    nargs = {"a_desc": Descriptor(), "b_desc": Descriptor(), "BM": 128, "BN": 256, "BK": 64}
+    tk.descriptor_blocks(nargs)
+    assert nargs["a_desc"].block_shape == [128, 64] and nargs["b_desc"].block_shape == [64, 256]

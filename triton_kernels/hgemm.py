@@ -139,7 +139,7 @@ def hgemm_persistent(
 
 
 def descriptor_blocks(nargs):
-    """``triton.autotune``'s pre-hook for ``hgemm_descriptors``: each config's block shapes on the
+    """``triton.autotune``'s pre-hook for ``hgemm_descriptors`` and ``hgemm_persistent``: each config's block shapes on the
     descriptors before it runs (a descriptor carries its box, so one made for another tile would
     load the wrong one)."""
     nargs["a_desc"].block_shape = [nargs["BM"], nargs["BK"]]

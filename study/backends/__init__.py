@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 from typing import Any, Callable, ContextManager
 
 
@@ -18,6 +19,12 @@ class Unsupported(ValueError):
     """Raised by ``prepare`` when a rung cannot run these particular tensors (found only once the
     tensors exist: a padded view whose rows break an alignment the rung needs, say). The runner
     records the case as skipped with this reason; it is never a crash and never a number."""
+
+
+def rung_argument(check, impl) -> dict:
+    """``{"rung": key}`` for an op's cuda_check / triton_check that takes the rung, else nothing: a
+    plugin op written before the checks learnt the rung keeps working."""
+    return {"rung": impl.rung} if "rung" in inspect.signature(check).parameters else {}
 
 
 @dataclasses.dataclass

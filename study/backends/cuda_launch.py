@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from study.backends import Launch
+from study.backends import Launch, rung_argument
 from study.backends.cuda import StreamCache, load_function
 from study.problem import pad_rows
 
@@ -19,7 +19,7 @@ def check(impl, problem, shape, precision) -> str | None:
         reason = header.arch_reason(torch.cuda.get_device_capability())
         if reason:
             return reason
-    return problem.cuda_check(impl.params, shape, precision, rung=impl.rung)
+    return problem.cuda_check(impl.params, shape, precision, **rung_argument(problem.cuda_check, impl))
 
 
 def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from study.backends import Launch
+from study.backends import Launch, rung_argument
 from study.problem import pad_rows
 
 
@@ -15,7 +15,7 @@ def check(impl, problem, shape, precision) -> str | None:
         return ("Triton's interpreter does not handle bfloat16 faithfully (its float32 → bfloat16 "
                 "conversion does not round to nearest; triton-lang/triton#5424, #11584): BF16 twins run "
                 "on the GPU only")
-    return problem.triton_check(shape, precision, rung=impl.rung)
+    return problem.triton_check(shape, precision, **rung_argument(problem.triton_check, impl))
 
 
 _TUNERS: dict = {}

@@ -144,7 +144,7 @@ class HGEMM(Problem):
 
     # ---- CUDA glue ------------------------------------------------------------
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        if cdiv(shape["M"], params["BM"]) > GRID_Y:
+        if rung not in PERSISTENT_RUNGS and cdiv(shape["M"], params["BM"]) > GRID_Y:  # a persistent grid is 1-D
             return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
         if rung in TMA_RUNGS and (shape["K"] % VECTOR or shape["N"] % VECTOR):
             return (f"TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
@@ -207,7 +207,7 @@ class HGEMM(Problem):
         def grid(cfg):
             return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
-        if "a_desc" in kernel.arg_names:  # the v7 twin: TMA descriptors, their boxes the config's tiles
+        if "a_desc" in kernel.arg_names:  # the v7 and v8 twins: TMA descriptors, their boxes the config's tiles
             from triton.tools.tensor_descriptor import TensorDescriptor
 
             reason = alignment_reason("A", a) or alignment_reason("B", b)
