@@ -106,6 +106,31 @@ def softmax_whole(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr, WHOLE: tl.constexpr, 
         _normalize(x_row, y_row, N, m, 1.0 / d, BLOCK)
 
 
+@triton.jit
+def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexpr, WHOLE: tl.constexpr,
+                      FITS: tl.constexpr):
+    """v5: ROWS whole rows (WHOLE ≥ N, a power of two) a program, as a ROWS × WHOLE tile reduced along
+    its rows, when a row FITS in a warp's registers (MAX_WARP_ROW_BYTES); the CUDA rung's warps are
+    ``num_warps`` = ROWS here, and Triton lays the tile out over them itself. Otherwise each row
+    takes v3's two passes over BLOCK columns at a time."""
+    first = tl.program_id(0).to(tl.int64) * ROWS
+    if FITS:
+        rows = first + tl.arange(0, ROWS)
+        cols = tl.arange(0, WHOLE)
+        inside = (rows[:, None] < M) & (cols[None, :] < N)
+        offsets = rows[:, None] * N + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=inside, other=float("-inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=1)[:, None])
+        tl.store(y_ptr + offsets, (e / tl.sum(e, axis=1)[:, None]).to(y_ptr.dtype.element_ty), mask=inside)
+    else:
+        for r in range(ROWS):
+            if first + r < M:
+                x_row = x_ptr + (first + r) * N
+                y_row = y_ptr + (first + r) * N
+                m, d = _online_stats(x_row, N, BLOCK)
+                _normalize(x_row, y_row, N, m, 1.0 / d, BLOCK)
+
+
 # CUDA v0: 256 threads, one row each.
 V0_THREAD_PER_ROW = dict(ROWS=256, num_warps=8, num_stages=1)
 ROWS_SPACE = [dict(ROWS=r, num_warps=r // 32, num_stages=1) for r in (64, 128, 256, 512)]
@@ -120,3 +145,7 @@ BLOCK_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1)
 V4_ON_CHIP = dict(BLOCK=4096, num_warps=32, num_stages=1)
 # At least 8 warps: a whole row of 32768 values in 4 warps would be 256 a thread (spilled).
 WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (8, 16, 32)]
+# CUDA v5: 256 threads, a warp (and a row) each; rows fit up to 32 lanes × 16 slots × 16 bytes (ON_CHIP=16).
+MAX_WARP_ROW_BYTES = 32 * 16 * 16
+V5_WARP_PER_ROW = dict(ROWS=8, BLOCK=1024, num_warps=8, num_stages=1)
+WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in (4, 8, 16)]

@@ -1,6 +1,7 @@
-// Row helpers of the softmax ladder from v2 on (docs/ladders/softmax.md): one block of THREADS
-// threads per row; reductions through warp shuffles and one shared word per warp; 16-byte
-// vectors of storage_t; the online (maximum, rescaled sum) pair of v3 and v4.
+// Row helpers of the softmax ladder from v2 on (docs/ladders/softmax.md): a team of threads owns a
+// row — the block of THREADS (v2–v4: reductions through warp shuffles and one shared word per
+// warp) or one warp (v5: shuffles only); 16-byte vectors of storage_t; the online (maximum,
+// rescaled sum) pair of v3–v5; the row held in registers of v4 and v5.
 // Needs THREADS (a multiple of 32, at most 1024), ALIGNED and common.cuh.
 #pragma once
 
@@ -79,12 +80,17 @@ __device__ __forceinline__ void online_merge(float& m, float& d, float m2, float
     m = top;
 }
 
-// The pair over the block, in every thread. scratch: 64 floats of shared memory.
-__device__ __forceinline__ void block_online(float& m, float& d, float* scratch) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+// The pair over the warp, in every lane.
+__device__ __forceinline__ void warp_online(float& m, float& d) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
         online_merge(m, d, __shfl_xor_sync(0xffffffffu, m, o), __shfl_xor_sync(0xffffffffu, d, o));
+}
+
+// The pair over the block, in every thread. scratch: 64 floats of shared memory.
+__device__ __forceinline__ void block_online(float& m, float& d, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    warp_online(m, d);
     if (lane == 0) { scratch[warp] = m; scratch[32 + warp] = d; }
     __syncthreads();
     if (warp == 0) {
@@ -101,29 +107,50 @@ __device__ __forceinline__ void block_online(float& m, float& d, float* scratch)
     __syncthreads();
 }
 
+// The threads that own a row. BlockTeam: the block (v2–v4), its reductions through `scratch` (64
+// floats of shared memory) and barriers. WarpTeam: one warp (v5), shuffles only, no shared memory,
+// no barrier — so a warp may finish (or leave) without the others.
+struct BlockTeam {
+    static constexpr int SIZE = THREADS;
+    static __device__ __forceinline__ int rank() { return threadIdx.x; }
+    static __device__ __forceinline__ float max(float v, float* scratch) { return block_reduce<true>(v, scratch); }
+    static __device__ __forceinline__ float sum(float v, float* scratch) { return block_reduce<false>(v, scratch); }
+    static __device__ __forceinline__ void online(float& m, float& d, float* scratch) { block_online(m, d, scratch); }
+};
+
+struct WarpTeam {
+    static constexpr int SIZE = 32;
+    static __device__ __forceinline__ int rank() { return threadIdx.x % 32; }
+    static __device__ __forceinline__ float max(float v, float*) { return warp_max(v); }
+    static __device__ __forceinline__ float sum(float v, float*) { return warp_sum(v); }
+    static __device__ __forceinline__ void online(float& m, float& d, float*) { warp_online(m, d); }
+};
+
 // v3's first pass: the row's (maximum, sum of exponentials) in one read.
+template <class Team = BlockTeam>
 __device__ __forceinline__ void row_online_stats(const storage_t* __restrict__ x, int N, float& m, float& d,
                                                  float* scratch) {
     m = NEG_INF;
     d = 0.0f;
 #if ALIGNED
-    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+    for (int f = Team::rank(); f < N / VEC; f += Team::SIZE) {
         float v[VEC];
         unpack(reinterpret_cast<const uint4*>(x)[f], v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) online_add(m, d, v[i]);
     }
 #else
-    for (int j = threadIdx.x; j < N; j += THREADS) online_add(m, d, to_float(x[j]));
+    for (int j = Team::rank(); j < N; j += Team::SIZE) online_add(m, d, to_float(x[j]));
 #endif
-    block_online(m, d, scratch);
+    Team::online(m, d, scratch);
 }
 
 // The normalising pass: y = exp(x − m) · inv, reading x again.
+template <class Team = BlockTeam>
 __device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, storage_t* __restrict__ y, int N,
                                               float m, float inv) {
 #if ALIGNED
-    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+    for (int f = Team::rank(); f < N / VEC; f += Team::SIZE) {
         float v[VEC];
         unpack(reinterpret_cast<const uint4*>(x)[f], v);
 #pragma unroll
@@ -131,8 +158,83 @@ __device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, s
         reinterpret_cast<uint4*>(y)[f] = pack(v);
     }
 #else
-    for (int j = threadIdx.x; j < N; j += THREADS) y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
+    for (int j = Team::rank(); j < N; j += Team::SIZE) y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
 #endif
+}
+
+#if ALIGNED
+constexpr int ON_CHIP_SLOT = VEC;  // elements a register slot holds: one 16-byte vector ...
+#else
+constexpr int ON_CHIP_SLOT = 4;    // ... or, on the scalar path, four single elements (as FP32 floats)
+#endif
+
+// v4 and v5: the team's row held in its registers (Slots slots a thread), read once and written
+// once. Returns false, having done nothing, when the row is longer than Team::SIZE · Slots ·
+// ON_CHIP_SLOT elements (the caller falls back to two passes); the test is uniform over the team.
+template <class Team, int Slots>
+__device__ __forceinline__ bool row_on_chip(const storage_t* __restrict__ x, storage_t* __restrict__ y, int N,
+                                            float* scratch) {
+    if (N > Team::SIZE * Slots * ON_CHIP_SLOT) return false;
+    const int r = Team::rank();
+#if ALIGNED
+    uint4 held[Slots];
+    float m = NEG_INF;
+#pragma unroll
+    for (int s = 0; s < Slots; ++s) {
+        const int f = r + s * Team::SIZE;
+        held[s] = f < N / VEC ? reinterpret_cast<const uint4*>(x)[f] : make_uint4(0, 0, 0, 0);
+        if (f < N / VEC) {
+            float v[VEC];
+            unpack(held[s], v);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) m = fmaxf(m, v[i]);
+        }
+    }
+    m = Team::max(m, scratch);
+    float d = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots; ++s) {
+        if (r + s * Team::SIZE < N / VEC) {
+            float v[VEC];
+            unpack(held[s], v);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) d += __expf(v[i] - m);
+        }
+    }
+    const float inv = 1.0f / Team::sum(d, scratch);
+#pragma unroll
+    for (int s = 0; s < Slots; ++s) {
+        const int f = r + s * Team::SIZE;
+        if (f < N / VEC) {
+            float v[VEC];
+            unpack(held[s], v);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
+            reinterpret_cast<uint4*>(y)[f] = pack(v);
+        }
+    }
+#else
+    float held[Slots * ON_CHIP_SLOT];
+    float m = NEG_INF;
+#pragma unroll
+    for (int s = 0; s < Slots * ON_CHIP_SLOT; ++s) {
+        const int j = r + s * Team::SIZE;
+        held[s] = j < N ? to_float(x[j]) : NEG_INF;
+        m = fmaxf(m, held[s]);
+    }
+    m = Team::max(m, scratch);
+    float d = 0.0f;
+#pragma unroll
+    for (int s = 0; s < Slots * ON_CHIP_SLOT; ++s)
+        if (r + s * Team::SIZE < N) d += __expf(held[s] - m);
+    const float inv = 1.0f / Team::sum(d, scratch);
+#pragma unroll
+    for (int s = 0; s < Slots * ON_CHIP_SLOT; ++s) {
+        const int j = r + s * Team::SIZE;
+        if (j < N) y[j] = from_float(__expf(held[s] - m) * inv);
+    }
+#endif
+    return true;
 }
 
 // The row this block owns (grid.x rows at a time, grid.y beyond 65535), or −1.

@@ -8,7 +8,8 @@ v0 three passes, one thread per row (uncoalesced) → v1 one block per row, shar
 reductions (coalesced, still three passes) → v2 warp-shuffle reductions and 16-byte loads →
 v3 online softmax (the running maximum and the rescaled sum in one pass, then the normalising
 pass: two reads) → v4 the row kept in registers, read once (rows that fit; longer rows take
-v3's two passes, recorded). Reported cold: every default shape's X and Y exceed the L2.
+v3's two passes, recorded) → v5 a warp per row for short rows (shuffles only, several rows a
+block). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -102,9 +103,10 @@ class Softmax(Problem):
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
-        """v0: THREADS rows per block, one a thread. The others: one block of THREADS per row
-        (grid.x rows; grid.y takes what 65535 cannot). v4 records whether the row fits in its
-        registers (ON_CHIP elements a thread) or took the two-pass fallback."""
+        """v0: THREADS rows per block, one a thread. v5: THREADS/32 rows per block, one a warp.
+        The others: one block of THREADS per row. Blocks run along grid.x; grid.y takes what 65535
+        cannot. v4 and v5 record whether the row fits in the registers of its team (ON_CHIP slots a
+        thread) or took the two-pass fallback."""
         from study.backends.cuda import as_cupy
 
         m, n = shape["M"], shape["N"]
@@ -112,15 +114,18 @@ class Softmax(Problem):
         args = (as_cupy(tensors["X"]), as_cupy(out), np.int32(m), np.int32(n))
         if defines.get("ROW_PER_THREAD"):
             return CudaLaunch(grid=(cdiv(m, threads), 1, 1), block=(threads, 1, 1), args=args)
-        grid = (min(m, 65535), cdiv(m, 65535), 1)
+        team = 32 if defines.get("WARP_PER_ROW") else threads
+        blocks = cdiv(m, threads // team)
+        grid = (min(blocks, 65535), cdiv(blocks, 65535), 1)
         facts = {}
         if "ON_CHIP" in defines:
             slot = 16 // out.element_size() if defines["ALIGNED"] else 4
-            facts = {"on_chip": int(fits_on_chip(n, threads, defines["ON_CHIP"], slot))}
+            facts = {"on_chip": int(fits_on_chip(n, team, defines["ON_CHIP"], slot))}
         return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, facts=facts)
 
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        if not params.get("ROW_PER_THREAD") and cdiv(shape["M"], 65535) > 65535:
+        rows_per_block = params["THREADS"] // 32 if params.get("WARP_PER_ROW") else 1
+        if not params.get("ROW_PER_THREAD") and cdiv(cdiv(shape["M"], rows_per_block), 65535) > 65535:
             return f"M={shape['M']} rows need more than 65535 × 65535 blocks"
         return None
 
@@ -130,9 +135,10 @@ class Softmax(Problem):
         m, n = shape["M"], shape["N"]
         meta = dict(config)
         names = kernel.arg_names
-        if "WHOLE" in names:  # v4's twin: the row in one block of a power of two, when it fits
+        if "WHOLE" in names:  # v4's and v5's twins: whole rows of a power of two, when they fit
             meta["WHOLE"] = triton_next_pow2(n)
-            meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= tk.MAX_WHOLE_BYTES
+            limit = tk.MAX_WARP_ROW_BYTES if "ROWS" in names else tk.MAX_WHOLE_BYTES
+            meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= limit
 
         def grid(cfg):
             return (cdiv(m, cfg["ROWS"]),) if "ROWS" in cfg else (m,)
@@ -177,6 +183,9 @@ register(
         Rung("v4_on_chip", "the row held in registers: one read, one write (rows that fit; else v3)",
              "the second read of the row", cuda="04_on_chip.cu",
              triton=twin(tk.softmax_whole, tk.V4_ON_CHIP, tk.WHOLE_SPACE)),
+        Rung("v5_warp_per_row", "a warp per row, the row in its registers, shuffles only; THREADS/32 rows a block "
+             "(rows that fit; else v3 on the warp)", "v4's idle threads and block barriers on short rows",
+             cuda="05_warp_per_row.cu", triton=twin(tk.softmax_warp_rows, tk.V5_WARP_PER_ROW, tk.WARP_ROWS_SPACE)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],
