@@ -77,7 +77,8 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)],
-                   "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520), (2049, 2056, 136)]}
+                   "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
+                             (2049, 2056, 136)]}
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)

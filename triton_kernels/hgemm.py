@@ -139,9 +139,9 @@ def hgemm_persistent(
 
 
 def descriptor_blocks(nargs):
-    """``triton.autotune``'s pre-hook for ``hgemm_descriptors`` and ``hgemm_persistent``: each config's block shapes on the
-    descriptors before it runs (a descriptor carries its box, so one made for another tile would
-    load the wrong one)."""
+    """``triton.autotune``'s pre-hook for ``hgemm_descriptors`` and ``hgemm_persistent``: each
+    config's block shapes on the descriptors before it runs (a descriptor carries its box, so one
+    made for another tile would load the wrong one)."""
     nargs["a_desc"].block_shape = [nargs["BM"], nargs["BK"]]
     nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
 
@@ -183,7 +183,8 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s)
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)
 WGMMA_SPACE = [dict(BM=bm, BN=bn, BK=64, GROUP=8, num_warps=bm // 16, num_stages=s)
-               for bm, bn, s in ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6), (64, 256, 5), (64, 128, 6))]
+               for bm, bn, s in ((128, 256, 4), (128, 256, 3), (128, 128, 4), (128, 128, 6), (64, 256, 5),
+                                 (64, 128, 6))]
 # CUDA v8: 128×256×64, a producer and two consumer warpgroups (12 warps), 4 stages, persistent. The
 # twin has no producer warpgroup: its 8 warps are v7's consumers, each loading for itself.
 V8_WARP_SPECIALIZED = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4)

@@ -8,8 +8,9 @@ brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the s
 double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
 multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
 fills (128-byte swizzle, an mbarrier per stage; sm_90a) → v8 warp specialisation (a TMA producer
-warpgroup, two wgmma consumer warpgroups) in a persistent grid. v0–v5 multiply on the FFMA pipe in FP32; their Triton twins from v2
-on use ``tl.dot``, i.e. the tensor cores. A rung is one line below.
+warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores. v0–v5
+multiply on the FFMA pipe in FP32; their Triton twins from v2 on use ``tl.dot``, i.e. the tensor
+cores. A rung is one line below.
 
 Correctness gate. As SGEMM's, each element's error is divided by ``(|A|·|B|)_ij``, the scale of the
 dot-product error bound, plus η, the storage type's smallest normal number (2^-14 for FP16; 2^-126
@@ -53,7 +54,7 @@ GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
 VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
 
 
-TMA_RUNGS = ("v7_wgmma_tma", "v8_warp_specialized")  # operands loaded by TMA: rows 16-byte aligned, K, N multiples of 8
+TMA_RUNGS = ("v7_wgmma_tma", "v8_warp_specialized")  # operands by TMA: 16-byte rows, K and N multiples of 8
 PERSISTENT_RUNGS = ("v8_warp_specialized",)  # one block (program) per SM walks the tiles
 STAGE_BARRIERS = {"v7_wgmma_tma": 1, "v8_warp_specialized": 2}  # 8-byte mbarriers per stage: full (and empty)
 TMA_STORE_RUNGS = ("v8_warp_specialized",)  # C leaves through shared 64 × 64 boxes and a TMA store
@@ -172,7 +173,7 @@ class HGEMM(Problem):
             from study.backends.tma import tensor_map
 
             reason = alignment_reason("C", out)
-            if reason:  # C is stored in 4-byte pairs, which the same alignment allows
+            if reason:  # v7 stores C in 4-byte pairs, v8 by TMA: both need what A and B need
                 raise Unsupported(reason)
             maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
             if rung in TMA_STORE_RUNGS:
@@ -271,8 +272,9 @@ register(
              triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, pre_hook=tk.descriptor_blocks)),
         Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) issue "
              "wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles; C through shared "
-             "memory and TMA stores", "v7's block barrier every K slice, its epilogue bubble and half-sector C stores", cuda="08_warp_specialized.cu",
-             triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE, pre_hook=tk.descriptor_blocks)),
+             "memory and TMA stores", "v7's block barrier every K slice, its epilogue bubble and half-sector C stores",
+             cuda="08_warp_specialized.cu", triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE,
+                                                         pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
 )
