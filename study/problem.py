@@ -200,6 +200,12 @@ class Problem:
         return dict(tensors)
 
     # ---- backend hooks ----------------------------------------------------------
+    def axis_multiples(self, rung: str) -> dict[str, int]:
+        """Axes whose length rung ``rung`` needs to be a multiple of (TMA's 16-byte rows, say): its
+        checks refuse other shapes with the reason, and the edge-shape sweep rounds its shapes up to
+        them, keeping every tail. Empty: any length."""
+        return {}
+
     def cuda_check(self, params: Mapping[str, int], shape, precision: Precision, rung: str = "") -> str | None:
         """A reason CUDA rung ``rung`` (its key) with these parameters cannot run this case, or None."""
         return None

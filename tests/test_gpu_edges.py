@@ -7,7 +7,6 @@ import torch
 
 from study.backends import backend
 from study.edge_shapes import edge_shapes
-from study.ops.hgemm import TMA_RUNGS, VECTOR
 from study.problem import cdiv
 from study.registry import implementations, ladder
 from study.runner import check_output
@@ -29,8 +28,8 @@ def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
     failures, skipped, ran = [], 0, 0
     for precision in (p for p in problem.precisions if p.name in impl.precisions):
         for shape in edge_shapes(problem.axes):
-            if impl.op == "hgemm" and impl.rung in TMA_RUNGS:  # TMA's rows: N and K up to a multiple of 8, tails kept
-                shape = {**shape, "N": cdiv(shape["N"], VECTOR) * VECTOR, "K": cdiv(shape["K"], VECTOR) * VECTOR}
+            for axis, m in problem.axis_multiples(impl.rung).items():  # e.g. TMA's rows; tails kept
+                shape = {**shape, axis: cdiv(shape[axis], m) * m}
             reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
             if reason:
                 skipped += 1

@@ -198,6 +198,9 @@ def test_tma_rungs_refuse_k_or_n_not_a_multiple_of_8_and_fit_their_stages_in_sha
             assert (point["BM"] * 64 + point["BN"] * point["BK"]) * 2 % 1024 == 0, point
     assert HGEMM.cuda_check(implementation("hgemm/v6_mma_sync/cuda").params, {"M": 64, "N": 4100, "K": 60},
                             FP16_TENSOR, rung="v6_mma_sync") is None  # cp.async rungs have scalar paths
+    # what the checks refuse is what the edge-shape sweep rounds up to
+    assert all(HGEMM.axis_multiples(rung) == {"N": 8, "K": 8} for rung in TMA_RUNGS)
+    assert HGEMM.axis_multiples("v6_mma_sync") == {} and HGEMM.axis_multiples(None) == {}
     a = torch.empty(64, 72, dtype=torch.float16)
     assert alignment_reason("A", a) is None and alignment_reason("A", a[:, :64]) is None
     assert "multiple of 16 bytes" in alignment_reason("A", torch.empty(64, 67, dtype=torch.float16)[:, :64])

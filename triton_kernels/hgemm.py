@@ -87,6 +87,23 @@ def hgemm_grouped(
 
 
 @triton.jit
+def descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] = A·B from tensor-descriptor tiles (TMA on sm_90; what lies past M,
+    N and K loads as zeros) into an FP32 accumulator, stored in C's type: the body of the v7 and v8
+    twins. Triton inlines it, so v8's persistent loop still holds the K loop it flattens."""
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        a = a_desc.load([pid_m * BM, k0])
+        b = b_desc.load([k0, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
 def hgemm_descriptors(
     a_desc, b_desc, c_ptr,
     M, N, K,
@@ -99,15 +116,7 @@ def hgemm_descriptors(
     ``tl.dot`` becomes wgmma; CUDA v7's tile, pipeline depth and grouped order. What the twin cannot
     say: the mbarrier handshake and the per-slice barrier, which Triton's pipeliner places itself."""
     pid_m, pid_n = grouped_program(M, BM, GROUP)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        a = a_desc.load([pid_m * BM, k0])
-        b = b_desc.load([k0, pid_n * BN])
-        acc = tl.dot(a, b, acc)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
 
 
 @triton.jit
@@ -127,15 +136,7 @@ def hgemm_persistent(
     cols = tl.cdiv(N, BN)
     for t in tl.range(tl.program_id(0), rows * cols, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(t, rows, cols, GROUP)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(0, K, BK):
-            a = a_desc.load([pid_m * BM, k0])
-            b = b_desc.load([k0, pid_n * BN])
-            acc = tl.dot(a, b, acc)
-        rm = pid_m * BM + tl.arange(0, BM)
-        rn = pid_n * BN + tl.arange(0, BN)
-        c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-        tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+        descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
 
 
 def descriptor_blocks(nargs):

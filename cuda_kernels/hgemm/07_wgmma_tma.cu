@@ -75,12 +75,7 @@ hgemm_v7_wgmma_tma(const __grid_constant__ TensorMap map_a, const __grid_constan
     for (int s = 0; s < slices; ++s) {
         const int stage = s % STAGES;
         mbar_wait(bars + stage * 8, (s / STAGES) & 1);
-        fence_registers(acc);
-        wgmma_fence();
-        Stage::multiply(acc, base + stage * Stage::BYTES, wg);
-        wgmma_commit();
-        wgmma_wait<1>();  // slice s-1's products are done: its stage may be refilled
-        fence_registers(acc);
+        Stage::multiply(acc, base + stage * Stage::BYTES, wg);  // returns with slice s-1's products done
         __syncthreads();
         const int next = s + STAGES - 1;
         if (tid == 0 && next < slices)

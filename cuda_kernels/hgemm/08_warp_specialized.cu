@@ -99,12 +99,8 @@ hgemm_v8_warp_specialized(const __grid_constant__ TensorMap map_a, const __grid_
         for (int s = 0; s < slices; ++s, ++use) {
             const int stage = use % STAGES;
             mbar_wait(full + stage * 8, (use / STAGES) & 1);
-            fence_registers(acc);
-            wgmma_fence();
             Stage::multiply(acc, base + stage * Stage::BYTES, consumer);
-            wgmma_commit();
-            wgmma_wait<1>();  // the previous slice's wgmmas are done: release its stage
-            fence_registers(acc);
+            // the previous slice's products are done: release its stage
             if (s > 0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);
         }
         wgmma_wait<0>();

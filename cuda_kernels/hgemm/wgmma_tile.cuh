@@ -26,14 +26,22 @@ struct WgmmaStage {
         for (int c = 0; c < TileN / 64; ++c) tma_load_2d(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, bar);
     }
 
-    // acc += the slice's A rows 64·wg … 64·wg+63 times all of its B: TileK/16 wgmmas, issued (not
-    // waited for) by warpgroup wg. A advances 32 bytes (16 k) along its swizzled rows per step; B 16
-    // of its rows; B's leading offset steps from one 64-wide n chunk (box) to the next.
+    // acc += the slice's A rows 64·wg … 64·wg+63 times all of its B: BK/16 wgmmas issued by warpgroup
+    // wg and committed as one group; returns once the group before it (the previous slice's) is
+    // done, so that slice's stage may be refilled while this one's products run on. A advances 32
+    // bytes (16 k) along its swizzled rows per step; B 16 of its rows; B's leading offset steps from
+    // one 64-wide n chunk (box) to the next.
     static __device__ __forceinline__ void multiply(float (&acc)[TileN / 2], unsigned stage, int wg) {
+        fence_registers(acc);
+        wgmma_fence();
         const unsigned a = stage + wg * 64 * ROW_BYTES, b = stage + A_BYTES;
 #pragma unroll
         for (int k16 = 0; k16 < TileK / 16; ++k16)
-            wgmma_m64k16<TileN>(acc, wgmma_desc(a + k16 * 32, 16, 1024), wgmma_desc(b + k16 * 16 * ROW_BYTES, B_BOX_BYTES, 1024));
+            wgmma_m64k16<TileN>(acc, wgmma_desc(a + k16 * 32, 16, 1024),
+                                wgmma_desc(b + k16 * 16 * ROW_BYTES, B_BOX_BYTES, 1024));
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_registers(acc);
     }
 
     // Write columns 64q … 64q+63 of a warpgroup's accumulators, rounded to the storage type, into a

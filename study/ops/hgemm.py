@@ -36,6 +36,8 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -54,10 +56,17 @@ GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
 VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
 
 
-TMA_RUNGS = ("v7_wgmma_tma", "v8_warp_specialized")  # operands by TMA: 16-byte rows, K and N multiples of 8
-PERSISTENT_RUNGS = ("v8_warp_specialized",)  # one block (program) per SM walks the tiles
-STAGE_BARRIERS = {"v7_wgmma_tma": 1, "v8_warp_specialized": 2}  # 8-byte mbarriers per stage: full (and empty)
-TMA_STORE_RUNGS = ("v8_warp_specialized",)  # C leaves through shared 64 × 64 boxes and a TMA store
+@dataclasses.dataclass(frozen=True)
+class TmaRung:
+    """How a rung whose operands arrive by TMA (16-byte rows: K and N multiples of 8) is launched."""
+
+    barriers: int      # 8-byte mbarriers a stage: full (v7), full and empty (v8)
+    persistent: bool   # one block (program) per SM walks the tiles
+    tma_store: bool    # C leaves through shared 64 × 64 boxes and TMA stores (its own tensor map)
+
+
+TMA_RUNGS = {"v7_wgmma_tma": TmaRung(barriers=1, persistent=False, tma_store=False),
+             "v8_warp_specialized": TmaRung(barriers=2, persistent=True, tma_store=True)}
 TMA_BOX = 64  # halves in one 128-byte swizzled box row (cuda_kernels/hopper.cuh)
 
 
@@ -69,9 +78,10 @@ def shared_bytes(rung: str, defines) -> int:
     (v7: full) or two (v8: full, empty) 8-byte mbarriers per stage, and 1024 bytes to align the base
     to the swizzle atom; v8 also two 64 × 64 boxes of C per consumer warpgroup (one per 64 rows)."""
     if rung in TMA_RUNGS:
+        tma = TMA_RUNGS[rung]
         bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-        boxes = bm // 64 * 2 * TMA_BOX * TMA_BOX * 2 if rung in TMA_STORE_RUNGS else 0
-        return stages * (bm * TMA_BOX + bn * bk) * 2 + boxes + stages * 8 * STAGE_BARRIERS[rung] + 1024
+        boxes = bm // 64 * 2 * TMA_BOX * TMA_BOX * 2 if tma.tma_store else 0
+        return stages * (bm * TMA_BOX + bn * bk) * 2 + boxes + stages * 8 * tma.barriers + 1024
     if "WM" not in defines:
         return 0
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
@@ -144,13 +154,20 @@ class HGEMM(Problem):
         return a @ b, a.abs() @ b.abs() + SMALLEST_NORMAL[precision.name]
 
     # ---- CUDA glue ------------------------------------------------------------
-    def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        if rung not in PERSISTENT_RUNGS and cdiv(shape["M"], params["BM"]) > GRID_Y:  # a persistent grid is 1-D
-            return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
-        if rung in TMA_RUNGS and (shape["K"] % VECTOR or shape["N"] % VECTOR):
-            return (f"TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
+    def axis_multiples(self, rung: str) -> dict[str, int]:
+        return {"N": VECTOR, "K": VECTOR} if rung in TMA_RUNGS else {}
+
+    def _tma_reason(self, shape, rung, reader: str) -> str | None:
+        if any(shape[axis] % m for axis, m in self.axis_multiples(rung).items()):
+            return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
                     f"(K={shape['K']}, N={shape['N']})")
         return None
+
+    def cuda_check(self, params, shape, precision, rung="") -> str | None:
+        persistent = rung in TMA_RUNGS and TMA_RUNGS[rung].persistent  # a persistent grid is 1-D
+        if not persistent and cdiv(shape["M"], params["BM"]) > GRID_Y:
+            return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
+        return self._tma_reason(shape, rung, "TMA reads")
 
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED: 1 when every row of A, B and C starts on 16
@@ -176,13 +193,13 @@ class HGEMM(Problem):
             if reason:  # v7 stores C in 4-byte pairs, v8 by TMA: both need what A and B need
                 raise Unsupported(reason)
             maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
-            if rung in TMA_STORE_RUNGS:
+            if TMA_RUNGS[rung].tma_store:
                 args = (*maps, tensor_map("C", out, TMA_BOX, TMA_BOX), np.int32(m), np.int32(n), np.int32(k))
             else:
                 args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k),
                         np.int32(out.stride(-2)))
             facts = {}
-            if rung in PERSISTENT_RUNGS:
+            if TMA_RUNGS[rung].persistent:
                 blocks = min(grid[0] * grid[1], sm_count(a))
                 grid, facts = (blocks, 1, 1), {"blocks": blocks}
             return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), facts=facts,
@@ -195,10 +212,7 @@ class HGEMM(Problem):
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_check(self, shape, precision, rung="") -> str | None:
-        if rung in TMA_RUNGS and (shape["K"] % VECTOR or shape["N"] % VECTOR):
-            return (f"Triton's tensor descriptors (TMA) need rows 16 bytes apart by a multiple: K and N multiples of "
-                    f"{VECTOR} (K={shape['K']}, N={shape['N']})")
-        return None
+        return self._tma_reason(shape, rung, "Triton's tensor descriptors (TMA) read")
 
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
         a, b = tensors["A"], tensors["B"]
