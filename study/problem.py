@@ -76,7 +76,8 @@ class CudaLaunch:
     """What a CUDA rung's launch needs: grid, block, kernel arguments, and the bytes of dynamic
     shared memory (above 48 KiB the backend raises the kernel's limit first). ``facts``: what
     the launch decided from the shape (a split count, say), recorded with the config. ``keep``:
-    what the arguments point at without holding it (the tensors behind a TMA tensor map)."""
+    what the arguments point at without holding it (the tensors behind a TMA tensor map).
+    ``before``: kernels launched first, in order (:class:`KernelCall`)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -84,6 +85,20 @@ class CudaLaunch:
     smem: int = 0
     facts: dict = dataclasses.field(default_factory=dict)
     keep: tuple = ()
+    before: tuple["KernelCall", ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelCall:
+    """A kernel that a rung's launch runs before its own, on the same stream and inside the same
+    timed closure: the unfused rung of a fusion study is another rung's GEMM and then its own
+    pointwise kernel (study/ops/gemm_bias_relu.py). ``path`` and ``symbol`` name the kernel,
+    ``defines`` its compilation, ``launch`` its grid, block and arguments."""
+
+    path: Any
+    symbol: str
+    defines: Mapping[str, int]
+    launch: CudaLaunch
 
 
 def pad_rows(tensor, pad: int):

@@ -31,7 +31,7 @@ from study import kernel_header
 from study.paths import CUDA_DIR, display
 
 NOT_OPS = ("microbench",)  # cuda_kernels/microbench: ceiling kernels, not rungs (study/ceilings.py)
-BACKENDS = ("cuda", "triton", "cublas", "cublaslt", "torch")  # torch: an ATen kernel that is no BLAS call
+BACKENDS = ("cuda", "triton", "cublas", "cublaslt", "torch", "inductor")  # torch: an ATen kernel that is no BLAS call; inductor: torch.compile
 
 
 class PluginError(ImportError):

@@ -13,9 +13,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study import metrics
+from study import fusion, metrics
 
-BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch"}
+BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
+                 "inductor": "Inductor"}
+# Sections an op adds after its figures: op -> (the figure's name, the function that writes them).
+SECTIONS = {fusion.OP: ("fusion", fusion.section)}
 RUNG_BACKENDS = ("cuda", "triton")
 MODE_ORDER = ("cold", "hot", "graph")
 
@@ -422,7 +425,7 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
         if peak:
             ax.plot(xs, np.minimum(peak, bandwidth * xs), linewidth=1.2,
                     label=f"roof: {metrics.PEAK_NAMES.get(math, math)} {peak:,.0f} GFLOPS, memory {bandwidth:,.0f} GB/s")
-    markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P", "torch": "X"}
+    markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P", "torch": "X", "inductor": "D"}
     rung_keys = sorted({(m["rung_index"], m["rung"]) for m in ok if m["rung"] is not None})
     colours = {key: plt.cm.viridis(i / max(1, len(rung_keys) - 1)) for i, (_, key) in enumerate(rung_keys)}
     seen = set()
@@ -526,6 +529,10 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
                               ("roofline", roofline(ms, op, env, figures / f"{md_path.stem}-{op}-roofline.png"))):
                 if fig is not None:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
+        if op in SECTIONS:
+            name, write = SECTIONS[op]
+            out += write(ms, md_path.parent / "figures" / f"{md_path.stem}-{op}-{name}.png" if draw else None,
+                         md_path.parent)
         for (shape_json, precision, pad), group in groups.items():
             shape = json.loads(shape_json)
             dtype = group[0]["dtype"]

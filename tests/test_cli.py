@@ -81,13 +81,15 @@ def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
     assert {c.impl.op for c in cases} == {"sgemv", "softmax"} and {c.precision.name for c in cases} == {"fp16"}
     assert {c.mode for c in cases} == {"hot"}
     assert "sgemm: no --shape of its form MxNxK was given; not run" in capsys.readouterr().err
-    cases = _cases(_parser().parse_args(["compare", "--dtype", "fp16"]))  # the memory-bound ops and hgemm accept it
-    assert {c.impl.op for c in cases} == {"sgemv", "softmax", "hgemm"} and {c.precision.name for c in cases} == {"fp16"}
+    cases = _cases(_parser().parse_args(["compare", "--dtype", "fp16"]))  # the memory-bound ops and the half GEMMs
+    assert {c.impl.op for c in cases} == {"sgemv", "softmax", "hgemm", "gemm_bias_relu"}
+    assert {c.precision.name for c in cases} == {"fp16"}
     assert "sgemm: accepts none of --dtype fp16; not run" in capsys.readouterr().err
     cases = _cases(_parser().parse_args(["compare", "--dtype", "fp32", "--dtype", "bf16"]))
     assert {(c.impl.op, c.precision.name) for c in cases} == {("sgemm", "fp32"), ("sgemv", "fp32"), ("sgemv", "bf16"),
                                                               ("bgemm", "fp32"), ("softmax", "fp32"), ("softmax", "bf16"),
-                                                              ("hgemm", "bf16")}
+                                                              ("hgemm", "bf16"), ("gemm_bias_relu", "fp32"),
+                                                              ("gemm_bias_relu", "bf16")}
 
 
 def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):

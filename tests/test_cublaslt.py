@@ -32,9 +32,10 @@ class _Matmul:
         self.calls, self.algorithms = [], []
         _Matmul.made.append(self)
 
-    def plan(self, preferences=None, stream=None):
+    def plan(self, preferences=None, epilog=None, epilog_inputs=None, stream=None):
         limit = getattr(preferences, "limit", None) or 3
         self.algorithms = [_Algorithm(i) for i in range(limit)]
+        self.epilog, self.epilog_inputs = epilog, epilog_inputs
         self.calls.append(("plan", limit))
         return self.algorithms
 
@@ -44,8 +45,18 @@ class _Matmul:
 
     def execute(self, stream=None):
         self.calls.append(("execute",))
-        self.c.copy_(self.a @ self.b)  # in place, as inplace=True asks
+        d = (self.a.double() @ self.b.double()).float()
+        if self.epilog == "RELU_BIAS":  # as cuBLASLt: one bias value per row of the result, then ReLU
+            assert self.c.stride(0) == 1, "RELU_BIAS needs a column-major result"
+            d = torch.relu(d + self.epilog_inputs["bias"].float()[:, None])
+        self.c.copy_(d)  # in place, as inplace=True asks
         return self.c
+
+
+class _Epilog(str):
+    @property
+    def name(self):
+        return str(self)
 
 
 @pytest.fixture
@@ -55,6 +66,7 @@ def fake_nvmath(monkeypatch):
     advanced.MatmulComputeType = types.SimpleNamespace(COMPUTE_32F="32F", COMPUTE_32F_FAST_TF32="32F_TF32")
     advanced.MatmulOptions = lambda **kw: types.SimpleNamespace(**kw)
     advanced.MatmulPlanPreferences = lambda **kw: types.SimpleNamespace(**kw)
+    advanced.MatmulEpilog = types.SimpleNamespace(RELU_BIAS=_Epilog("RELU_BIAS"))
     linalg = types.ModuleType("nvmath.linalg")
     linalg.advanced = advanced
     root = types.ModuleType("nvmath")
@@ -138,3 +150,21 @@ def test_the_hgemm_baseline_asks_fp32_accumulation_at_fp16_and_bf16(fake_nvmath)
         _, info = impl.target.run(t, problem.make_output(shape, precision, "cpu"), precision)
         assert isinstance(problem, HGEMM) and info["compute_type"] == "COMPUTE_32F"
         assert fake_nvmath.made[-1].options.compute_type == "32F"
+
+
+@pytest.mark.parametrize("autotune", [False, True])
+def test_the_relu_bias_epilogue_runs_on_the_transposed_product_into_c_itself(fake_nvmath, autotune):
+    """cuBLASLt's bias has one value per row of its column-major result; the op's has one per column
+    of a row-major C: the glue asks for Cᵀ = Bᵀ·Aᵀ written into C's memory, which the stand-in
+    computes as cuBLASLt would (and refuses a row-major result)."""
+    problem, impl = ladder("gemm_bias_relu").problem, implementation("gemm_bias_relu/nvmath_relu_bias/cublaslt")
+    shape = {"M": 7, "N": 5, "K": 9}
+    for precision in problem.precisions:
+        tensors = problem.make_inputs(shape, precision, 0, "cpu")
+        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, autotune=autotune)
+        mm = fake_nvmath.made[-1]
+        assert mm.c.data_ptr() == launch.out.data_ptr() and mm.c.shape == (5, 7) and mm.epilog == "RELU_BIAS"
+        assert mm.epilog_inputs["bias"] is tensors["bias"] and launch.config["epilog"] == "RELU_BIAS"
+        ref, scale = problem.reference(tensors, precision)
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+        assert verdict.ok, verdict.message

@@ -7,7 +7,6 @@ import os
 import pytest
 
 from study.backends import backend
-from study.ops.hgemm import TMA_RUNGS
 from study.registry import implementations, ladder
 from study.runner import check_output
 
@@ -18,7 +17,9 @@ SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv"
           "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)],
           # hgemm: tails past every tile; 72×136×40 and 40×264×136 have 16-byte rows (the CUDA rungs' vector
           # paths, and the only shapes the TMA twins take), the latter three 64-wide K slices.
-          "hgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (72, 136, 40), (40, 264, 136)]}
+          "hgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (72, 136, 40), (40, 264, 136)],
+          # gemm_bias_relu: the same tails; 72×136×40 with 16-byte rows runs the TMA twins (v2, v0's FP16 GEMM).
+          "gemm_bias_relu": [(1, 1, 1), (33, 17, 20), (72, 136, 40)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
          for p in ladder(impl.op).problem.precisions if p.name in impl.precisions]
@@ -31,7 +32,7 @@ def test_twin_matches_reference(impl, shape, precision):
     shape = dict(zip(problem.axes, shape))
     reason = backend("triton").check(impl, problem, shape, precision)
     if reason:  # only the interpreter (BF16) and TMA's row alignment refuse anything here
-        assert (DEVICE == "cpu" and "interpreter" in reason) or (impl.rung in TMA_RUNGS and "TMA" in reason), reason
+        assert (DEVICE == "cpu" and "interpreter" in reason) or (problem.axis_multiples(impl.rung) and "TMA" in reason), reason
         pytest.skip(reason)
     tensors = problem.make_inputs(shape, precision, seed=sum(shape.values()), device=DEVICE)
     ref, scale = problem.reference(tensors, precision)
@@ -71,7 +72,8 @@ def _mirror(op, cuda, tw):
 UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's split twin keeps the launch order
               # Triton 3.6 has no warp specialisation on Hopper: the twin's 8 warps are the two consumer
               # warpgroups, and the producer warpgroup has no counterpart.
-              "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"]}
+              "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
+              "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"]}  # v8's twin with an epilogue
 HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
                 "v5_double_buffer": 2}
 

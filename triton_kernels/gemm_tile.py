@@ -1,17 +1,19 @@
-"""What the tiled GEMM twins share (triton_kernels/sgemm.py, triton_kernels/hgemm.py): one program's
-C tile through ``tl.dot``, and the grouped program order of the CUDA rungs' grouped_order.cuh."""
+"""What the tiled GEMM twins share (triton_kernels/sgemm.py, triton_kernels/hgemm.py,
+triton_kernels/gemm_bias_relu.py): one program's C tile through ``tl.dot`` (its product and its
+store apart, so that an epilogue can go between), and the grouped program order of the CUDA rungs'
+grouped_order.cuh."""
 
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-         pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """C[pid_m·BM :, pid_n·BN :] = A·B: BM×BK and BK×BN tiles staged through shared memory by
-    ``tl.dot`` (the pipeline depth is the launch's ``num_stages``) into an FP32 accumulator, stored
-    in C's type. INPUT_PRECISION is the FP32 operands' (``ieee``, ``tf32``, ``tf32x3``); None for
-    half operands. Out-of-range elements load as zeros."""
+def accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """A·B for C[pid_m·BM :, pid_n·BN :]: BM×BK and BK×BN tiles staged through shared memory by
+    ``tl.dot`` (the pipeline depth is the launch's ``num_stages``) into an FP32 accumulator, which is
+    returned. INPUT_PRECISION is the FP32 operands' (``ieee``, ``tf32``, ``tf32x3``); None for half
+    operands. Out-of-range elements load as zeros."""
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
@@ -25,8 +27,25 @@ def tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_b
         acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
         a += BK * stride_ak
         b += BK * stride_bk
+    return acc
+
+
+@triton.jit
+def store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr):
+    """The FP32 tile ``acc`` into C[pid_m·BM :, pid_n·BN :] in C's type, clipped at M and N."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
     c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
     tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+         pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] = A·B (:func:`accumulate`, then :func:`store`)."""
+    acc = accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+                     BM, BN, BK, INPUT_PRECISION)
+    store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
 
 @triton.jit

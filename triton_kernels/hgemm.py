@@ -29,7 +29,7 @@ kernels and plain config dicts only; study/ops/hgemm.py pairs them with the CUDA
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import grouped_program, grouped_tile, tile
+from triton_kernels.gemm_tile import grouped_program, grouped_tile, store, tile
 
 
 @triton.jit
@@ -87,20 +87,25 @@ def hgemm_grouped(
 
 
 @triton.jit
-def descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n,
-                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """C[pid_m·BM :, pid_n·BN :] = A·B from tensor-descriptor tiles (TMA on sm_90; what lies past M,
-    N and K loads as zeros) into an FP32 accumulator, stored in C's type: the body of the v7 and v8
-    twins. Triton inlines it, so v8's persistent loop still holds the K loop it flattens."""
+def descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A·B for C[pid_m·BM :, pid_n·BN :] from tensor-descriptor tiles (TMA on sm_90; what lies past M,
+    N and K loads as zeros) into an FP32 accumulator, which is returned."""
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
         a = a_desc.load([pid_m * BM, k0])
         b = b_desc.load([k0, pid_n * BN])
         acc = tl.dot(a, b, acc)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+    return acc
+
+
+@triton.jit
+def descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] = A·B (:func:`descriptor_accumulate`), stored in C's type: the body
+    of the v7 and v8 twins. Triton inlines it, so v8's persistent loop still holds the K loop it
+    flattens."""
+    acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
+    store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
 
 @triton.jit

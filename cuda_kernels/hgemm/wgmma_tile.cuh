@@ -44,19 +44,23 @@ struct WgmmaStage {
         fence_registers(acc);
     }
 
-    // Write columns 64q … 64q+63 of a warpgroup's accumulators, rounded to the storage type, into a
-    // 64 × 64 box at `box` in the 128-byte swizzle (row r at 128·r, its 16-byte chunk c at
-    // (c XOR r % 8)·16), the layout a SWIZZLE_128B tensor map stores from. The eight rows g of a
-    // warp's store land in eight different chunks: no bank conflicts.
-    static __device__ __forceinline__ void stage_box(const float (&acc)[TileN / 2], int q, unsigned box, int thread) {
+    // Write columns 64q … 64q+63 of a warpgroup's accumulators, mapped by the epilogue `e` (see
+    // hgemm/warp_specialized.cuh) and rounded to the storage type, into a 64 × 64 box at `box` in the
+    // 128-byte swizzle (row r at 128·r, its 16-byte chunk c at (c XOR r % 8)·16), the layout a
+    // SWIZZLE_128B tensor map stores from. The eight rows g of a warp's store land in eight
+    // different chunks: no bank conflicts.
+    template <class Epilogue>
+    static __device__ __forceinline__ void stage_box(const float (&acc)[TileN / 2], int q, unsigned box, int thread,
+                                                     const Epilogue& e) {
         const int lane = thread % 32, g = lane / 4, t = lane % 4;
         const unsigned row0 = box + (thread / 32 * 16 + g) * ROW_BYTES, row8 = row0 + 8 * ROW_BYTES;
 #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            const float* a = acc + 4 * (8 * q + j);
+            const int group = 8 * q + j;
+            const float* a = acc + 4 * group;
             const unsigned at = ((j ^ g) << 4) + 4 * t;
-            st_shared_u32(row0 + at, (unsigned)from_float(a[0]) | ((unsigned)from_float(a[1]) << 16));
-            st_shared_u32(row8 + at, (unsigned)from_float(a[2]) | ((unsigned)from_float(a[3]) << 16));
+            st_shared_u32(row0 + at, (unsigned)from_float(e(a[0], group, 0)) | ((unsigned)from_float(e(a[1], group, 1)) << 16));
+            st_shared_u32(row8 + at, (unsigned)from_float(e(a[2], group, 0)) | ((unsigned)from_float(e(a[3], group, 1)) << 16));
         }
     }
 

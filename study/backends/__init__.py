@@ -40,11 +40,11 @@ class Launch:
 def backend(name: str):
     """The module that implements a backend: ``cuda``, ``triton``, or a library backend
     (``cublas``: torch calls that reach cuBLAS; ``cublaslt``: nvmath-python's cuBLASLt; ``torch``:
-    torch's own ATen kernels, such as softmax)."""
+    torch's own ATen kernels, such as softmax; ``inductor``: what ``torch.compile`` generates)."""
     from study.backends import cuda_launch, library, triton_launch
 
     modules = {"cuda": cuda_launch, "triton": triton_launch, "cublas": library, "cublaslt": library,
-               "torch": library}
+               "torch": library, "inductor": library}
     if name not in modules:
         raise KeyError(f"unknown backend {name!r}; known: {', '.join(modules)}")
     return modules[name]

@@ -1,5 +1,5 @@
 """cuBLASLt through nvmath-python (``nvmath.linalg.advanced.Matmul``), a GEMM baseline beside
-``torch.matmul``.
+``torch.matmul``, and the reference of the fused GEMM + bias + ReLU (its ``RELU_BIAS`` epilogue).
 
 What is timed is ``execute`` alone: the ``Matmul`` object is built and planned once, outside the
 timed closure. It writes the product into the case's output tensor (``c=out``, ``beta=0``,
@@ -43,21 +43,43 @@ def _describe(algorithm) -> dict:
 
 def matmul(tensors, out, precision, autotune: bool = False):
     """(the launch closure, what was chosen) for ``out = A @ B``."""
+    return _planned(tensors["A"], tensors["B"], out, precision, autotune)
+
+
+def matmul_bias_relu(tensors, out, precision, autotune: bool = False):
+    """(the launch closure, what was chosen) for ``out = relu(A @ B + bias)`` with cuBLASLt's
+    ``RELU_BIAS`` epilogue. The epilogue's bias runs along the rows of its result (length M, one
+    value per row, broadcast over the columns: nvmath's ``(M, 1)``) and needs that result
+    column-major; this op's bias has one value per column of a row-major C. Both hold for the
+    transposed product Cᵀ = Bᵀ·Aᵀ, whose result Cᵀ (N×M, column-major) is C's own memory: views,
+    no copies. The bias stays in the storage type (cuBLASLt adds it in the compute type, FP32)."""
+    from nvmath.linalg.advanced import MatmulEpilog
+
+    a, b, bias = tensors["A"], tensors["B"], tensors["bias"]
+    return _planned(b.transpose(0, 1), a.transpose(0, 1), out.transpose(0, 1), precision, autotune,
+                    epilog=MatmulEpilog.RELU_BIAS, epilog_inputs={"bias": bias})
+
+
+def _planned(a, b, out, precision, autotune: bool, epilog=None, epilog_inputs=None):
+    """A planned (and, with ``autotune``, autotuned) ``Matmul`` that writes ``a @ b`` (through
+    ``epilog``) into ``out``; the closure that executes it and what was chosen."""
     import torch
     from nvmath.linalg.advanced import Matmul, MatmulComputeType, MatmulOptions, MatmulPlanPreferences
 
     if precision.math not in COMPUTE:
         raise ValueError(f"cuBLASLt baseline: no compute type for math mode {precision.math!r}")
-    a, b = tensors["A"], tensors["B"]
     compute = getattr(MatmulComputeType, COMPUTE[precision.math])
     stream = torch.cuda.current_stream() if a.is_cuda else None
     mm = Matmul(a, b, c=out, beta=0.0, options=MatmulOptions(inplace=True, compute_type=compute), stream=stream)
-    mm.plan(preferences=MatmulPlanPreferences(limit=ALGORITHMS) if autotune else None, stream=stream)
+    mm.plan(preferences=MatmulPlanPreferences(limit=ALGORITHMS) if autotune else None, epilog=epilog,
+            epilog_inputs=epilog_inputs, stream=stream)
     considered = len(mm.algorithms) if autotune else 1  # off: the heuristic's first, whatever it listed
     if autotune:
         mm.autotune(iterations=AUTOTUNE_ITERATIONS, stream=stream)
     info = {"compute_type": COMPUTE[precision.math], "autotuned": bool(autotune),
             "algorithms_considered": considered, "algorithm": _describe(mm.algorithms[0])}
+    if epilog is not None:
+        info["epilog"] = epilog.name
 
     def fn():
         # The stream current at the call: the one the timer's events are on, or a graph's capture stream.

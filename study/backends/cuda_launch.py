@@ -31,11 +31,15 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     defines = problem.cuda_defines(config, tensors, out, shape, precision)
     launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
+    # Kernels the launch runs first (an unfused rung's GEMM), then the rung's own: one closure, one stream.
+    calls = [(load_function(call.path, call.symbol, call.defines, smem=call.launch.smem), call.launch)
+             for call in launch.before] + [(function, launch)]
     launch_on = StreamCache()
-    grid, block, args, smem = launch.grid, launch.block, launch.args, launch.smem
 
     def fn():
-        function(grid, block, args, shared_mem=smem, stream=launch_on.current())
+        stream = launch_on.current()
+        for kernel, step in calls:
+            kernel(step.grid, step.block, step.args, shared_mem=step.smem, stream=stream)
 
     return Launch(fn=fn, out=out, config={**defines, **launch.facts, **({"smem_bytes": smem} if smem else {})},
                   keep=launch)

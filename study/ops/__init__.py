@@ -2,4 +2,4 @@
 (:func:`study.registry.load` is the one place that imports it), in this order, which is the
 order of ``list`` and of the reports: the SGEMM ladder first, the ops built on it after."""
 
-from study.ops import sgemm, sgemv, bgemm, softmax, hgemm  # noqa: F401, I001
+from study.ops import sgemm, sgemv, bgemm, softmax, hgemm, gemm_bias_relu  # noqa: F401, I001

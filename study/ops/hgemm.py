@@ -223,14 +223,7 @@ class HGEMM(Problem):
             return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
         if "a_desc" in kernel.arg_names:  # the v7 and v8 twins: TMA descriptors, their boxes the config's tiles
-            from triton.tools.tensor_descriptor import TensorDescriptor
-
-            reason = alignment_reason("A", a) or alignment_reason("B", b)
-            if reason:
-                raise Unsupported(reason)
-            # Under triton.autotune (no config here) triton_kernels.hgemm.descriptor_blocks sets them per config.
-            a_desc = TensorDescriptor(a, [m, k], [a.stride(-2), 1], [meta.get("BM", 64), meta.get("BK", 64)])
-            b_desc = TensorDescriptor(b, [k, n], [b.stride(-2), 1], [meta.get("BK", 64), meta.get("BN", 64)])
+            a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
 
             if "NUM_SMS" in kernel.arg_names:  # the v8 twin: persistent, one program per SM at most
                 sms = sm_count(a)
@@ -249,6 +242,21 @@ class HGEMM(Problem):
                          out.stride(-2), out.stride(-1), **meta)
 
         return fn
+
+
+def tensor_descriptors(a, b, shape, meta):
+    """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins; a
+    view whose rows TMA cannot read is refused (:class:`Unsupported`). Under ``triton.autotune``
+    (no config in ``meta``) triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    reason = alignment_reason("A", a) or alignment_reason("B", b)
+    if reason:
+        raise Unsupported(reason)
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    a_desc = TensorDescriptor(a, [m, k], [a.stride(-2), 1], [meta.get("BM", 64), meta.get("BK", 64)])
+    b_desc = TensorDescriptor(b, [k, n], [b.stride(-2), 1], [meta.get("BK", 64), meta.get("BN", 64)])
+    return a_desc, b_desc
 
 
 # cuBLAS through torch.matmul on FP16/BF16 operands (FP32 accumulation: the backend switches

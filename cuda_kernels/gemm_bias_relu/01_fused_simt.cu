@@ -1,0 +1,37 @@
+// gemm_bias_relu v1 — the epilogue fused into the best SIMT rung: sgemm v7's FFMA warp tiles
+// (docs/ladders/gemm_bias_relu.md, v1).
+// Idea: the bias is added and ReLU applied to the accumulators while they are still in registers,
+// between the K loop and the store, so C is written once and never read back: v0's extra round trip
+// of C through HBM and its second launch are gone. Each thread loads the bias of its TN columns once
+// (bias_relu_micro_tile); the FFMA main loop, tile, pipeline and grouped block order are sgemm v7's
+// (sgemm/tile_warp.cuh), so fused minus bare is the epilogue's cost.
+// Constraints: FP32 only (the SIMT GEMM ladder is FP32; FP16/BF16 go through the tensor cores, v2).
+// arch: sm_80
+// precisions: fp32
+// config: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=128 BK=8 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=4 GROUP=8
+// space: BM=128 BN=128 BK=16 WM=64 WN=32 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=16
+// space: BM=128 BN=128 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=128 STAGES=3 GROUP=8
+// space: BM=128 BN=256 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=256 STAGES=3 GROUP=8
+// space: BM=256 BN=128 BK=16 WM=64 WN=64 TM=16 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=64 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=128 STAGES=4 GROUP=8
+// space: BM=256 BN=128 BK=8 WM=64 WN=64 TM=16 TN=8 THREADS=256 STAGES=3 GROUP=8
+// space: BM=128 BN=256 BK=8 WM=64 WN=64 TM=8 TN=16 THREADS=256 STAGES=4 GROUP=8
+#include "common.cuh"
+#include "sgemm/tile_warp.cuh"
+#include "gemm_bias_relu/epilogue.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS, TM * TN > 64 ? 1 : 2)
+gemm_bias_relu_v1_fused_simt(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias,
+                             float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+    using namespace warp_tile;
+    int bm, bn;
+    grouped_block_coords<GROUP>(bm, bn);
+    const int m0 = bm * BM, n0 = bn * BN;
+    float acc[TM][TN] = {};
+    accumulate(acc, A, B, M, N, lda, ldb, m0, n0, 0, K);
+    bias_relu_micro_tile<TM, TN, GAP_N>(acc, bias, N, n0 + lane_col());
+    store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + lane_row(), n0 + lane_col());
+}

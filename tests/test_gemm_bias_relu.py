@@ -1,0 +1,150 @@
+"""The fused GEMM + bias + ReLU op on the CPU: its gate passes a correct result at every precision
+and fails one that skips the bias, one that skips the ReLU and (FP16/BF16) one that accumulates in
+the storage type; a bias of the wrong length is a usage error; the eager and compiled torch
+baselines pass the gate; the unfused rung names the GEMM it runs."""
+
+import pytest
+import torch
+
+from study.backends import backend
+from study.ops.gemm_bias_relu import BARE, bias_reason
+from study.registry import implementation, ladder
+from study.runner import check_output
+
+PROBLEM = ladder("gemm_bias_relu").problem
+# Short and long K: the bias is drawn at √K so that skipping it shows at every K.
+SHAPES = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 65}, {"M": 8, "N": 16, "K": 4096},
+          {"M": 4, "N": 8, "K": 16384}]
+
+
+def _product(tensors, precision, bias=True, relu=True, accumulate_in_storage=False):
+    a, b, c = tensors["A"].float(), tensors["B"].float(), tensors["bias"].float()
+    if accumulate_in_storage:  # every partial sum rounded to the storage type
+        acc = torch.zeros(a.shape[0], b.shape[1], dtype=tensors["A"].dtype)
+        for k in range(a.shape[1]):
+            acc = (acc.float() + a[:, k:k + 1] * b[k:k + 1, :]).to(tensors["A"].dtype)
+        out = acc.float()
+    else:
+        out = a.double() @ b.double()
+    out = out + c.double() if bias else out
+    out = torch.relu(out) if relu else out
+    return out.to(tensors["A"].dtype)
+
+
+@pytest.mark.parametrize("precision", PROBLEM.precisions, ids=lambda p: p.name)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s.values())))
+def test_the_gate_passes_the_answer_and_fails_a_skipped_bias_or_relu(shape, precision):
+    tensors = PROBLEM.make_inputs(shape, precision, seed=3, device="cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    assert PROBLEM.verify(_product(tensors, precision), ref, scale, precision).ok
+    assert not PROBLEM.verify(_product(tensors, precision, bias=False), ref, scale, precision).ok
+    if bool((ref == 0).any()):  # some pre-activation was negative (not so for a lone positive element)
+        assert not PROBLEM.verify(_product(tensors, precision, relu=False), ref, scale, precision).ok
+
+
+@pytest.mark.parametrize("precision", [p for p in PROBLEM.precisions if p.name != "fp32"], ids=lambda p: p.name)
+def test_the_gate_fails_accumulation_in_the_storage_type(precision):
+    shape = {"M": 16, "N": 16, "K": 512}
+    tensors = PROBLEM.make_inputs(shape, precision, seed=5, device="cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    assert not PROBLEM.verify(_product(tensors, precision, accumulate_in_storage=True), ref, scale, precision).ok
+
+
+def test_structured_inputs_are_exact_and_a_misplaced_bias_shows():
+    precision = PROBLEM.precision("bf16")
+    shape = {"M": 9, "N": 24, "K": 40}
+    tensors = PROBLEM.structured_inputs(shape, precision, "cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    assert PROBLEM.verify(_product(tensors, precision), ref, scale, precision).err == 0.0
+    rolled = dict(tensors, bias=tensors["bias"].roll(1))
+    assert not PROBLEM.verify(_product(rolled, precision), ref, scale, precision).ok
+
+
+def test_a_bias_of_the_wrong_length_is_a_usage_error():
+    precision = PROBLEM.precision("fp32")
+    shape = {"M": 4, "N": 6, "K": 8}
+    tensors = PROBLEM.make_inputs(shape, precision, seed=0, device="cpu")
+    assert bias_reason(tensors, shape) is None
+    short = dict(tensors, bias=tensors["bias"][:5])
+    assert bias_reason(short, shape) == "the bias must be a vector of N = 6 elements (one per column of C); got shape (5,)"
+    assert "storage type" in bias_reason(dict(tensors, bias=tensors["bias"].double()), shape)
+    assert "contiguous" in bias_reason(dict(tensors, bias=torch.zeros(12)[::2]), shape)
+    impl = implementation("gemm_bias_relu/v1_fused_simt/triton")
+    with pytest.raises(ValueError, match="N = 6 elements"):
+        PROBLEM.triton_launch(impl.target.kernel, short, PROBLEM.make_output(shape, precision, "cpu"), shape,
+                              dict(impl.params), precision)
+
+
+@pytest.mark.parametrize("name", ["eager_relu_matmul_bias/cublas", "eager_addmm_relu/cublas"])
+@pytest.mark.parametrize("precision", PROBLEM.precisions, ids=lambda p: p.name)
+def test_the_eager_baselines_pass_the_gate(name, precision):
+    impl = implementation(f"gemm_bias_relu/{name}")
+    shape = {"M": 33, "N": 17, "K": 20}
+    tensors = PROBLEM.make_inputs(shape, precision, seed=1, device="cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    launch = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision)
+    with launch.context():
+        verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, precision)
+    assert verdict.ok, verdict.message
+
+
+def test_torch_compile_writes_into_c_and_records_its_mode():
+    impl = implementation("gemm_bias_relu/compiled_relu_matmul_bias/inductor")
+    precision = PROBLEM.precision("fp32")
+    shape = {"M": 9, "N": 12, "K": 7}
+    tensors = PROBLEM.make_inputs(shape, precision, seed=2, device="cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    launch = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision, autotune=False)
+    assert launch.config["inductor_mode"] == "default" and launch.config["fullgraph"] is True
+    with launch.context():
+        verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, precision)
+    assert verdict.ok, verdict.message
+    assert impl.target.tunable  # autotune on asks Inductor's max-autotune
+
+
+def test_the_unfused_rung_runs_the_fastest_gemm_rung_of_each_precision():
+    from study import fusion
+
+    assert fusion.BARE == BARE  # the report finds the bare GEMM the rung ran
+    for precision, (op, rung) in BARE.items():
+        gemm = implementation(f"{op}/{rung}/cuda")
+        assert precision in gemm.precisions and implementation(f"{op}/{rung}/triton")
+    # On a GPU without sm_90a the FP16/BF16 unfused rung is refused with its GEMM's reason.
+    reason = PROBLEM.cuda_check(implementation("gemm_bias_relu/v0_unfused/cuda").params, {"M": 8, "N": 12, "K": 8},
+                                PROBLEM.precision("fp16"), rung="v0_unfused")
+    assert reason is None or reason.startswith("its GEMM (hgemm v8_warp_specialized)")
+    reason = PROBLEM.cuda_check({}, {"M": 8, "N": 12, "K": 12}, PROBLEM.precision("fp16"), rung="v2_fused_wgmma")
+    assert "multiples of 8" in reason
+
+
+def _record(op, rung, backend, ms, baseline=None, autotune="off", precision="bf16"):
+    return {"op": op, "rung": rung, "baseline": baseline, "backend": backend, "autotune": autotune, "status": "ok",
+            "shape": {"M": 1024, "N": 2048, "K": 512}, "precision": precision, "dtype": "bfloat16", "mode": "cold",
+            "median_ms": ms}
+
+
+def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
+    from study import fusion
+
+    ms = [_record("gemm_bias_relu", "v0_unfused", "cuda", 0.30), _record("gemm_bias_relu", "v2_fused_wgmma", "cuda", 0.22),
+          _record("hgemm", "v8_warp_specialized", "cuda", 0.20), _record("hgemm", "v7_wgmma_tma", "cuda", 0.10),
+          _record("gemm_bias_relu", None, "cublas", 0.33, baseline="eager_relu_matmul_bias", autotune="n/a"),
+          _record("gemm_bias_relu", None, "cublaslt", 0.20, baseline="nvmath_relu_bias"),
+          _record("gemm_bias_relu", "v2_fused_wgmma", "triton", 0.25),  # no unfused twin: a row all the same
+          dict(_record("gemm_bias_relu", "v0_unfused", "triton", 0.1), status="wrong")]  # never counted
+    rows = fusion.rows(ms)
+    assert [(r["backend"], r["unfused"] and r["unfused"]["median_ms"]) for r in rows] == [("cuda", 0.30), ("triton", None)]
+    cuda = rows[0]
+    assert cuda["bare"]["rung"] == "v8_warp_specialized"  # the rung v0 runs, not a faster other one
+    e = 2
+    assert cuda["bytes"]["unfused"] - cuda["bytes"]["fused"] == 2 * e * 1024 * 2048
+    line = next(l for l in fusion.table(rows).splitlines() if "| CUDA" in l)
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[4:9] == ["0.3000", "0.2200 (v2)", "0.2000", "1.36×", "+10.0 %"]
+    assert cells[11:] == ["1.50×", "0.91×"]
+    triton = next(l for l in fusion.table(rows).splitlines() if "| Triton" in l)
+    assert "| —" in triton  # no bare twin measured: a dash, not a guess
+    text = fusion.section(ms, tmp_path / "figures" / "f.png", tmp_path)
+    assert text[0] == "### What fusion bought" and "![gemm_bias_relu fusion](figures/f.png)" in text
+    assert (tmp_path / "figures" / "f.png").is_file()
+    assert fusion.section([m for m in ms if m["op"] == "hgemm"], None, tmp_path) == []

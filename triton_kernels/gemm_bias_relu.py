@@ -1,0 +1,87 @@
+"""Triton twins of the fusion study's GEMM + bias + ReLU (docs/ladders/gemm_bias_relu.md).
+
+C = relu(A·B + bias), the bias of length N broadcast over the rows, added in FP32 to the FP32
+accumulator before the one rounding to C's type:
+
+- v0 (unfused): the bare GEMM twin (hgemm v8's for FP16/BF16, sgemm v7's for FP32, at their
+  mirrored configs; study/ops/gemm_bias_relu.py launches it) and then ``bias_relu``, a pointwise
+  pass that reads C back and writes it again — the round trip fusion removes.
+- v1 (fused, SIMT): sgemm v7's twin (``tl.dot`` in IEEE FP32, grouped order) with the bias and
+  ReLU applied to the accumulator before the store.
+- v2 (fused, tensor cores): hgemm v8's persistent twin (tensor descriptors, TMA) with the same
+  epilogue.
+
+What a twin cannot say: where the bias is held (the CUDA rungs load each thread's columns once a
+tile into registers; Triton places the loaded vector as its layout dictates). Plain kernels and
+config dicts only.
+"""
+
+import triton
+import triton.language as tl
+
+from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, store
+from triton_kernels.hgemm import PERSISTENT_SPACE, V8_WARP_SPECIALIZED, descriptor_accumulate, descriptor_blocks  # noqa: F401
+from triton_kernels.sgemm import MULTISTAGE_SPACE, V7_MULTISTAGE
+
+
+@triton.jit
+def with_bias_relu(acc, bias_ptr, N, pid_n, BN: tl.constexpr):
+    """relu(acc + bias) for the BN columns of block column pid_n (columns past N add 0)."""
+    rn = pid_n * BN + tl.arange(0, BN)
+    bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
+    return tl.maximum(acc + bias[None, :], 0.0)
+
+
+@triton.jit
+def bias_relu(c_ptr, bias_ptr, M, N, stride_cm, BM: tl.constexpr, BN: tl.constexpr):
+    """v0's second kernel: C = relu(C + bias) in place over a BM × BN block of C, in FP32."""
+    rm = tl.program_id(1) * BM + tl.arange(0, BM)
+    rn = tl.program_id(0) * BN + tl.arange(0, BN)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    c = c_ptr + rm[:, None].to(tl.int64) * stride_cm + rn[None, :]
+    x = tl.load(c, mask=mask, other=0.0).to(tl.float32)
+    bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
+    tl.store(c, tl.maximum(x + bias[None, :], 0.0).to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def gemm_bias_relu_grouped(
+    a_ptr, b_ptr, bias_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """v1: sgemm v7's twin (grouped programs, ``num_stages`` 3–4) with the epilogue before the store."""
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    acc = accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+                     BM, BN, BK, INPUT_PRECISION)
+    store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+
+
+@triton.jit
+def gemm_bias_relu_persistent(
+    a_desc, b_desc, bias_ptr, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v2: hgemm v8's persistent twin (TMA descriptors, NUM_SMS programs walking the tiles in the
+    grouped order) with the epilogue before the store."""
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    for t in tl.range(tl.program_id(0), rows * cols, NUM_SMS, flatten=True):
+        pid_m, pid_n = grouped_tile(t, rows, cols, GROUP)
+        acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
+        store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+
+
+# CUDA v0's pass: 256 threads a block over 16-byte vectors; the twin's block is 16 rows × 256 columns.
+V0_UNFUSED = dict(BM=16, BN=256, num_warps=8, num_stages=1)
+POINTWISE_SPACE = [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
+                   for bm, bn, w in ((16, 256, 8), (8, 512, 8), (32, 256, 8), (4, 1024, 4), (64, 128, 8))]
+# CUDA v1: sgemm v7's tile; its twin's config and space.
+V1_FUSED_SIMT = dict(V7_MULTISTAGE)
+SIMT_SPACE = MULTISTAGE_SPACE
+# CUDA v2: hgemm v8's tile; its twin's config and space.
+V2_FUSED_WGMMA = dict(V8_WARP_SPECIALIZED)
+WGMMA_SPACE = PERSISTENT_SPACE
