@@ -1,6 +1,9 @@
 """Measured ceilings: what this GPU actually reaches, next to its theoretical peaks.
 
 - FP32: an FFMA loop (``cuda_kernels/microbench/ffma_loop.cu``), FLOPs counted exactly.
+- Legacy tensor cores: a loop of warp-level ``mma.sync`` m16n8k16 FP16 products with FP32
+  accumulation (``cuda_kernels/microbench/mma_sync_loop.cu``), FLOPs counted exactly: what the
+  HMMA path of a pre-Hopper GEMM (hgemm v6) can issue here, below the wgmma path cuBLAS takes.
 - Tensor cores: the best cuBLAS GEMM over a few large shapes, per tensor-core precision
   (FP16 and BF16 with FP32 accumulation, TF32 on FP32 operands).
 - Memory: a device-to-device copy of 2 GiB, counting bytes read plus bytes written.
@@ -20,11 +23,16 @@ from pathlib import Path
 from study import metrics, stats
 from study.paths import MICROBENCH_DIR as MICROBENCH
 from study.paths import cache_dir, report_dir
+from study.precision import FP16_TENSOR
 
 TENSOR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192))
 COPY_BYTES = 2 * 2**30
 FFMA = {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}
 FFMA_BLOCKS_PER_SM = 8  # 2048 threads: a full SM
+MMA_SYNC = {"ITERS": 4096, "CHAINS": 8, "THREADS": 256}
+# 32 warps an SM, 8 a scheduler, each with CHAINS independent HMMAs: far more in flight than the
+# HMMA latency needs, and at 43 registers a thread (ptxas, sm_90a) all four blocks are resident.
+MMA_SYNC_BLOCKS_PER_SM = 4
 # The tensor-core ceilings: (key, torch dtype name, torch fp32_precision, math mode of the peak).
 TENSOR = (("tensor_fp16", "float16", "ieee", "fp16"), ("tensor_bf16", "bfloat16", "ieee", "bf16"),
           ("tensor_tf32", "float32", "tf32", "tf32"))
@@ -73,6 +81,26 @@ def ffma(timer, device) -> dict:
     result = _time(timer, lambda: kernel((blocks, 1, 1), (FFMA["THREADS"], 1, 1), (sink, x),
                                          stream=streams.current()))
     flops = 2 * FFMA["CHAINS"] * FFMA["ITERS"] * blocks * FFMA["THREADS"]
+    result["gflops"] = flops / (result["median_ms"] * 1e-3) / 1e9
+    return result
+
+
+def mma_sync(timer, device) -> dict:
+    """FP16 ``mma.sync`` m16n8k16 loop (FP32 accumulation): the legacy tensor-core ceiling."""
+    import numpy as np
+    import torch
+
+    from study.backends.cuda import StreamCache, as_cupy, load_function
+
+    kernel = load_function(MICROBENCH / "mma_sync_loop.cu", "mma_sync_loop", {**MMA_SYNC, **FP16_TENSOR.cuda_defines})
+    blocks = device.sms * MMA_SYNC_BLOCKS_PER_SM
+    sink = as_cupy(torch.empty(blocks * MMA_SYNC["THREADS"], device="cuda"))
+    streams = StreamCache()
+    x = np.float32(0.05)  # operands within a factor 2 of ±0.05: the accumulators stay finite
+
+    result = _time(timer, lambda: kernel((blocks, 1, 1), (MMA_SYNC["THREADS"], 1, 1), (sink, x),
+                                         stream=streams.current()))
+    flops = 2 * 16 * 8 * 16 * MMA_SYNC["CHAINS"] * MMA_SYNC["ITERS"] * blocks * (MMA_SYNC["THREADS"] // 32)
     result["gflops"] = flops / (result["median_ms"] * 1e-3) / 1e9
     return result
 
@@ -129,7 +157,7 @@ def measure(device, settings, clocks) -> dict:
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
               "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
-              "copy": device_copy(timer)}
+              "mma_sync_fp16": mma_sync(timer, device), "copy": device_copy(timer)}
     torch.cuda.empty_cache()
     for key, dtype, fp32_precision, math in TENSOR:
         result[key] = tensor_core(timer, dtype, fp32_precision)
@@ -137,12 +165,16 @@ def measure(device, settings, clocks) -> dict:
         result[key]["theoretical_gflops"] = None if peak is None else peak / 1e9
         torch.cuda.empty_cache()  # the large GEMM operands
     result["ffma"]["theoretical_gflops"] = None if fp32_peak is None else fp32_peak / 1e9
+    fp16_peak = device.peak_flops("fp16")  # the tensor peak, which only wgmma reaches on Hopper
+    result["mma_sync_fp16"]["theoretical_gflops"] = None if fp16_peak is None else fp16_peak / 1e9
     result["copy"]["theoretical_gbps"] = device.memory_peak_bytes / 1e9
     return result
 
 
 def summary(ceilings: dict) -> dict:
-    """The figures a run carries: measured ceilings by name."""
+    """The figures a run carries: measured ceilings by name. The mma.sync loop is not among
+    them: no precision is scored against it (metrics.CEILINGS scores FP16 against the best
+    cuBLAS GEMM); it stands in ceilings.md, for comparing the mma.sync rung hgemm v6 with it."""
     return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
             **{metrics.CEILINGS[math][0]: ceilings[key]["gflops"] for key, _, _, math in TENSOR if key in ceilings},
             "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
@@ -154,7 +186,8 @@ def committed_path(device) -> Path:
 
 def complete(ceilings: dict) -> bool:
     """Whether a stored ceilings file has every ceiling this version measures."""
-    return all(key in ceilings for key in ("launch_overhead", "ffma", "copy", *(k for k, *_ in TENSOR)))
+    return all(key in ceilings for key in ("launch_overhead", "ffma", "mma_sync_fp16", "copy",
+                                           *(k for k, *_ in TENSOR)))
 
 
 def load_or_measure(device, settings, clocks, remeasure: bool = False, uuid: str | None = None) -> tuple[dict, str]:
@@ -187,6 +220,11 @@ def markdown(ceilings: dict) -> str:
     f, c, lo = ceilings["ffma"], ceilings["copy"], ceilings["launch_overhead"]
     rows = [["FP32 FFMA loop", gflops(f["gflops"]), gflops(f["theoretical_gflops"]),
              pct(f["gflops"], f["theoretical_gflops"]), f"{f['median_ms']:.4f}"]]
+    if "mma_sync_fp16" in ceilings:
+        m = ceilings["mma_sync_fp16"]
+        rows.append(["FP16 mma.sync loop (m16n8k16, FP32 accumulate; legacy warp-level MMA)", gflops(m["gflops"]),
+                     gflops(m["theoretical_gflops"]), pct(m["gflops"], m["theoretical_gflops"]),
+                     f"{m['median_ms']:.4f}"])
     for key, dtype, fp32_precision, math in TENSOR:
         if key in ceilings:
             t = ceilings[key]

@@ -61,13 +61,17 @@ def test_a_kernel_declared_for_hopper_only_is_not_compiled_for_ampere(tmp_path):
     assert kernel_header.read(path, "x").test_targets() == ("sm_90a",)
 
 
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
 @pytest.mark.parametrize("name,config", [("ffma_loop", {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}),
+                                         ("mma_sync_loop", {"ITERS": 4096, "CHAINS": 8, "THREADS": 256, "STORAGE_FP16": 1}),
+                                         ("mma_sync_loop", {"ITERS": 4096, "CHAINS": 8, "THREADS": 256, "STORAGE_BF16": 1}),
                                          ("empty", {"THREADS": 32}), ("delay", {"THREADS": 32})])
-def test_ceiling_kernels_compile(name, config, tmp_path):
-    from study.ceilings import FFMA
+def test_ceiling_kernels_compile(name, config, arch, tmp_path):
+    from study.ceilings import FFMA, MMA_SYNC
 
-    if name == "ffma_loop":
-        assert config == FFMA  # the test compiles what `study ceilings` launches
-    cmd = nvcc_command(MICROBENCH_DIR / f"{name}.cu", config, "sm_90a", tmp_path / "x.cubin")
+    launched = {"ffma_loop": FFMA, "mma_sync_loop": MMA_SYNC}
+    if name in launched:  # the test compiles what `study ceilings` launches (at either storage type)
+        assert {k: v for k, v in config.items() if not k.startswith("STORAGE_")} == launched[name]
+    cmd = nvcc_command(MICROBENCH_DIR / f"{name}.cu", config, arch, tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

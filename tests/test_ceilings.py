@@ -1,0 +1,55 @@
+"""Stored ceilings without a GPU: which files count as complete (an older file lacking a ceiling
+this version measures is measured again), the Markdown table and the summary a run carries.
+The figures are made up."""
+
+import json
+
+import pytest
+
+from study import ceilings, hardware
+
+H200 = hardware.Device(name="NVIDIA H200", slug="h200", capability=(9, 0), sms=132, max_sm_clock_mhz=1980.0,
+                       max_mem_clock_mhz=3201.0, bus_width_bits=6016, l2_bytes=62914560, memory_bytes=150 * 2**30,
+                       driver="x", clock_source="NVML")
+
+
+def _stored() -> dict:
+    shape = {"shape": {"M": 4096, "N": 4096, "K": 4096}}
+    return {"device": H200.to_json(), "utc": "2000-01-01T00:00:00+00:00",
+            "launch_overhead": {"median_ms": 0.004},
+            "ffma": {"median_ms": 1.0, "gflops": 60000.0, "theoretical_gflops": 66908.16},
+            "mma_sync_fp16": {"median_ms": 1.0, "gflops": 500000.0, "theoretical_gflops": 1070530.56},
+            "copy": {"median_ms": 1.0, "gbps": 4000.0, "theoretical_gbps": 4814.304},
+            "tensor_fp16": {"median_ms": 0.2, "gflops": 700000.0, "theoretical_gflops": 1070530.56, **shape},
+            "tensor_bf16": {"median_ms": 0.2, "gflops": 700000.0, "theoretical_gflops": 1070530.56, **shape},
+            "tensor_tf32": {"median_ms": 0.4, "gflops": 350000.0, "theoretical_gflops": 535265.28, **shape}}
+
+
+def test_a_stored_file_without_the_mma_sync_ceiling_is_incomplete():
+    stored = _stored()
+    assert ceilings.complete(stored)
+    del stored["mma_sync_fp16"]
+    assert not ceilings.complete(stored)
+
+
+def test_an_incomplete_cached_file_is_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path))
+    old = _stored()
+    del old["mma_sync_fp16"]
+    path = ceilings.cache_path(H200, "GPU-0123456789abcdef")
+    path.write_text(json.dumps(old))
+    monkeypatch.setattr(ceilings, "measure", lambda device, settings, clocks: _stored())
+    measured, source = ceilings.load_or_measure(H200, None, None, uuid="GPU-0123456789abcdef")
+    assert source == "measured now" and "mma_sync_fp16" in measured
+    assert ceilings.load_or_measure(H200, None, None, uuid="GPU-0123456789abcdef")[1] == str(path)  # cached now
+
+
+def test_the_mma_sync_ceiling_is_a_row_of_the_table_but_no_scoring_ceiling():
+    text = ceilings.markdown(_stored())
+    row = next(line for line in text.splitlines() if "mma.sync" in line)
+    assert "FP16 mma.sync loop (m16n8k16, FP32 accumulate; legacy warp-level MMA)" in row
+    assert "500,000 GFLOPS" in row and "1,070,531 GFLOPS" in row and "46.7 %" in row
+    assert text.index("FFMA loop") < text.index("mma.sync loop") < text.index("FP16 tensor cores")
+    summary = ceilings.summary(_stored())
+    assert summary["tensor_fp16_gflops"] == pytest.approx(700000.0)
+    assert not any("mma" in key for key in summary)
