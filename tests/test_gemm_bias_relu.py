@@ -148,3 +148,58 @@ def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
     assert text[0] == "### What fusion bought" and "![gemm_bias_relu fusion](figures/f.png)" in text
     assert (tmp_path / "figures" / "f.png").is_file()
     assert fusion.section([m for m in ms if m["op"] == "hgemm"], None, tmp_path) == []
+
+
+class _Kernel:
+    """A stand-in for a compiled CUDA kernel: records each launch."""
+
+    def __init__(self, log, symbol):
+        self.log, self.symbol = log, symbol
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        self.log.append((self.symbol, grid, block, args, shared_mem))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The CUDA launch path on the CPU: compilation, DLPack views, tensor maps and streams faked,
+    everything the op and the backend decide left real."""
+    import study.backends.cuda as cuda
+    import study.backends.cuda_launch as cuda_launch
+    import study.backends.tma as tma
+
+    log = []
+    monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
+    monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
+    monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
+    monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
+    return log
+
+
+@pytest.mark.parametrize("rung,precision,kernels", [
+    ("v0_unfused", "fp32", ["sgemm_v7_multistage", "gemm_bias_relu_v0_unfused"]),
+    ("v0_unfused", "bf16", ["hgemm_v8_warp_specialized", "gemm_bias_relu_v0_unfused"]),
+    ("v1_fused_simt", "fp32", ["gemm_bias_relu_v1_fused_simt"]),
+    ("v2_fused_wgmma", "fp16", ["gemm_bias_relu_v2_fused_wgmma"])])
+def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_kernel_takes_it(
+        fake_cuda, rung, precision, kernels):
+    impl = implementation(f"gemm_bias_relu/{rung}/cuda")
+    p = PROBLEM.precision(precision)
+    shape = {"M": 72, "N": 136, "K": 40}
+    tensors = PROBLEM.make_inputs(shape, p, 0, "cpu")
+    launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, p)
+    launch.fn()
+    assert [symbol for symbol, *_ in fake_cuda] == kernels
+    symbol, grid, block, args, smem = fake_cuda[-1]
+    bias_at = [i for i, a in enumerate(args) if a is tensors["bias"]]
+    out_at = [i for i, a in enumerate(args) if a is launch.out]
+    if rung == "v0_unfused":  # the pass: (C, bias, M, N, ldc) over BLOCKS_PER_SM blocks an SM
+        assert bias_at == [1] and out_at == [0] and grid == (132 * impl.params["BLOCKS_PER_SM"], 1, 1)
+        gemm = fake_cuda[0]
+        assert launch.config["gemm"] == f"{'sgemm/v7_multistage' if precision == 'fp32' else 'hgemm/v8_warp_specialized'}/cuda"
+        assert gemm[3][:2] == ((tensors["A"], tensors["B"]) if precision == "fp32" else
+                               (("map", "A", tensors["A"].data_ptr()), ("map", "B", tensors["B"].data_ptr())))
+    elif rung == "v1_fused_simt":  # sgemm's (A, B, bias, C, M, N, K, lda, ldb, ldc)
+        assert bias_at == [2] and out_at == [3] and len(args) == 10 and smem == launch.config["smem_bytes"] > 0
+    else:  # hgemm v8's (map A, map B, map C, bias, M, N, K) on a persistent grid
+        assert bias_at == [3] and args[2][:2] == ("map", "C") and len(args) == 7 and launch.config["blocks"] == 1

@@ -41,5 +41,5 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
         for kernel, step in calls:
             kernel(step.grid, step.block, step.args, shared_mem=step.smem, stream=stream)
 
-    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **({"smem_bytes": smem} if smem else {})},
+    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **({"smem_bytes": launch.smem} if launch.smem else {})},
                   keep=launch)
