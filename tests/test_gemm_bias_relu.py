@@ -1,7 +1,8 @@
-"""The fused GEMM + bias + ReLU op on the CPU: its gate passes a correct result at every precision
-and fails one that skips the bias, one that skips the ReLU and (FP16/BF16) one that accumulates in
-the storage type; a bias of the wrong length is a usage error; the eager and compiled torch
-baselines pass the gate; the unfused rung names the GEMM it runs."""
+"""The fused GEMM + bias + ReLU op on the CPU: its gate passes a correct result at every precision,
+rounded once or twice (the unfused path), and fails one that skips the bias or the ReLU; a bias of
+the wrong length is a usage error; the eager and compiled torch baselines pass the gate; the
+unfused rung names the GEMM it runs; each CUDA rung launches its kernels in order with the bias
+where the kernel takes it; the report's fusion table."""
 
 import pytest
 import torch
@@ -17,16 +18,10 @@ SHAPES = [{"M": 1, "N": 1, "K": 1}, {"M": 17, "N": 33, "K": 65}, {"M": 8, "N": 1
           {"M": 4, "N": 8, "K": 16384}]
 
 
-def _product(tensors, precision, bias=True, relu=True, accumulate_in_storage=False):
-    a, b, c = tensors["A"].float(), tensors["B"].float(), tensors["bias"].float()
-    if accumulate_in_storage:  # every partial sum rounded to the storage type
-        acc = torch.zeros(a.shape[0], b.shape[1], dtype=tensors["A"].dtype)
-        for k in range(a.shape[1]):
-            acc = (acc.float() + a[:, k:k + 1] * b[k:k + 1, :]).to(tensors["A"].dtype)
-        out = acc.float()
-    else:
-        out = a.double() @ b.double()
-    out = out + c.double() if bias else out
+def _product(tensors, precision, bias=True, relu=True):
+    a, b, c = tensors["A"].double(), tensors["B"].double(), tensors["bias"].double()
+    out = a @ b
+    out = out + c if bias else out
     out = torch.relu(out) if relu else out
     return out.to(tensors["A"].dtype)
 
@@ -42,12 +37,19 @@ def test_the_gate_passes_the_answer_and_fails_a_skipped_bias_or_relu(shape, prec
         assert not PROBLEM.verify(_product(tensors, precision, relu=False), ref, scale, precision).ok
 
 
-@pytest.mark.parametrize("precision", [p for p in PROBLEM.precisions if p.name != "fp32"], ids=lambda p: p.name)
-def test_the_gate_fails_accumulation_in_the_storage_type(precision):
-    shape = {"M": 16, "N": 16, "K": 512}
-    tensors = PROBLEM.make_inputs(shape, precision, seed=5, device="cpu")
-    ref, scale = PROBLEM.reference(tensors, precision)
-    assert not PROBLEM.verify(_product(tensors, precision, accumulate_in_storage=True), ref, scale, precision).ok
+@pytest.mark.parametrize("precision", PROBLEM.precisions, ids=lambda p: p.name)
+def test_the_gate_passes_two_roundings_the_unfused_path_makes(precision):
+    """A·B rounded to the storage type, then relu(C + bias) rounded again: at K = 1–3 this is where
+    the H200 edge test found 7.1e-4 (FP16) and 5.8e-3 (BF16), past one rounding's tolerance."""
+    for k in (1, 2, 3, 8):
+        for seed in range(3):
+            shape = {"M": 63, "N": 65, "K": k}
+            tensors = PROBLEM.make_inputs(shape, precision, seed=seed, device="cpu")
+            ref, scale = PROBLEM.reference(tensors, precision)
+            gemm = (tensors["A"].double() @ tensors["B"].double()).to(tensors["A"].dtype)
+            twice = torch.relu(gemm.double() + tensors["bias"].double()).to(tensors["A"].dtype)
+            verdict = PROBLEM.verify(twice, ref, scale, precision)
+            assert verdict.ok, (k, seed, verdict.message)
 
 
 def test_structured_inputs_are_exact_and_a_misplaced_bias_shows():
