@@ -55,10 +55,10 @@ def rows(measurements: list[dict]) -> list[dict]:
         base = [m for m in same if m["rung"] is None]
         eager = next((m for m in base if m["baseline"] == EAGER), None)
         lt = next((m for m in base if m["baseline"] == LT and m["autotune"] in (tune, "n/a")), None)
-        first = unfused or fused
-        out.append({"shape": dict(key[0]), "precision": precision, "dtype": first["dtype"], "mode": key[2],
+        first = unfused or fused  # its shape keeps the op's axis order (M, N, K) for the label
+        out.append({"shape": dict(first["shape"]), "precision": precision, "dtype": first["dtype"], "mode": key[2],
                     "backend": backend, "autotune": tune, "unfused": unfused, "fused": fused, "bare": bare,
-                    "eager": eager, "cublaslt": lt, "bytes": traffic(dict(key[0]), first["dtype"])})
+                    "eager": eager, "cublaslt": lt, "bytes": traffic(first["shape"], first["dtype"])})
     return out
 
 
