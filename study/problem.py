@@ -77,7 +77,7 @@ class CudaLaunch:
     shared memory (above 48 KiB the backend raises the kernel's limit first). ``facts``: what
     the launch decided from the shape (a split count, say), recorded with the config. ``keep``:
     what the arguments point at without holding it (the tensors behind a TMA tensor map).
-    ``before``: kernels launched first, in order (:class:`KernelCall`)."""
+    ``before``, ``after``: kernels launched first and last, in order (:class:`KernelCall`)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -86,14 +86,16 @@ class CudaLaunch:
     facts: dict = dataclasses.field(default_factory=dict)
     keep: tuple = ()
     before: tuple["KernelCall", ...] = ()
+    after: tuple["KernelCall", ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
 class KernelCall:
-    """A kernel that a rung's launch runs before its own, on the same stream and inside the same
-    timed closure: the unfused rung of a fusion study is another rung's GEMM and then its own
-    pointwise kernel (study/ops/gemm_bias_relu.py). ``path`` and ``symbol`` name the kernel,
-    ``defines`` its compilation, ``launch`` its grid, block and arguments."""
+    """A kernel that a rung's launch runs before or after its own, on the same stream and inside the
+    same timed closure: the unfused rung of a fusion study is another rung's GEMM and then its own
+    pointwise kernel (study/ops/gemm_bias_relu.py); a two-pass split-K adds its reduction after its
+    GEMM (sgemm v10). ``path`` and ``symbol`` name the kernel (``path`` None: in the rung's own
+    file), ``defines`` its compilation, ``launch`` its grid, block and arguments."""
 
     path: Any
     symbol: str

@@ -17,3 +17,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+class _Kernel:
+    """A stand-in for a compiled CUDA kernel: records each launch."""
+
+    def __init__(self, log, symbol):
+        self.log, self.symbol = log, symbol
+
+    def __call__(self, grid, block, args, shared_mem=0, stream=None):
+        self.log.append((self.symbol, grid, block, args, shared_mem))
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """The CUDA launch path on the CPU: compilation, DLPack views, tensor maps and streams faked,
+    everything an op and the backend decide left real. Yields the list of launches, in order:
+    (symbol, grid, block, args, shared memory)."""
+    import study.backends.cuda as cuda
+    import study.backends.cuda_launch as cuda_launch
+    import study.backends.tma as tma
+
+    log = []
+    monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
+    monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
+    monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
+    monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
+    return log

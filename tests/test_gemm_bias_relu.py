@@ -153,32 +153,6 @@ def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
     assert fusion.section([m for m in ms if m["op"] == "hgemm"], None, tmp_path) == []
 
 
-class _Kernel:
-    """A stand-in for a compiled CUDA kernel: records each launch."""
-
-    def __init__(self, log, symbol):
-        self.log, self.symbol = log, symbol
-
-    def __call__(self, grid, block, args, shared_mem=0, stream=None):
-        self.log.append((self.symbol, grid, block, args, shared_mem))
-
-
-@pytest.fixture
-def fake_cuda(monkeypatch):
-    """The CUDA launch path on the CPU: compilation, DLPack views, tensor maps and streams faked,
-    everything the op and the backend decide left real."""
-    import study.backends.cuda as cuda
-    import study.backends.cuda_launch as cuda_launch
-    import study.backends.tma as tma
-
-    log = []
-    monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
-    monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
-    monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
-    monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
-    return log
-
-
 @pytest.mark.parametrize("rung,precision,kernels", [
     ("v0_unfused", "fp32", ["sgemm_v7_multistage", "gemm_bias_relu_v0_unfused"]),
     ("v0_unfused", "bf16", ["hgemm_v8_warp_specialized", "gemm_bias_relu_v0_unfused"]),

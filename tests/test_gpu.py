@@ -272,11 +272,11 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / name).is_file()
 
 
-@pytest.mark.parametrize("rung", ["v5_split_k", "v9_split_k_multistage"])
+@pytest.mark.parametrize("rung", ["v5_split_k", "v9_split_k_multistage", "v10_split_k_two_pass"])
 def test_split_k_splits_skinny_products_only_and_repeats_exactly(rung):
-    # v5 and v9 record the K ranges their launch planned: several for 64×64×4096 (one tile for
-    # 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction gives the same bits on
-    # every launch.
+    # v5, v9 and v10 record the K ranges their launch planned: several for 64×64×4096 (one tile for
+    # 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (v10: its fixed-order second
+    # kernel) gives the same bits on every launch.
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
     for shape, several in (((64, 64, 4096), True), ((4096, 4096, 4096), False)):

@@ -271,3 +271,24 @@ def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m
         assert splits > 1 and split_k >= bk * MIN_SLICES_PER_SPLIT
         assert tiles * (splits - 1) < sms * SPLIT_BLOCKS_PER_SM  # no more ranges than the SMs ask for
     assert splits <= 65535
+
+
+@pytest.mark.parametrize("shape,kernels", [({"M": 5, "N": 7, "K": 300}, ["sgemm_v10_split_k_two_pass", "sgemm_v10_reduce_ranges"]),
+                                           ({"M": 1024, "N": 1024, "K": 64}, ["sgemm_v10_split_k_two_pass"])])
+def test_the_two_pass_split_k_runs_its_reduction_after_its_gemm_only_when_k_is_split(fake_cuda, shape, kernels):
+    from study.backends import backend
+    from study.registry import implementation, ladder
+
+    impl = implementation("sgemm/v10_split_k_two_pass/cuda")
+    problem = ladder("sgemm").problem
+    tensors = problem.make_inputs(shape, FP32, 0, "cpu")
+    launch = backend("cuda").prepare(impl, problem, tensors, shape, FP32)
+    launch.fn()
+    assert [symbol for symbol, *_ in fake_cuda] == kernels
+    gemm = fake_cuda[0]
+    assert gemm[1][2] == launch.config["splits"] and len(gemm[3]) == 11  # (A, B, C, M, N, K, lda, ldb, ldc, split_k, partial)
+    if len(kernels) == 2:  # (partial, C, M, N, ldc, splits): REDUCE_THREADS / REDUCE_GROUPS elements of C a block
+        _, grid, block, args, _ = fake_cuda[1]
+        assert args[0] is gemm[3][10] and args[1] is launch.out and int(args[5]) == launch.config["splits"] == 4
+        cols = impl.params["REDUCE_THREADS"] // impl.params["REDUCE_GROUPS"]
+        assert grid == (-(-5 * 7 // cols), 1, 1) and block == (impl.params["REDUCE_THREADS"], 1, 1)

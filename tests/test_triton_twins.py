@@ -70,6 +70,7 @@ def _mirror(op, cuda, tw):
 
 # What a twin does not mirror, and why (a stated exception, not a silent one).
 UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's split twin keeps the launch order
+              "sgemm/v10_split_k_two_pass": ["GROUP 8 has no twin"],  # likewise
               # Triton 3.6 has no warp specialisation on Hopper: the twin's 8 warps are the two consumer
               # warpgroups, and the producer warpgroup has no counterpart.
               "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
@@ -97,18 +98,19 @@ def test_the_mirror_check_can_fail():
     assert _mirror("sgemm", {"THREADS": 256, "GROUP": 8}, {"num_warps": 8})
 
 
-def test_the_split_k_twin_splits_reduces_in_order_and_runs_again():
-    # 5×7×300 on one 128×128 tile: four K ranges of 80, partials, the last program's ordered sum;
-    # the counter it resets lets a second launch (and a third) give the same bits.
+@pytest.mark.parametrize("rung", ["v5_split_k", "v10_split_k_two_pass"])
+def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
+    # 5×7×300 on one tile: four K ranges of 80, partials, then v5's last program's ordered sum (the
+    # counter it resets lets a second launch, and a third, give the same bits) or v10's second kernel.
     import torch
 
     from study.ops.sgemm import split_k_plan
     from study.registry import implementation
 
-    impl = implementation("sgemm/v5_split_k/triton")
+    impl = implementation(f"sgemm/{rung}/triton")
     problem = ladder("sgemm").problem
     shape = {"M": 5, "N": 7, "K": 300}
-    assert split_k_plan(5, 7, 300, 128, 128, 16, 132) == (4, 80)
+    assert split_k_plan(5, 7, 300, impl.params["BM"], impl.params["BN"], 16, 132) == (4, 80)
     precision = problem.precisions[0]
     tensors = problem.make_inputs(shape, precision, seed=3, device=DEVICE)
     ref, scale = problem.reference(tensors, precision)

@@ -135,6 +135,62 @@ def sgemm_grouped(
 
 
 @triton.jit
+def sgemm_split_k_partials(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """v10's first pass: v5's tile over one K range (the same plan from the grid), its FP32 partial
+    tile written to plane ``pid_s`` of the workspace; with one range, C itself. The sum is
+    ``reduce_ranges``, a second launch."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    splits = tl.num_programs(2)
+    split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
+    k_lo = pid_s * split_k
+    k_hi = k_lo + tl.minimum(split_k, K - k_lo)  # not k_lo + split_k: it passes 2^31 when K nears it
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + (k_lo + rk)[None, :] * stride_ak
+    b = b_ptr + (k_lo + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (k0 + rk[None, :] < k_hi), other=0.0)
+        b_tile = tl.load(b, mask=(k0 + rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
+        a += BK * stride_ak
+        b += BK * stride_bk
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    if splits == 1:
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
+    else:
+        tl.store(part_ptr + pid_s * M * N + rm[:, None] * N + rn[None, :], acc, mask=inside)
+
+
+@triton.jit
+def reduce_ranges(part_ptr, c_ptr, M, N, stride_cm, splits, COLS: tl.constexpr, GROUPS: tl.constexpr):
+    """v10's second pass: COLS consecutive elements of C a program, the ``splits`` planes read GROUPS
+    at a time (group g holds ranges g, g + GROUPS, …, added in increasing order, as in the CUDA
+    rung); the GROUPS sums are then added by ``tl.sum``, whose order is Triton's (fixed for a
+    config, not the CUDA rung's sequential one)."""
+    e = tl.program_id(0) * COLS + tl.arange(0, COLS)
+    plane = M * N
+    inside = e < plane
+    g = tl.arange(0, GROUPS)
+    sums = tl.zeros((GROUPS, COLS), dtype=tl.float32)
+    for s0 in range(0, splits, GROUPS):
+        s = s0 + g
+        sums += tl.load(part_ptr + s[:, None].to(tl.int64) * plane + e[None, :],
+                        mask=(s[:, None] < splits) & inside[None, :], other=0.0)
+    total = tl.sum(sums, axis=0)
+    tl.store(c_ptr + (e // N) * stride_cm + e % N, total, mask=inside)
+
+
+@triton.jit
 def sgemm_3xtf32(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
@@ -188,6 +244,12 @@ MULTISTAGE_SPACE = [dict(p, GROUP=8) for p in _tiled_space((3, 4))]
 # kernel (sgemm_split_k) at v9's tiles and stages: it keeps the launch order (no GROUP).
 V9_SPLIT_K_MULTISTAGE = dict(BM=64, BN=128, BK=16, num_warps=4, num_stages=4)
 SPLIT_MULTISTAGE_SPACE = _tiled_space((3, 4)) + [dict(BM=64, BN=64, BK=16, num_warps=4, num_stages=4)]
+# CUDA v10: v9's split on a 64×64×16 tile (4 warps, 4 stages), the reduction 256 threads in 8 range
+# groups (32 elements of C a block). The twin is v5's split at v10's tile (no GROUP, as v9's twin), then
+# reduce_ranges with the same groups.
+V10_SPLIT_K_TWO_PASS = dict(BM=64, BN=64, BK=16, num_warps=4, num_stages=4)
+TWO_PASS_SPACE = _tiled_space((3, 4)) + [dict(BM=64, BN=64, BK=16, num_warps=4, num_stages=4)]
+REDUCE_COLS, REDUCE_GROUPS = 32, 8
 # CUDA v8: 128×128×32, 256 threads, three stages, groups of eight block rows.
 V8_3XTF32 = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=3)
 TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)

@@ -31,9 +31,12 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     defines = problem.cuda_defines(config, tensors, out, shape, precision)
     launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
-    # Kernels the launch runs first (an unfused rung's GEMM), then the rung's own: one closure, one stream.
-    calls = [(load_function(call.path, call.symbol, call.defines, smem=call.launch.smem), call.launch)
-             for call in launch.before] + [(function, launch)]
+    # Kernels the launch runs first (an unfused rung's GEMM), the rung's own, then the ones after it (a
+    # second pass): one closure, one stream.
+    def loaded(call):
+        return load_function(call.path or impl.target.path, call.symbol, call.defines, smem=call.launch.smem), call.launch
+
+    calls = [loaded(call) for call in launch.before] + [(function, launch)] + [loaded(call) for call in launch.after]
     launch_on = StreamCache()
 
     def fn():

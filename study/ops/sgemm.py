@@ -4,7 +4,8 @@ The ladder is the seed's FP32 ladder (docs/ladders/sgemm.md): v0 naive with colu
 B → v1 coalesced → v2 shared-memory tiling → v3 register micro-tile → v4 cp.async double
 buffering, then past the seed: v5 split-K for skinny shapes → v6 warp tiling → v7 deeper
 pipeline and grouped block order → v8 3xTF32 (FP32-accurate tensor-core emulation, recorded
-as math ``3xtf32``) → v9 split-K on v7's tile. A rung is one line below; its kernel file and its Triton twin hold the rest.
+as math ``3xtf32``) → v9 split-K on v7's tile → v10 the same split with its sum as a second kernel
+over all of C. A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -29,11 +30,12 @@ import numpy as np
 import torch
 
 from study.precision import FP32, TF32
-from study.problem import DEFAULT_SMS, CudaLaunch, Problem, cdiv, offsets_reason, sm_count
+from study.problem import DEFAULT_SMS, CudaLaunch, KernelCall, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
 GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
+REDUCE_SYMBOL = "sgemm_v10_reduce_ranges"  # v10's second kernel, in its own file
 
 # The split-K plan of v5 and v9: enough blocks for two per SM (v5's launch bounds; v9's tiles hold one to
 # three), each K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
@@ -193,17 +195,27 @@ class SGEMM(Problem):
                 # leading dimensions: rows of A, B (columns, when B is column-major) and C are
                 # this many elements apart (a padded view: docs/ladders/sgemm.md, alignment)
                 np.int32(tensors["A"].stride(-2)), np.int32(b_storage.stride(-2)), np.int32(out.stride(-2))]
-        facts, smem = {}, shared_bytes(defines)
-        if defines.get("SPLIT"):  # v5: K ranges on grid.z, a workspace and a counter per tile
+        facts, smem, after = {}, shared_bytes(defines), ()
+        if defines.get("SPLIT"):  # v5, v9, v10: K ranges on grid.z and a workspace of partial tiles
             if self.batch(shape) != 1:
                 raise ValueError("the split-K rung computes one product: its grid.z holds the K ranges")
             splits, split_k = split_k_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], sm_count(out))
             partial = torch.empty(splits * m * n if splits > 1 else 1, dtype=torch.float32, device=out.device)
-            counter = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=out.device)
-            args += [np.int32(split_k), as_cupy(partial), as_cupy(counter)]
+            args += [np.int32(split_k), as_cupy(partial)]
+            if "REDUCE_THREADS" in defines:  # v10: the sum is a second kernel over all of C
+                if splits > 1:
+                    cols = defines["REDUCE_THREADS"] // defines["REDUCE_GROUPS"]
+                    reduce = CudaLaunch(grid=(cdiv(m * n, cols), 1, 1), block=(defines["REDUCE_THREADS"], 1, 1),
+                                        args=(as_cupy(partial), as_cupy(out, padded_rows=True), np.int32(m),
+                                              np.int32(n), np.int32(out.stride(-2)), np.int32(splits)))
+                    after = (KernelCall(None, REDUCE_SYMBOL, defines, reduce),)
+            else:  # v5, v9: the last block of each tile adds its partials, a counter per tile
+                counter = torch.zeros(grid[0] * grid[1], dtype=torch.int32, device=out.device)
+                args.append(as_cupy(counter))
             grid = (grid[0], grid[1], splits)
             facts = {"splits": splits, "split_k": split_k}
-        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), smem=smem, facts=facts)
+        return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), smem=smem, facts=facts,
+                          after=after)
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -214,7 +226,7 @@ class SGEMM(Problem):
             meta["INPUT_PRECISION"] = precision.triton_input_precision
 
         batch = self.batch(shape)
-        if "part_ptr" in kernel.arg_names:  # the split-K twin: grid.z holds K ranges planned per tile size
+        if "part_ptr" in kernel.arg_names:  # the split-K twins: grid.z holds K ranges planned per tile size
             return self._split_k_launch(kernel, a, b, out, m, n, k, meta)
         entry = [t.stride(0) if t.dim() == 3 else 0 for t in (a, b, out)]  # batch strides; 0 for one product
 
@@ -236,12 +248,26 @@ class SGEMM(Problem):
         tiles = [(c.kwargs if hasattr(c, "kwargs") else c) for c in configs]
         plans = [split_k_plan(m, n, k, t["BM"], t["BN"], t["BK"], sms) for t in tiles if "BM" in t]
         partial = torch.empty(max(s for s, _ in plans) * m * n, dtype=torch.float32, device=out.device)
-        counter = torch.zeros(max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles if "BM" in t),
-                              dtype=torch.int32, device=out.device)
 
         def grid(cfg):
             splits, _ = split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)
             return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), splits)
+
+        if "count_ptr" not in kernel.arg_names:  # v10's twin: partials, then the reduction kernel
+            def fn():
+                kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                             out.stride(-2), out.stride(-1), partial, **meta)
+                # The plan the launch just used: under triton.autotune, the tuned config's tile.
+                best = getattr(kernel, "best_config", None)
+                cfg = best.kwargs if best is not None else meta
+                splits, _ = split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)
+                if splits > 1:
+                    tk.reduce_ranges[(cdiv(m * n, tk.REDUCE_COLS),)](partial, out, m, n, out.stride(-2), splits,
+                                                                     COLS=tk.REDUCE_COLS, GROUPS=tk.REDUCE_GROUPS)
+
+            return fn
+        counter = torch.zeros(max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles if "BM" in t),
+                              dtype=torch.int32, device=out.device)
 
         def fn():
             kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
@@ -309,6 +335,10 @@ register(
              "64-row tiles in the space", "v5's half-empty 128-row tiles and v4 inner loop on skinny shapes",
              cuda="09_split_k_multistage.cu",
              triton=twin(tk.sgemm_split_k, tk.V9_SPLIT_K_MULTISTAGE, tk.SPLIT_MULTISTAGE_SPACE)),
+        Rung("v10_split_k_two_pass", "v9's K ranges into partial tiles, then a second kernel sums them over all of C "
+             "(fixed order: strided range groups, then the groups in order)",
+             "v9's reduction by one block per tile while the other SMs idle", cuda="10_split_k_two_pass.cu",
+             triton=twin(tk.sgemm_split_k_partials, tk.V10_SPLIT_K_TWO_PASS, tk.TWO_PASS_SPACE)),
     ],
     baselines=BASELINES,
 )
