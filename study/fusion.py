@@ -15,17 +15,18 @@ OP = "gemm_bias_relu"
 BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
         "bf16": ("hgemm", "v8_warp_specialized")}  # as study/ops/gemm_bias_relu.py (no import: results only)
 UNFUSED, FUSED = "v0_unfused", ("v1_fused_simt", "v2_fused_wgmma")
-EAGER, LT = "eager_relu_matmul_bias", "nvmath_relu_bias"
+EAGER, ADDMM, LT = "eager_relu_matmul_bias", "eager_addmm_relu", "nvmath_relu_bias"
 ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def traffic(shape: dict, dtype: str) -> dict:
-    """Minimum bytes through HBM: the fused kernel reads A, B and the bias and writes C once; the
-    unfused pair also reads C back and writes it again (2·M·N elements more)."""
+    """The least each path moves to and from memory: the fused kernel reads A, B and the bias and
+    writes C once; the unfused pair also reads C back and writes it again (2·M·N elements more).
+    ``c``: C's own bytes — where C fits in the L2, the pass may read it back from there, not HBM."""
     e = ELEMENT_BYTES[dtype]
     m, n, k = shape["M"], shape["N"], shape["K"]
     fused = e * (m * k + k * n + m * n + n)
-    return {"fused": fused, "unfused": fused + 2 * e * m * n}
+    return {"fused": fused, "unfused": fused + 2 * e * m * n, "c": e * m * n}
 
 
 def _key(m: dict) -> tuple:
@@ -54,11 +55,12 @@ def rows(measurements: list[dict]) -> list[dict]:
                      and m["autotune"] == tune and _key(m) == key), None)
         base = [m for m in same if m["rung"] is None]
         eager = next((m for m in base if m["baseline"] == EAGER), None)
+        addmm = next((m for m in base if m["baseline"] == ADDMM), None)
         lt = next((m for m in base if m["baseline"] == LT and m["autotune"] in (tune, "n/a")), None)
         first = unfused or fused  # its shape keeps the op's axis order (M, N, K) for the label
         out.append({"shape": dict(first["shape"]), "precision": precision, "dtype": first["dtype"], "mode": key[2],
                     "backend": backend, "autotune": tune, "unfused": unfused, "fused": fused, "bare": bare,
-                    "eager": eager, "cublaslt": lt, "bytes": traffic(first["shape"], first["dtype"])})
+                    "eager": eager, "addmm": addmm, "cublaslt": lt, "bytes": traffic(first["shape"], first["dtype"])})
     return out
 
 
@@ -82,9 +84,11 @@ def table(measured: list[dict]) -> str:
         body.append([shape_label(r["shape"]), r["precision"], BACKEND_LABEL.get(r["backend"], r["backend"]), r["autotune"],
                      _ms(r["unfused"]), _ms(fused) + (f" ({fused['rung'].split('_')[0]})" if fused else ""), _ms(bare),
                      _ratio(r["unfused"], fused), cost, f"{r['bytes']['unfused'] / 1e6:,.0f}",
-                     f"{r['bytes']['fused'] / 1e6:,.0f}", _ratio(r["eager"], fused), _ratio(r["cublaslt"], fused)])
+                     f"{r['bytes']['fused'] / 1e6:,.0f}", f"{r['bytes']['c'] / 2**20:,.0f}", _ratio(r["eager"], fused),
+                     _ratio(r["addmm"], fused), _ratio(r["cublaslt"], fused)])
     header = ["shape", "precision", "backend", "autotune", "unfused ms (v0)", "fused ms (rung)", "bare GEMM ms",
-              "unfused / fused", "fused over bare", "MB unfused", "MB fused", "× eager torch", "× cuBLASLt epilogue"]
+              "unfused / fused", "fused over bare", "MB unfused", "MB fused", "C MiB", "× eager relu(mm + bias)",
+              "× addmm + relu_", "× cuBLASLt epilogue"]
     return tabulate(body, header, tablefmt="github", disable_numparse=True)
 
 
@@ -131,10 +135,14 @@ def section(measurements: list[dict], figure_path: Path | None, folder: Path) ->
     out = ["### What fusion bought", "",
            "Per case: the unfused rung (v0: the bare GEMM, then a pass over C), the fastest fused rung, and the bare "
            "GEMM they build on (`" + "`, `".join(sorted({f'{op} {rung}' for op, rung in BARE.values()})) + "`, "
-           "measured in this file at the same shape; a dash where it was not). *MB*: the least each moves through "
-           "HBM (the unfused pair reads C back and writes it again). *Fused over bare*: the epilogue's cost. "
-           "*× eager torch*: `relu(matmul + bias)`'s time over the fused rung's; *× cuBLASLt epilogue*: "
-           "`RELU_BIAS`'s (autotune as the row's) over the fused rung's.", "", table(measured), ""]
+           "measured in this file at the same shape; a dash where it was not). v0's GEMM runs at its declared "
+           "config in both autotune settings (only its pass is tuned), whereas the fused rungs and the bare GEMM "
+           "are tuned whole under autotune on: read unfused / fused with autotune off. *MB*: the least each moves "
+           "to and from memory (the unfused pair reads C back and writes it again); where *C MiB* is below the "
+           "L2's size, part of that round trip may be served by the L2 rather than HBM. *Fused over bare*: the "
+           "epilogue's cost. *× eager …*: that eager torch baseline's time over the fused rung's "
+           "(`relu(matmul + bias)`: three kernels; `addmm` + `relu_`: two); *× cuBLASLt epilogue*: `RELU_BIAS`'s "
+           "(autotune as the row's) over the fused rung's.", "", table(measured), ""]
     if figure_path is not None:
         drawn = figure(measured, figure_path)
         if drawn is not None:

@@ -43,7 +43,9 @@ class TritonTwin:
     """The Triton side of a rung: a kernel, the one config that mirrors the CUDA rung
     (autotune off), the space ``triton.autotune`` searches (on), and the precisions it
     implements (None: all of the op's). ``pre_hook``: what ``triton.autotune`` runs on the
-    arguments before each config (setting a tensor descriptor's block shape to the config's tile)."""
+    arguments before each config (setting a tensor descriptor's block shape to the config's tile).
+    ``restore``: arguments the kernel updates in place (an in-place pass over C), which
+    ``triton.autotune`` restores after each timed run so that tuning leaves them as it found them."""
 
     kernel: Any
     fixed: Mapping[str, Any]
@@ -51,14 +53,16 @@ class TritonTwin:
     source: str
     precisions: tuple[str, ...] | None = None
     pre_hook: Any = None
+    restore: tuple[str, ...] = ()
 
 
-def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None) -> TritonTwin:
+def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None, restore=()) -> TritonTwin:
     """A TritonTwin whose source names the kernel's file and function."""
     fn = getattr(kernel, "fn", kernel)
     return TritonTwin(kernel=kernel, fixed=MappingProxyType(dict(fixed)), space=tuple(space),
                       source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}",
-                      precisions=None if precisions is None else tuple(precisions), pre_hook=pre_hook)
+                      precisions=None if precisions is None else tuple(precisions), pre_hook=pre_hook,
+                      restore=tuple(restore))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from study.backends import backend
+from study.ops.hgemm import TMA_RUNGS
 from study.registry import implementations, ladder
 from study.runner import check_output
 

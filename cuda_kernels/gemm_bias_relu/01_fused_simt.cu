@@ -3,8 +3,8 @@
 // Idea: the bias is added and ReLU applied to the accumulators while they are still in registers,
 // between the K loop and the store, so C is written once and never read back: v0's extra round trip
 // of C through HBM and its second launch are gone. Each thread loads the bias of its TN columns once
-// (bias_relu_micro_tile); the FFMA main loop, tile, pipeline and grouped block order are sgemm v7's
-// (sgemm/tile_warp.cuh), so fused minus bare is the epilogue's cost.
+// (bias_relu_micro_tile); the rest is sgemm v7's code — sgemm_warp_tile in sgemm/tile_warp.cuh, its
+// FFMA main loop, tile, pipeline and grouped block order — so fused minus bare is the epilogue's cost.
 // Constraints: FP32 only (the SIMT GEMM ladder is FP32; FP16/BF16 go through the tensor cores, v2).
 // arch: sm_80
 // precisions: fp32
@@ -27,11 +27,5 @@ extern "C" __global__ void __launch_bounds__(THREADS, TM * TN > 64 ? 1 : 2)
 gemm_bias_relu_v1_fused_simt(const float* __restrict__ A, const float* __restrict__ B, const float* __restrict__ bias,
                              float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
     using namespace warp_tile;
-    int bm, bn;
-    grouped_block_coords<GROUP>(bm, bn);
-    const int m0 = bm * BM, n0 = bn * BN;
-    float acc[TM][TN] = {};
-    accumulate(acc, A, B, M, N, lda, ldb, m0, n0, 0, K);
-    bias_relu_micro_tile<TM, TN, GAP_N>(acc, bias, N, n0 + lane_col());
-    store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + lane_row(), n0 + lane_col());
+    sgemm_warp_tile(A, B, C, M, N, K, lda, ldb, ldc, BiasReluMicroTile<TM, TN, GAP_N>{bias, N});
 }

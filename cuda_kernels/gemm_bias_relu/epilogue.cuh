@@ -24,6 +24,16 @@ __device__ __forceinline__ void bias_relu_micro_tile(float (&acc)[Rows][Cols], c
     }
 }
 
+// The SIMT warp tile's epilogue (sgemm/tile_warp.cuh, sgemm_warp_tile's `epilogue(acc, col0)`).
+template <int Rows, int Cols, int GapB>
+struct BiasReluMicroTile {
+    const storage_t* bias;
+    int N;
+    __device__ __forceinline__ void operator()(float (&acc)[Rows][Cols], int col0) const {
+        bias_relu_micro_tile<Rows, Cols, GapB>(acc, bias, N, col0);
+    }
+};
+
 // The wgmma fragment's epilogue (hgemm/warp_specialized.cuh): a consumer thread holds columns
 // n0 + 8j + 2t and + 1 (t = lane % 4) for j < TileN/8; their bias, two storage values in one 4-byte
 // load each (N a multiple of 8 and the bias 4-byte aligned: the launch checks), is loaded in

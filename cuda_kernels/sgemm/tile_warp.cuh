@@ -87,14 +87,24 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
         });
 }
 
+// The plain GEMM's epilogue: the accumulators as they are.
+struct NoEpilogue {
+    __device__ __forceinline__ void operator()(float (&)[TM][TN], int) const {}
+};
+
+// One block tile of C = A·B, the accumulators passed through `epilogue(acc, col0)` (col0: this
+// thread's first column; its 4-wide groups are GAP_N apart) before they are stored: the fused GEMM +
+// bias + ReLU (cuda_kernels/gemm_bias_relu/01_fused_simt.cu) is this tile with one more step.
+template <class Epilogue = NoEpilogue>
 __device__ __forceinline__ void sgemm_warp_tile(const float* __restrict__ A, const float* __restrict__ B,
                                                 float* __restrict__ C, int M, int N, int K,
-                                                int lda, int ldb, int ldc) {
+                                                int lda, int ldb, int ldc, const Epilogue& epilogue = {}) {
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
     float acc[TM][TN] = {};
     accumulate(acc, A, B, M, N, lda, ldb, m0, n0, 0, K);
+    epilogue(acc, n0 + lane_col());
     store_micro_tile<TM, TN, GAP_M, GAP_N, ALIGNED>(acc, C, M, N, ldc, m0 + lane_row(), n0 + lane_col());
 }
 }  // namespace warp_tile

@@ -49,7 +49,7 @@ def matmul(tensors, out, precision, autotune: bool = False):
 def matmul_bias_relu(tensors, out, precision, autotune: bool = False):
     """(the launch closure, what was chosen) for ``out = relu(A @ B + bias)`` with cuBLASLt's
     ``RELU_BIAS`` epilogue. The epilogue's bias runs along the rows of its result (length M, one
-    value per row, broadcast over the columns: nvmath's ``(M, 1)``) and needs that result
+    value per row, broadcast over the columns: a vector of M, or nvmath's ``(M, 1)``) and needs that result
     column-major; this op's bias has one value per column of a row-major C. Both hold for the
     transposed product Cᵀ = Bᵀ·Aᵀ, whose result Cᵀ (N×M, column-major) is C's own memory: views,
     no copies. The bias stays in the storage type (cuBLASLt adds it in the compute type, FP32)."""

@@ -34,6 +34,8 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     # Kernels the launch runs first (an unfused rung's GEMM), the rung's own, then the ones after it (a
     # second pass): one closure, one stream.
     def loaded(call):
+        if call.launch.before or call.launch.after:
+            raise ValueError(f"{call.symbol}: a kernel launched around a rung's own runs alone (no before/after of its own)")
         return load_function(call.path or impl.target.path, call.symbol, call.defines, smem=call.launch.smem), call.launch
 
     calls = [loaded(call) for call in launch.before] + [(function, launch)] + [loaded(call) for call in launch.after]

@@ -42,7 +42,8 @@ def _autotuned(twin, problem):
     names = twin.kernel.arg_names
     key = [n for n in (*problem.axes, *(a for a in names if a.startswith("stride_")), "INPUT_PRECISION")
            if n in names]
-    tuner = triton.autotune(configs=configs, key=key, do_bench=bench)(twin.kernel)
+    tuner = triton.autotune(configs=configs, key=key, do_bench=bench,
+                            **({"restore_value": list(twin.restore)} if twin.restore else {}))(twin.kernel)
     _TUNERS[id(twin)] = tuner
     return tuner
 

@@ -46,8 +46,7 @@ from triton_kernels import gemm_bias_relu as tk
 
 TOLERANCE = {"fp32": 2e-6, "fp16": 1.2e-3, "bf16": 9.5e-3}  # 1.2 × two roundings (module docstring)
 SMALLEST_NORMAL = {"fp32": 2.0**-126, "fp16": 2.0**-14, "bf16": 2.0**-126}
-GRID_Y = 65535  # CUDA's limit on gridDim.y: v1's row blocks
-TMA_MULTIPLE = 8  # K and N multiples of 8 halves: the 16-byte rows TMA reads and writes (v2; v0's GEMM at FP16/BF16)
+GRID_Y = 65535  # CUDA's limit on gridDim.y: the Triton pass's row blocks (v0's twin)
 # The GEMM each precision's unfused rung runs, and the bare GEMM the fused rungs are compared with: the
 # fastest handwritten rung of each GEMM op on the H200 (reports/h200/hgemm-ladder.md, sgemm-ladder.md).
 BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
@@ -60,7 +59,18 @@ INDUCTOR_MODE = {False: "default", True: "max-autotune-no-cudagraphs"}
 
 def _precision_of(defines) -> str:
     """The precision name a CUDA compilation was asked for, from its storage macro."""
-    return "fp32" if defines.get("STORAGE_FP32") else "fp16" if defines.get("STORAGE_FP16") else "bf16"
+    for name, macro in (("fp32", "STORAGE_FP32"), ("fp16", "STORAGE_FP16"), ("bf16", "STORAGE_BF16")):
+        if defines.get(macro):
+            return name
+    raise ValueError(f"gemm_bias_relu: no storage macro among the defines {sorted(defines)}")
+
+
+def _extended(rung: str):
+    """(problem, rung key) of the GEMM whose kernel and launch a fused rung extends."""
+    from study.registry import ladder
+
+    op, gemm_rung, _ = FUSED_ON[rung]
+    return ladder(op).problem, gemm_rung
 
 
 def bare(precision_name: str, backend: str):
@@ -163,27 +173,23 @@ class GemmBiasRelu(Problem):
 
     # ---- CUDA glue ------------------------------------------------------------
     def axis_multiples(self, rung: str) -> dict[str, int]:
-        # v0 needs them at FP16/BF16 only (its GEMM is hgemm v8); the edge sweep rounds up for every precision.
-        return {"N": TMA_MULTIPLE, "K": TMA_MULTIPLE} if rung in ("v0_unfused", "v2_fused_wgmma") else {}
-
-    def _tma_reason(self, shape, reader: str) -> str | None:
-        if shape["N"] % TMA_MULTIPLE or shape["K"] % TMA_MULTIPLE:
-            return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of "
-                    f"{TMA_MULTIPLE} (K={shape['K']}, N={shape['N']})")
-        return None
+        # The TMA GEMM's (hgemm v8's): v2's, and v0's at FP16/BF16 (the edge sweep rounds up for every precision).
+        if rung not in ("v0_unfused", "v2_fused_wgmma"):
+            return {}
+        problem, gemm_rung = _extended("v2_fused_wgmma")
+        return problem.axis_multiples(gemm_rung)
 
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        if rung == "v0_unfused":  # its GEMM's constraints: architecture, TMA, grid
+        """Each rung is refused what the GEMM it runs or extends refuses: v0's whole check (architecture,
+        TMA, grid) through its GEMM rung; v1's and v2's through sgemm's and hgemm's own with their params."""
+        if rung == "v0_unfused":
             from study.backends import cuda_launch
 
             problem, impl = bare(precision.name, "cuda")
             reason = cuda_launch.check(impl, problem, shape, precision)
             return f"its GEMM ({impl.op} {impl.rung}): {reason}" if reason else None
-        if rung == "v1_fused_simt" and cdiv(shape["M"], params["BM"]) > GRID_Y:
-            return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
-        if rung == "v2_fused_wgmma":
-            return self._tma_reason(shape, "TMA reads")
-        return None
+        problem, gemm_rung = _extended(rung)
+        return problem.cuda_check(params, shape, precision, rung=gemm_rung)
 
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED as the GEMM op the rung extends decides it (v1:
@@ -200,15 +206,15 @@ class GemmBiasRelu(Problem):
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
         from study.backends.cuda import as_cupy
-        from study.registry import ladder
 
         _require_bias(tensors, shape)
         bias = tensors["bias"]
         if rung in FUSED_ON:  # the GEMM op's launch, the bias among its arguments
-            op, gemm_rung, at = FUSED_ON[rung]
+            problem, gemm_rung = _extended(rung)
+            at = FUSED_ON[rung][2]
             if rung == "v2_fused_wgmma" and bias.data_ptr() % 4:
                 raise Unsupported("v2 loads the bias in 4-byte pairs: its base must be 4-byte aligned")
-            gemm = ladder(op).problem.cuda_launch(gemm_rung, defines, _gemm_operands(tensors), out, shape)
+            gemm = problem.cuda_launch(gemm_rung, defines, _gemm_operands(tensors), out, shape)
             args = (*gemm.args[:at], as_cupy(bias), *gemm.args[at:])
             return CudaLaunch(grid=gemm.grid, block=gemm.block, args=args, smem=gemm.smem, facts=gemm.facts,
                               keep=(*gemm.keep, bias))
@@ -222,8 +228,12 @@ class GemmBiasRelu(Problem):
         blocks = sm_count(out) * defines["BLOCKS_PER_SM"]
         args = (as_cupy(out, padded_rows=True), as_cupy(bias), np.int32(shape["M"]), np.int32(shape["N"]),
                 np.int32(out.stride(-2)))
+        # The GEMM runs at its declared config in both autotune settings (only the pass is tuned): recorded.
+        config = " ".join(f"{k}={v}" for k, v in impl.params.items())
         return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                          facts={"gemm": impl.name, **{f"gemm_{k}": v for k, v in gemm.facts.items()}},
+                          facts={"gemm": impl.name, "gemm_config": config,
+                                 **{f"gemm_{k}": v for k, v in gemm.facts.items()},
+                                 **({"gemm_smem_bytes": gemm.smem} if gemm.smem else {})},
                           before=(KernelCall(impl.target.path, impl.target.symbol, gemm_defines, gemm),))
 
     # ---- Triton glue ----------------------------------------------------------
@@ -235,7 +245,8 @@ class GemmBiasRelu(Problem):
             reason = triton_launch.check(impl, problem, shape, precision)
             return f"its GEMM ({impl.op} {impl.rung} twin): {reason}" if reason else None
         if rung == "v2_fused_wgmma":
-            return self._tma_reason(shape, "Triton's tensor descriptors (TMA) read")
+            problem, gemm_rung = _extended(rung)
+            return problem.triton_check(shape, precision, rung=gemm_rung)
         return None
 
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -267,7 +278,10 @@ class GemmBiasRelu(Problem):
                              out.stride(-2), out.stride(-1), **meta)
 
             return fn
-        # v0: the bare GEMM twin at its mirrored config, then the pass over C.
+        # v0: the bare GEMM twin at its mirrored config, then the pass over C (its row blocks on grid.y).
+        smallest = meta.get("BM") or min(c["BM"] for c in tk.POINTWISE_SPACE)
+        if cdiv(m, smallest) > GRID_Y:
+            raise Unsupported(f"M={m} needs more than {GRID_Y} row blocks of BM={smallest} (grid.y limit)")
         problem, impl = bare(precision.name, "triton")
         gemm = problem.triton_launch(impl.target.kernel, _gemm_operands(tensors), out, shape, dict(impl.params),
                                      precision)
@@ -337,7 +351,7 @@ register(
         Rung("v0_unfused", "the best GEMM rung writes C (hgemm v8 at FP16/BF16, sgemm v7 at FP32), then a pointwise "
              "kernel reads C back, adds the bias, applies ReLU and writes C again",
              "— (the baseline of fusion: C's extra round trip through HBM and a second launch)",
-             cuda="00_unfused.cu", triton=twin(tk.bias_relu, tk.V0_UNFUSED, tk.POINTWISE_SPACE)),
+             cuda="00_unfused.cu", triton=twin(tk.bias_relu, tk.V0_UNFUSED, tk.POINTWISE_SPACE, restore=("c_ptr",))),
         Rung("v1_fused_simt", "bias and ReLU on sgemm v7's FFMA accumulators before the store (FP32)",
              "v0's round trip of C and its second launch", cuda="01_fused_simt.cu",
              triton=twin(tk.gemm_bias_relu_grouped, tk.V1_FUSED_SIMT, tk.SIMT_SPACE, precisions=("fp32",))),
