@@ -163,7 +163,15 @@ def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_
     assert row["status"] == "clean" and row["source_hash"] is None
     assert sanitize.command("cs", "racecheck", twin, "1x1", "fp32")[3:5] == ["--kernel-name", "kns=sgemv_warp"]
     cuda = implementation("sgemv/v1_warp_per_row/cuda")
-    assert "kns=sgemv_v1_warp_per_row" in sanitize.command("cs", "memcheck", cuda, "1x1", "fp32")
+    assert "kns=sgemv_v1_" in sanitize.command("cs", "memcheck", cuda, "1x1", "fp32")
+    # Every kernel of a rung's file (sgemm v10's reduction too), not another rung's (v1_ is no prefix of v10_).
+    two_pass = implementation("sgemm/v10_split_k_two_pass/cuda")
+    assert "kns=sgemm_v10_" in sanitize.command("cs", "memcheck", two_pass, "1x1x1", "fp32")
+    assert not "sgemm_v10_reduce_ranges".startswith(sanitize.kernel_symbol(implementation("sgemm/v1_naive/cuda")))
+    report = ("========= Invalid __global__ read of size 4 bytes\n"
+              "=========     at sgemm_v10_reduce_ranges+0x70 in cuda_kernels/sgemm/10_split_k_two_pass.cu:61\n"
+              "========= ERROR SUMMARY: 1 error")
+    assert sanitize.parse_in_kernel(report, sanitize.kernel_symbol(two_pass))[0] == 1
     old = {"results": [{**row, "tool": "racecheck"}, row]}
     newer = {**row, "status": "hazards"}
     kept = sanitize.merged(old, [newer])
