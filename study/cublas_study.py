@@ -8,11 +8,12 @@ Triton twin, are steps here — each one ``study`` command writing its own resul
 again):
 
 - GEMM at the seed's shapes (2048³, 512×4096×4096, 64×8192×8192, 64×64×65536), FP32;
-- GEMM at 2048³ and 4096³ in TF32;
+- GEMM at 2048³ and 4096³ in TF32, and in FP16 and BF16 (FP32 accumulation: the hgemm op, its
+  tensor-core rungs v6–v8 and their twins);
 - GEMV at 1024², 4096², 16384² in each of its precisions, cold and hot;
 - the alignment table (``study align``, leading dimensions 4096 … 4111);
-- a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v4)
-  and its twin, as heatmaps.
+- a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v4 in
+  FP32; hgemm v8 in FP16) and its twin, as heatmaps.
 
 ``reports/<gpu>/cublas-study.md`` is written from those files alone; each table names the file,
 command and commit that measured it. ``--page-only`` rewrites the page without a GPU. "Best" is
@@ -32,6 +33,7 @@ from study.report import shape_label
 
 SEED_GEMM_SHAPES = ("2048x2048x2048", "512x4096x4096", "64x8192x8192", "64x64x65536")
 TF32_SHAPES = ("2048x2048x2048", "4096x4096x4096")
+HALF_SHAPES = TF32_SHAPES  # the seed's FP16 row is 2048³ (docs/seeds.md §3); 4096³ as for TF32
 GEMV_SHAPES = ("1024x1024", "4096x4096", "16384x16384")
 SWEEP_AXES = ("--m", "256:8192:x2", "--n", "256:8192:x2", "--k", "4096")
 
@@ -58,6 +60,9 @@ STEPS = (
          ("compare", "--op", "sgemm", *_shapes(SEED_GEMM_SHAPES), "--autotune", "both")),
     Step("seed-tf32", "GEMM, TF32",
          ("compare", "--op", "sgemm", "--dtype", "tf32", *_shapes(TF32_SHAPES), "--autotune", "both")),
+    Step("seed-half", "GEMM, FP16 and BF16 (FP32 accumulation; the tensor-core rungs v6–v8)",
+         ("compare", "--op", "hgemm", "--dtype", "fp16", "--dtype", "bf16", *_shapes(HALF_SHAPES),
+          "--rung", "v6", "--rung", "v7", "--rung", "v8", "--autotune", "both")),
     Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
          from_compare=("sgemv", GEMV_SHAPES)),
     Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
@@ -68,6 +73,9 @@ STEPS = (
     Step("sweep-tf32", "Sweep, TF32, K = 4096 (the FFMA rungs have no TF32: cuBLAS and the twin)",
          ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "triton", "--dtype", "tf32",
           "--autotune", "off")),
+    Step("sweep-fp16", "Sweep, FP16, K = 4096 (hgemm v8, its twin and cuBLAS)",
+         ("sweep", "--op", "hgemm", *SWEEP_AXES, "--rung", "v8", "--backend", "cuda", "--backend", "triton",
+          "--dtype", "fp16", "--autotune", "off")),
 )
 
 
@@ -274,7 +282,8 @@ def markdown(folder: Path, page: Path) -> str:
             lines += [source + _not_ok(doc) + f" Every point: [`{step.name}.md`]({_rel(folder / (step.name + '.md'), page)})"
                       " and its CSV.", ""]
             lines += [f"![{step.title}]({_rel(f, page)})" for f in figures] + [""]
-    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and "sgemm" in s.argv and s.argv[0] == "compare"]
+    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and s.argv[0] == "compare"
+                 and ("sgemm" in s.argv or "hgemm" in s.argv)]
     header, rows = lt_table(gemm_docs)
     if rows:
         lines += ["## cuBLASLt's choices", "", LT_TEXT, "", tabulate(rows, header, tablefmt="github",

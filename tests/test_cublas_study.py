@@ -34,11 +34,25 @@ def _write(folder, name, cases, command, wrong=None):
 
 
 def test_every_step_is_a_study_command_with_its_own_file(tmp_path):
+    from study.__main__ import _parser
+
     names = [s.name for s in cublas_study.STEPS]
     assert len(set(names)) == len(names)
     for step in cublas_study.STEPS:
         argv = step.command(tmp_path)
         assert argv[0] in ("compare", "align", "sweep") and argv[-2:] == ["--name", step.name]
+        _parser().parse_args(argv)  # a step the CLI would refuse fails here, not on the GPU
+
+
+def test_the_half_precision_step_plans_the_tensor_core_rungs_and_the_libraries():
+    from study.__main__ import _cases, _parser
+
+    step = next(s for s in cublas_study.STEPS if s.name == "seed-half")
+    cases = _cases(_parser().parse_args(list(step.argv)))
+    assert {c.precision.name for c in cases} == {"fp16", "bf16"} and {c.shape_text for c in cases} == \
+        {"2048x2048x2048", "4096x4096x4096"}
+    assert {c.impl.rung for c in cases if c.impl.rung} == {"v6_mma_sync", "v7_wgmma_tma", "v8_warp_specialized"}
+    assert {c.impl.backend for c in cases if c.impl.rung is None} == {"cublas", "cublaslt"}
 
 
 def test_complete_steps_are_not_measured_again_and_an_interrupt_stops_the_study(tmp_path):
