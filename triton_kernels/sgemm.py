@@ -73,20 +73,11 @@ def sgemm_tiled(
 
 
 @triton.jit
-def sgemm_split_k(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    part_ptr, count_ptr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-):
-    """v5: v4's tile over one of the ranges K is cut into along program axis 2 (cdiv(K, ranges)
-    rounded up to BK each, as the CUDA rung's launch plans them); with several ranges, FP32
-    partial tiles and an ordered reduction by the last program of the tile."""
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
-    pid_s = tl.program_id(2)
-    splits = tl.num_programs(2)
+def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, pid_s, splits,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """The split twins' product over K range ``pid_s`` of ``splits`` (cdiv(K, ranges) rounded up to
+    BK each, as the CUDA rungs' launch plans them) for C[pid_m·BM :, pid_n·BN :], in FP32; with the
+    tile's rows and columns and which of them lie inside C."""
     split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
     k_lo = pid_s * split_k
     k_hi = k_lo + tl.minimum(split_k, K - k_lo)  # not k_lo + split_k: it passes 2^31 when K nears it
@@ -102,7 +93,26 @@ def sgemm_split_k(
         acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
         a += BK * stride_ak
         b += BK * stride_bk
-    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    return acc, rm, rn, (rm[:, None] < M) & (rn[None, :] < N)
+
+
+@triton.jit
+def sgemm_split_k(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr, count_ptr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+):
+    """v5: v4's tile over one of the ranges K is cut into along program axis 2 (cdiv(K, ranges)
+    rounded up to BK each, as the CUDA rung's launch plans them); with several ranges, FP32
+    partial tiles and an ordered reduction by the last program of the tile."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    splits = tl.num_programs(2)
+    acc, rm, rn, inside = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                           pid_m, pid_n, pid_s, splits, BM, BN, BK, INPUT_PRECISION)
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:
@@ -149,22 +159,8 @@ def sgemm_split_k_partials(
     pid_m = tl.program_id(1)
     pid_s = tl.program_id(2)
     splits = tl.num_programs(2)
-    split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
-    k_lo = pid_s * split_k
-    k_hi = k_lo + tl.minimum(split_k, K - k_lo)  # not k_lo + split_k: it passes 2^31 when K nears it
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + (k_lo + rk)[None, :] * stride_ak
-    b = b_ptr + (k_lo + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BK):
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (k0 + rk[None, :] < k_hi), other=0.0)
-        b_tile = tl.load(b, mask=(k0 + rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
-        a += BK * stride_ak
-        b += BK * stride_bk
-    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    acc, rm, rn, inside = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                                           pid_m, pid_n, pid_s, splits, BM, BN, BK, INPUT_PRECISION)
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:

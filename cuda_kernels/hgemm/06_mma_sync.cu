@@ -38,6 +38,7 @@
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "pipeline.cuh"
+#include "mma_sync.cuh"
 
 namespace mma16 {
 constexpr int WARPS_N = BN / WN;
@@ -78,16 +79,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storag
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
 }
 
-__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-#if defined(STORAGE_BF16)
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-#endif
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 }  // namespace mma16
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -128,7 +119,7 @@ hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__
                 for (int i = 0; i < MT; ++i)
 #pragma unroll
                     for (int j = 0; j < NT; ++j)
-                        mma(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+                        mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
             }
         });
 #pragma unroll

@@ -14,6 +14,7 @@
 // `python -m study ceilings`.
 // config: ITERS=4096 CHAINS=8 THREADS=256
 #include "common.cuh"
+#include "mma_sync.cuh"
 
 static_assert(THREADS % 32 == 0, "THREADS must be whole warps: mma.sync is issued by a full warp");
 
@@ -26,18 +27,6 @@ __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
     asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 #endif
     return r;
-}
-
-// d += A (16x16, row) * B (16x8, col): one HMMA.16816.F32 per warp.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#if defined(STORAGE_BF16)
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-#else
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-#endif
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -62,7 +51,7 @@ mma_sync_loop(float* __restrict__ sink, float x) {
 #pragma unroll 4
     for (int it = 0; it < ITERS; ++it) {
 #pragma unroll
-        for (int c = 0; c < CHAINS; ++c) mma_16816(acc[c], a, b);
+        for (int c = 0; c < CHAINS; ++c) mma_m16n8k16(acc[c], a, b[0], b[1]);
     }
     float total = 0.0f;
 #pragma unroll
