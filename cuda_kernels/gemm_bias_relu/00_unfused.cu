@@ -3,8 +3,9 @@
 // Idea: what a framework does without fusion. The GEMM is another rung at its declared config —
 // hgemm v8 (warp-specialised wgmma, TMA) for FP16/BF16, sgemm v7 (FFMA warp tiles) for FP32 — launched
 // first in the same timed closure (study/ops/gemm_bias_relu.py); this file is the second kernel.
-// What it costs: C crosses HBM twice more (read + write, 2·M·N elements) and one more launch; the
-// GEMM cannot hide that traffic, since the pointwise pass starts only when the GEMM has finished.
+// What it costs: C crosses memory twice more (read + write, 2·M·N elements; from HBM, or partly from
+// L2 where C fits in its 60 MiB) and one more launch; the GEMM cannot hide that traffic, since the
+// pointwise pass starts only when the GEMM has finished.
 // The pass is memory-bound: 16-byte vectors when every row of C starts on 16 bytes (ALIGNED), a
 // grid-stride loop over a grid of BLOCKS_PER_SM blocks per SM.
 // Constraints: none of its own (the GEMM's apply: TMA's K and N multiples of 8 for FP16/BF16).

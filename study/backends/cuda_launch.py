@@ -35,10 +35,11 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     # second pass): one closure, one stream.
     def loaded(call):
         if call.launch.before or call.launch.after:
-            raise ValueError(f"{call.symbol}: a kernel launched around a rung's own runs alone (no before/after of its own)")
-        return load_function(call.path or impl.target.path, call.symbol, call.defines, smem=call.launch.smem), call.launch
+            raise ValueError(f"{call.symbol}: a kernel launched around a rung's own has no before/after of its own")
+        path = call.path or impl.target.path
+        return load_function(path, call.symbol, call.defines, smem=call.launch.smem), call.launch
 
-    calls = [loaded(call) for call in launch.before] + [(function, launch)] + [loaded(call) for call in launch.after]
+    calls = [*map(loaded, launch.before), (function, launch), *map(loaded, launch.after)]
     launch_on = StreamCache()
 
     def fn():
@@ -46,5 +47,5 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
         for kernel, step in calls:
             kernel(step.grid, step.block, step.args, shared_mem=step.smem, stream=stream)
 
-    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **({"smem_bytes": launch.smem} if launch.smem else {})},
-                  keep=launch)
+    smem = {"smem_bytes": launch.smem} if launch.smem else {}
+    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **smem}, keep=launch)

@@ -307,8 +307,9 @@ def eager_relu_matmul_bias(tensors, out, precision):
 
 
 def eager_addmm_relu(tensors, out, precision):
-    """``addmm(bias, A, B)`` then ``relu_``: the bias goes into the GEMM (torch hands a 1-D bias to
-    cuBLASLt's bias epilogue where it can), the ReLU is a second pass over C."""
+    """``addmm(bias, A, B)`` then ``relu_``: the bias goes into the GEMM call (torch may hand a 1-D
+    bias to cuBLASLt's bias epilogue — its speed at short K suggests so, not verified here), the ReLU
+    is a second pass over C."""
     a, b, bias = tensors["A"], tensors["B"], tensors["bias"]
 
     def fn():
