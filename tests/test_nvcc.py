@@ -3,6 +3,7 @@ common.cuh from the same folder), for each architecture its header declares (plu
 H200, where the declaration admits it), at every precision it implements, with and without
 the aligned fast path; every autotune point too (sm_90a)."""
 
+import os
 import shutil
 import subprocess
 
@@ -21,28 +22,37 @@ def _defines(impl, config, precision_name, aligned):
     return {**config, **ladder(impl.op).problem.precision(precision_name).cuda_defines, "ALIGNED": aligned}
 
 
-def _compile(impl, defines, arch, tmp_path):
-    out = tmp_path / f"{impl.target.symbol}.cubin"
+def _compile(impl, defines, arch, tmp_path, name=None):
+    out = tmp_path / f"{name or impl.target.symbol}.cubin"
     cmd = nvcc_command(impl.target.path, defines, arch, out)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     assert out.stat().st_size > 0
 
 
-DEFAULT = [(impl, arch, p) for impl in CUDA for arch in impl.target.test_targets() for p in impl.precisions]
+def _compile_all(impl, jobs, tmp_path):
+    """Compile (defines, arch) jobs, one nvcc process each, as many at once as the machine has cores
+    (CI's two halve the wait); the first failure is raised with its command and nvcc's message."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        futures = [pool.submit(_compile, impl, defines, arch, tmp_path, f"job{n}") for n, (defines, arch) in
+                   enumerate(jobs)]
+        for done in futures:
+            done.result()
 
 
-@pytest.mark.parametrize("aligned", [0, 1])
-@pytest.mark.parametrize("impl,arch,precision", DEFAULT, ids=lambda v: getattr(v, "name", v))
-def test_default_config_compiles_for_its_declared_archs(impl, arch, precision, aligned, tmp_path):
-    _compile(impl, _defines(impl, impl.params, precision, aligned), arch, tmp_path)
+@pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
+def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
+    _compile_all(impl, [(_defines(impl, impl.params, precision, aligned), arch)
+                        for arch in impl.target.test_targets() for precision in impl.precisions for aligned in (0, 1)],
+                 tmp_path)
 
 
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_every_autotune_point_compiles(impl, tmp_path):
-    for point in impl.space:
-        for precision in impl.precisions:
-            _compile(impl, _defines(impl, point, precision, 1), "sm_90a", tmp_path)
+    _compile_all(impl, [(_defines(impl, point, precision, 1), "sm_90a") for point in impl.space
+                        for precision in impl.precisions], tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):
