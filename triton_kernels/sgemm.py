@@ -73,11 +73,16 @@ def sgemm_tiled(
 
 
 @triton.jit
-def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, pid_s, splits,
+def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    """The split twins' product over K range ``pid_s`` of ``splits`` (cdiv(K, ranges) rounded up to
-    BK each, as the CUDA rungs' launch plans them) for C[pid_m·BM :, pid_n·BN :], in FP32; with the
-    tile's rows and columns and which of them lie inside C."""
+    """The split twins' product over this program's K range (program axis 2: range ``pid_s`` of
+    ``splits``, cdiv(K, ranges) rounded up to BK each, as the CUDA rungs' launch plans them) for
+    its tile of C (axes 0 and 1: block column and row), in FP32; with the tile's rows and columns,
+    which of them lie inside C, and (pid_s, splits)."""
+    pid_n = tl.program_id(0)
+    pid_m = tl.program_id(1)
+    pid_s = tl.program_id(2)
+    splits = tl.num_programs(2)
     split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
     k_lo = pid_s * split_k
     k_hi = k_lo + tl.minimum(split_k, K - k_lo)  # not k_lo + split_k: it passes 2^31 when K nears it
@@ -93,7 +98,7 @@ def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, str
         acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
         a += BK * stride_ak
         b += BK * stride_bk
-    return acc, rm, rn, (rm[:, None] < M) & (rn[None, :] < N)
+    return acc, rm, rn, (rm[:, None] < M) & (rn[None, :] < N), pid_s, splits
 
 
 @triton.jit
@@ -107,19 +112,15 @@ def sgemm_split_k(
     """v5: v4's tile over one of the ranges K is cut into along program axis 2 (cdiv(K, ranges)
     rounded up to BK each, as the CUDA rung's launch plans them); with several ranges, FP32
     partial tiles and an ordered reduction by the last program of the tile."""
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
-    pid_s = tl.program_id(2)
-    splits = tl.num_programs(2)
-    acc, rm, rn, inside = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                                           pid_m, pid_n, pid_s, splits, BM, BN, BK, INPUT_PRECISION)
+    acc, rm, rn, inside, pid_s, splits = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                                                          stride_bn, BM, BN, BK, INPUT_PRECISION)
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:
         plane = rm[:, None] * N + rn[None, :]
         tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
         tl.debug_barrier()  # every thread's partials are written before the release below
-        tile = pid_m * tl.num_programs(0) + pid_n
+        tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
         seen = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
         if seen == splits - 1:
             total = tl.zeros((BM, BN), dtype=tl.float32)
@@ -155,12 +156,8 @@ def sgemm_split_k_partials(
     """v10's first pass: v5's tile over one K range (the same plan from the grid), its FP32 partial
     tile written to plane ``pid_s`` of the workspace; with one range, C itself. The sum is
     ``reduce_ranges``, a second launch."""
-    pid_n = tl.program_id(0)
-    pid_m = tl.program_id(1)
-    pid_s = tl.program_id(2)
-    splits = tl.num_programs(2)
-    acc, rm, rn, inside = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
-                                           pid_m, pid_n, pid_s, splits, BM, BN, BK, INPUT_PRECISION)
+    acc, rm, rn, inside, pid_s, splits = range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                                                          stride_bn, BM, BN, BK, INPUT_PRECISION)
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:

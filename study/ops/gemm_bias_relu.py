@@ -40,8 +40,9 @@ import torch
 
 from study.backends import Unsupported
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
-from study.problem import DTYPES, CudaLaunch, KernelCall, Problem, cdiv, offsets_reason, sm_count
+from study.problem import DTYPES, CudaLaunch, KernelCall, Problem, cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
+from study.ops.hgemm import STRUCTURED_SEED, integer_operands, operands_reason, uniform_operands
 from triton_kernels import gemm_bias_relu as tk
 
 TOLERANCE = {"fp32": 2e-6, "fp16": 1.2e-3, "bf16": 9.5e-3}  # 1.2 × two roundings (module docstring)
@@ -55,14 +56,6 @@ BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specializ
 # after sgemm's A and B pointers (A, B, bias, C, ...), after hgemm v8's three tensor maps.
 FUSED_ON = {"v1_fused_simt": ("sgemm", "v7_multistage", 2), "v2_fused_wgmma": ("hgemm", "v8_warp_specialized", 3)}
 INDUCTOR_MODE = {False: "default", True: "max-autotune-no-cudagraphs"}
-
-
-def _precision_of(defines) -> str:
-    """The precision name a CUDA compilation was asked for, from its storage macro."""
-    for name, macro in (("fp32", "STORAGE_FP32"), ("fp16", "STORAGE_FP16"), ("bf16", "STORAGE_BF16")):
-        if defines.get(macro):
-            return name
-    raise ValueError(f"gemm_bias_relu: no storage macro among the defines {sorted(defines)}")
 
 
 def _extended(rung: str):
@@ -139,27 +132,22 @@ class GemmBiasRelu(Problem):
         return precision.element_bytes * (m * k + k * n + 2 * m * n + n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
 
     def check(self, shape, precision) -> str | None:
-        reason = super().check(shape, precision)
-        if reason:
-            return reason
-        return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
+        return super().check(shape, precision) or operands_reason(shape)
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
-        """A and B uniform in [−1, 1), the bias uniform in [−√K, √K) (see the module docstring),
-        drawn in FP32 and rounded to the storage type: the reference uses the values the kernels read."""
+        """A and B as hgemm draws them, then the bias uniform in [−√K, √K) (see the module docstring)
+        from the same generator, rounded to the storage type: the reference uses the values the kernels read."""
         gen, dtype = torch.Generator().manual_seed(seed), DTYPES[precision.dtype]
-        a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
-        b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
+        a, b = uniform_operands(shape, dtype, gen)
         bias = (torch.rand(shape["N"], generator=gen, dtype=torch.float32) * 2 - 1) * shape["K"] ** 0.5
-        return {"A": a.to(dtype).to(device), "B": b.to(dtype).to(device), "bias": bias.to(dtype).to(device)}
+        return {"A": a.to(device), "B": b.to(device), "bias": bias.to(dtype).to(device)}
 
     def structured_inputs(self, shape, precision, device):
-        """Small integers: A and B in [−2, 2], the bias in [−8, 8] (a fixed seed), exact in every
+        """Small integers: A and B in [−2, 2] as hgemm's, the bias in [−8, 8] (a fixed seed), exact in every
         storage type, so the reference is exact and a misplaced element or bias is off by units."""
-        gen, dtype = torch.Generator().manual_seed(2**31 - 1), DTYPES[precision.dtype]
-        a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).to(dtype)
-        b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).to(dtype)
+        gen, dtype = torch.Generator().manual_seed(STRUCTURED_SEED), DTYPES[precision.dtype]
+        a, b = integer_operands(shape, dtype, gen)
         bias = torch.randint(-8, 9, (shape["N"],), generator=gen).to(dtype)
         return {"A": a.to(device), "B": b.to(device), "bias": bias.to(device)}
 
@@ -204,7 +192,7 @@ class GemmBiasRelu(Problem):
                    and all(t.data_ptr() % 16 == 0 for t in (out, tensors["bias"])))
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
-    def cuda_launch(self, rung, defines, tensors, out, shape):
+    def cuda_launch(self, rung, defines, tensors, out, shape, precision=None):
         from study.backends.cuda import as_cupy
 
         _require_bias(tensors, shape)
@@ -219,9 +207,9 @@ class GemmBiasRelu(Problem):
             return CudaLaunch(grid=gemm.grid, block=gemm.block, args=args, smem=gemm.smem, facts=gemm.facts,
                               keep=(*gemm.keep, bias))
         # v0: the bare GEMM into C, then the pass over C.
-        precision_name = _precision_of(defines)
-        problem, impl = bare(precision_name, "cuda")
-        precision = problem.precision(precision_name)
+        if precision is None:
+            raise ValueError("gemm_bias_relu v0: the launch needs the precision (which GEMM rung runs)")
+        problem, impl = bare(precision.name, "cuda")
         operands = _gemm_operands(tensors)
         gemm_defines = problem.cuda_defines(dict(impl.params), operands, out, shape, precision)
         gemm = problem.cuda_launch(impl.rung, gemm_defines, operands, out, shape)

@@ -88,6 +88,29 @@ def shared_bytes(rung: str, defines) -> int:
     return defines["STAGES"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
+STRUCTURED_SEED = 2**31 - 1  # the fixed seed of the structured inputs
+
+
+def uniform_operands(shape, dtype, gen):
+    """A (M×K), then B (K×N), uniform in [−1, 1), drawn in FP32 from ``gen`` and rounded to ``dtype``
+    (the GEMM ops that read A and B so: hgemm, gemm_bias_relu, which draws its bias after them)."""
+    a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
+    b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
+    return a.to(dtype), b.to(dtype)
+
+
+def operands_reason(shape) -> str | None:
+    """Why A, B or C of an M×N×K product is too large for the Triton twins' 32-bit offsets, or None."""
+    return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
+
+
+def integer_operands(shape, dtype, gen):
+    """A, then B, of integers in [−2, 2] from ``gen``: exact in every storage type."""
+    a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).to(dtype)
+    b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).to(dtype)
+    return a, b
+
+
 class HGEMM(Problem):
     name = "hgemm"
     axes = ("M", "N", "K")
@@ -120,28 +143,21 @@ class HGEMM(Problem):
         return precision.element_bytes * (m * k + k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
 
     def check(self, shape, precision) -> str | None:
-        reason = super().check(shape, precision)
-        if reason:
-            return reason
-        return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
+        return super().check(shape, precision) or operands_reason(shape)
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
         """Uniform in [−1, 1), drawn in FP32 and rounded to the storage type: the reference is the
         exact product of the values the kernels read."""
-        gen, dtype = torch.Generator().manual_seed(seed), DTYPES[precision.dtype]
-        a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
-        b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
-        return {"A": a.to(dtype).to(device), "B": b.to(dtype).to(device)}
+        a, b = uniform_operands(shape, DTYPES[precision.dtype], torch.Generator().manual_seed(seed))
+        return {"A": a.to(device), "B": b.to(device)}
 
     def structured_inputs(self, shape, precision, device):
         """Small random integers in [−2, 2] (a fixed seed), exact in FP16 and BF16; every product
         and partial sum is exact in FP32, so the reference is the exact answer and a misplaced
         element is off by whole units (rounding C to the storage type is exact while |C| ≤ 2048 in
         FP16, 256 in BF16, and within the tolerance beyond)."""
-        gen, dtype = torch.Generator().manual_seed(2**31 - 1), DTYPES[precision.dtype]
-        a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).to(dtype)
-        b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).to(dtype)
+        a, b = integer_operands(shape, DTYPES[precision.dtype], torch.Generator().manual_seed(STRUCTURED_SEED))
         return {"A": a.to(device), "B": b.to(device)}
 
     def make_output(self, shape, precision, device):

@@ -241,17 +241,22 @@ class SGEMM(Problem):
 
     @staticmethod
     def _split_k_launch(kernel, a, b, out, m, n, k, meta):
-        """The twin of v5: the same split_k_plan from the config's tile (under autotune, each
-        config's own), a workspace and counters sized for the largest plan of the twin's space."""
+        """The split twins (v5/v9's, v10's): the same split_k_plan from the config's tile (under
+        autotune, each config's own, planned here once, not at every launch), a workspace sized for
+        the largest plan of the twin's space; v5/v9's counters, or v10's reduction kernel after the
+        partials."""
         sms = sm_count(out)
         configs = [meta] + list(getattr(kernel, "configs", []))
         tiles = [(c.kwargs if hasattr(c, "kwargs") else c) for c in configs]
-        plans = [split_k_plan(m, n, k, t["BM"], t["BN"], t["BK"], sms) for t in tiles if "BM" in t]
-        partial = torch.empty(max(s for s, _ in plans) * m * n, dtype=torch.float32, device=out.device)
+        splits_of = {(t["BM"], t["BN"], t["BK"]): split_k_plan(m, n, k, t["BM"], t["BN"], t["BK"], sms)[0]
+                     for t in tiles if "BM" in t}
+        partial = torch.empty(max(splits_of.values()) * m * n, dtype=torch.float32, device=out.device)
+
+        def splits(cfg):
+            return splits_of[(cfg["BM"], cfg["BN"], cfg["BK"])]
 
         def grid(cfg):
-            splits, _ = split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), splits)
+            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), splits(cfg))
 
         if "count_ptr" not in kernel.arg_names:  # v10's twin: partials, then the reduction kernel
             def fn():
@@ -259,10 +264,9 @@ class SGEMM(Problem):
                              out.stride(-2), out.stride(-1), partial, **meta)
                 # The plan the launch just used: under triton.autotune, the tuned config's tile.
                 best = getattr(kernel, "best_config", None)
-                cfg = best.kwargs if best is not None else meta
-                splits, _ = split_k_plan(m, n, k, cfg["BM"], cfg["BN"], cfg["BK"], sms)
-                if splits > 1:
-                    tk.reduce_ranges[(cdiv(m * n, tk.REDUCE_COLS),)](partial, out, m, n, out.stride(-2), splits,
+                used = splits(best.kwargs if best is not None else meta)
+                if used > 1:
+                    tk.reduce_ranges[(cdiv(m * n, tk.REDUCE_COLS),)](partial, out, m, n, out.stride(-2), used,
                                                                      COLS=tk.REDUCE_COLS, GROUPS=tk.REDUCE_GROUPS)
 
             return fn
