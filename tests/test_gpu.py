@@ -17,7 +17,8 @@ AWKWARD = {
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
     "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7)],
-    # rows of 1 and 3; no vector divides N (scalar paths); v4 on chip and past it (fallback); many rows.
+    # rows of 1 and 3; no vector divides N (PEEL paths: rows at every offset from 16 bytes); v4 on chip
+    # and past it (fallback); many rows.
     "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
     # one element; tails past 32- and 128-wide tiles with N odd (scalar paths); 16-byte rows with tails
     # in M, N and K (vector and cp.async paths); K = 1; one tile with a long K.
@@ -298,6 +299,21 @@ def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
         problem, sh, tensors, ref, scale = _data("softmax", shape, fp32)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
         assert verdict.ok and launch.config["on_chip"] == on_chip, (verdict.message, launch.config)
+
+
+@pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row"])
+def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_scalar(rung):
+    impl = next(i for i in IMPLS if i.name == f"softmax/{rung}/cuda")
+    fp16 = ladder("softmax").problem.precision("fp16")
+    for n in (1031, 3001, 13):  # rows at every offset from 16 bytes; 13 < 2 vectors: head and tail only
+        problem, sh, tensors, ref, scale = _data("softmax", (9, n), fp16)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp16)
+        assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 1) and verdict.ok, (n, verdict.message)
+    problem, sh, tensors, ref, scale = _data("softmax", (9, 4096), fp16)
+    x = torch.empty(9 * 4096 + 1, device="cuda", dtype=torch.float16)[1:].view(9, 4096)  # 2 bytes off, Y is not
+    x.copy_(tensors["X"])
+    verdict, launch = _run(impl, problem, sh, {"X": x}, ref, scale, fp16)
+    assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 0) and verdict.ok, verdict.message
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)

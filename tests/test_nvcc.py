@@ -18,8 +18,21 @@ pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the C
 CUDA = [i for i in implementations() if i.backend == "cuda"]
 
 
-def _defines(impl, config, precision_name, aligned):
-    return {**config, **ladder(impl.op).problem.precision(precision_name).cuda_defines, "ALIGNED": aligned}
+def _defines(impl, config, precision_name, aligned, peel=0):
+    return {**config, **ladder(impl.op).problem.precision(precision_name).cuda_defines, "ALIGNED": aligned,
+            **({"PEEL": peel} if peel else {})}
+
+
+def _paths(impl) -> tuple:
+    """(ALIGNED, PEEL) pairs to compile: the scalar and 16-byte paths, and the peeled one where the
+    kernel's source or a header beside it that it includes reads PEEL (softmax's row.cuh)."""
+    import re
+
+    text = impl.target.path.read_text()
+    for name in re.findall(r'#include "([^"]+)"', text):
+        header = impl.target.path.parent / name
+        text += header.read_text() if header.exists() else ""
+    return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
 def _compile(impl, defines, arch, tmp_path, name=None):
@@ -44,8 +57,9 @@ def _compile_all(impl, jobs, tmp_path):
 
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
-    _compile_all(impl, [(_defines(impl, impl.params, precision, aligned), arch)
-                        for arch in impl.target.test_targets() for precision in impl.precisions for aligned in (0, 1)],
+    _compile_all(impl, [(_defines(impl, impl.params, precision, aligned, peel), arch)
+                        for arch in impl.target.test_targets() for precision in impl.precisions
+                        for aligned, peel in _paths(impl)],
                  tmp_path)
 
 

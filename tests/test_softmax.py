@@ -110,3 +110,20 @@ def test_a_nan_in_a_row_makes_the_whole_row_nan_as_torch_does(name):
     out = launch.out.cpu()
     assert torch.isnan(out[0]).all() and torch.isfinite(out[1]).all()
     assert torch.allclose(out[1], torch.softmax(x[1].double(), -1).float(), rtol=2e-4, atol=0)
+
+
+def test_the_launch_picks_the_16_byte_path_the_peeled_one_or_single_elements():
+    # ALIGNED: every row of X and Y on 16 bytes; PEEL: rows off 16 bytes, X and Y at the same offset
+    # (each row's head and tail move singly, its body in vectors); neither: X and Y at different offsets.
+    impl = implementation("softmax/v4_on_chip/cuda")
+    fp16 = PROBLEM.precision("fp16")
+
+    def paths(x, n):
+        out = torch.empty(x.shape, dtype=x.dtype)
+        d = PROBLEM.cuda_defines(impl.params, {"X": x}, out, {"M": x.shape[0], "N": n}, fp16)
+        return d["ALIGNED"], d["PEEL"]
+
+    assert paths(torch.zeros(4, 4096, dtype=torch.float16), 4096) == (1, 0)
+    assert paths(torch.zeros(4, 3001, dtype=torch.float16), 3001) == (0, 1)
+    offset = torch.zeros(4 * 4096 + 1, dtype=torch.float16)[1:].view(4, 4096)
+    assert offset.data_ptr() % 16 == 2 and paths(offset, 4096) == (0, 0)

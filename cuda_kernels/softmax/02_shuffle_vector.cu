@@ -2,12 +2,14 @@
 // Idea: two changes to v1. (1) A reduction is five __shfl_xor_sync steps inside each warp, then
 // one shared word per warp and a last warp-level step: two barriers per reduction instead of
 // log2(THREADS). (2) Each thread moves 16 bytes per load and store (4 FP32 or 8 FP16/BF16
-// elements) when every row starts on 16 bytes (ALIGNED: N a multiple of the vector).
+// elements) when every row starts on 16 bytes (ALIGNED: N a multiple of the vector), or, when
+// rows do not but X and Y share their offset from 16 bytes (PEEL), on the part of each row
+// between its first and last 16-byte boundary, single elements before and after (row.cuh).
 // Removes: v1's barrier-bound trees and one-element loads.
 // Bottleneck that remains: three passes over the row in HBM (two reads for the statistics, one
 // read and one write for the output): 4 elements of traffic for the 2 a softmax needs.
-// Builds on: v1. Constraints: THREADS a multiple of 32, at most 1024; ALIGNED=0 moves single
-// elements. One row per block.
+// Builds on: v1. Constraints: THREADS a multiple of 32, at most 1024; neither ALIGNED nor PEEL:
+// single elements only. One row per block.
 // arch: sm_80
 // precisions: fp32 fp16 bf16
 // config: THREADS=256
@@ -26,26 +28,30 @@ softmax_v2_shuffle_vector(const storage_t* __restrict__ X, storage_t* __restrict
     storage_t* y = Y + row * N;
 
     float m = NEG_INF;
-#if ALIGNED
-    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+#if VECTOR_PATH
+    const RowParts p = row_parts(x, N);
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
+    for (int f = threadIdx.x; f < p.body; f += THREADS) {
         float v[VEC];
-        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+        unpack(xv[f], v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) m = fmaxf(m, v[i]);
     }
+    for (int i = threadIdx.x; i < p.head + p.tail; i += THREADS) m = fmaxf(m, to_float(x[p.single(i)]));
 #else
     for (int j = threadIdx.x; j < N; j += THREADS) m = fmaxf(m, to_float(x[j]));
 #endif
     m = block_reduce<true>(m, scratch);
 
     float d = 0.0f;
-#if ALIGNED
-    for (int f = threadIdx.x; f < N / VEC; f += THREADS) {
+#if VECTOR_PATH
+    for (int f = threadIdx.x; f < p.body; f += THREADS) {
         float v[VEC];
-        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+        unpack(xv[f], v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) d += __expf(v[i] - m);
     }
+    for (int i = threadIdx.x; i < p.head + p.tail; i += THREADS) d += __expf(to_float(x[p.single(i)]) - m);
 #else
     for (int j = threadIdx.x; j < N; j += THREADS) d += __expf(to_float(x[j]) - m);
 #endif

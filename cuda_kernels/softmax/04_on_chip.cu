@@ -1,6 +1,7 @@
 // softmax v4 — the row held in registers: one read, one write (docs/ladders/softmax.md, v4).
-// Idea: each thread loads its share of the row once into registers (ON_CHIP 16-byte vectors,
-// or ON_CHIP·4 single elements on the scalar path), and the maximum, the sum and the output are
+// Idea: each thread loads its share of the row once into registers (ON_CHIP 16-byte vectors, and
+// on the PEEL path one of the row's single head or tail elements; or ON_CHIP·4 single elements on
+// the scalar path), and the maximum, the sum and the output are
 // computed from them: HBM sees the row read once and written once, the minimum a softmax needs.
 // A row longer than THREADS·ON_CHIP vectors does not fit: the block takes v3's two passes instead
 // (the launch records on_chip=0 with the config).
@@ -13,6 +14,8 @@
 // arch: sm_80
 // precisions: fp32 fp16 bf16
 // config: THREADS=1024 ON_CHIP=8
+// space: THREADS=128 ON_CHIP=4
+// space: THREADS=128 ON_CHIP=8
 // space: THREADS=256 ON_CHIP=8
 // space: THREADS=512 ON_CHIP=8
 // space: THREADS=1024 ON_CHIP=4

@@ -2,8 +2,17 @@
 // row — the block of THREADS (v2–v4: reductions through warp shuffles and one shared word per
 // warp) or one warp (v5: shuffles only); 16-byte vectors of storage_t; the online (maximum,
 // rescaled sum) pair of v3–v5; the row held in registers of v4 and v5.
-// Needs THREADS (a multiple of 32, at most 1024), ALIGNED and common.cuh.
+// Needs THREADS (a multiple of 32, at most 1024), ALIGNED, PEEL and common.cuh.
+// The 16-byte paths: ALIGNED=1 when every row of X and Y starts on 16 bytes; PEEL=1 when rows do
+// not, but X and Y sit at the same offset from 16 bytes (then so does each row pair, whatever N):
+// each row is split into a head of single elements up to its first 16-byte boundary, a body of
+// vectors and a tail of single elements (fewer than 2·VEC in all). Neither: single elements only.
 #pragma once
+
+#ifndef PEEL
+#define PEEL 0
+#endif
+#define VECTOR_PATH (ALIGNED || PEEL)
 
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, at most 1024");
 
@@ -59,6 +68,25 @@ __device__ __forceinline__ uint4 pack(const float (&f)[VEC]) {
 #endif
     }
     return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
+// A row as head single elements, body 16-byte vectors from x + head, and tail single elements.
+// Without PEEL the row starts on 16 bytes and N is a multiple of VEC: no head, no tail.
+struct RowParts {
+    int head, body, tail;
+    // The element index of the i-th single element (0 <= i < head + tail).
+    __device__ __forceinline__ int single(int i) const { return i < head ? i : i + body * VEC; }
+};
+
+__device__ __forceinline__ RowParts row_parts(const storage_t* x, int N) {
+#if PEEL
+    const int off = (int)(reinterpret_cast<unsigned long long>(x) % 16 / sizeof(storage_t));
+    const int head = min(off ? VEC - off : 0, N);
+    const int body = (N - head) / VEC;
+    return {head, body, N - head - body * VEC};
+#else
+    return {0, N / VEC, 0};
+#endif
 }
 
 // Online softmax: the running maximum m of the values seen and their sum d of exp(x − m). A new
@@ -132,13 +160,16 @@ __device__ __forceinline__ void row_online_stats(const storage_t* __restrict__ x
                                                  float* scratch) {
     m = NEG_INF;
     d = 0.0f;
-#if ALIGNED
-    for (int f = Team::rank(); f < N / VEC; f += Team::SIZE) {
+#if VECTOR_PATH
+    const RowParts p = row_parts(x, N);
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
+    for (int f = Team::rank(); f < p.body; f += Team::SIZE) {
         float v[VEC];
-        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+        unpack(xv[f], v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) online_add(m, d, v[i]);
     }
+    for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) online_add(m, d, to_float(x[p.single(i)]));
 #else
     for (int j = Team::rank(); j < N; j += Team::SIZE) online_add(m, d, to_float(x[j]));
 #endif
@@ -149,20 +180,27 @@ __device__ __forceinline__ void row_online_stats(const storage_t* __restrict__ x
 template <class Team = BlockTeam>
 __device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, storage_t* __restrict__ y, int N,
                                               float m, float inv) {
-#if ALIGNED
-    for (int f = Team::rank(); f < N / VEC; f += Team::SIZE) {
+#if VECTOR_PATH
+    const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
+    uint4* yv = reinterpret_cast<uint4*>(y + p.head);
+    for (int f = Team::rank(); f < p.body; f += Team::SIZE) {
         float v[VEC];
-        unpack(reinterpret_cast<const uint4*>(x)[f], v);
+        unpack(xv[f], v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
-        reinterpret_cast<uint4*>(y)[f] = pack(v);
+        yv[f] = pack(v);
+    }
+    for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) {
+        const int j = p.single(i);
+        y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
     }
 #else
     for (int j = Team::rank(); j < N; j += Team::SIZE) y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
 #endif
 }
 
-#if ALIGNED
+#if VECTOR_PATH
 constexpr int ON_CHIP_SLOT = VEC;  // elements a register slot holds: one 16-byte vector ...
 #else
 constexpr int ON_CHIP_SLOT = 4;    // ... or, on the scalar path, four single elements (as FP32 floats)
@@ -176,14 +214,21 @@ __device__ __forceinline__ bool row_on_chip(const storage_t* __restrict__ x, sto
                                             float* scratch) {
     if (N > Team::SIZE * Slots * ON_CHIP_SLOT) return false;
     const int r = Team::rank();
-#if ALIGNED
+#if VECTOR_PATH
+    // body ≤ N / VEC ≤ Team::SIZE · Slots; the head and tail (< 2·VEC ≤ 16 single elements) go one
+    // to each of the first ranks, in `single`.
+    const RowParts p = row_parts(x, N);
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
+    uint4* yv = reinterpret_cast<uint4*>(y + p.head);
+    const bool has_single = r < p.head + p.tail;
+    const float single = has_single ? to_float(x[p.single(r)]) : NEG_INF;
     uint4 held[Slots];
-    float m = NEG_INF;
+    float m = single;
 #pragma unroll
     for (int s = 0; s < Slots; ++s) {
         const int f = r + s * Team::SIZE;
-        held[s] = f < N / VEC ? reinterpret_cast<const uint4*>(x)[f] : make_uint4(0, 0, 0, 0);
-        if (f < N / VEC) {
+        held[s] = f < p.body ? xv[f] : make_uint4(0, 0, 0, 0);
+        if (f < p.body) {
             float v[VEC];
             unpack(held[s], v);
 #pragma unroll
@@ -191,10 +236,10 @@ __device__ __forceinline__ bool row_on_chip(const storage_t* __restrict__ x, sto
         }
     }
     m = Team::max(m, scratch);
-    float d = 0.0f;
+    float d = has_single ? __expf(single - m) : 0.0f;
 #pragma unroll
     for (int s = 0; s < Slots; ++s) {
-        if (r + s * Team::SIZE < N / VEC) {
+        if (r + s * Team::SIZE < p.body) {
             float v[VEC];
             unpack(held[s], v);
 #pragma unroll
@@ -205,14 +250,15 @@ __device__ __forceinline__ bool row_on_chip(const storage_t* __restrict__ x, sto
 #pragma unroll
     for (int s = 0; s < Slots; ++s) {
         const int f = r + s * Team::SIZE;
-        if (f < N / VEC) {
+        if (f < p.body) {
             float v[VEC];
             unpack(held[s], v);
 #pragma unroll
             for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
-            reinterpret_cast<uint4*>(y)[f] = pack(v);
+            yv[f] = pack(v);
         }
     }
+    if (has_single) y[p.single(r)] = from_float(__expf(single - m) * inv);
 #else
     float held[Slots * ON_CHIP_SLOT];
     float m = NEG_INF;

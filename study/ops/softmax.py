@@ -45,13 +45,13 @@ class Softmax(Problem):
     default_precisions = ("fp32", "fp16", "bf16")
     # Square, tall, long rows (32768: exactly what v4 keeps in registers in FP32 at its default
     # config), many short rows, and a row length that is no power of two (nor a multiple of the
-    # 16-byte vector: the scalar paths).
+    # 16-byte vector: rows start at every offset from 16 bytes, the PEEL paths).
     default_shapes = ({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 4096, "N": 32768},
                       {"M": 65536, "N": 1024}, {"M": 8192, "N": 3001})
     # Cold only: X and Y of every default shape hold 64 MB or more (FP16 4096²: 32 + 32), beyond the
     # H200's 60 MB of L2, so a hot run would time the same HBM traffic (--mode hot measures it).
     default_modes = ("cold",)
-    # A row no vector divides (scalar paths, block tails), and aligned rows longer than v4 holds
+    # A row no vector divides (PEEL paths: heads and tails; block tails), and aligned rows longer than v4 holds
     # (40000: FP32 only; 70000: every type).
     sanitize_shapes = ({"M": 5, "N": 1031}, {"M": 3, "N": 40000}, {"M": 2, "N": 70000})
     tolerance = TOLERANCE
@@ -97,10 +97,15 @@ class Softmax(Problem):
 
     # ---- CUDA glue ------------------------------------------------------------
     def cuda_defines(self, config, tensors, out, shape, precision):
-        """The config, the storage macro and ALIGNED: 1 when N is a multiple of the 16-byte
-        vector and X and Y start on 16 bytes (every row then does), else the scalar paths."""
-        aligned = rows_vector_aligned(shape["N"], precision.element_bytes, (tensors["X"], out))
-        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
+        """The config, the storage macro, ALIGNED: 1 when N is a multiple of the 16-byte vector
+        and X and Y start on 16 bytes (every row then does), and PEEL: 1 when they do not but X
+        and Y lie at the same offset from 16 bytes, so that each row's part between its first
+        and last 16-byte boundary moves in vectors (row.cuh). Neither: the scalar paths."""
+        x = tensors["X"]
+        aligned = rows_vector_aligned(shape["N"], precision.element_bytes, (x, out))
+        peel = not aligned and (x.data_ptr() - out.data_ptr()) % 16 == 0
+        return {**super().cuda_defines(config, tensors, out, shape, precision),
+                "ALIGNED": int(aligned), "PEEL": int(peel)}
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
         """v0: THREADS rows per block, one a thread. v5: THREADS/32 rows per block, one a warp.
@@ -119,7 +124,7 @@ class Softmax(Problem):
         grid = (min(blocks, 65535), cdiv(blocks, 65535), 1)
         facts = {}
         if "ON_CHIP" in defines:
-            slot = 16 // out.element_size() if defines["ALIGNED"] else 4
+            slot = 16 // out.element_size() if defines["ALIGNED"] or defines.get("PEEL") else 4
             facts = {"on_chip": int(fits_on_chip(n, team, defines["ON_CHIP"], slot))}
         return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, facts=facts)
 
