@@ -76,6 +76,8 @@ EXAMPLES_PROFILE = """examples:
   python -m study profile sgemm/v4_double_buffer/triton 4096x4096x4096 --launches 3
   python -m study profile sgemv/v2_vector_loads/cuda 16384x16384 --precision fp16 --out /tmp/profiles
   python -m study profile --table reports/h200/profiles --md /tmp/profiles.md   the Markdown table (no GPU)
+  python -m study profile --source reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv
+                                                                           stall samples by SASS opcode (no GPU)
 """
 EXAMPLES_ENV = """examples:
   python -m study env
@@ -248,7 +250,11 @@ def _parser() -> argparse.ArgumentParser:
     prf.add_argument("--out", type=Path, default=None, help="folder of the CSV and its JSON (default: "
                                                             "reports/<gpu>/profiles/)")
     prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
-    prf.add_argument("--md", type=Path, default=None, help="with --table: write it here instead of printing it")
+    prf.add_argument("--source", type=Path, default=None, metavar="CSV",
+                     help="render stall samples by SASS opcode from a saved ncu source page (ncu --import R.ncu-rep "
+                          "--page source --csv --print-source sass; no GPU)")
+    prf.add_argument("--md", type=Path, default=None, help="with --table or --source: write it here instead of "
+                                                           "printing it")
 
     envp = sub.add_parser("env", help="print what reproduces a number on this machine",
                           epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -836,6 +842,18 @@ def cmd_sanitize(args) -> int:
 def cmd_profile(args) -> int:
     from study import profile
 
+    if args.source:
+        try:
+            text = profile.render_source_table(args.source)
+        except (OSError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        if args.md:
+            args.md.parent.mkdir(parents=True, exist_ok=True)
+            args.md.write_text(text)
+            print(f"wrote {args.md}", file=sys.stderr)
+        else:
+            print(text)
+        return 0
     if args.table:
         files = profile.saved_files(args.targets)
         if not files:

@@ -486,3 +486,79 @@ def saved_files(targets) -> list[Path]:
     for target in map(Path, targets):
         files.extend(sorted(target.glob("ncu-*.csv")) if target.is_dir() else [target])
     return files
+
+
+# -- Source-level stall sampling ---------------------------------------------------------------
+# ncu's source page (``ncu --import R.ncu-rep --page source --csv --print-source sass``, from a
+# report taken with ``--set full --import-source yes``): one row per SASS instruction with its
+# warp-stall samples by reason. :func:`render_source_table` sums them by opcode, which is what says
+# where a kernel's issue slots go (e.g. HMMA waiting on fixed latency vs integer address math).
+
+SOURCE_TOP_REASONS = 3
+
+
+def _opcode(sass: str) -> str:
+    """The mnemonic of one SASS line, without predicate and modifiers: ``@!P0 HMMA.16816.F32 …`` → HMMA."""
+    words = sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
+def parse_source_csv(text: str) -> tuple[str, list[dict]]:
+    """(kernel name, rows) of ncu's source page; rows keep ncu's column names."""
+    lines = list(csv.reader(io.StringIO(text)))
+    if len(lines) < 2 or not lines[0] or lines[0][0] != "Kernel Name" or "Source" not in lines[1]:
+        raise ValueError("not ncu's source page (--page source --csv --print-source sass): "
+                         "its first line names the kernel, its second the columns")
+    header = lines[1]
+    return lines[0][1], [dict(zip(header, line)) for line in lines[2:] if len(line) == len(header)]
+
+
+def summarise_source(rows: list[dict]) -> tuple[float, list[dict]]:
+    """(all stall samples, one entry per opcode: executed warp instructions, samples, samples by reason),
+    opcodes by samples, most first. The issuing cycle (``stall_selected``) counts as a reason here:
+    it is where a sample found the warp issuing."""
+    reasons = [c for c in (rows[0] if rows else {}) if c.startswith("stall_") and "Not Issued" not in c]
+    by_op: dict[str, dict] = {}
+    for row in rows:
+        entry = by_op.setdefault(_opcode(row.get("Source", "")), {"executed": 0.0, "samples": 0.0, "reasons": {}})
+        entry["executed"] += number(row.get("Instructions Executed", "")) or 0
+        entry["samples"] += number(row.get("Warp Stall Sampling (All Samples)", "")) or 0
+        for reason in reasons:
+            entry["reasons"][reason[len("stall_"):]] = entry["reasons"].get(reason[len("stall_"):], 0) + (
+                number(row[reason]) or 0)
+    total = sum(e["samples"] for e in by_op.values())
+    ordered = [{"opcode": op, **e} for op, e in sorted(by_op.items(), key=lambda kv: -kv[1]["samples"])]
+    return total, ordered
+
+
+def render_source_table(path: Path, limit: int = 12) -> str:
+    """Markdown: stall samples and executed instructions by opcode from one saved source page."""
+    from tabulate import tabulate
+
+    kernel, rows = parse_source_csv(Path(path).read_text())
+    total, ops = summarise_source(rows)
+    if not total:
+        raise ValueError(f"{display(path)}: no warp-stall samples (was the report taken with --set full?)")
+    executed = sum(o["executed"] for o in ops) or 1
+    all_reasons: dict[str, float] = {}
+    for o in ops:
+        for reason, v in o["reasons"].items():
+            all_reasons[reason] = all_reasons.get(reason, 0) + v
+    table = []
+    for o in ops[:limit]:
+        top = sorted(o["reasons"].items(), key=lambda kv: -kv[1])[:SOURCE_TOP_REASONS]
+        table.append([o["opcode"], f"{o['executed']:,.0f}", f"{100 * o['executed'] / executed:.1f} %",
+                      f"{100 * o['samples'] / total:.1f} %",
+                      ", ".join(f"{r} {100 * v / total:.1f} %" for r, v in top if v)])
+    overall = ", ".join(f"{r} {100 * v / total:.1f} %" for r, v in sorted(all_reasons.items(), key=lambda kv: -kv[1])[:6])
+    return "\n".join([
+        tabulate(table, ["opcode", "warp instructions executed", "of all executed", "stall samples",
+                         f"top {SOURCE_TOP_REASONS} reasons (share of all samples)"],
+                 tablefmt="github", disable_numparse=True), "",
+        f"`{kernel}`: {total:,.0f} warp-state samples in all ({overall}; `selected` is the issuing cycle). "
+        f"Rendered by `python -m study profile --source` from `{display(Path(path))}` (ncu's source page, SASS "
+        f"view), not typed" + (f"; the {len(ops) - limit} other opcodes hold "
+                               f"{100 * sum(o['samples'] for o in ops[limit:]) / total:.1f} % of the samples"
+                               if len(ops) > limit else "") + ".", ""])

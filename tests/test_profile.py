@@ -253,3 +253,34 @@ def test_the_cli_renders_saved_profiles_and_refuses_bad_usage(tmp_path, capsys):
     assert main(["profile", "sgemm/no_such_rung/cuda", "4096x4096x4096"]) == 2
     assert main(["profile", "sgemm/v4_double_buffer/cuda", "4096x4096"]) == 2
     assert "unknown implementation" in capsys.readouterr().err
+
+
+SOURCE_PAGE = (
+    '"Kernel Name","k_v6",\n'
+    '"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed","stall_wait","stall_selected",'
+    '"stall_long_sb","stall_wait (Not Issued)"\n'
+    '"0x10","      HMMA.16816.F32 R4, R8, R12, R4","60","64","50","10","0","50"\n'
+    '"0x20","@!P0  HMMA.16816.F32 R16, R8, R14, R16","20","64","15","5","0","15"\n'
+    '"0x30","      IMAD.WIDE R2, R3, 0x2, R6","15","128","5","5","5","5"\n'
+    '"0x40","      LDSM.16.M88.4 R8, [R20]","5","16","0","2","3","0"\n')
+
+
+def test_the_source_page_is_summed_by_opcode_with_its_stall_reasons(tmp_path):
+    path = tmp_path / "source-k.csv"
+    path.write_text(SOURCE_PAGE)
+    kernel, rows = profile.parse_source_csv(path.read_text())
+    total, ops = profile.summarise_source(rows)
+    assert kernel == "k_v6" and total == 100
+    hmma = ops[0]
+    assert hmma["opcode"] == "HMMA" and hmma["samples"] == 80 and hmma["executed"] == 128  # predicated one too
+    assert hmma["reasons"]["wait"] == 65 and "wait (Not Issued)" not in hmma["reasons"]
+    assert [o["opcode"] for o in ops] == ["HMMA", "IMAD", "LDSM"]
+    text = profile.render_source_table(path)
+    assert "| HMMA" in text and "wait 65.0 %" in text and "80.0 %" in text and "not typed" in text
+
+
+def test_a_file_that_is_not_the_source_page_is_refused(tmp_path):
+    path = tmp_path / "raw.csv"
+    path.write_text('"ID","Kernel Name","Metric"\n"0","k","1"\n')
+    with pytest.raises(ValueError, match="source page"):
+        profile.render_source_table(path)
