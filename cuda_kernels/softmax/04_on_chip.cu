@@ -9,6 +9,9 @@
 // Bottleneck that remains: registers bound the row length (THREADS·ON_CHIP·VEC elements: 32768
 // FP32 or 65536 FP16/BF16 at 1024 threads and 8 vectors); a long row's block holds one SM's
 // threads for a long time, a short row's leaves most of them idle.
+// Measured (H200, reports/h200/softmax.md, 055c134): 4,101–4,107 GB/s FP32 at rows of 4096 and
+// 32768 (85 % of peak, 1.55–1.62× torch.softmax); 3,907 FP16/BF16 at 16384×4096 with 128 threads
+// × 4 vectors; 3,968 FP32 and 3,407–3,411 FP16/BF16 at 8192×3001 on the PEEL path.
 // Builds on: v3 (its helpers and its fallback). Constraints: as v2. One row per block. The on-chip
 // body is row.cuh's row_on_chip with the block as the team (v5 runs the same with a warp).
 // arch: sm_80
