@@ -89,6 +89,12 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
                  :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0));
 }
 
+// The same with the destination already a 32-bit shared-window address (hgemm v6 HOIST=1: worked
+// out once per thread instead of converted from a generic pointer at every copy).
+__device__ __forceinline__ void cp_async_16_shared(unsigned dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
 __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
                  :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));

@@ -19,26 +19,41 @@
 // in the space: warp tiles 64×32, 32×64 and 64×64; 128 and 256 threads; BK 32 and 64; 3 and 4
 // stages; 128×256 and 256×128 tiles — the autotuner keeps this declared config at 4096³ and
 // 8192³. Rung 7 replaces the legacy HMMA path with wgmma fed by TMA.
+// HOIST (a config axis, so the report shows what address arithmetic costs): ncu's source page
+// (reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv) found 326 instructions
+// per slice and warp for 64 HMMAs — 95 rebuilding ldmatrix addresses (generic pointers converted to
+// shared-window ones at every load) and 143 rebuilding the copies' 64-bit addresses and bounds — with
+// 38 % of the stall samples on HMMA waiting and issue active 43.5 % at two warps a scheduler.
+// HOIST=1 computes every address once per thread (32-bit shared offsets plus constants; one global
+// pointer per operand advanced by a constant per slice; row and column bounds as masks set once):
+// the main loop falls to 150 instructions (64 HMMA, 16 LDSM, 8 LDGSTS) and the declared tile to 210
+// registers (136 at 256 threads), by nvdisasm of nvcc 13.0's sm_90a cubin. HOIST=0 is the code
+// measured above; HOIST=1 is in the space, not yet run on a GPU.
 // Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
 // tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
 // edges stored element by element.
 // arch: sm_80
 // precisions: fp16 bf16
-// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=4 GROUP=8
-// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8
-// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8
-// space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8
-// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8
-// space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8
-// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8
+// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1
+// space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=1
+// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "pipeline.cuh"
 #include "mma_sync.cuh"
+
+#ifndef HOIST
+#define HOIST 0
+#endif
 
 namespace mma16 {
 constexpr int WARPS_N = BN / WN;
@@ -79,6 +94,82 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storag
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
 }
 
+// The same from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
+// constants, no generic-to-shared conversion per load).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+#if HOIST && ALIGNED
+// HOIST=1: the copies' addresses are worked out once per thread (ncu's source page put 143 of the
+// 151 instructions of each refill in rebuilding them: 64-bit products, bounds tests, parameters
+// re-read). A thread's chunks of a slice lie a fixed number of rows apart (THREADS / chunks per
+// row), in the same column: one global pointer and one shared offset per operand, advanced by a
+// constant per slice; the row and column bounds are masks set once; only K's bound moves.
+constexpr int A_PER_ROW = BK / 8, B_PER_ROW = BN / 8;  // 16-byte chunks per row
+constexpr int A_CHUNKS = BM * A_PER_ROW / THREADS, B_CHUNKS = BK * B_PER_ROW / THREADS;
+constexpr int A_STEP = THREADS / A_PER_ROW, B_STEP = THREADS / B_PER_ROW;  // rows between a thread's chunks
+static_assert(THREADS % A_PER_ROW == 0 && THREADS % B_PER_ROW == 0 && BM * A_PER_ROW % THREADS == 0 &&
+                  BK * B_PER_ROW % THREADS == 0 && A_CHUNKS <= 32 && B_CHUNKS <= 32,
+              "HOIST: each thread's chunks of a slice in one column, whole chunks per thread");
+
+struct SliceCopies {
+    const storage_t* A;  // the matrices: a valid address for the zero-filling copies
+    const storage_t* B;
+    const storage_t* a;  // this thread's first A chunk of the current slice
+    const storage_t* b;  // ... and first B chunk
+    size_t a_rows, b_rows, b_slice;  // elements between A chunks, B chunks, and B slices
+    unsigned a_dst, b_dst;  // byte offsets of the first chunks inside a stage
+    unsigned a_live, b_live;  // chunk i inside M (A) or inside N (B): bit i
+    int ak, bk;  // the k of this thread's A column and of its first B row, in the current slice
+
+    __device__ __forceinline__ SliceCopies(const storage_t* A, const storage_t* B, int M, int N, int lda, int ldb,
+                                           int m0, int n0, int tid) {
+        const int ar = tid / A_PER_ROW, ac = tid % A_PER_ROW * 8, br = tid / B_PER_ROW, bc = tid % B_PER_ROW * 8;
+        this->A = A;
+        this->B = B;
+        a = A + (size_t)(m0 + ar) * lda + ac;
+        b = B + (size_t)br * ldb + n0 + bc;
+        a_rows = (size_t)A_STEP * lda;
+        b_rows = (size_t)B_STEP * ldb;
+        b_slice = (size_t)BK * ldb;
+        a_dst = (unsigned)(ar * SA + ac) * 2;
+        b_dst = (unsigned)(BM * SA + br * SB + bc) * 2;
+        a_live = b_live = 0;
+#pragma unroll
+        for (int i = 0; i < A_CHUNKS; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
+#pragma unroll
+        for (int i = 0; i < B_CHUNKS; ++i) b_live |= (unsigned)(n0 + bc < N) << i;
+        ak = ac;
+        bk = br;
+    }
+
+    // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
+    __device__ __forceinline__ void issue(unsigned stage, int K) {
+#pragma unroll
+        for (int i = 0; i < A_CHUNKS; ++i) {
+            const bool ok = (a_live >> i & 1) && ak < K;
+            cp_async_16_shared(stage + a_dst + i * A_STEP * SA * 2, ok ? a + i * a_rows : A, ok);
+        }
+#pragma unroll
+        for (int i = 0; i < B_CHUNKS; ++i) {
+            const bool ok = (b_live >> i & 1) && bk + i * B_STEP < K;
+            cp_async_16_shared(stage + b_dst + i * B_STEP * SB * 2, ok ? b + i * b_rows : B, ok);
+        }
+        a += BK;
+        b += b_slice;
+        ak += BK;
+        bk += BK;
+    }
+};
+#endif
+
 }  // namespace mma16
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
@@ -97,24 +188,50 @@ hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__
     const int lrow = lane % 16, lcol = lane / 16 * 8;
 
     float acc[MT][NT][4] = {};
+#if HOIST
+    // Shared addresses as 32-bit offsets: the stage base, this lane's first ldmatrix rows of A and
+    // of B, and compile-time constants for the rest.
+    const unsigned smem32 = smem_addr(smem);
+    const unsigned a_ld = ((wm + lrow) * SA + lcol) * 2, b_ld = (BM * SA + lrow * SB + wn + lcol) * 2;
+#if ALIGNED
+    SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, tid);
+#endif
+#endif
     cp_async_pipeline<STAGES>(
         CDIV(K, BK),
         [&](int stage, int s) {
+#if HOIST && ALIGNED
+            (void)s;  // the copies walk the slices in order, as the pipeline issues them
+            copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
+#else
             storage_t* st = smem + stage * STAGE_HALVES;
             load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
+#endif
         },
         [&](int stage) {
+#if HOIST
+            const unsigned st = smem32 + stage * STAGE_HALVES * 2;
+#else
             const storage_t* As = smem + stage * STAGE_HALVES;
             const storage_t* Bs = As + BM * SA;
+#endif
 #pragma unroll
             for (int k16 = 0; k16 < BK; k16 += 16) {
                 unsigned a[MT][4], b[NT / 2][4];
 #pragma unroll
                 for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
+#if HOIST
+                    ldmatrix_x4(a[i], st + a_ld + (i * 16 * SA + k16) * 2);
+#else
                     ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
+#endif
 #pragma unroll
                 for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
+#if HOIST
+                    ldmatrix_x4_trans(b[j], st + b_ld + (k16 * SB + j * 16) * 2);
+#else
                     ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
+#endif
 #pragma unroll
                 for (int i = 0; i < MT; ++i)
 #pragma unroll
