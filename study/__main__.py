@@ -74,6 +74,7 @@ EXAMPLES_SANITIZE = """examples:
 EXAMPLES_PROFILE = """examples:
   python -m study profile sgemm/v4_double_buffer/cuda 4096x4096x4096       ncu's raw CSV to reports/<gpu>/profiles/
   python -m study profile sgemm/v4_double_buffer/triton 4096x4096x4096 --launches 3
+  python -m study profile hgemm/v6_mma_sync/cuda 4096x4096x4096 --precision fp16 --config HOIST=1
   python -m study profile sgemv/v2_vector_loads/cuda 16384x16384 --precision fp16 --out /tmp/profiles
   python -m study profile --table reports/h200/profiles --md /tmp/profiles.md   the Markdown table (no GPU)
   python -m study profile --source reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv
@@ -196,6 +197,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="validate these (repeatable) instead of the fixed set")
     val.add_argument("--ncu-target", nargs=3, metavar=("IMPL", "SHAPE", "LAUNCHES"), help=argparse.SUPPRESS)
     val.add_argument("--ncu-precision", default=None, help=argparse.SUPPRESS)
+    val.add_argument("--ncu-config", default=None, help=argparse.SUPPRESS)
 
     dif = sub.add_parser("diff", help="compare two results files case by case, with noise-aware verdicts",
                          epilog=EXAMPLES_DIFF, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -247,6 +249,9 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: every reports/*/profiles/)")
     prf.add_argument("--precision", default=None, help="precision (default: the op's first)")
     prf.add_argument("--launches", type=int, default=1, help="launches profiled, one row each (default 1)")
+    prf.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                     help="a parameter in place of the declared config's (repeatable, or comma-separated): "
+                          "profile a point of the autotune space")
     prf.add_argument("--out", type=Path, default=None, help="folder of the CSV and its JSON (default: "
                                                             "reports/<gpu>/profiles/)")
     prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
@@ -872,7 +877,8 @@ def cmd_profile(args) -> int:
     if len(args.targets) != 2:
         raise UsageError("profile takes IMPL SHAPE (e.g. sgemm/v4_double_buffer/cuda 4096x4096x4096), or --table")
     try:
-        profile.resolve(*args.targets, args.precision)  # usage errors before the tool and GPU checks
+        impl, _ = profile.resolve(*args.targets, args.precision)  # usage errors before the tool and GPU checks
+        config = profile.parse_config(args.config, impl.params)
         profile.find_ncu()
     except profile.ProfileError as exc:
         print(f"study profile: {exc}", file=sys.stderr)
@@ -881,7 +887,8 @@ def cmd_profile(args) -> int:
         return 2
     try:
         path = profile.run_profile(*args.targets, precision=args.precision, launches=args.launches,
-                                   out_dir=args.out, say=lambda text: print(text, file=sys.stderr, flush=True))
+                                   out_dir=args.out, say=lambda text: print(text, file=sys.stderr, flush=True),
+                                   config=config)
     except profile.ProfileError as exc:
         print(f"study profile: {exc}", file=sys.stderr)
         return exc.code
@@ -935,7 +942,7 @@ def cmd_validate(args) -> int:
     from study import validate
 
     if args.ncu_target:
-        return validate.ncu_target(*args.ncu_target, precision=args.ncu_precision)
+        return validate.ncu_target(*args.ncu_target, precision=args.ncu_precision, config_text=args.ncu_config)
     for name, shape in args.kernel or ():  # usage errors before the GPU check, as in compare
         try:
             ladder(implementation(name).op).problem.parse_shape(shape)

@@ -122,12 +122,16 @@ def find_ncu() -> str:
                        "/usr/local/cuda/bin; profile on the GPU machine, or put ncu on PATH", code=2)
 
 
-def ncu_command(impl: str, shape: str, precision: str | None, launches: int, metrics, ncu: str = "ncu") -> list[str]:
+def ncu_command(impl: str, shape: str, precision: str | None, launches: int, metrics, ncu: str = "ncu",
+                config: dict | None = None) -> list[str]:
     """ncu around ``validate --ncu-target``: only the profiler range (the ``launches`` launches)
-    is profiled, one row per kernel with one column per metric."""
+    is profiled, one row per kernel with one column per metric. ``config``: parameters that replace
+    the declared config's (a point of the autotune space, say)."""
     target = [sys.executable, "-m", "study", "validate", "--ncu-target", impl, shape, str(launches)]
     if precision:
         target += ["--ncu-precision", precision]
+    if config:
+        target += ["--ncu-config", config_text(config)]
     return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
             "--print-units", "base",  # fixed units: a column's scale does not depend on its values
             "--metrics", ",".join(metrics), *target]
@@ -159,16 +163,39 @@ def _safe(part: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "_", part).strip("._") or "_"
 
 
-def profile_stem(impl: str, shape: str, precision: str | None = None) -> str:
-    """``ncu-<op>-<rung>-<backend>-<shape>[-<precision>]``, safe as a file name (no '/', no
-    leading '.'), and read back by :func:`label_from_stem`."""
-    parts = ["ncu", *impl.split("/"), shape, *([precision] if precision else [])]
+def config_text(config: dict) -> str:
+    """``K=V,K=V`` in key order: how a config override travels on a command line."""
+    return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
+
+
+def parse_config(texts, params: dict) -> dict:
+    """Overrides of a kernel's declared config from ``K=V`` texts (several per text, comma-separated):
+    integers, keys the config has; anything else is a usage error (code 2)."""
+    out = {}
+    for item in (part for text in texts for part in text.split(",") if part):
+        key, sep, value = item.partition("=")
+        if not sep or key not in params:
+            raise ProfileError(f"--config {item}: give KEY=VALUE with a key of the declared config "
+                               f"({', '.join(sorted(params))})", code=2)
+        try:
+            out[key] = int(value)
+        except ValueError:
+            raise ProfileError(f"--config {item}: the value must be an integer", code=2) from None
+    return out
+
+
+def profile_stem(impl: str, shape: str, precision: str | None = None, config: dict | None = None) -> str:
+    """``ncu-<op>-<rung>-<backend>-<shape>[-<precision>][-cfg_<K>_<V>…]``, safe as a file name (no
+    '/', no leading '.'), and read back by :func:`label_from_stem`."""
+    parts = ["ncu", *impl.split("/"), shape, *([precision] if precision else []),
+             *(["cfg_" + "_".join(f"{k}_{v}" for k, v in sorted(config.items()))] if config else [])]
     return "-".join(_safe(p) for p in parts)[:200]
 
 
 def label_from_stem(stem: str) -> dict:
-    """Implementation, shape and precision from a file name, for a CSV without its sidecar."""
-    parts = stem.split("-")
+    """Implementation, shape and precision from a file name, for a CSV without its sidecar (a
+    config override's part is left out: the sidecar has it)."""
+    parts = [p for p in stem.split("-") if not p.startswith("cfg_")]
     if parts[0] != "ncu" or len(parts) not in (5, 6):
         return {"implementation": stem, "shape": "", "precision": None}
     return {"implementation": "/".join(parts[1:4]), "shape": parts[4],
@@ -218,7 +245,7 @@ def _failure(returncode: int, output: str) -> str:
 
 
 def run_profile(impl_name: str, shape_text: str, precision: str | None = None, launches: int = 1,
-                out_dir: Path | None = None, say=lambda text: None) -> Path:
+                out_dir: Path | None = None, say=lambda text: None, config: dict | None = None) -> Path:
     """Profile one implementation at one shape under ncu and save its raw CSV and a sidecar;
     returns the CSV's path. A failure raises :class:`ProfileError` and writes nothing."""
     ncu = find_ncu()
@@ -234,7 +261,7 @@ def run_profile(impl_name: str, shape_text: str, precision: str | None = None, l
     if left_out:
         say(f"not collected (ncu {'does not list them here' if available is not None else '--query-metrics failed'}):"
             f" {', '.join(left_out)}")
-    cmd = ncu_command(impl.name, shape_text, precision, launches, metrics, ncu=ncu)
+    cmd = ncu_command(impl.name, shape_text, precision, launches, metrics, ncu=ncu, config=config)
     say(f"profiling {impl.name} {shape_text}{' ' + precision if precision else ''}, {launches} launch"
         f"{'es' if launches > 1 else ''}, {len(metrics)} metrics ...")
     try:
@@ -249,11 +276,12 @@ def run_profile(impl_name: str, shape_text: str, precision: str | None = None, l
     log += proc.stderr.splitlines() if in_stdout else []
     if proc.returncode != 0 or not parse_raw_csv(table):
         raise ProfileError(_failure(proc.returncode, output))
-    stem = profile_stem(impl.name, shape_text, precision)
+    stem = profile_stem(impl.name, shape_text, precision, config)
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{stem}.csv"
     csv_path.write_text(table)
     sidecar = {"schema": 1, "implementation": impl.name, "shape": shape_text, "precision": precision,
+               "config": config or None,
                "launches": launches, "command": shlex.join(["ncu", *cmd[1:]]), "gpu": device.name,
                "ncu_version": ncu_version(ncu), "utc": datetime.datetime.now(datetime.timezone.utc)
                .isoformat(timespec="seconds"), "git": results.git_state(), "metrics": metrics,
@@ -437,7 +465,8 @@ def table_row(meta: dict, s: dict) -> list[str]:
     occupancy = f"{_f(s['occupancy_theoretical_pct'])} / {_f(s['occupancy_achieved_pct'])}"
     conflicts = (f"{_conflicts(s['smem_ld_conflicts'], s['smem_ld_conflicts_per_wavefront'])} / "
                  f"{_conflicts(s['smem_st_conflicts'], s['smem_st_conflicts_per_wavefront'])}")
-    return [f"`{meta.get('implementation', '?')}`", shape, f"`{s['kernel']}`", _f(s["duration_ms"], ".4f"),
+    override = f" ({config_text(meta['config'])})" if meta.get("config") else ""
+    return [f"`{meta.get('implementation', '?')}`{override}", shape, f"`{s['kernel']}`", _f(s["duration_ms"], ".4f"),
             _f(s["sm_ghz"], ".2f"), _f(s["fma_pipe_pct"]), _f(s["ffma_tflops"], ".2f"), tensor,
             _f(s["issue_active_pct"]), _stall(s["top_stall"], s["top_stall_cycles"]),
             _stall(s["second_stall"], s["second_stall_cycles"]), conflicts, _f(s["registers"], ".0f"),

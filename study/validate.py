@@ -46,9 +46,10 @@ NCU_LAUNCHES = 20
 EMPTY = "microbench/empty"  # not a rung: the empty kernel that measures the events-vs-ncu offset
 
 
-def _launch(name: str, shape_text: str, seed: int = 0, precision_name: str | None = None):
+def _launch(name: str, shape_text: str, seed: int = 0, precision_name: str | None = None, config=None):
     """A correct, ready launch of one implementation (autotune off), at the op's first precision
-    (FP32 for the GEMM/GEMV ops) unless another is named."""
+    (FP32 for the GEMM/GEMV ops) unless another is named, at its declared config with ``config``'s
+    parameters in place of the declared ones."""
     from study.backends import backend
 
     impl = implementation(name)
@@ -57,7 +58,8 @@ def _launch(name: str, shape_text: str, seed: int = 0, precision_name: str | Non
     precision = problem.precision(precision_name) if precision_name else problem.precisions[0]
     tensors = problem.make_inputs(shape, precision, seed, "cuda")
     ref, scale = problem.reference(tensors, precision)
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision,
+                                           config={**impl.params, **config} if config else None)
     return impl, problem, shape, launch, ref, scale, precision
 
 
@@ -75,16 +77,21 @@ def _profiled(fn, launches: int) -> None:
     torch.cuda.profiler.stop()
 
 
-def ncu_target(name: str, shape_text: str, launches: str, precision: str | None = None) -> int:
+def ncu_target(name: str, shape_text: str, launches: str, precision: str | None = None,
+               config_text: str | None = None) -> int:
     """Run inside ncu: profile exactly ``launches`` launches of one implementation, or of the
     empty kernel (no flush kernels: ncu flushes caches itself). Also what `ncu ... python -m
-    study validate --ncu-target IMPL SHAPE N [--ncu-precision fp16]` profiles by hand."""
+    study validate --ncu-target IMPL SHAPE N [--ncu-precision fp16] [--ncu-config K=V,K=V]`
+    profiles by hand."""
     if name == EMPTY:
         from study.ceilings import empty_launch
 
         _profiled(empty_launch(), int(launches))
         return 0
-    _, problem, _, launch, ref, scale, chosen = _launch(name, shape_text, precision_name=precision)
+    from study.profile import parse_config
+
+    config = parse_config([config_text], implementation(name).params) if config_text else None
+    _, problem, _, launch, ref, scale, chosen = _launch(name, shape_text, precision_name=precision, config=config)
     with launch.context():
         _profiled(launch.fn, int(launches))
     verdict = problem.verify(launch.out, ref, scale, chosen)  # the output of the profiled launches

@@ -180,6 +180,23 @@ def test_file_names_are_safe_and_read_back():
     assert all(c.isalnum() or c in "_.-" for c in hostile)
 
 
+def test_a_point_of_the_space_is_profiled_by_its_overrides_and_named_by_them():
+    params = {"BM": 128, "HOIST": 0, "STAGES": 4}
+    config = profile.parse_config(["HOIST=1", "STAGES=3,BM=64"], params)
+    assert config == {"HOIST": 1, "STAGES": 3, "BM": 64}
+    cmd = ncu_command("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16", 1, METRICS, config=config)
+    assert cmd[-2:] == ["--ncu-config", "BM=64,HOIST=1,STAGES=3"]
+    stem = profile_stem("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16", config)
+    assert stem == "ncu-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16-cfg_BM_64_HOIST_1_STAGES_3"
+    assert stem != profile_stem("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16")  # never overwrites it
+    assert profile.label_from_stem(stem) == {"implementation": "hgemm/v6_mma_sync/cuda", "shape": "4096x4096x4096",
+                                             "precision": "fp16"}
+    for bad in (["FOO=1"], ["HOIST"], ["HOIST=x"]):
+        with pytest.raises(ProfileError) as info:
+            profile.parse_config(bad, params)
+        assert info.value.code == 2
+
+
 def _no_ncu(monkeypatch):
     monkeypatch.setattr(profile.shutil, "which", lambda name: None)
     monkeypatch.setattr(profile, "_FALLBACK_DIRS", ())
