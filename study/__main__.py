@@ -847,24 +847,12 @@ def cmd_sanitize(args) -> int:
 def cmd_profile(args) -> int:
     from study import profile
 
-    if args.source:
-        try:
-            text = profile.render_source_table(args.source)
-        except (OSError, ValueError) as exc:
-            raise UsageError(str(exc)) from None
-        if args.md:
-            args.md.parent.mkdir(parents=True, exist_ok=True)
-            args.md.write_text(text)
-            print(f"wrote {args.md}", file=sys.stderr)
-        else:
-            print(text)
-        return 0
-    if args.table:
-        files = profile.saved_files(args.targets)
-        if not files:
+    if args.source or args.table:  # rendered from saved files, no GPU
+        files = [] if args.source else profile.saved_files(args.targets)
+        if args.table and not files:
             raise UsageError("no saved profiles (ncu-*.csv) there; make one with python -m study profile IMPL SHAPE")
         try:
-            text = profile.render_table(files)
+            text = profile.render_source_table(args.source) if args.source else profile.render_table(files)
         except (OSError, ValueError) as exc:
             raise UsageError(str(exc)) from None
         if args.md:
