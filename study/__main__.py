@@ -848,6 +848,8 @@ def cmd_profile(args) -> int:
     from study import profile
 
     if args.source or args.table:  # rendered from saved files, no GPU
+        if args.config:
+            raise UsageError("--config chooses what to profile; --table and --source render saved files")
         files = [] if args.source else profile.saved_files(args.targets)
         if args.table and not files:
             raise UsageError("no saved profiles (ncu-*.csv) there; make one with python -m study profile IMPL SHAPE")

@@ -88,9 +88,13 @@ def ncu_target(name: str, shape_text: str, launches: str, precision: str | None 
 
         _profiled(empty_launch(), int(launches))
         return 0
-    from study.profile import parse_config
+    from study.profile import ProfileError, parse_config
 
-    config = parse_config([config_text], implementation(name).params) if config_text else None
+    try:
+        config = parse_config([config_text], implementation(name).params) if config_text else None
+    except ProfileError as exc:
+        print(f"study validate --ncu-config: {exc}", file=sys.stderr)
+        return exc.code
     _, problem, _, launch, ref, scale, chosen = _launch(name, shape_text, precision_name=precision, config=config)
     with launch.context():
         _profiled(launch.fn, int(launches))

@@ -305,7 +305,7 @@ def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
 def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_scalar(rung):
     impl = next(i for i in IMPLS if i.name == f"softmax/{rung}/cuda")
     fp16 = ladder("softmax").problem.precision("fp16")
-    for n in (1031, 3001, 13):  # rows at every offset from 16 bytes; 13 < 2 vectors: head and tail only
+    for n in (1031, 3001, 13):  # rows at every offset from 16 bytes; 13: at most one body vector a row
         problem, sh, tensors, ref, scale = _data("softmax", (9, n), fp16)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp16)
         assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 1) and verdict.ok, (n, verdict.message)

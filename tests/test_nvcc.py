@@ -65,8 +65,13 @@ def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
 
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_every_autotune_point_compiles(impl, tmp_path):
-    _compile_all(impl, [(_defines(impl, point, precision, 1), "sm_90a") for point in impl.space
-                        for precision in impl.precisions], tmp_path)
+    # The 16-byte path everywhere; the peeled one where the kernel has it; and the scalar path of the
+    # points that change how addresses are formed (hgemm v6 HOIST=1), which the declared config does not.
+    def paths(point):
+        return [(1, 0)] + [p for p in _paths(impl) if p == (0, 1)] + ([(0, 0)] if point.get("HOIST") else [])
+
+    _compile_all(impl, [(_defines(impl, point, precision, aligned, peel), "sm_90a") for point in impl.space
+                        for precision in impl.precisions for aligned, peel in paths(point)], tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):

@@ -66,3 +66,10 @@ def test_a_miss_against_ncu_is_shown_with_the_measured_instrument_offset():
     assert "study − ncu = 2.60 µs, against an events-vs-ncu offset of 2.50 µs" in text
     assert f"study/ncu = {row['vs_ncu_less_offset']:.3f}" in text
     assert judge(_row(0.074, 0.074, 0.074, 0.0714))["vs_ncu_less_offset"] is None
+
+
+def test_a_bad_config_override_of_the_ncu_target_is_a_usage_error(capsys):
+    from study import validate
+
+    assert validate.ncu_target("hgemm/v6_mma_sync/cuda", "64x64x64", "1", config_text="FOO=1") == 2
+    assert "FOO=1" in capsys.readouterr().err

@@ -23,28 +23,39 @@
 // (reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv) found 326 instructions
 // per slice and warp for 64 HMMAs — 95 rebuilding ldmatrix addresses (generic pointers converted to
 // shared-window ones at every load) and 143 rebuilding the copies' 64-bit addresses and bounds — with
-// 38 % of the stall samples on HMMA waiting and issue active 43.5 % at two warps a scheduler.
+// 38 % of the stall samples on HMMA (26 % of all in `wait`) and issue active 43.5 % at two warps a
+// scheduler.
 // HOIST=1 computes every address once per thread (32-bit shared offsets plus constants; one global
 // pointer per operand advanced by a constant per slice; row and column bounds as masks set once):
 // the main loop falls to 150 instructions (64 HMMA, 16 LDSM, 8 LDGSTS) and the declared tile to 210
 // registers (136 at 256 threads), by nvdisasm of nvcc 13.0's sm_90a cubin. HOIST=0 is the code
-// measured above; HOIST=1 is in the space, not yet run on a GPU.
+// measured above (the same SASS as before the axis existed); every tile of the space comes with
+// HOIST=0 and HOIST=1. HOIST=1 not yet run on a GPU.
 // Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
 // tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
 // edges stored element by element.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=0
 // space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=0
 // space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=0
 // space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=0
 // space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=0
 // space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=1
 // space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
 // space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1
+// space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
 // space: BM=64 BN=128 BK=32 WM=32 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=0
 // space: BM=128 BN=256 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=0
 // space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=1
+// space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=0
 // space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
