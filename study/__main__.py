@@ -48,6 +48,7 @@ EXAMPLES_REPORT = """examples:
 EXAMPLES_CEILINGS = """examples:
   python -m study ceilings
   python -m study ceilings --remeasure
+  python -m study ceilings --copy-sizes          add the device copy at 4 MiB … 2 GiB to the cached ones
 """
 EXAMPLES_VALIDATE = """examples:
   python -m study validate
@@ -188,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
                          epilog=EXAMPLES_CEILINGS, formatter_class=argparse.RawDescriptionHelpFormatter)
     cei.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
     cei.add_argument("--out", type=Path, default=None, help="folder of ceilings.{json,md} (default: reports/<gpu>/)")
+    cei.add_argument("--copy-sizes", action="store_true",
+                     help="measure the device copy at 4 MiB … 2 GiB and add the curve to the ceilings (the rest "
+                          "as cached, unless --remeasure)")
 
     val = sub.add_parser("validate", help="time a fixed set of kernels with the study, do_bench and ncu",
                          epilog=EXAMPLES_VALIDATE, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -918,6 +922,10 @@ def cmd_ceilings(args) -> int:
 
     device = hardware.current_device()
     measured, source = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
+    if args.copy_sizes and source != "measured now":  # a fresh measurement has the curve already
+        measured = ceilings.add_copy_by_size(measured, device, TimerSettings(), hardware.Clocks())
+        results.write(ceilings.cache_path(device), measured)
+        source += " + the copy by size measured now"
     out_dir = args.out or report_dir(device.slug)
     results.write(out_dir / "ceilings.json", measured)
     text = ceilings.markdown(measured)

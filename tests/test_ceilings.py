@@ -53,3 +53,30 @@ def test_the_mma_sync_ceiling_is_a_row_of_the_table_but_no_scoring_ceiling():
     summary = ceilings.summary(_stored())
     assert summary["tensor_fp16_gflops"] == pytest.approx(700000.0)
     assert not any("mma" in key for key in summary)
+
+
+def test_the_copy_by_size_curve_is_optional_and_tabled_when_measured():
+    stored = _stored()
+    assert ceilings.complete(stored) and "by size" not in ceilings.markdown(stored)  # older files stay complete
+    stored["copy_by_size"] = [{"bytes_read": 32 * 2**20, "bytes_moved": 64 * 2**20, "median_ms": 0.02, "gbps": 3355.4},
+                              {"bytes_read": 2**31, "bytes_moved": 2**32, "median_ms": 1.0, "gbps": 4294.9}]
+    text = ceilings.markdown(stored)
+    table = text[text.index("## Device copy by size"):]
+    assert "| 64 MiB" in table and "3,355 GB/s" in table and "69.7 %" in table and "4,096 MiB" in table
+    assert ceilings.COPY_SIZES[0] == 4 * 2**20 and ceilings.COPY_SIZES[-1] == 2 * 2**30
+
+
+def test_the_curve_is_added_to_stored_ceilings_with_a_cold_timer(monkeypatch):
+    from study import runner
+
+    made = {}
+
+    class FakeTimer:
+        def __init__(self, settings, device, clocks):
+            made["mode"] = settings.mode
+
+    monkeypatch.setattr(runner, "Timer", FakeTimer)
+    monkeypatch.setattr(ceilings, "copy_by_size", lambda timer: [{"bytes_moved": 1, "gbps": 2.0}])
+    added = ceilings.add_copy_by_size(_stored(), H200, runner.TimerSettings(mode="hot"), None)
+    assert made["mode"] == "cold" and added["copy_by_size"] == [{"bytes_moved": 1, "gbps": 2.0}]
+    assert added["copy"] == _stored()["copy"]  # the rest as it was
