@@ -3,7 +3,7 @@
 // Idea: the bias is added and ReLU applied to the accumulators while they are still in registers,
 // between the K loop and the store, so C is written once and never read back: v0's extra round trip
 // of C through HBM and its second launch are gone. Each thread loads the bias of its TN columns once
-// (bias_relu_micro_tile); the rest is sgemm v7's code — sgemm_warp_tile in sgemm/tile_warp.cuh, its
+// (BiasReluMicroTile); the rest is sgemm v7's code — sgemm_warp_tile in sgemm/tile_warp.cuh, its
 // FFMA main loop, tile, pipeline and grouped block order — so fused minus bare is the epilogue's cost.
 // Constraints: FP32 only (the SIMT GEMM ladder is FP32; FP16/BF16 go through the tensor cores, v2).
 // arch: sm_80

@@ -7,30 +7,24 @@
 
 __device__ __forceinline__ float bias_relu(float v, float bias) { return fmaxf(v + bias, 0.f); }
 
-// The SIMT warp tile's micro-tile (sgemm/tile_warp.cuh): Rows × Cols outputs, column groups of four
-// GapB apart starting at col0. Columns at or past N are never stored; their bias reads as 0.
-template <int Rows, int Cols, int GapB>
-__device__ __forceinline__ void bias_relu_micro_tile(float (&acc)[Rows][Cols], const storage_t* __restrict__ bias,
-                                                     int N, int col0) {
-#pragma unroll
-    for (int h = 0; h < Cols / 4; ++h) {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int col = col0 + h * GapB + j;
-            const float b = col < N ? to_float(__ldg(bias + col)) : 0.f;
-#pragma unroll
-            for (int i = 0; i < Rows; ++i) acc[i][h * 4 + j] = bias_relu(acc[i][h * 4 + j], b);
-        }
-    }
-}
-
-// The SIMT warp tile's epilogue (sgemm/tile_warp.cuh, sgemm_warp_tile's `epilogue(acc, col0)`).
+// The SIMT warp tile's epilogue (sgemm/tile_warp.cuh, sgemm_warp_tile's `epilogue(acc, col0)`): a
+// Rows × Cols micro-tile, column groups of four GapB apart starting at col0. Columns at or past N
+// are never stored; their bias reads as 0.
 template <int Rows, int Cols, int GapB>
 struct BiasReluMicroTile {
     const storage_t* bias;
     int N;
     __device__ __forceinline__ void operator()(float (&acc)[Rows][Cols], int col0) const {
-        bias_relu_micro_tile<Rows, Cols, GapB>(acc, bias, N, col0);
+#pragma unroll
+        for (int h = 0; h < Cols / 4; ++h) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const int col = col0 + h * GapB + j;
+                const float b = col < N ? to_float(__ldg(bias + col)) : 0.f;
+#pragma unroll
+                for (int i = 0; i < Rows; ++i) acc[i][h * 4 + j] = bias_relu(acc[i][h * 4 + j], b);
+            }
+        }
     }
 };
 

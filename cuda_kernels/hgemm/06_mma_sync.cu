@@ -95,18 +95,8 @@ __device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const s
 #endif
 }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const storage_t* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storage_t* row) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(row)));
-}
-
-// The same from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
-// constants, no generic-to-shared conversion per load).
+// ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
+// constants), or from a generic pointer converted at every load (HOIST=0, the code measured first).
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
@@ -115,6 +105,12 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const storage_t* row) { ldmatrix_x4(r, smem_addr(row)); }
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storage_t* row) {
+    ldmatrix_x4_trans(r, smem_addr(row));
 }
 
 #if HOIST && ALIGNED
@@ -137,7 +133,8 @@ struct SliceCopies {
     const storage_t* b;  // ... and first B chunk
     size_t a_rows, b_rows, b_slice;  // elements between A chunks, B chunks, and B slices
     unsigned a_dst, b_dst;  // byte offsets of the first chunks inside a stage
-    unsigned a_live, b_live;  // chunk i inside M (A) or inside N (B): bit i
+    unsigned a_live;  // A's chunk i inside M: bit i
+    bool b_live;  // B's column inside N (the same for all of this thread's B chunks)
     int ak, bk;  // the k of this thread's A column and of its first B row, in the current slice
 
     __device__ __forceinline__ SliceCopies(const storage_t* A, const storage_t* B, int M, int N, int lda, int ldb,
@@ -152,13 +149,12 @@ struct SliceCopies {
         b_slice = (size_t)BK * ldb;
         a_dst = (unsigned)(ar * SA + ac) * 2;
         b_dst = (unsigned)(BM * SA + br * SB + bc) * 2;
-        a_live = b_live = 0;
+        a_live = 0;
 #pragma unroll
         for (int i = 0; i < A_CHUNKS; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
-#pragma unroll
-        for (int i = 0; i < B_CHUNKS; ++i) b_live |= (unsigned)(n0 + bc < N) << i;
-        ak = ac;
-        bk = br;
+        b_live = n0 + bc < N;
+        ak = ac;  // two counters, not one k and two offsets: ptxas keeps the loop 150 instructions so
+        bk = br;  // (151 and 2 more registers with one)
     }
 
     // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
@@ -170,7 +166,7 @@ struct SliceCopies {
         }
 #pragma unroll
         for (int i = 0; i < B_CHUNKS; ++i) {
-            const bool ok = (b_live >> i & 1) && bk + i * B_STEP < K;
+            const bool ok = b_live && bk + i * B_STEP < K;
             cp_async_16_shared(stage + b_dst + i * B_STEP * SB * 2, ok ? b + i * b_rows : B, ok);
         }
         a += BK;

@@ -20,13 +20,7 @@ static_assert(THREADS % 32 == 0, "THREADS must be whole warps: mma.sync is issue
 
 // Two floats rounded to one .b32 register of two halves (lo in bits 0-15), the operand type.
 __device__ __forceinline__ unsigned pack_half2(float lo, float hi) {
-    unsigned r;
-#if defined(STORAGE_BF16)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-    return r;
+    return (unsigned)from_float(lo) | ((unsigned)from_float(hi) << 16);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS)
