@@ -25,8 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from study.backends import backend  # noqa: E402
-from study.registry import implementation, ladder  # noqa: E402
+from study.validate import _launch  # noqa: E402  (the implementation prepared at its declared config)
 
 WARM, SECONDS = 1.0, 3.0
 IMPLEMENTATIONS = ["gemm_bias_relu/v2_fused_wgmma/cuda", "gemm_bias_relu/v2_fused_wgmma/triton",
@@ -105,14 +104,8 @@ def main() -> None:
     print(f"{'implementation':48s} {'TFLOPS':>7s} {'W':>5s} {'MHz':>5s} {'capped':>6s} {'TFLOPS/kW':>9s} "
           f"{'FLOP/cycle/SM':>13s}", flush=True)
     for name in IMPLEMENTATIONS:
-        impl = implementation(name)
-        problem = ladder(impl.op).problem
-        precision = problem.precision(args.dtype)
-        shape = dict(zip(problem.axes, (m, n, k)))
-        tensors = problem.make_inputs(shape, precision, 0, "cuda")
-        ref, scale = problem.reference(tensors, precision)
         try:
-            launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
+            _, problem, shape, launch, ref, scale, precision = _launch(name, f"{m}x{n}x{k}", precision_name=args.dtype)
             with launch.context():
                 launch.fn()
                 torch.cuda.synchronize()

@@ -29,7 +29,7 @@ from study.precision import FP16_TENSOR
 
 TENSOR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192))
 COPY_BYTES = 2 * 2**30
-COPY_SIZES = tuple(2**k * 2**20 for k in range(2, 12))  # bytes read: 4 MiB … 2 GiB (as many written)
+COPY_SIZES = tuple(2**k * 2**20 for k in range(2, 12))  # bytes read: 4 MiB … 2 GiB = COPY_BYTES (as many written)
 FFMA = {"ITERS": 16384, "CHAINS": 8, "THREADS": 256}
 FFMA_BLOCKS_PER_SM = 8  # 2048 threads: a full SM
 MMA_SYNC = {"ITERS": 4096, "CHAINS": 8, "THREADS": 256}
@@ -69,80 +69,76 @@ def launch_overhead(timer) -> dict:
     return _time(timer, empty_launch())
 
 
-def ffma(timer, device) -> dict:
+def _loop(timer, device, file: str, symbol: str, defines: dict, blocks_per_sm: int, x: float,
+          flops_per_block: int) -> dict:
+    """Time one of the microbenchmark loops (``cuda_kernels/microbench``): ``blocks_per_sm`` blocks
+    an SM, each thread writing its result to a sink; GFLOPS from the FLOPs a block does, counted exactly."""
     import numpy as np
     import torch
 
     from study.backends.cuda import StreamCache, as_cupy, load_function
 
-    kernel = load_function(MICROBENCH / "ffma_loop.cu", "ffma_loop", FFMA)
-    blocks = device.sms * FFMA_BLOCKS_PER_SM
-    sink = as_cupy(torch.empty(blocks * FFMA["THREADS"], device="cuda"))
+    kernel = load_function(MICROBENCH / file, symbol, defines)
+    blocks = device.sms * blocks_per_sm
+    sink = as_cupy(torch.empty(blocks * defines["THREADS"], device="cuda"))
     streams = StreamCache()
-    x = np.float32(0.999)
-
-    result = _time(timer, lambda: kernel((blocks, 1, 1), (FFMA["THREADS"], 1, 1), (sink, x),
+    x = np.float32(x)
+    result = _time(timer, lambda: kernel((blocks, 1, 1), (defines["THREADS"], 1, 1), (sink, x),
                                          stream=streams.current()))
-    flops = 2 * FFMA["CHAINS"] * FFMA["ITERS"] * blocks * FFMA["THREADS"]
-    result["gflops"] = flops / (result["median_ms"] * 1e-3) / 1e9
+    result["gflops"] = flops_per_block * blocks / (result["median_ms"] * 1e-3) / 1e9
     return result
+
+
+def ffma(timer, device) -> dict:
+    return _loop(timer, device, "ffma_loop.cu", "ffma_loop", FFMA, FFMA_BLOCKS_PER_SM, 0.999,
+                 2 * FFMA["CHAINS"] * FFMA["ITERS"] * FFMA["THREADS"])
 
 
 def mma_sync(timer, device) -> dict:
-    """FP16 ``mma.sync`` m16n8k16 loop (FP32 accumulation): the legacy tensor-core ceiling."""
-    import numpy as np
+    """FP16 ``mma.sync`` m16n8k16 loop (FP32 accumulation): the legacy tensor-core ceiling. Operands
+    within a factor 2 of ±0.05: the accumulators stay finite."""
+    return _loop(timer, device, "mma_sync_loop.cu", "mma_sync_loop", {**MMA_SYNC, **FP16_TENSOR.cuda_defines},
+                 MMA_SYNC_BLOCKS_PER_SM, 0.05,
+                 2 * 16 * 8 * 16 * MMA_SYNC["CHAINS"] * MMA_SYNC["ITERS"] * (MMA_SYNC["THREADS"] // 32))
+
+
+def device_copy(timer, size: int = COPY_BYTES) -> dict:
+    """A device-to-device copy of ``size`` bytes; GB/s of bytes read plus bytes written."""
     import torch
 
-    from study.backends.cuda import StreamCache, as_cupy, load_function
-
-    kernel = load_function(MICROBENCH / "mma_sync_loop.cu", "mma_sync_loop", {**MMA_SYNC, **FP16_TENSOR.cuda_defines})
-    blocks = device.sms * MMA_SYNC_BLOCKS_PER_SM
-    sink = as_cupy(torch.empty(blocks * MMA_SYNC["THREADS"], device="cuda"))
-    streams = StreamCache()
-    x = np.float32(0.05)  # operands within a factor 2 of ±0.05: the accumulators stay finite
-
-    result = _time(timer, lambda: kernel((blocks, 1, 1), (MMA_SYNC["THREADS"], 1, 1), (sink, x),
-                                         stream=streams.current()))
-    flops = 2 * 16 * 8 * 16 * MMA_SYNC["CHAINS"] * MMA_SYNC["ITERS"] * blocks * (MMA_SYNC["THREADS"] // 32)
-    result["gflops"] = flops / (result["median_ms"] * 1e-3) / 1e9
-    return result
-
-
-def device_copy(timer) -> dict:
-    import torch
-
-    src = torch.empty(COPY_BYTES, dtype=torch.uint8, device="cuda").fill_(7)
+    src = torch.empty(size, dtype=torch.uint8, device="cuda").fill_(7)
     dst = torch.empty_like(src)
     result = _time(timer, lambda: dst.copy_(src))
-    result["gbps"] = 2 * COPY_BYTES / (result["median_ms"] * 1e-3) / 1e9
+    result["gbps"] = 2 * size / (result["median_ms"] * 1e-3) / 1e9
     return result
 
 
-def copy_by_size(timer) -> list[dict]:
-    """Device copies of each of COPY_SIZES, cold (L2 flushed before each sample, so even the copies
+def copy_by_size(timer, sizes=COPY_SIZES) -> list[dict]:
+    """Device copies of each of ``sizes``, cold (L2 flushed before each sample, so even the copies
     that fit in L2 start from HBM): bytes moved (read + written) over the median time."""
     import torch
 
     curve = []
-    for size in COPY_SIZES:
-        src = torch.empty(size, dtype=torch.uint8, device="cuda").fill_(7)
-        dst = torch.empty_like(src)
-        result = _time(timer, lambda: dst.copy_(src))
+    for size in sizes:
+        result = device_copy(timer, size)
         curve.append({"bytes_read": size, "bytes_moved": 2 * size, "median_ms": result["median_ms"],
-                      "rel_stdev": result["rel_stdev"], "gbps": 2 * size / (result["median_ms"] * 1e-3) / 1e9})
-        del src, dst
-    torch.cuda.empty_cache()
+                      "rel_stdev": result["rel_stdev"], "gbps": result["gbps"]})
+        torch.cuda.empty_cache()
     return curve
 
 
-def add_copy_by_size(ceilings: dict, device, settings, clocks) -> dict:
-    """The ceilings with the copy-by-size curve measured now (the rest as they were)."""
+def cold_timer(device, settings, clocks):
+    """The runner's timer as every ceiling uses it: cold mode, no CUDA graphs."""
     import dataclasses
 
     from study.runner import Timer
 
-    timer = Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
-    return {**ceilings, "copy_by_size": copy_by_size(timer)}
+    return Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
+
+
+def add_copy_by_size(ceilings: dict, device, settings, clocks) -> dict:
+    """The ceilings with the copy-by-size curve measured now (the rest as they were)."""
+    return {**ceilings, "copy_by_size": copy_by_size(cold_timer(device, settings, clocks))}
 
 
 def tensor_core(timer, dtype: str, fp32_precision: str) -> dict:
@@ -175,20 +171,21 @@ def tensor_core(timer, dtype: str, fp32_precision: str) -> dict:
 
 def measure(device, settings, clocks) -> dict:
     """Every ceiling, with the theoretical peak it is compared with."""
-    import dataclasses
     import datetime
 
     import torch
 
-    from study.runner import Timer
-
-    timer = Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
+    timer = cold_timer(device, settings, clocks)
     fp32_peak = device.peak_flops("ieee")
+    # The 2 GiB copy is the largest point of the copy curve: timed once, the "copy" ceiling is that point.
+    curve = copy_by_size(timer, COPY_SIZES[:-1])
+    copy = device_copy(timer)
+    curve.append({"bytes_read": COPY_BYTES, "bytes_moved": 2 * COPY_BYTES, "median_ms": copy["median_ms"],
+                  "rel_stdev": copy["rel_stdev"], "gbps": copy["gbps"]})
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
               "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
-              "mma_sync_fp16": mma_sync(timer, device), "copy": device_copy(timer),
-              "copy_by_size": copy_by_size(timer)}
+              "mma_sync_fp16": mma_sync(timer, device), "copy": copy, "copy_by_size": curve}
     torch.cuda.empty_cache()
     for key, dtype, fp32_precision, math in TENSOR:
         result[key] = tensor_core(timer, dtype, fp32_precision)

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from study.precision import STORAGE
+
 OP = "gemm_bias_relu"
+# The GEMM each precision's unfused rung runs and its fused rungs build on: the fastest handwritten rung
+# of each GEMM op on the H200 (reports/h200/hgemm-ladder.md, sgemm-ladder.md). The op runs it; this
+# module finds its records (it reads results only, so the table lives here, without the op's imports).
 BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
-        "bf16": ("hgemm", "v8_warp_specialized")}  # as study/ops/gemm_bias_relu.py (no import: results only)
+        "bf16": ("hgemm", "v8_warp_specialized")}
 UNFUSED, FUSED = "v0_unfused", ("v1_fused_simt", "v2_fused_wgmma")
 EAGER, ADDMM, LT = "eager_relu_matmul_bias", "eager_addmm_relu", "nvmath_relu_bias"
-ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def traffic(shape: dict, dtype: str) -> dict:
     """The least each path moves to and from memory: the fused kernel reads A, B and the bias and
     writes C once; the unfused pair also reads C back and writes it again (2·M·N elements more).
     ``c``: C's own bytes — where C fits in the L2, the pass may read it back from there, not HBM."""
-    e = ELEMENT_BYTES[dtype]
+    e = STORAGE[dtype][1]
     m, n, k = shape["M"], shape["N"], shape["K"]
     fused = e * (m * k + k * n + m * n + n)
     return {"fused": fused, "unfused": fused + 2 * e * m * n, "c": e * m * n}

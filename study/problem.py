@@ -233,9 +233,7 @@ class Problem:
         return {**config, **precision.cuda_defines}
 
     def cuda_launch(self, rung: str, defines, tensors, out, shape) -> CudaLaunch:
-        """Grid, block, arguments and dynamic shared memory of rung ``rung`` (its key). An op whose
-        launch depends on the precision beyond its defines declares a ``precision`` keyword too and
-        is given it (gemm_bias_relu: which GEMM its unfused rung runs)."""
+        """Grid, block, arguments and dynamic shared memory of rung ``rung`` (its key)."""
         raise NotImplementedError
 
     def triton_check(self, shape, precision: Precision, rung: str = "") -> str | None:

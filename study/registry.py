@@ -45,7 +45,9 @@ class TritonTwin:
     implements (None: all of the op's). ``pre_hook``: what ``triton.autotune`` runs on the
     arguments before each config (setting a tensor descriptor's block shape to the config's tile).
     ``restore``: arguments the kernel updates in place (an in-place pass over C), which
-    ``triton.autotune`` restores after each timed run so that tuning leaves them as it found them."""
+    ``triton.autotune`` restores after each timed run so that tuning leaves them as it found them.
+    ``post_hook``: what ``triton.autotune`` runs after each timed call of a config, inside the timing
+    (a second kernel the rung's closure launches after this one: sgemm v10's reduction)."""
 
     kernel: Any
     fixed: Mapping[str, Any]
@@ -54,15 +56,17 @@ class TritonTwin:
     precisions: tuple[str, ...] | None = None
     pre_hook: Any = None
     restore: tuple[str, ...] = ()
+    post_hook: Any = None
 
 
-def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None, restore=()) -> TritonTwin:
+def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None, restore=(),
+         post_hook=None) -> TritonTwin:
     """A TritonTwin whose source names the kernel's file and function."""
     fn = getattr(kernel, "fn", kernel)
     return TritonTwin(kernel=kernel, fixed=MappingProxyType(dict(fixed)), space=tuple(space),
                       source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}",
                       precisions=None if precisions is None else tuple(precisions), pre_hook=pre_hook,
-                      restore=tuple(restore))
+                      restore=tuple(restore), post_hook=post_hook)
 
 
 @dataclasses.dataclass(frozen=True)

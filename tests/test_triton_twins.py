@@ -142,3 +142,29 @@ def test_descriptor_twins_autotune_with_the_pre_hook_that_sets_their_boxes():
     nargs = {"a_desc": Descriptor(), "b_desc": Descriptor(), "BM": 128, "BN": 256, "BK": 64}
     tk.descriptor_blocks(nargs)
     assert nargs["a_desc"].block_shape == [128, 64] and nargs["b_desc"].block_shape == [64, 256]
+
+
+def test_the_two_pass_twin_is_tuned_with_its_reduction_inside_each_timed_call():
+    # triton.autotune times the partials kernel; its post_hook adds the partials into C, as the rung's
+    # closure does after the tuned config, so configs are ranked by the whole two-pass run.
+    import torch
+
+    from study.backends.triton_launch import _autotuned
+    from study.ops import sgemm
+    from study.registry import implementation
+
+    impl = implementation("sgemm/v10_split_k_two_pass/triton")
+    assert impl.target.post_hook is sgemm.reduce_after_tuned_partials
+    assert _autotuned(impl.target, ladder("sgemm").problem).post_hook is sgemm.reduce_after_tuned_partials
+    m, n, k, tile = 5, 7, 300, impl.params
+    splits, _ = sgemm.split_k_plan(m, n, k, tile["BM"], tile["BN"], tile["BK"], 132)
+    assert splits == 4
+    partial = torch.arange(splits * m * n, dtype=torch.float32, device=DEVICE)
+    out = torch.full((m, n), float("nan"), device=DEVICE)
+    sgemm.reduce_after_tuned_partials({"M": m, "N": n, "K": k, "part_ptr": partial, "c_ptr": out, "stride_cm": n,
+                                       **tile})
+    assert torch.equal(out, partial.view(splits, m, n).sum(0))
+    out.fill_(float("nan"))
+    sgemm.reduce_after_tuned_partials({"M": m, "N": n, "K": k, "part_ptr": partial, "c_ptr": out, "stride_cm": n,
+                                       **tile}, exception=RuntimeError("config failed"))
+    assert torch.isnan(out).all()  # a failed config's partials are not summed

@@ -21,16 +21,10 @@ class Unsupported(ValueError):
     records the case as skipped with this reason; it is never a crash and never a number."""
 
 
-def accepted(hook, **candidates) -> dict:
-    """The keyword arguments among ``candidates`` that an op's hook declares: a hook written before
-    the framework passed them (a plugin op) keeps working, one that wants them gets them."""
-    names = inspect.signature(hook).parameters
-    return {k: v for k, v in candidates.items() if k in names}
-
-
 def rung_argument(check, impl) -> dict:
-    """``{"rung": key}`` for an op's cuda_check / triton_check that takes the rung, else nothing."""
-    return accepted(check, rung=impl.rung)
+    """``{"rung": key}`` for an op's cuda_check / triton_check that takes the rung, else nothing: a
+    plugin op written before the checks learnt the rung keeps working."""
+    return {"rung": impl.rung} if "rung" in inspect.signature(check).parameters else {}
 
 
 @dataclasses.dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from study.backends import Launch, accepted, rung_argument
+from study.backends import Launch, rung_argument
 from study.backends.cuda import StreamCache, load_function
 from study.problem import pad_rows
 
@@ -29,8 +29,7 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
     tensors = problem.with_layout(tensors, impl.layout)
     out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
     defines = problem.cuda_defines(config, tensors, out, shape, precision)
-    launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape, **accepted(problem.cuda_launch,
-                                                                                      precision=precision))
+    launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
     # Kernels the launch runs first (an unfused rung's GEMM), the rung's own, then the ones after it (a
     # second pass): one closure, one stream.

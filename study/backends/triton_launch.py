@@ -42,8 +42,10 @@ def _autotuned(twin, problem):
     names = twin.kernel.arg_names
     key = [n for n in (*problem.axes, *(a for a in names if a.startswith("stride_")), "INPUT_PRECISION")
            if n in names]
-    tuner = triton.autotune(configs=configs, key=key, do_bench=bench,
-                            **({"restore_value": list(twin.restore)} if twin.restore else {}))(twin.kernel)
+    if twin.restore and twin.post_hook:  # triton.autotune restores through its post_hook: one or the other
+        raise ValueError(f"{twin.source}: a twin restores its arguments or has a post_hook, not both")
+    hooks = {"restore_value": list(twin.restore)} if twin.restore else {"post_hook": twin.post_hook} if twin.post_hook else {}
+    tuner = triton.autotune(configs=configs, key=key, do_bench=bench, **hooks)(twin.kernel)
     _TUNERS[id(twin)] = tuner
     return tuner
 

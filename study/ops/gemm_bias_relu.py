@@ -39,8 +39,9 @@ import numpy as np
 import torch
 
 from study.backends import Unsupported
+from study.fusion import BARE
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
-from study.problem import DTYPES, CudaLaunch, KernelCall, Problem, cdiv, sm_count
+from study.problem import DTYPES, CudaLaunch, KernelCall, Problem, cdiv, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
 from study.ops.hgemm import STRUCTURED_SEED, integer_operands, operands_reason, uniform_operands
 from triton_kernels import gemm_bias_relu as tk
@@ -48,10 +49,7 @@ from triton_kernels import gemm_bias_relu as tk
 TOLERANCE = {"fp32": 2e-6, "fp16": 1.2e-3, "bf16": 9.5e-3}  # 1.2 × two roundings (module docstring)
 SMALLEST_NORMAL = {"fp32": 2.0**-126, "fp16": 2.0**-14, "bf16": 2.0**-126}
 GRID_Y = 65535  # CUDA's limit on gridDim.y: the Triton pass's row blocks (v0's twin)
-# The GEMM each precision's unfused rung runs, and the bare GEMM the fused rungs are compared with: the
-# fastest handwritten rung of each GEMM op on the H200 (reports/h200/hgemm-ladder.md, sgemm-ladder.md).
-BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
-        "bf16": ("hgemm", "v8_warp_specialized")}
+PRECISION_OF = {p.dtype: p for p in (BF16_TENSOR, FP16_TENSOR, FP32)}  # C's dtype names the case's precision
 # The GEMM op and rung whose launch each fused rung extends, and where the bias goes in its arguments:
 # after sgemm's A and B pointers (A, B, bias, C, ...), after hgemm v8's three tensor maps.
 FUSED_ON = {"v1_fused_simt": ("sgemm", "v7_multistage", 2), "v2_fused_wgmma": ("hgemm", "v8_warp_specialized", 3)}
@@ -187,12 +185,11 @@ class GemmBiasRelu(Problem):
 
             op = "sgemm" if "WM" in config else "hgemm"
             return ladder(op).problem.cuda_defines(config, _gemm_operands(tensors), out, shape, precision)
-        vector = 16 // precision.element_bytes
-        aligned = (shape["N"] % vector == 0 and out.stride(-2) % vector == 0
-                   and all(t.data_ptr() % 16 == 0 for t in (out, tensors["bias"])))
+        aligned = (rows_vector_aligned(shape["N"], precision.element_bytes, (out, tensors["bias"]))
+                   and out.stride(-2) % (16 // precision.element_bytes) == 0)  # C may be a padded view
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
-    def cuda_launch(self, rung, defines, tensors, out, shape, precision=None):
+    def cuda_launch(self, rung, defines, tensors, out, shape):
         from study.backends.cuda import as_cupy
 
         _require_bias(tensors, shape)
@@ -206,9 +203,8 @@ class GemmBiasRelu(Problem):
             args = (*gemm.args[:at], as_cupy(bias), *gemm.args[at:])
             return CudaLaunch(grid=gemm.grid, block=gemm.block, args=args, smem=gemm.smem, facts=gemm.facts,
                               keep=(*gemm.keep, bias))
-        # v0: the bare GEMM into C, then the pass over C.
-        if precision is None:
-            raise ValueError("gemm_bias_relu v0: the launch needs the precision (which GEMM rung runs)")
+        # v0: the bare GEMM into C (which one: C's precision), then the pass over C.
+        precision = PRECISION_OF[str(out.dtype).removeprefix("torch.")]
         problem, impl = bare(precision.name, "cuda")
         operands = _gemm_operands(tensors)
         gemm_defines = problem.cuda_defines(dict(impl.params), operands, out, shape, precision)
