@@ -84,8 +84,8 @@ __device__ __forceinline__ void require_dynamic_smem(unsigned bytes) {
 
 // Asynchronous global->shared copies (sm_80+). src_bytes = 0 writes zeros without reading
 // global memory: out-of-range tile elements become zeros, which add nothing to the product.
-// cp_async_16_shared takes the destination as a 32-bit shared-window address (hgemm v6 HOIST=1: worked
-// out once per thread); cp_async_16 converts a generic pointer at every copy.
+// The _shared forms take the destination as a 32-bit shared-window address (HOIST=1 of hgemm v6 and
+// sgemm v7: worked out once per thread); the others convert a generic pointer at every copy.
 __device__ __forceinline__ void cp_async_16_shared(unsigned dst, const void* src, bool valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
@@ -94,9 +94,12 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
     cp_async_16_shared(smem_addr(dst), src, valid);
 }
 
+__device__ __forceinline__ void cp_async_4_shared(unsigned dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(valid ? 4 : 0));
+}
+
 __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
-                 :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 4 : 0));
+    cp_async_4_shared(smem_addr(dst), src, valid);
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

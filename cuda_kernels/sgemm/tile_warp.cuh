@@ -8,10 +8,17 @@
 // The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory (pipeline.cuh): slice
 // s+STAGES-1 is in flight while slice s is computed (STAGES = 2 is v4's double buffer).
 // GROUP > 1 reorders the blocks (grouped_order.cuh).
+// HOIST=1 (sgemm v7's space, 16-byte path only) forms the copies' addresses once per thread: see
+// SliceCopies below. Without it (v6, v9, gemm_bias_relu v1, v7's declared config) the code is the
+// one measured first.
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
 #pragma once
 #include "grouped_order.cuh"
 #include "pipeline.cuh"
+
+#ifndef HOIST
+#define HOIST 0
+#endif
 
 namespace warp_tile {
 constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -58,6 +65,73 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
 #endif
 }
 
+#if HOIST && ALIGNED
+// HOIST=1: nvdisasm of v7's tuned tile (128×256×16, nvcc 13.0, sm_90a) put 283 instructions
+// besides the 2,048 FFMAs and 96 LDS of each slice, nearly all in the refill: its 12 copies
+// rebuilt their 64-bit addresses from the kernel parameters (re-read by LDC), recomputed their
+// bounds and converted shared pointers every slice — the issue slots the FFMA stream lacks (ncu:
+// FMA pipe 63 % at 78 % issue, cuBLAS 79 % at 90 %). A thread's copies of a slice keep their k
+// (A: THREADS a multiple of BK) or their column (B: THREADS a multiple of BN/4) and lie a fixed
+// number of rows apart: one global pointer per operand advanced by a constant a slice, shared
+// offsets that are constants, row and column bounds as masks set once; only K's bound moves.
+constexpr int A_STEP = THREADS / BK;  // rows of A between a thread's copies
+constexpr int A_COPIES = BM * BK / THREADS;
+constexpr int B_PER_ROW = BN / 4, B_STEP = THREADS / B_PER_ROW, B_COPIES = BK * B_PER_ROW / THREADS;
+static_assert(THREADS % BK == 0 && BM * BK % THREADS == 0 && THREADS % B_PER_ROW == 0 &&
+                  BK * B_PER_ROW % THREADS == 0 && A_COPIES <= 32,
+              "HOIST: a thread's copies of a slice in one k (A) and one column (B), whole copies per thread");
+
+struct SliceCopies {
+    const float* A;  // the matrices: a valid address for the zero-filling copies
+    const float* B;
+    const float* a;  // this thread's first A element of the current slice
+    const float* b;  // ... and first B chunk
+    size_t a_rows, b_rows, b_slice;  // elements between A copies, B copies, and B slices
+    unsigned a_dst, b_dst;  // byte offsets of the first copies inside a stage
+    unsigned a_live;  // A's copy i inside M: bit i
+    bool b_live;  // B's column inside N (the same for all of this thread's B chunks)
+    int ak, bk;  // the k of this thread's A copies and of its first B row, in the current slice
+
+    __device__ __forceinline__ SliceCopies(const float* A, const float* B, int M, int N, int lda, int ldb, int m0,
+                                           int n0, int k_begin, int tid) {
+        const int ar = tid / BK, ac = tid % BK, br = tid / B_PER_ROW, bc = tid % B_PER_ROW * 4;
+        this->A = A;
+        this->B = B;
+        a = A + (size_t)(m0 + ar) * lda + k_begin + ac;
+        b = B + (size_t)(k_begin + br) * ldb + n0 + bc;
+        a_rows = (size_t)A_STEP * lda;
+        b_rows = (size_t)B_STEP * ldb;
+        b_slice = (size_t)BK * ldb;
+        a_dst = (unsigned)(ac * SA + ar) * 4;  // A transposed: As[k][m]
+        b_dst = (unsigned)(BK * SA + br * SB + bc) * 4;
+        a_live = 0;
+#pragma unroll
+        for (int i = 0; i < A_COPIES; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
+        b_live = n0 + bc < N;
+        ak = k_begin + ac;
+        bk = k_begin + br;
+    }
+
+    // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
+    __device__ __forceinline__ void issue(unsigned stage, int K) {
+#pragma unroll
+        for (int i = 0; i < A_COPIES; ++i) {
+            const bool ok = (a_live >> i & 1) && ak < K;
+            cp_async_4_shared(stage + a_dst + i * A_STEP * 4, ok ? a + i * a_rows : A, ok);
+        }
+#pragma unroll
+        for (int i = 0; i < B_COPIES; ++i) {
+            const bool ok = b_live && bk + i * B_STEP < K;
+            cp_async_16_shared(stage + b_dst + i * B_STEP * SB * 4, ok ? b + i * b_rows : B, ok);
+        }
+        a += BK;
+        b += b_slice;
+        ak += BK;
+        bk += BK;
+    }
+};
+#endif
+
 // This thread's first row and column in the block tile (its 4×4 groups are GAP_M, GAP_N apart).
 __device__ __forceinline__ int lane_row() { return threadIdx.x / 32 / WARPS_N * WM + threadIdx.x % 32 / LANES_N * 4; }
 __device__ __forceinline__ int lane_col() { return threadIdx.x / 32 % WARPS_N * WN + threadIdx.x % 32 % LANES_N * 4; }
@@ -72,12 +146,18 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
     const int tid = threadIdx.x;
     const int a_off = lane_row(), b_off = lane_col();
     const int slices = k_end > k_begin ? CDIV(k_end - k_begin, BK) : 0;
+#if HOIST && ALIGNED
+    SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, k_begin, tid);
+    const unsigned base = smem_addr(smem);
+    auto load = [&](int stage, int) { copies.issue(base + stage * STAGE_FLOATS * 4, k_end); };  // slices in order
+#else
+    auto load = [&](int stage, int s) {
+        float* st = smem + stage * STAGE_FLOATS;
+        load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
+    };
+#endif
     cp_async_pipeline<STAGES>(
-        slices,
-        [&](int stage, int s) {
-            float* st = smem + stage * STAGE_FLOATS;
-            load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
-        },
+        slices, load,
         [&](int stage) {
             const float* As = smem + stage * STAGE_FLOATS;
             const float* Bs = As + BK * SA;
