@@ -46,6 +46,8 @@ class Step:
     # Until the step has run, its table may come from the comparison beside the folder (the
     # README's ``compare``, which measures GEMV at these shapes too): (op, shapes).
     from_compare: tuple[str, tuple[str, ...]] | None = None
+    # Where the page's reader finds why a row stands where it does (prose with evidence, no figures).
+    why: str = ""
 
     def command(self, out: Path) -> list[str]:
         return [*self.argv, "--out", str(out), "--name", self.name]
@@ -59,7 +61,13 @@ STEPS = (
     Step("seed-fp32", "GEMM, FP32, at the seed's shapes",
          ("compare", "--op", "sgemm", *_shapes(SEED_GEMM_SHAPES), "--autotune", "both")),
     Step("seed-tf32", "GEMM, TF32",
-         ("compare", "--op", "sgemm", "--dtype", "tf32", *_shapes(TF32_SHAPES), "--autotune", "both")),
+         ("compare", "--op", "sgemm", "--dtype", "tf32", *_shapes(TF32_SHAPES), "--autotune", "both"),
+         why="Why the Triton twins trail cuBLAS here: every config issues TF32 `wgmma`, which reads B from shared "
+             "memory K-major only, and this op's B is N-contiguous, so Triton re-lays each B tile through "
+             "registers on the tensor cores' path (shared-store bank conflicts, an idle tensor pipe); with B "
+             "K-major the same kernel runs several times faster. Evidence: docs/ladders/sgemm.md (\"TF32 and "
+             "the Triton twins\"), `experiments/triton_tf32.py` and the ncu table `profiles/sgemm-tf32.md` "
+             "beside this page."),
     Step("seed-half", "GEMM, FP16 and BF16 (FP32 accumulation; the tensor-core rungs v6–v8)",
          ("compare", "--op", "hgemm", "--dtype", "fp16", "--dtype", "bf16", *_shapes(HALF_SHAPES),
           "--rung", "v6", "--rung", "v7", "--rung", "v8", "--autotune", "both")),
@@ -270,6 +278,7 @@ def markdown(folder: Path, page: Path) -> str:
         if step.argv[0] == "compare":
             header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
             lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
+            lines += [step.why, ""] if step.why else []
         elif step.argv[0] == "align":
             from study import align
 

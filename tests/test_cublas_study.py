@@ -147,3 +147,17 @@ def test_a_comparison_without_the_gemv_shapes_leaves_that_table_not_measured(tmp
     page = cublas_study.markdown(folder, tmp_path / "cublas-study.md")
     gemv_section = page.split("## GEMV")[1].split("##")[0]
     assert "Not measured yet" in gemv_section and "compare.json" not in gemv_section
+
+
+def test_a_step_with_a_why_says_it_under_its_own_table_only(tmp_path):
+    folder = tmp_path / "cublas-study"
+    folder.mkdir()
+    shape = {"sgemm": [{"M": 256, "N": 256, "K": 256}]}
+    _write(folder, "seed-fp32", plan(["sgemm"], shapes=shape), "python -m study compare --op sgemm")
+    _write(folder, "seed-tf32", plan(["sgemm"], shapes=shape, precisions={"sgemm": ["tf32"]}),
+           "python -m study compare --op sgemm --dtype tf32")
+    page = cublas_study.write_page(folder).read_text()
+    why = next(s.why for s in cublas_study.STEPS if s.name == "seed-tf32")
+    assert why and page.count(why) == 1
+    tf32, half = page.index("## GEMM, TF32"), page.index("## GEMM, FP16 and BF16")
+    assert tf32 < page.index(why) < half  # under the TF32 table, not the FP32 one
