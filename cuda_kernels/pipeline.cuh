@@ -7,8 +7,9 @@
 // - one barrier per slice: after it every thread's copies of slice s are visible AND every thread
 //   has finished slice s-1, whose stage is the one refilled with slice s+Stages-1;
 // - a last wait_group 0, so no copy outlives the block (the trailing groups are empty).
-// load(stage, s) issues the copies of slice s into stage buffer `stage` (no wait); compute(stage)
-// consumes a landed stage. Both are inlined lambdas of the caller. Needs common.cuh.
+// load(stage, s) issues the copies of slice s into stage buffer `stage` (no wait), once per slice
+// and in increasing s — the HOIST=1 loaders (slice_copies.cuh, sgemm/tile_warp.cuh) advance their
+// pointers on that promise; compute(stage) consumes a landed stage. Both are inlined lambdas of the caller. Needs common.cuh.
 #pragma once
 
 template <int Stages, class Load, class Compute>

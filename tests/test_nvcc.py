@@ -66,7 +66,8 @@ def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_every_autotune_point_compiles(impl, tmp_path):
     # The 16-byte path everywhere; the peeled one where the kernel has it; and the scalar path of the
-    # points that change how addresses are formed (hgemm v6 HOIST=1), which the declared config does not.
+    # points that change how addresses are formed (HOIST=1: hgemm v6, sgemm v7 and v8, gemm_bias_relu v1),
+    # which the declared config does not.
     def paths(point):
         return [(1, 0)] + [p for p in _paths(impl) if p == (0, 1)] + ([(0, 0)] if point.get("HOIST") else [])
 

@@ -32,9 +32,10 @@
 // measured above (the same SASS as before the axis existed); every tile of the space comes with
 // HOIST=0 and HOIST=1. Measured (reports/h200/hgemm-runs/hgemm-v6-hoist.md): the autotuner picks
 // HOIST=1 everywhere, 0.44–0.49× cuBLAS at 4096³ and 8192³ against 0.41–0.44× declared. ncu of
-// HOIST=1 (4096³ FP16): HMMA 41 % of instructions, HMMA pipe 57 %, and the stall moves to latency
-// two warps a scheduler cannot hide: HMMA `wait` and the first ldmatrix of each k step, which
-// overwrites fragments the previous HMMAs read (no register double-buffering of fragments).
+// the declared tile with HOIST=1 (4096³ FP16): HMMA 41 % of instructions, HMMA pipe 57 %; the stall
+// moves to latency two warps a scheduler cannot hide: HMMA `wait`, and the slice's first ldmatrix,
+// which ptxas (at 210 registers) points at R16 while the refill's last cp.async still has to read
+// its global address from R16:R17 (a long-scoreboard wait, once a slice).
 // Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
 // tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
 // edges stored element by element.
@@ -65,6 +66,7 @@
 #include "sgemm/grouped_order.cuh"
 #include "pipeline.cuh"
 #include "mma_sync.cuh"
+#include "slice_copies.cuh"
 
 #ifndef HOIST
 #define HOIST 0
@@ -118,67 +120,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storag
 }
 
 #if HOIST && ALIGNED
-// HOIST=1: the copies' addresses are worked out once per thread (ncu's source page put 143 of the
-// 151 instructions of each refill in rebuilding them: 64-bit products, bounds tests, parameters
-// re-read). A thread's chunks of a slice lie a fixed number of rows apart (THREADS / chunks per
-// row), in the same column: one global pointer and one shared offset per operand, advanced by a
-// constant per slice; the row and column bounds are masks set once; only K's bound moves.
-constexpr int A_PER_ROW = BK / 8, B_PER_ROW = BN / 8;  // 16-byte chunks per row
-constexpr int A_CHUNKS = BM * A_PER_ROW / THREADS, B_CHUNKS = BK * B_PER_ROW / THREADS;
-constexpr int A_STEP = THREADS / A_PER_ROW, B_STEP = THREADS / B_PER_ROW;  // rows between a thread's chunks
-static_assert(THREADS % A_PER_ROW == 0 && THREADS % B_PER_ROW == 0 && BM * A_PER_ROW % THREADS == 0 &&
-                  BK * B_PER_ROW % THREADS == 0 && A_CHUNKS <= 32 && B_CHUNKS <= 32,
-              "HOIST: each thread's chunks of a slice in one column, whole chunks per thread");
-
-struct SliceCopies {
-    const storage_t* A;  // the matrices: a valid address for the zero-filling copies
-    const storage_t* B;
-    const storage_t* a;  // this thread's first A chunk of the current slice
-    const storage_t* b;  // ... and first B chunk
-    size_t a_rows, b_rows, b_slice;  // elements between A chunks, B chunks, and B slices
-    unsigned a_dst, b_dst;  // byte offsets of the first chunks inside a stage
-    unsigned a_live;  // A's chunk i inside M: bit i
-    bool b_live;  // B's column inside N (the same for all of this thread's B chunks)
-    int ak, bk;  // the k of this thread's A column and of its first B row, in the current slice
-
-    __device__ __forceinline__ SliceCopies(const storage_t* A, const storage_t* B, int M, int N, int lda, int ldb,
-                                           int m0, int n0, int tid) {
-        const int ar = tid / A_PER_ROW, ac = tid % A_PER_ROW * 8, br = tid / B_PER_ROW, bc = tid % B_PER_ROW * 8;
-        this->A = A;
-        this->B = B;
-        a = A + (size_t)(m0 + ar) * lda + ac;
-        b = B + (size_t)br * ldb + n0 + bc;
-        a_rows = (size_t)A_STEP * lda;
-        b_rows = (size_t)B_STEP * ldb;
-        b_slice = (size_t)BK * ldb;
-        a_dst = (unsigned)(ar * SA + ac) * 2;
-        b_dst = (unsigned)(BM * SA + br * SB + bc) * 2;
-        a_live = 0;
-#pragma unroll
-        for (int i = 0; i < A_CHUNKS; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
-        b_live = n0 + bc < N;
-        ak = ac;  // two counters, not one k and two offsets: ptxas keeps the loop 150 instructions so
-        bk = br;  // (151 and 2 more registers with one)
-    }
-
-    // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
-    __device__ __forceinline__ void issue(unsigned stage, int K) {
-#pragma unroll
-        for (int i = 0; i < A_CHUNKS; ++i) {
-            const bool ok = (a_live >> i & 1) && ak < K;
-            cp_async_16_shared(stage + a_dst + i * A_STEP * SA * 2, ok ? a + i * a_rows : A, ok);
-        }
-#pragma unroll
-        for (int i = 0; i < B_CHUNKS; ++i) {
-            const bool ok = b_live && bk + i * B_STEP < K;
-            cp_async_16_shared(stage + b_dst + i * B_STEP * SB * 2, ok ? b + i * b_rows : B, ok);
-        }
-        a += BK;
-        b += b_slice;
-        ak += BK;
-        bk += BK;
-    }
-};
+// HOIST=1: the copies' addresses are worked out once per thread (slice_copies.cuh says why and how).
+using SliceCopies = SliceCopies16<storage_t, BM, BN, BK, SA, SB, THREADS>;
 #endif
 
 }  // namespace mma16

@@ -26,20 +26,37 @@
 // H200 (ncu at 4096^3, reports/h200/profiles/sgemm.md): HMMA pipe 55.2 %, issue slots 43.3 %,
 // top stalls "wait" and "math pipe throttle", SM clock 1.79 GHz (power); 1.16x cuBLAS FP32 at
 // 4096^3, 1.18x at 8192^3 (tuned), gate error 7.6e-8 against cuBLAS FP32's 3.6e-7.
+// HOIST (a config axis, as hgemm v6's and v7's): by nvdisasm (nvcc 13.0, sm_90a) each BK = 32
+// slice of the declared tile is 898 instructions for 192 HMMA, the splits (VIADD, LOP3, FADD) and
+// a refill that rebuilds its 8 copies' addresses from re-read kernel parameters; HOIST=1
+// (slice_copies.cuh) forms them once per thread: 782 a slice, integer-pipe instructions 388 → 329,
+// 245 → 207 registers. Not yet run on a GPU; HOIST=0 is the code measured above (SASS unchanged).
 // Builds on: v7 (pipeline, grouped order, zero-filled tails). Constraints: none (4-byte copies
 // when a row is not 16-byte aligned, tails zero-filled, edges stored element by element).
 // arch: sm_80
-// config: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=3 GROUP=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=128 BN=128 BK=16 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=128 BN=64 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=64 BN=128 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8
-// space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8
+// config: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=32 WN=64 THREADS=256 STAGES=3 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=128 BK=16 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=128 BK=16 WM=64 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=128 BN=64 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=0
+// space: BM=128 BN=64 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=64 BN=128 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=0
+// space: BM=64 BN=128 BK=32 WM=32 WN=32 THREADS=256 STAGES=4 GROUP=8 HOIST=1
+// space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8 HOIST=0
+// space: BM=64 BN=64 BK=32 WM=32 WN=32 THREADS=128 STAGES=4 GROUP=8 HOIST=1
 #include "common.cuh"
 #include "grouped_order.cuh"
 #include "pipeline.cuh"
+#include "slice_copies.cuh"
+
+#ifndef HOIST
+#define HOIST 0
+#endif
 
 namespace tf32x3 {
 constexpr int WARPS_N = BN / WN;
@@ -119,11 +136,20 @@ sgemm_v8_3xtf32(const float* __restrict__ A, const float* __restrict__ B, float*
     const int m0 = bm * BM, n0 = bn * BN;
 
     float acc[MT][NT][4] = {};
+#if HOIST && ALIGNED
+    SliceCopies16<float, BM, BN, BK, SA, SB, THREADS> copies(A, B, M, N, lda, ldb, m0, n0, tid);
+    const unsigned smem32 = smem_addr(smem);
+#endif
     cp_async_pipeline<STAGES>(
         CDIV(K, BK),
         [&](int stage, int s) {
+#if HOIST && ALIGNED
+            (void)s;  // the copies walk the slices in order, as the pipeline issues them
+            copies.issue(smem32 + stage * STAGE_FLOATS * 4, K);
+#else
             float* st = smem + stage * STAGE_FLOATS;
             load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
+#endif
         },
         [&](int stage) {
             const float* As = smem + stage * STAGE_FLOATS;

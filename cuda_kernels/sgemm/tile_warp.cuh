@@ -8,9 +8,9 @@
 // The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory (pipeline.cuh): slice
 // s+STAGES-1 is in flight while slice s is computed (STAGES = 2 is v4's double buffer).
 // GROUP > 1 reorders the blocks (grouped_order.cuh).
-// HOIST=1 (sgemm v7's space, 16-byte path only) forms the copies' addresses once per thread: see
-// SliceCopies below. Without it (v6, v9, gemm_bias_relu v1, v7's declared config) the code is the
-// one measured first.
+// HOIST=1 (points of the spaces of sgemm v7 and gemm_bias_relu v1, 16-byte path only) forms the
+// copies' addresses once per thread: see SliceCopies below. v6, v9, v10 and every declared config
+// use HOIST=0, the code measured first.
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
 #pragma once
 #include "grouped_order.cuh"
@@ -69,8 +69,8 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
 // HOIST=1: nvdisasm of v7's tuned tile (128×256×16, nvcc 13.0, sm_90a) put 283 instructions
 // besides the 2,048 FFMAs and 96 LDS of each slice, nearly all in the refill: its 12 copies
 // rebuilt their 64-bit addresses from the kernel parameters (re-read by LDC), recomputed their
-// bounds and converted shared pointers every slice — the issue slots the FFMA stream lacks (ncu:
-// FMA pipe 63 % at 78 % issue, cuBLAS 79 % at 90 %). A thread's copies of a slice keep their k
+// bounds and converted shared pointers every slice — issue slots the FFMA stream lacks (ncu of the
+// declared 128×128×16 tile: FMA pipe 63 % at 78 % issue; cuBLAS 79 % at 90 %). A thread's copies of a slice keep their k
 // (A: THREADS a multiple of BK) or their column (B: THREADS a multiple of BN/4) and lie a fixed
 // number of rows apart: one global pointer per operand advanced by a constant a slice, shared
 // offsets that are constants, row and column bounds as masks set once; only K's bound moves.
