@@ -459,14 +459,18 @@ def load(path: Path) -> tuple[dict, dict]:
     return meta, summarise(rows)
 
 
+def _named(meta: dict) -> str:
+    """The implementation as a row and its notes name it: with the config it overrides, if any."""
+    return f"`{meta.get('implementation', '?')}`" + (f" ({config_text(meta['config'])})" if meta.get("config") else "")
+
+
 def table_row(meta: dict, s: dict) -> list[str]:
     shape = meta.get("shape", "") + (f" {meta['precision']}" if meta.get("precision") else "")
     tensor = "—" if s["tensor_pipe_pct"] is None else f"{s['tensor_pipe_pct']:.1f} ({s['tensor_pipe']})"
     occupancy = f"{_f(s['occupancy_theoretical_pct'])} / {_f(s['occupancy_achieved_pct'])}"
     conflicts = (f"{_conflicts(s['smem_ld_conflicts'], s['smem_ld_conflicts_per_wavefront'])} / "
                  f"{_conflicts(s['smem_st_conflicts'], s['smem_st_conflicts_per_wavefront'])}")
-    override = f" ({config_text(meta['config'])})" if meta.get("config") else ""
-    return [f"`{meta.get('implementation', '?')}`{override}", shape, f"`{s['kernel']}`", _f(s["duration_ms"], ".4f"),
+    return [_named(meta), shape, f"`{s['kernel']}`", _f(s["duration_ms"], ".4f"),
             _f(s["sm_ghz"], ".2f"), _f(s["fma_pipe_pct"]), _f(s["ffma_tflops"], ".2f"), tensor,
             _f(s["issue_active_pct"]), _stall(s["top_stall"], s["top_stall_cycles"]),
             _stall(s["second_stall"], s["second_stall_cycles"]), conflicts, _f(s["registers"], ".0f"),
@@ -487,10 +491,10 @@ def render_table(paths) -> str:
             runs.add(f"{meta.get('gpu', '?')}, {meta.get('ncu_version') or 'ncu'}")
         if s["kernels"] > 1:
             others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms" for o in s["other_kernels"])
-            notes.append(f"- `{meta.get('implementation')}` {meta.get('shape', '')}: {s['kernels']} kernels per "
+            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: {s['kernels']} kernels per "
                          f"launch; the row is the longest, `{s['kernel']}` (also {others}).")
         if meta.get("metrics_left_out"):
-            notes.append(f"- `{meta.get('implementation')}` {meta.get('shape', '')}: not collected there: "
+            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: not collected there: "
                          + ", ".join(f"`{m}`" for m in meta["metrics_left_out"]) + ".")
     headers = ["implementation", "shape", "kernel", *(c for c, _ in COLUMNS)]
     columns = "; ".join(f"{name}: " + (", ".join(f"`{m}`" for m in metrics) if metrics != COLUMNS[i - 1][1]

@@ -301,3 +301,12 @@ def test_a_file_that_is_not_the_source_page_is_refused(tmp_path):
     path.write_text('"ID","Kernel Name","Metric"\n"0","k","1"\n')
     with pytest.raises(ValueError, match="source page"):
         profile.render_source_table(path)
+
+
+def test_a_profiled_point_of_the_space_is_named_with_its_config_in_row_and_notes(tmp_path):
+    sidecar = {"implementation": "hgemm/v6_mma_sync/cuda", "shape": "4096x4096x4096", "precision": None,
+               "config": {"HOIST": 1}, "metrics_left_out": [stall_metric("gmma")]}
+    text = render_table([_save(tmp_path, "ncu-hgemm-v6-cfg_HOIST_1", _csv(), sidecar),
+                         _save(tmp_path, "ncu-hgemm-v6", _csv(), {**sidecar, "config": None})])
+    assert text.count("`hgemm/v6_mma_sync/cuda` (HOIST=1)") == 3  # its row and its two notes (kernels, metrics)
+    assert "- `hgemm/v6_mma_sync/cuda` 4096x4096x4096: not collected there" in text  # the declared one
