@@ -13,12 +13,12 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study import fusion, metrics
+from study import fusion, metrics, seed_ladder
 
 BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
                  "inductor": "Inductor"}
 # Sections an op adds after its figures: op -> (the figure's name, the function that writes them).
-SECTIONS = {fusion.OP: ("fusion", fusion.section)}
+SECTIONS = {fusion.OP: ("fusion", fusion.section), seed_ladder.OP: ("seed", seed_ladder.section)}
 RUNG_BACKENDS = ("cuda", "triton")
 MODE_ORDER = ("cold", "hot", "graph")
 

@@ -239,3 +239,32 @@ def test_runs_at_different_clocks_get_an_equal_clock_table(doc):
     assert cells == ["`sgemm/v0_naive_colmajor_b/cuda`", "1,200", "1980 (1980–1980)", "606", "0.38×"]
     base = next(line for line in text.splitlines() if line.startswith("| `sgemm/torch_matmul/cublas`"))
     assert "1500 (1400–1980)" in base and "1,600" in base and "1.00×" in base
+
+
+def _hgemm_record(rung_index, backend, gflops, autotune="off", shape=None, reference=False, status="ok"):
+    rung = None if reference else f"v{rung_index}_rung"
+    return {"op": "hgemm", "rung": rung, "rung_index": None if reference else rung_index, "backend": backend,
+            "implementation": f"hgemm/{rung or 'torch_matmul'}/{backend}", "reference": reference,
+            "shape": shape or {"M": 4096, "N": 4096, "K": 4096}, "precision": "fp16", "autotune": autotune,
+            "status": status, "work": {"bound": "compute"}, "gflops": gflops, "pct_peak": 100 * gflops / 1e6,
+            "peak": "FP16 tensor cores"}
+
+
+def test_the_hgemm_ladder_sets_the_seeds_steps_beside_its_rungs_and_embeds_the_saved_ncu_table(tmp_path):
+    from study import seed_ladder
+
+    ms = [_hgemm_record(i, "cuda", 1000.0 * (i + 1)) for i in range(4)]
+    ms += [_hgemm_record(2, "cuda", 9000.0, autotune="on"), _hgemm_record(2, "triton", 300000.0, autotune="on"),
+           _hgemm_record(3, "cuda", 99999.0, status="wrong"),  # never the best
+           _hgemm_record(0, "cuda", 1e5, shape={"M": 8192, "N": 8192, "K": 8192}),  # another shape
+           _hgemm_record(None, "cublas", 700000.0, autotune="n/a", reference=True)]
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "hgemm.md").write_text("| implementation | ms |\n|---|---|\n| `hgemm/v6/cuda` | 0.44 |\n")
+    text = "\n".join(seed_ladder.section(ms, None, tmp_path))
+    row = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| v")}
+    assert "~30 · 10 %" in row["v2"] and "9.0 · 0.90 % tuned" in row["v2"] and "300.0 · 30.0 % tuned" in row["v2"]
+    assert "4.0 · 0.40 %" in row["v3"] and "100.0" not in row["v3"]  # the wrong one is not ranked
+    assert "1.0 · 0.10 %" in row["v0"] and "100.0" not in row["v0"]  # 8192³ is not the seed's shape
+    assert "~310 · 95 %+" in text and "700.0 · 70.0 % (torch_matmul)" in text
+    assert "| `hgemm/v6/cuda` | 0.44 |" in text  # the saved ncu table, embedded
+    assert seed_ladder.section(ms[:3], None, tmp_path) == []  # three of the seed's steps are no ladder
