@@ -292,3 +292,38 @@ def test_the_two_pass_split_k_runs_its_reduction_after_its_gemm_only_when_k_is_s
         assert args[0] is gemm[3][10] and args[1] is launch.out and int(args[5]) == launch.config["splits"] == 4
         cols = impl.params["REDUCE_THREADS"] // impl.params["REDUCE_GROUPS"]
         assert grid == (-(-5 * 7 // cols), 1, 1) and block == (impl.params["REDUCE_THREADS"], 1, 1)
+
+
+def test_the_loader_compiles_a_file_once_for_all_its_kernels(monkeypatch, tmp_path):
+    """sgemm v10 takes two kernels (partials, reduction) from one file and config: one compile."""
+    import sys
+    import types
+
+    import study.backends.cuda as cuda
+
+    built = []
+
+    class Module:
+        def __init__(self, code, options):
+            built.append(options)
+
+        def get_function(self, symbol):
+            return types.SimpleNamespace(symbol=symbol, max_dynamic_shared_size_bytes=0)
+
+    fake = types.ModuleType("cupy")
+    fake.RawModule = Module
+    fake.cuda = types.SimpleNamespace(Device=lambda: types.SimpleNamespace(id=0, compute_capability="90"))
+    compiler = types.ModuleType("cupy.cuda.compiler")
+    compiler.CompileException = RuntimeError
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", fake.cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.compiler", compiler)
+    monkeypatch.setattr(cuda, "_MODULES", {})
+    monkeypatch.setattr(cuda, "_FUNCTIONS", {})
+    path = tmp_path / "two.cu"
+    path.write_text('extern "C" __global__ void a() {}\nextern "C" __global__ void b() {}\n')
+    fa, fb = (cuda.load_function(path, s, {"THREADS": 32}) for s in ("a", "b"))
+    assert (fa.symbol, fb.symbol) == ("a", "b") and len(built) == 1
+    assert cuda.load_function(path, "a", {"THREADS": 32}) is fa and len(built) == 1  # cached
+    cuda.load_function(path, "a", {"THREADS": 64})  # another config is another module
+    assert len(built) == 2

@@ -81,7 +81,10 @@ def nvcc_command(path: Path, config: Mapping[str, int], arch: str, output: Path)
             str(path)]
 
 
+# One compiled module per (device, source, options), whatever symbols are taken from it: a file with
+# two kernels (sgemm v10's partials and its reduction) compiles once; then its functions by symbol.
 _MODULES: dict = {}
+_FUNCTIONS: dict = {}
 
 
 def load_function(path: Path, symbol: str, config: Mapping[str, int], smem: int = 0):
@@ -94,16 +97,19 @@ def load_function(path: Path, symbol: str, config: Mapping[str, int], smem: int 
     major, minor = (int(c) for c in dev.compute_capability)  # e.g. "90"
     options = ("-std=c++17", arch_flag(major, minor), "-lineinfo", *defines(config))
     source = kernel_source(path)
-    key = (dev.id, source, options, symbol)
-    if key not in _MODULES:
-        module = cp.RawModule(code=source, options=options)
+    key = (dev.id, source, options)
+    if key + (symbol,) not in _FUNCTIONS:
+        module = _MODULES.get(key)
+        if module is None:
+            module = cp.RawModule(code=source, options=options)
         try:
-            function = module.get_function(symbol)
+            function = module.get_function(symbol)  # the first one compiles the module
         except CompileException as exc:
             raise CudaCompileError(f"{display(path)} failed to compile with "
                                    f"{' '.join(shlex.quote(o) for o in options)}:\n{exc}") from None
-        _MODULES[key] = function
-    function = _MODULES[key]
+        _MODULES[key] = module
+        _FUNCTIONS[key + (symbol,)] = function
+    function = _FUNCTIONS[key + (symbol,)]
     if smem > DEFAULT_SMEM_LIMIT and function.max_dynamic_shared_size_bytes < smem:
         optin = dev.attributes["MaxSharedMemoryPerBlockOptin"]
         if smem > optin:
