@@ -235,3 +235,16 @@ def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_ke
         assert bias_at == [2] and out_at == [3] and len(args) == 10 and smem == launch.config["smem_bytes"] > 0
     else:  # hgemm v8's (map A, map B, map C, bias, M, N, K) on a persistent grid
         assert bias_at == [3] and args[2] == c_map and len(args) == 7 and launch.config["blocks"] == 1
+
+
+@pytest.mark.parametrize("rung,precision,storage", [("v1_fused_simt", "fp32", "STORAGE_FP32"),
+                                                    ("v2_fused_wgmma", "bf16", "STORAGE_BF16"),
+                                                    ("v2_fused_wgmma", "fp16", "STORAGE_FP16")])
+def test_a_fused_rung_takes_the_defines_of_the_gemm_op_of_its_precision(rung, precision, storage):
+    impl, prec = implementation(f"gemm_bias_relu/{rung}/cuda"), PROBLEM.precision(precision)
+    shape = {"M": 72, "N": 136, "K": 40}
+    tensors = PROBLEM.make_inputs(shape, prec, seed=0, device="cpu")
+    defines = PROBLEM.cuda_defines(dict(impl.params), tensors, PROBLEM.make_output(shape, prec, "cpu"), shape, prec)
+    assert {k: v for k, v in defines.items() if k in impl.params} == dict(impl.params)
+    assert [k for k in defines if k.startswith("STORAGE_")] == [storage]
+    assert defines["ALIGNED"] == 1  # 136 and 40: whole 16-byte rows in either storage

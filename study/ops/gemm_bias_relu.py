@@ -180,10 +180,10 @@ class GemmBiasRelu(Problem):
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED as the GEMM op the rung extends decides it (v1:
         sgemm's, v2: hgemm's); v0's pass: 1 when every row of C and the bias start on 16 bytes."""
-        if "BM" in config:  # v1 (FFMA warp tiles: WM) or v2; v0's pass has no GEMM tile
+        if "BM" in config:  # v1 or v2; v0's pass has no GEMM tile
             from study.registry import ladder
 
-            op = "sgemm" if "WM" in config else "hgemm"
+            op = BARE[precision.name][0]  # FP32: sgemm's glue (v1), FP16/BF16: hgemm's (v2), as v0's GEMM
             return ladder(op).problem.cuda_defines(config, _gemm_operands(tensors), out, shape, precision)
         aligned = (rows_vector_aligned(shape["N"], precision.element_bytes, (out, tensors["bias"]))
                    and out.stride(-2) % (16 // precision.element_bytes) == 0)  # C may be a padded view
