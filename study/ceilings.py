@@ -200,10 +200,12 @@ def measure(device, settings, clocks) -> dict:
 
 
 def summary(ceilings: dict) -> dict:
-    """The figures a run carries: measured ceilings by name. The mma.sync loop is not among
-    them: no precision is scored against it (metrics.CEILINGS scores FP16 against the best
+    """The figures a run carries: measured ceilings by name, and the copy-by-size curve as
+    [bytes moved, GB/s] pairs where it was measured. The mma.sync loop is not among them: no precision is scored against it (metrics.CEILINGS scores FP16 against the best
     cuBLAS GEMM); it stands in ceilings.md, for comparing the mma.sync rung hgemm v6 with it."""
+    curve = [[point["bytes_moved"], point["gbps"]] for point in ceilings.get("copy_by_size") or []]
     return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
+            **({metrics.COPY_CURVE: curve} if curve else {}),
             **{metrics.CEILINGS[math][0]: ceilings[key]["gflops"] for key, _, _, math in TENSOR if key in ceilings},
             "launch_overhead_ms": ceilings["launch_overhead"]["median_ms"]}
 

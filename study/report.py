@@ -277,6 +277,11 @@ def legend(env: dict, ms: list[dict]) -> str:
         f"The headline is the **median**; min and quartiles are in the details. " + ". ".join(units) + ". "
         + (f"**% ceiling** is of the *measured* ceiling of the same kind on this GPU (`python -m study "
            f"ceilings`): {', '.join(measured)}. " if measured else "")
+        + ("A GB/s figure's ceiling is the device copy of as many bytes as the case moves, cold, its launch and "
+           "ramp included (the copy-by-size curve of `ceilings --copy-sizes`, interpolated in log bytes): "
+           + ", ".join(f"{b / 2**20:,.0f} MiB {g:,.0f} GB/s" for b, g in sorted(ceilings[metrics.COPY_CURVE]))
+           + ". " if ceilings.get(metrics.COPY_CURVE) and any((m.get("work") or {}).get("bound") == "memory"
+                                                              for m in ms) else "")
         + (f"An empty kernel measured {overhead * 1e3:.2f} µs this run; a median within 2× of it is "
            f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
            f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from study import ceilings, hardware
+from study import ceilings, hardware, metrics
 
 H200 = hardware.Device(name="NVIDIA H200", slug="h200", capability=(9, 0), sms=132, max_sm_clock_mhz=1980.0,
                        max_mem_clock_mhz=3201.0, bus_width_bits=6016, l2_bytes=62914560, memory_bytes=150 * 2**30,
@@ -64,6 +64,9 @@ def test_the_copy_by_size_curve_is_optional_and_tabled_when_measured():
     table = text[text.index("## Device copy by size"):]
     assert "| 64 MiB" in table and "3,355 GB/s" in table and "69.7 %" in table and "4,096 MiB" in table
     assert ceilings.COPY_SIZES[0] == 4 * 2**20 and ceilings.COPY_SIZES[-1] == 2 * 2**30
+    # a run carries the curve as [bytes moved, GB/s] pairs, what metrics.copy_ceiling reads
+    assert ceilings.summary(stored)[metrics.COPY_CURVE] == [[64 * 2**20, 3355.4], [2**32, 4294.9]]
+    assert metrics.COPY_CURVE not in ceilings.summary(_stored())
 
 
 def test_the_curve_is_added_to_stored_ceilings_with_a_cold_timer(monkeypatch):

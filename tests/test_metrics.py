@@ -1,5 +1,7 @@
 """Peaks keyed by (architecture, math mode) and every derived figure, computed once."""
 
+import math
+
 import pytest
 
 from study import hardware, metrics
@@ -71,3 +73,17 @@ def test_per_ghz_divides_the_headline_by_the_median_clock_for_compute_bound_ops_
     assert per_ghz({**record, "clocks": {"sm_mhz_median": None}}) is None  # no clock recorded
     assert per_ghz({**record, "clocks": None}) is None
     assert per_ghz({"work": {"bound": "memory"}, "gbps": 3000.0, "clocks": {"sm_mhz_median": 1500.0}}) is None
+
+
+def test_a_memory_bound_record_is_judged_against_a_copy_of_as_many_bytes_where_the_curve_exists():
+    curve = [[64 * 2**20, 3500.0], [128 * 2**20, 4000.0], [2 * 2**30, 4300.0]]
+    env = {**ENV, "ceilings": {**ENV["ceilings"], metrics.COPY_CURVE: curve}}
+    nbytes = 96 * 2**20  # halfway between 64 and 128 MiB in log2: 3500 + 500 · log2(1.5)
+    d = metrics.derive(_record("memory", "ieee", 0.03, 0, nbytes), env)
+    at = 3500.0 + 500.0 * math.log2(1.5)
+    assert d["pct_ceiling"] == pytest.approx(100 * d["gbps"] / at) and d["ceiling"] == metrics.SIZED_COPY
+    assert metrics.copy_ceiling(curve, 2**20) == 3500.0 and metrics.copy_ceiling(curve, 2**40) == 4300.0
+    assert metrics.copy_ceiling(curve, 128 * 2**20) == pytest.approx(4000.0)
+    compute = metrics.derive(_record("compute", "bf16", 1.0, 7e11, 1e9), env)
+    assert compute["ceiling"] != metrics.SIZED_COPY  # the curve is the memory-bound ceiling only
+    assert metrics.derive(_record("memory", "ieee", 0.03, 0, nbytes), ENV)["ceiling"] == "device copy"

@@ -115,6 +115,20 @@ def test_a_memory_bound_op_is_reported_in_gbps_with_cold_and_hot_side_by_side(do
     assert "is L2 bandwidth, not HBM" in text and "minimum bytes" in text
 
 
+def test_with_the_copy_curve_a_gbps_figure_is_judged_against_a_copy_of_as_many_bytes(doc):
+    from study import metrics
+
+    plain = _gemv_doc(doc)
+    doc = copy.deepcopy(doc)
+    doc["environment"]["ceilings"][metrics.COPY_CURVE] = [[4 * 2**20, 1000.0], [64 * 2**20, 3500.0]]
+    gemv = _gemv_doc(doc)  # 4,006,000 bytes moved: below the curve's first point, its figure
+    cold = next(m for m in gemv["measurements"] if m["implementation"] == "sgemv/v1_b/cuda" and m["mode"] == "cold")
+    assert cold["pct_ceiling"] == pytest.approx(100 * cold["gbps"] / 1000.0) and cold["ceiling"] == metrics.SIZED_COPY
+    text = report.render(gemv, Path("x.md"), draw=False)
+    assert "device copy of as many bytes as the case moves" in text and "4 MiB 1,000 GB/s, 64 MiB 3,500 GB/s" in text
+    assert "as many bytes" not in report.render(plain, Path("x.md"), draw=False)  # no curve: the 2 GiB copy
+
+
 def test_the_report_command_draws_the_ladder_and_the_roofline(tmp_path, doc):
     path = tmp_path / "g.json"
     results.write(path, _gemv_doc(doc))
