@@ -1,5 +1,6 @@
 // One K slice of a GEMM's operands copied by 16-byte cp.async with every address formed once per
-// thread: the HOIST=1 path of hgemm v6 and sgemm v8 (docs/ladders/hgemm.md, v6). A is row-major
+// thread: the HOIST=1 path of hgemm v6 and sgemm v8, and B's half of sgemm v7's (whose A goes
+// through 4-byte transposing copies: sgemm/tile_warp.cuh) (docs/ladders/hgemm.md, v6). A is row-major
 // with K contiguous (a Rows × Depth block), B row-major with N contiguous (Depth × Cols); a stage
 // holds As[Rows][StrideA] then Bs[Depth][StrideB] (row lengths in elements). Why: ncu's source page of hgemm v6 put 143
 // of the 151 instructions of each refill, and nvdisasm of sgemm v8 most of its ~180 non-MMA,
@@ -14,46 +15,78 @@
 
 // The parameters are named apart from the kernels' -D macros (BM, BN, BK would be replaced by
 // numbers): A's block is Rows × Depth, B's Depth × Cols, a stage's rows StrideA and StrideB long.
+
+// B's copies: a Depth × Cols slice of B into rows StrideB elements apart that start `offset` bytes
+// into a stage. A thread's chunks share one column, so N's bound is one flag.
+template <class T, int Depth, int Cols, int StrideB, int Threads>
+struct BSliceCopies16 {
+    static constexpr int BYTES = sizeof(T), CHUNK = 16 / BYTES;  // an element's bytes; elements a copy moves
+    static constexpr int PER_ROW = Cols / CHUNK, CHUNKS = Depth * PER_ROW / Threads;
+    static constexpr int STEP = Threads / PER_ROW;  // rows between a thread's chunks
+    static_assert(Cols % CHUNK == 0 && Threads % PER_ROW == 0 && Depth * PER_ROW % Threads == 0,
+                  "HOIST: each thread's B chunks of a slice in one column, whole chunks per thread");
+
+    const T* B;  // the matrix: a valid address for the zero-filling copies
+    const T* b;  // this thread's first chunk of the current slice
+    size_t rows, slice;  // elements between its chunks, and between slices
+    unsigned dst;  // byte offset of its first chunk inside a stage
+    bool live;  // its column inside N
+    int k;  // the k of its first row in the current slice
+
+    __device__ __forceinline__ BSliceCopies16(const T* B, int N, int ldb, int n0, int k_begin, unsigned offset,
+                                              int tid) {
+        const int r = tid / PER_ROW, c = tid % PER_ROW * CHUNK;
+        this->B = B;
+        b = B + (size_t)(k_begin + r) * ldb + n0 + c;
+        rows = (size_t)STEP * ldb;
+        slice = (size_t)Depth * ldb;
+        dst = offset + (unsigned)(r * StrideB + c) * BYTES;
+        live = n0 + c < N;
+        k = k_begin + r;
+    }
+
+    __device__ __forceinline__ void issue(unsigned stage, int K) {
+#pragma unroll
+        for (int i = 0; i < CHUNKS; ++i) {
+            const bool ok = live && k + i * STEP < K;
+            cp_async_16_shared(stage + dst + i * STEP * StrideB * BYTES, ok ? b + i * rows : B, ok);
+        }
+        b += slice;
+        k += Depth;
+    }
+};
+
+// Both operands: A's Rows × Depth slice (its rows' bounds a mask set once), then B's.
 template <class T, int Rows, int Cols, int Depth, int StrideA, int StrideB, int Threads>
 struct SliceCopies16 {
-    static constexpr int BYTES = sizeof(T), CHUNK = 16 / BYTES;  // an element's bytes; elements a copy moves
-    static constexpr int A_PER_ROW = Depth / CHUNK, B_PER_ROW = Cols / CHUNK;
-    static constexpr int A_CHUNKS = Rows * A_PER_ROW / Threads, B_CHUNKS = Depth * B_PER_ROW / Threads;
-    static constexpr int A_STEP = Threads / A_PER_ROW, B_STEP = Threads / B_PER_ROW;  // rows between a thread's chunks
-    static_assert(Depth % CHUNK == 0 && Cols % CHUNK == 0 && Threads % A_PER_ROW == 0 && Threads % B_PER_ROW == 0 &&
-                      Rows * A_PER_ROW % Threads == 0 && Depth * B_PER_ROW % Threads == 0 && A_CHUNKS <= 32 &&
-                      B_CHUNKS <= 32,
-                  "HOIST: each thread's chunks of a slice in one column, whole chunks per thread");
+    static constexpr int BYTES = sizeof(T), CHUNK = 16 / BYTES;
+    static constexpr int A_PER_ROW = Depth / CHUNK, A_CHUNKS = Rows * A_PER_ROW / Threads;
+    static constexpr int A_STEP = Threads / A_PER_ROW;  // rows between a thread's chunks
+    static_assert(Depth % CHUNK == 0 && Threads % A_PER_ROW == 0 && Rows * A_PER_ROW % Threads == 0 &&
+                      A_CHUNKS <= 32,
+                  "HOIST: each thread's A chunks of a slice in one column, whole chunks per thread");
 
-    const T* A;  // the matrices: a valid address for the zero-filling copies
-    const T* B;
+    const T* A;  // the matrix: a valid address for the zero-filling copies
     const T* a;  // this thread's first A chunk of the current slice
-    const T* b;  // ... and first B chunk
-    size_t a_rows, b_rows, b_slice;  // elements between A chunks, B chunks, and B slices
-    unsigned a_dst, b_dst;  // byte offsets of the first chunks inside a stage
+    size_t a_rows;  // elements between its A chunks
+    unsigned a_dst;  // byte offset of its first A chunk inside a stage
     unsigned a_live;  // A's chunk i inside M: bit i
-    bool b_live;  // B's column inside N (the same for all of this thread's B chunks)
-    int ak, bk;  // the k of this thread's A column and of its first B row, in the current slice
+    int ak;  // the k of its A column in the current slice (a counter of its own, not B's: ptxas keeps
+             // hgemm v6's loop 150 instructions so, 151 and 2 more registers with one)
+    BSliceCopies16<T, Depth, Cols, StrideB, Threads> b;
 
     __device__ __forceinline__ SliceCopies16(const T* A, const T* B, int M, int N, int lda, int ldb, int m0, int n0,
-                                             int tid) {
+                                             int tid)
+        : b(B, N, ldb, n0, 0, Rows * StrideA * BYTES, tid) {
         const int ar = tid / A_PER_ROW, ac = tid % A_PER_ROW * CHUNK;
-        const int br = tid / B_PER_ROW, bc = tid % B_PER_ROW * CHUNK;
         this->A = A;
-        this->B = B;
         a = A + (size_t)(m0 + ar) * lda + ac;
-        b = B + (size_t)br * ldb + n0 + bc;
         a_rows = (size_t)A_STEP * lda;
-        b_rows = (size_t)B_STEP * ldb;
-        b_slice = (size_t)Depth * ldb;
         a_dst = (unsigned)(ar * StrideA + ac) * BYTES;
-        b_dst = (unsigned)(Rows * StrideA + br * StrideB + bc) * BYTES;
         a_live = 0;
 #pragma unroll
         for (int i = 0; i < A_CHUNKS; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
-        b_live = n0 + bc < N;
-        ak = ac;  // two counters, not one k and two offsets: ptxas keeps hgemm v6's loop 150 instructions
-        bk = br;  // so (151 and 2 more registers with one)
+        ak = ac;
     }
 
     // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
@@ -63,14 +96,8 @@ struct SliceCopies16 {
             const bool ok = (a_live >> i & 1) && ak < K;
             cp_async_16_shared(stage + a_dst + i * A_STEP * StrideA * BYTES, ok ? a + i * a_rows : A, ok);
         }
-#pragma unroll
-        for (int i = 0; i < B_CHUNKS; ++i) {
-            const bool ok = b_live && bk + i * B_STEP < K;
-            cp_async_16_shared(stage + b_dst + i * B_STEP * StrideB * BYTES, ok ? b + i * b_rows : B, ok);
-        }
+        b.issue(stage, K);
         a += Depth;
-        b += b_slice;
         ak += Depth;
-        bk += Depth;
     }
 };

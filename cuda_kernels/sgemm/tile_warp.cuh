@@ -15,6 +15,7 @@
 #pragma once
 #include "grouped_order.cuh"
 #include "pipeline.cuh"
+#include "slice_copies.cuh"
 
 #ifndef HOIST
 #define HOIST 0
@@ -76,40 +77,31 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
 // offsets that are constants, row and column bounds as masks set once; only K's bound moves.
 constexpr int A_STEP = THREADS / BK;  // rows of A between a thread's copies
 constexpr int A_COPIES = BM * BK / THREADS;
-constexpr int B_PER_ROW = BN / 4, B_STEP = THREADS / B_PER_ROW, B_COPIES = BK * B_PER_ROW / THREADS;
-static_assert(THREADS % BK == 0 && BM * BK % THREADS == 0 && THREADS % B_PER_ROW == 0 &&
-                  BK * B_PER_ROW % THREADS == 0 && A_COPIES <= 32,
-              "HOIST: a thread's copies of a slice in one k (A) and one column (B), whole copies per thread");
+static_assert(THREADS % BK == 0 && BM * BK % THREADS == 0 && A_COPIES <= 32,
+              "HOIST: a thread's A copies of a slice in one k, whole copies per thread");
 
+// A through 4-byte copies that transpose it (As[k][m]); B as hgemm v6's and sgemm v8's (slice_copies.cuh).
 struct SliceCopies {
-    const float* A;  // the matrices: a valid address for the zero-filling copies
-    const float* B;
+    const float* A;  // the matrix: a valid address for the zero-filling copies
     const float* a;  // this thread's first A element of the current slice
-    const float* b;  // ... and first B chunk
-    size_t a_rows, b_rows, b_slice;  // elements between A copies, B copies, and B slices
-    unsigned a_dst, b_dst;  // byte offsets of the first copies inside a stage
+    size_t a_rows;  // elements between its A copies
+    unsigned a_dst;  // byte offset of its first A copy inside a stage
     unsigned a_live;  // A's copy i inside M: bit i
-    bool b_live;  // B's column inside N (the same for all of this thread's B chunks)
-    int ak, bk;  // the k of this thread's A copies and of its first B row, in the current slice
+    int ak;  // the k of its A copies in the current slice
+    BSliceCopies16<float, BK, BN, SB, THREADS> b;
 
     __device__ __forceinline__ SliceCopies(const float* A, const float* B, int M, int N, int lda, int ldb, int m0,
-                                           int n0, int k_begin, int tid) {
-        const int ar = tid / BK, ac = tid % BK, br = tid / B_PER_ROW, bc = tid % B_PER_ROW * 4;
+                                           int n0, int k_begin, int tid)
+        : b(B, N, ldb, n0, k_begin, BK * SA * 4, tid) {
+        const int ar = tid / BK, ac = tid % BK;
         this->A = A;
-        this->B = B;
         a = A + (size_t)(m0 + ar) * lda + k_begin + ac;
-        b = B + (size_t)(k_begin + br) * ldb + n0 + bc;
         a_rows = (size_t)A_STEP * lda;
-        b_rows = (size_t)B_STEP * ldb;
-        b_slice = (size_t)BK * ldb;
         a_dst = (unsigned)(ac * SA + ar) * 4;  // A transposed: As[k][m]
-        b_dst = (unsigned)(BK * SA + br * SB + bc) * 4;
         a_live = 0;
 #pragma unroll
         for (int i = 0; i < A_COPIES; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
-        b_live = n0 + bc < N;
         ak = k_begin + ac;
-        bk = k_begin + br;
     }
 
     // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
@@ -119,15 +111,9 @@ struct SliceCopies {
             const bool ok = (a_live >> i & 1) && ak < K;
             cp_async_4_shared(stage + a_dst + i * A_STEP * 4, ok ? a + i * a_rows : A, ok);
         }
-#pragma unroll
-        for (int i = 0; i < B_COPIES; ++i) {
-            const bool ok = b_live && bk + i * B_STEP < K;
-            cp_async_16_shared(stage + b_dst + i * B_STEP * SB * 4, ok ? b + i * b_rows : B, ok);
-        }
+        b.issue(stage, K);
         a += BK;
-        b += b_slice;
         ak += BK;
-        bk += BK;
     }
 };
 #endif
