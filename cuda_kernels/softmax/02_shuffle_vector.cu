@@ -28,33 +28,11 @@ softmax_v2_shuffle_vector(const storage_t* __restrict__ X, storage_t* __restrict
     storage_t* y = Y + row * N;
 
     float m = NEG_INF;
-#if VECTOR_PATH
-    const RowParts p = row_parts(x, N);
-    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
-    for (int f = threadIdx.x; f < p.body; f += THREADS) {
-        float v[VEC];
-        unpack(xv[f], v);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) m = fmaxf(m, v[i]);
-    }
-    for (int i = threadIdx.x; i < p.head + p.tail; i += THREADS) m = fmaxf(m, to_float(x[p.single(i)]));
-#else
-    for (int j = threadIdx.x; j < N; j += THREADS) m = fmaxf(m, to_float(x[j]));
-#endif
+    row_for_each(x, N, [&](float v) { m = fmaxf(m, v); });
     m = block_reduce<true>(m, scratch);
 
     float d = 0.0f;
-#if VECTOR_PATH
-    for (int f = threadIdx.x; f < p.body; f += THREADS) {
-        float v[VEC];
-        unpack(xv[f], v);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) d += __expf(v[i] - m);
-    }
-    for (int i = threadIdx.x; i < p.head + p.tail; i += THREADS) d += __expf(to_float(x[p.single(i)]) - m);
-#else
-    for (int j = threadIdx.x; j < N; j += THREADS) d += __expf(to_float(x[j]) - m);
-#endif
+    row_for_each(x, N, [&](float v) { d += __expf(v - m); });
     d = block_reduce<false>(d, scratch);
     row_normalize(x, y, N, m, 1.0f / d);
 }

@@ -154,25 +154,32 @@ struct WarpTeam {
     static __device__ __forceinline__ void online(float& m, float& d, float*) { warp_online(m, d); }
 };
 
+// Every element of the row this rank of the team reads, as a float, passed to `f`: the body's
+// 16-byte vectors, then the head and tail singles (ALIGNED or PEEL), or single elements only.
+template <class Team = BlockTeam, class F>
+__device__ __forceinline__ void row_for_each(const storage_t* __restrict__ x, int N, F f) {
+#if VECTOR_PATH
+    const RowParts p = row_parts(x, N);
+    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
+    for (int k = Team::rank(); k < p.body; k += Team::SIZE) {
+        float v[VEC];
+        unpack(xv[k], v);
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) f(v[i]);
+    }
+    for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) f(to_float(x[p.single(i)]));
+#else
+    for (int j = Team::rank(); j < N; j += Team::SIZE) f(to_float(x[j]));
+#endif
+}
+
 // v3's first pass: the row's (maximum, sum of exponentials) in one read.
 template <class Team = BlockTeam>
 __device__ __forceinline__ void row_online_stats(const storage_t* __restrict__ x, int N, float& m, float& d,
                                                  float* scratch) {
     m = NEG_INF;
     d = 0.0f;
-#if VECTOR_PATH
-    const RowParts p = row_parts(x, N);
-    const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
-    for (int f = Team::rank(); f < p.body; f += Team::SIZE) {
-        float v[VEC];
-        unpack(xv[f], v);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) online_add(m, d, v[i]);
-    }
-    for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) online_add(m, d, to_float(x[p.single(i)]));
-#else
-    for (int j = Team::rank(); j < N; j += Team::SIZE) online_add(m, d, to_float(x[j]));
-#endif
+    row_for_each<Team>(x, N, [&](float v) { online_add(m, d, v); });
     Team::online(m, d, scratch);
 }
 
