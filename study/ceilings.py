@@ -120,11 +120,15 @@ def copy_by_size(timer, sizes=COPY_SIZES) -> list[dict]:
 
     curve = []
     for size in sizes:
-        result = device_copy(timer, size)
-        curve.append({"bytes_read": size, "bytes_moved": 2 * size, "median_ms": result["median_ms"],
-                      "rel_stdev": result["rel_stdev"], "gbps": result["gbps"]})
+        curve.append(curve_point(size, device_copy(timer, size)))
         torch.cuda.empty_cache()
     return curve
+
+
+def curve_point(size: int, copy: dict) -> dict:
+    """A point of the copy curve from one device copy of ``size`` bytes read."""
+    return {"bytes_read": size, "bytes_moved": 2 * size, "median_ms": copy["median_ms"],
+            "rel_stdev": copy["rel_stdev"], "gbps": copy["gbps"]}
 
 
 def cold_timer(device, settings, clocks):
@@ -180,8 +184,7 @@ def measure(device, settings, clocks) -> dict:
     # The 2 GiB copy is the largest point of the copy curve: timed once, the "copy" ceiling is that point.
     curve = copy_by_size(timer, COPY_SIZES[:-1])
     copy = device_copy(timer)
-    curve.append({"bytes_read": COPY_BYTES, "bytes_moved": 2 * COPY_BYTES, "median_ms": copy["median_ms"],
-                  "rel_stdev": copy["rel_stdev"], "gbps": copy["gbps"]})
+    curve.append(curve_point(COPY_BYTES, copy))
     result = {"device": device.to_json(), "timer": timer.settings.to_json(),
               "utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "launch_overhead": launch_overhead(timer), "ffma": ffma(timer, device),
@@ -201,8 +204,9 @@ def measure(device, settings, clocks) -> dict:
 
 def summary(ceilings: dict) -> dict:
     """The figures a run carries: measured ceilings by name, and the copy-by-size curve as
-    [bytes moved, GB/s] pairs where it was measured. The mma.sync loop is not among them: no precision is scored against it (metrics.CEILINGS scores FP16 against the best
-    cuBLAS GEMM); it stands in ceilings.md, for comparing the mma.sync rung hgemm v6 with it."""
+    [bytes moved, GB/s] pairs where it was measured. The mma.sync loop is not among them: no
+    precision is scored against it (metrics.CEILINGS scores FP16 against the best cuBLAS GEMM); it
+    stands in ceilings.md, for comparing the mma.sync rung hgemm v6 with it."""
     curve = [[point["bytes_moved"], point["gbps"]] for point in ceilings.get("copy_by_size") or []]
     return {"ffma_gflops": ceilings["ffma"]["gflops"], "copy_gbps": ceilings["copy"]["gbps"],
             **({metrics.COPY_CURVE: curve} if curve else {}),

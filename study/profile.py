@@ -559,8 +559,8 @@ def summarise_source(rows: list[dict]) -> tuple[float, list[dict]]:
         entry["executed"] += number(row.get("Instructions Executed", "")) or 0
         entry["samples"] += number(row.get("Warp Stall Sampling (All Samples)", "")) or 0
         for reason in reasons:
-            entry["reasons"][reason[len("stall_"):]] = entry["reasons"].get(reason[len("stall_"):], 0) + (
-                number(row[reason]) or 0)
+            name = reason.removeprefix("stall_")
+            entry["reasons"][name] = entry["reasons"].get(name, 0) + (number(row[reason]) or 0)
     total = sum(e["samples"] for e in by_op.values())
     ordered = [{"opcode": op, **e} for op, e in sorted(by_op.items(), key=lambda kv: -kv[1]["samples"])]
     return total, ordered

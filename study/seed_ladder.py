@@ -11,7 +11,6 @@ together. The seed's figures are quoted, not measured; every H200 figure comes f
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from study import metrics
@@ -44,8 +43,7 @@ def _cell(record: dict | None) -> str:
 def section(measurements: list[dict], figure_path: Path | None, folder: Path) -> list[str]:
     """The seed-beside-H200 table and the saved ncu table; nothing unless the file holds at least
     MIN_STEPS of the seed's steps at its shape and precision. ``figure_path`` is unused (no figure)."""
-    at_seed = [m for m in measurements if m["op"] == OP and m.get("precision") == PRECISION
-               and json.dumps(m["shape"], sort_keys=True) == json.dumps(SHAPE, sort_keys=True)]
+    at_seed = [m for m in measurements if m["op"] == OP and m.get("precision") == PRECISION and m["shape"] == SHAPE]
     steps = {m["rung_index"] for m in at_seed if m.get("rung") and m["status"] == "ok" and m["rung_index"] in SEED_A100}
     if len(steps) < MIN_STEPS:
         return []

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from study.backends.cuda import nvcc_command
+from study.backends.cuda import kernel_source, nvcc_command
 from study.paths import MICROBENCH_DIR
 from study.registry import implementations, ladder
 
@@ -25,13 +25,10 @@ def _defines(impl, config, precision_name, aligned, peel=0):
 
 def _paths(impl) -> tuple:
     """(ALIGNED, PEEL) pairs to compile: the scalar and 16-byte paths, and the peeled one where the
-    kernel's source or a header beside it that it includes reads PEEL (softmax's row.cuh)."""
+    kernel's source, its headers inlined as the loader inlines them, reads PEEL (softmax's row.cuh)."""
     import re
 
-    text = impl.target.path.read_text()
-    for name in re.findall(r'#include "([^"]+)"', text):
-        header = impl.target.path.parent / name
-        text += header.read_text() if header.exists() else ""
+    text = kernel_source(impl.target.path)
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
