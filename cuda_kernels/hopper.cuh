@@ -56,12 +56,25 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
+// The same for a 3-D tensor (a batch of matrices, z the entry): a box never spans two entries, so
+// what lies past an entry's rows or columns loads as zeros, not as the next entry's elements.
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int x, int y, int z, unsigned bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+
 // Copy a box from shared memory at `src` to the tensor at element coordinates (x, y): the copy
 // engine clips what lies past the tensor's edges, so partial tiles need no masks. Asynchronous:
 // commit with tma_store_commit, and wait before `src` is written again or the block exits.
 __device__ __forceinline__ void tma_store_2d(const TensorMap* map, int x, int y, unsigned src) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                  :: "l"(map), "r"(x), "r"(y), "r"(src) : "memory");
+}
+
+// The same into entry z of a 3-D tensor, clipped at that entry's edges.
+__device__ __forceinline__ void tma_store_3d(const TensorMap* map, int x, int y, int z, unsigned src) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n"
+                 :: "l"(map), "r"(x), "r"(y), "r"(z), "r"(src) : "memory");
 }
 
 __device__ __forceinline__ void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
@@ -130,8 +143,12 @@ __device__ __forceinline__ void fence_registers(float (&d)[R]) {
 template <int N>
 __device__ void wgmma_m64k16(float (&d)[N / 2], unsigned long long a, unsigned long long b);
 
-// The accumulator operands of a wgmma, written once for both shapes: registers %0 … %63 (and
-// %64 … %127 at n = 256) in the instruction text, "+f"(d[i]) eight at a time in the operand list.
+// The accumulator operands of a wgmma, written once for every shape: registers %0 … %31 (n = 64),
+// %0 … %63 (n = 128) or %0 … %127 (n = 256) in the instruction text, "+f"(d[i]) eight at a time in
+// the operand list.
+#define WGMMA_D_0_31 \
+    "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 #define WGMMA_D_0_63 \
     "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "\
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "\
@@ -146,6 +163,15 @@ __device__ void wgmma_m64k16(float (&d)[N / 2], unsigned long long a, unsigned l
                       "+f"(d[i + 6]), "+f"(d[i + 7])
 #define WGMMA_ACC64(i) WGMMA_ACC8(i), WGMMA_ACC8(i + 8), WGMMA_ACC8(i + 16), WGMMA_ACC8(i + 24), WGMMA_ACC8(i + 32), \
                        WGMMA_ACC8(i + 40), WGMMA_ACC8(i + 48), WGMMA_ACC8(i + 56)
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16<64>(float (&d)[32], unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_TYPE "." WGMMA_TYPE " {" WGMMA_D_0_31
+                 "}, %32, %33, p, 1, 1, 0, 1;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8), WGMMA_ACC8(16), WGMMA_ACC8(24)
+                 : "l"(a), "l"(b), "r"(1));
+}
 
 template <>
 __device__ __forceinline__ void wgmma_m64k16<128>(float (&d)[64], unsigned long long a, unsigned long long b) {

@@ -24,9 +24,9 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
     (["compare", "--op", "sgemm", "--shape", "sgemv:64x64"], "'sgemv' is not an op of this run (sgemm)"),
     (["compare", "--shape", "0x10x10"], "at least 1"),
     (["compare", "--dtype", "float8"], "unknown dtype 'float8'; known: fp32, tf32, fp16, bf16"),
-    (["compare", "--op", "bgemm", "--dtype", "bf16"], "bgemm does not accept 'bf16'; bgemm accepts: fp32, tf32"),
-    (["compare", "--op", "sgemm", "--op", "bgemm", "--dtype", "fp16"],
-     "sgemm does not accept 'fp16'; sgemm accepts: fp32, tf32; bgemm does not accept"),
+    (["compare", "--op", "hgemm", "--dtype", "fp32"], "hgemm does not accept 'fp32'; hgemm accepts: fp16, bf16"),
+    (["compare", "--op", "sgemv", "--op", "hgemm", "--dtype", "tf32"],
+     "sgemv does not accept 'tf32'; sgemv accepts: fp32, fp16, bf16; hgemm does not accept"),
     (["compare", "--op", "sgemv", "--dtype", "tf32"], "sgemv does not accept 'tf32'; sgemv accepts: fp32, fp16, bf16"),
     (["compare", "--op", "sgemm", "--dtype", "bf16"], "sgemm does not accept 'bf16'; sgemm accepts: fp32, tf32"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
@@ -82,12 +82,13 @@ def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
     assert {c.mode for c in cases} == {"hot"}
     assert "sgemm: no --shape of its form MxNxK was given; not run" in capsys.readouterr().err
     cases = _cases(_parser().parse_args(["compare", "--dtype", "fp16"]))  # the memory-bound ops and the half GEMMs
-    assert {c.impl.op for c in cases} == {"sgemv", "softmax", "hgemm", "gemm_bias_relu"}
+    assert {c.impl.op for c in cases} == {"sgemv", "softmax", "hgemm", "gemm_bias_relu", "bgemm"}
     assert {c.precision.name for c in cases} == {"fp16"}
     assert "sgemm: accepts none of --dtype fp16; not run" in capsys.readouterr().err
     cases = _cases(_parser().parse_args(["compare", "--dtype", "fp32", "--dtype", "bf16"]))
     assert {(c.impl.op, c.precision.name) for c in cases} == {("sgemm", "fp32"), ("sgemv", "fp32"), ("sgemv", "bf16"),
-                                                              ("bgemm", "fp32"), ("softmax", "fp32"), ("softmax", "bf16"),
+                                                              ("bgemm", "fp32"), ("bgemm", "bf16"), ("softmax", "fp32"),
+                                                              ("softmax", "bf16"),
                                                               ("hgemm", "bf16"), ("gemm_bias_relu", "fp32"),
                                                               ("gemm_bias_relu", "bf16")}
 

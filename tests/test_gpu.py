@@ -16,7 +16,11 @@ AWKWARD = {
     # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split.
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
-    "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7)],
+    # With 16-byte rows (what the TMA rung v1 takes): batch 1; tails in M, N and K inside each entry
+    # and several K slices; 300 entries of one tile each, more than the 132 blocks of v1's persistent
+    # grid, so blocks walk tiles of several entries; M = 4097 and M = 1.
+    "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7), (1, 72, 136, 40),
+              (3, 257, 264, 520), (300, 65, 72, 64), (2, 4097, 8, 24), (5, 1, 64, 8)],
     # rows of 1 and 3; no vector divides N (PEEL paths: rows at every offset from 16 bytes); v4 on chip
     # and past it (fallback); many rows.
     "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
@@ -80,7 +84,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
-                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67)], "softmax": [(7, 1031), (9, 4096), (2, 40000)],
+                   "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67), (3, 257, 264, 520), (300, 65, 72, 64)], "softmax": [(7, 1031), (9, 4096), (2, 40000)],
                    "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
                              (2049, 2056, 136)],
                    "gemm_bias_relu": [(17, 33, 65), (72, 136, 40), (257, 264, 520)]}

@@ -14,7 +14,8 @@ from study.runner import check_output
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
 SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
-          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65)],
+          # bgemm: 16-byte rows for the TMA twin (v1): tails in M, N and K inside each entry, three K slices.
+          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65), (3, 72, 136, 40), (2, 40, 264, 136)],
           "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)],
           # hgemm: tails past every tile; 72×136×40 and 40×264×136 have 16-byte rows (the CUDA rungs' vector
           # paths, and the only shapes the TMA twins take), the latter three 64-wide K slices.
@@ -75,7 +76,8 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               # Triton 3.6 has no warp specialisation on Hopper: the twin's 8 warps are the two consumer
               # warpgroups, and the producer warpgroup has no counterpart.
               "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
-              "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"]}  # v8's twin with an epilogue
+              "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
+              "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"]}  # v8's twin over a batch
 HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
                 "v5_double_buffer": 2}
 

@@ -6,6 +6,9 @@
 // the last slice's wgmmas are issued and before they are waited for (so what it loads arrives while
 // they run), and e(v, j, half) maps the accumulator of column n0 + 8j + 2t + half (t = lane % 4,
 // j < BN/8, the wgmma fragment's column groups) to the value that is rounded and stored.
+// Rank 3 (bgemm v1): the maps are batches of `batch` matrices, their third dimension the entry; the
+// persistent walk goes over batch × rows × cols tiles, entry by entry (the blocks that run together
+// share one entry's A and B in L2), and TMA's boxes stay inside their entry.
 #pragma once
 
 #include "hgemm/wgmma_tile.cuh"
@@ -29,17 +32,25 @@ struct NoEpilogue {
 __device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"); }
 __device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"); }
 
-template <class Epilogue>
+// Tile `tile` of the walk: its entry z (0 for one matrix) and its block row and column.
+template <int Rank>
+__device__ __forceinline__ void walk_coords(int tile, int rows, int cols, int& z, int& bm, int& bn) {
+    z = Rank == 3 ? tile / (rows * cols) : 0;
+    grouped_tile_coords<GROUP>(Rank == 3 ? tile - z * (rows * cols) : tile, rows, cols, bm, bn);
+}
+
+template <class Epilogue, int Rank = 2>
 __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, const TensorMap* map_b,
                                                       const TensorMap* map_c, int M, int N, int K,
-                                                      Epilogue epilogue) {
+                                                      Epilogue epilogue, int batch = 1) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
     const unsigned boxes = base + STAGES * Stage::BYTES, full = boxes + CONSUMERS * 2 * BOX_BYTES;
     const unsigned empty = full + STAGES * 8;
     const int tid = threadIdx.x, wg = tid / 128;
-    const int rows = CDIV(M, BM), cols = CDIV(N, BN), tiles = rows * cols, slices = CDIV(K, BK);
+    const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK);
+    const int tiles = Rank == 3 ? batch * rows * cols : rows * cols;
 
     if (tid == 0) {
         tma_prefetch_map(map_a);
@@ -58,12 +69,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         if (tid != 0) return;
         int use = 0;  // slices issued so far, over all tiles: stage use % STAGES, its round use / STAGES
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            int bm, bn;
-            grouped_tile_coords<GROUP>(tile, rows, cols, bm, bn);
+            int z, bm, bn;
+            walk_coords<Rank>(tile, rows, cols, z, bm, bn);
             for (int s = 0; s < slices; ++s, ++use) {
                 const int stage = use % STAGES;
                 if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
-                Stage::load(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN, s * BK);
+                Stage::load<Rank>(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
+                                  s * BK, z);
             }
         }
         return;
@@ -73,8 +85,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     const int consumer = wg - 1, thread = tid % 128;
     int use = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int bm, bn;
-        grouped_tile_coords<GROUP>(tile, rows, cols, bm, bn);
+        int z, bm, bn;
+        walk_coords<Rank>(tile, rows, cols, z, bm, bn);
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
@@ -99,7 +111,10 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
             fence_async_shared();
             named_barrier(1 + consumer, 128);
             if (thread == 0) {
-                tma_store_2d(map_c, bn * BN + q * 64, bm * BM + consumer * 64, box);
+                if (Rank == 3)
+                    tma_store_3d(map_c, bn * BN + q * 64, bm * BM + consumer * 64, z, box);
+                else
+                    tma_store_2d(map_c, bn * BN + q * 64, bm * BM + consumer * 64, box);
                 tma_store_commit();
             }
         }

@@ -14,16 +14,27 @@ struct WgmmaStage {
     static constexpr int BYTES = A_BYTES + TileN / 64 * B_BOX_BYTES;
     static_assert(TileK == 64, "a 128-byte swizzled row holds 64 halves");
     static_assert(TileM % 64 == 0, "one warpgroup per 64 rows");
-    static_assert(TileN == 128 || TileN == 256, "wgmma_m64k16 is written for n = 128 and 256");
+    static_assert(TileN == 64 || TileN == 128 || TileN == 256, "wgmma_m64k16 is written for n = 64, 128 and 256");
 
     // Issue the copies of the K slice at k0 of the tile at (m0, n0) into the stage at `stage`, all
-    // counted on `bar` (one thread; no wait). Parts of a box past M, N or K land as zeros.
+    // counted on `bar` (one thread; no wait). Parts of a box past M, N or K land as zeros. Rank 3:
+    // the maps are batches of matrices (bgemm v1) and the tile is in entry z.
+    template <int Rank = 2>
     static __device__ __forceinline__ void load(unsigned stage, unsigned bar, const TensorMap* map_a,
-                                                const TensorMap* map_b, int m0, int n0, int k0) {
+                                                const TensorMap* map_b, int m0, int n0, int k0, int z = 0) {
+        static_assert(Rank == 2 || Rank == 3, "matrices or batches of matrices");
         mbar_arrive_expect_tx(bar, BYTES);
-        tma_load_2d(stage, map_a, k0, m0, bar);
+        if (Rank == 3) {
+            tma_load_3d(stage, map_a, k0, m0, z, bar);
 #pragma unroll
-        for (int c = 0; c < TileN / 64; ++c) tma_load_2d(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, bar);
+            for (int c = 0; c < TileN / 64; ++c)
+                tma_load_3d(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, z, bar);
+        } else {
+            tma_load_2d(stage, map_a, k0, m0, bar);
+#pragma unroll
+            for (int c = 0; c < TileN / 64; ++c)
+                tma_load_2d(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, bar);
+        }
     }
 
     // acc += the slice's A rows 64·wg … 64·wg+63 times all of its B: BK/16 wgmmas issued by warpgroup

@@ -1,4 +1,5 @@
-"""Tensor maps for TMA (``cp.async.bulk.tensor``): the 128-byte descriptor of a 2-D tile copy,
+"""Tensor maps for TMA (``cp.async.bulk.tensor``): the 128-byte descriptor of a 2-D tile copy (or a
+3-D one over a batch of matrices, bgemm's),
 encoded on the host with the driver's ``cuTensorMapEncodeTiled`` (cuda.bindings) and passed to a
 kernel by value (docs/toolchain.md 6.3).
 
@@ -16,7 +17,7 @@ SWIZZLE_BYTES = 128  # the widest swizzle: a box row of at most 128 bytes, 1024-
 
 
 def alignment_reason(name: str, tensor) -> str | None:
-    """Why TMA cannot read this row-major matrix (rows may be padded), or None."""
+    """Why TMA cannot read this row-major matrix, or batch of them (rows may be padded), or None."""
     row_bytes = tensor.stride(-2) * tensor.element_size()
     if tensor.stride(-1) != 1:
         return f"{name} has column stride {tensor.stride(-1)}; TMA reads rows of contiguous elements"
@@ -25,13 +26,18 @@ def alignment_reason(name: str, tensor) -> str | None:
     if row_bytes % 16:
         return (f"{name}'s rows are {row_bytes} bytes apart (leading dimension {tensor.stride(-2)}); TMA needs a "
                 f"multiple of 16 bytes")
+    if tensor.dim() == 3 and tensor.stride(0) * tensor.element_size() % 16:
+        return (f"{name}'s batch entries are {tensor.stride(0) * tensor.element_size()} bytes apart; TMA needs a "
+                f"multiple of 16 bytes")
     return None
 
 
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit elements, boxes of ``box_rows`` ×
     ``box_cols`` elements written to shared memory in the 128-byte swizzle, elements past the matrix
-    read as zeros: a NumPy array of one 128-byte void, which CuPy passes by value."""
+    read as zeros: a NumPy array of one 128-byte void, which CuPy passes by value. A 3-D tensor is a
+    batch of such matrices: its map has the entry as third dimension and boxes of one entry, so a box
+    never reaches into the next entry (what lies past an entry's edges reads as zeros)."""
     import torch
     from cuda.bindings import driver as cu
 
@@ -44,18 +50,24 @@ def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
         raise Unsupported(f"{name} is {tensor.dtype}; these tensor maps are written for float16 and bfloat16")
     if box_cols * tensor.element_size() > SWIZZLE_BYTES:
         raise ValueError(f"a box row of {box_cols} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
+    if tensor.dim() not in (2, 3):
+        raise ValueError(f"{name} has {tensor.dim()} dimensions; a tensor map here is of a matrix or a batch of them")
     rows, cols = tensor.shape[-2], tensor.shape[-1]
+    sizes, strides, box = [cols, rows], [tensor.stride(-2)], [box_cols, box_rows]  # innermost first
+    if tensor.dim() == 3:
+        sizes, strides, box = sizes + [tensor.shape[0]], strides + [tensor.stride(0)], box + [1]
     err, tmap = cu.cuTensorMapEncodeTiled(
-        types[tensor.dtype], 2, tensor.data_ptr(),
-        [cu.cuuint64_t(cols), cu.cuuint64_t(rows)],                      # sizes, innermost first
-        [cu.cuuint64_t(tensor.stride(-2) * tensor.element_size())],     # the row stride in bytes
-        [cu.cuuint32_t(box_cols), cu.cuuint32_t(box_rows)],
-        [cu.cuuint32_t(1), cu.cuuint32_t(1)],
+        types[tensor.dtype], tensor.dim(), tensor.data_ptr(),
+        [cu.cuuint64_t(v) for v in sizes],
+        [cu.cuuint64_t(v * tensor.element_size()) for v in strides],  # the outer strides in bytes
+        [cu.cuuint32_t(v) for v in box],
+        [cu.cuuint32_t(1)] * tensor.dim(),
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)  # NONE: out-of-bounds elements are zeros
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled refused {name} ({rows}×{cols}, box {box_rows}×{box_cols}): {err}")
+        raise ValueError(f"cuTensorMapEncodeTiled refused {name} ({'×'.join(map(str, tensor.shape))}, box "
+                         f"{box_rows}×{box_cols}): {err}")
     raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
     return np.frombuffer(raw.tobytes(), dtype=np.dtype((np.void, 128)))

@@ -1,5 +1,6 @@
 """One module per problem; importing this package registers every ladder
 (:func:`study.registry.load` is the one place that imports it), in this order, which is the
-order of ``list`` and of the reports: the SGEMM ladder first, the ops built on it after."""
+order of ``list`` and of the reports: the SGEMM ladder first, the ops built on it after (bgemm
+builds on hgemm too)."""
 
-from study.ops import sgemm, sgemv, bgemm, softmax, hgemm, gemm_bias_relu  # noqa: F401, I001
+from study.ops import sgemm, sgemv, hgemm, bgemm, softmax, gemm_bias_relu  # noqa: F401, I001

@@ -1,0 +1,33 @@
+// bgemm v1 — the tensor-core ladder's best tile over a batch: hgemm v8 (warp-specialised wgmma fed
+// by TMA, persistent grid, C leaving by TMA stores) with the entry as the tensor maps' third
+// dimension (docs/ladders/bgemm.md, v1).
+// Idea: a strided-batched GEMM in FP16/BF16 is `batch` HGEMMs; the persistent grid walks all
+// batch × rows × cols tiles, entry by entry, and the producer warpgroup runs ahead across tile and
+// entry boundaries, so an entry of one K slice (K = 64, attention scores) still keeps the tensor
+// cores fed while the previous tile's C drains. The maps are 3-D (columns, rows, entries): a box
+// never crosses into the next entry, so an entry's tails in M, N and K load as zeros and its C is
+// clipped at its own edges, as v8's are at the matrix's.
+// Bottleneck it removes: bgemm v0 multiplies on the FFMA pipe, one grid z-slice per entry; a batch
+// of attention-sized products (N = 64, K = 64) moves more bytes per flop than one big GEMM, so the
+// space adds the 64-wide n tile (wgmma m64n64k16) that does not compute a half-empty 128-wide one.
+// Builds on: hgemm v8 (cuda_kernels/hgemm/warp_specialized.cuh, called with Rank 3).
+// Constraints: K and N multiples of 8, every row and every entry 16-byte aligned (TMA; refused
+// otherwise); the grid is one block per SM whatever the batch.
+// arch: sm_90a
+// precisions: fp16 bf16
+// config: BM=128 BN=128 BK=64 STAGES=4 GROUP=8 THREADS=384
+// space: BM=128 BN=128 BK=64 STAGES=4 GROUP=8 THREADS=384
+// space: BM=128 BN=256 BK=64 STAGES=4 GROUP=8 THREADS=384
+// space: BM=128 BN=256 BK=64 STAGES=3 GROUP=8 THREADS=384
+// space: BM=128 BN=128 BK=64 STAGES=6 GROUP=8 THREADS=384
+// space: BM=128 BN=64 BK=64 STAGES=6 GROUP=8 THREADS=384
+// space: BM=128 BN=64 BK=64 STAGES=8 GROUP=8 THREADS=384
+#include "common.cuh"
+#include "hopper.cuh"
+#include "hgemm/warp_specialized.cuh"
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+bgemm_v1_batched_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                       const __grid_constant__ TensorMap map_c, int batch, int M, int N, int K) {
+    warp_specialized_gemm<NoEpilogue, 3>(&map_a, &map_b, &map_c, M, N, K, NoEpilogue{}, batch);
+}

@@ -1,0 +1,94 @@
+"""The bgemm op without a GPU at its half precisions: HGEMM's gate entry by entry (data, η, tolerance),
+the tensor-core rung's launch (3-D tensor maps, a persistent grid over the whole batch), TMA's
+refusals, and the precisions each rung takes."""
+
+import pytest
+import torch
+
+
+from study.ops import hgemm
+from study.ops.bgemm import TENSOR_RUNG
+from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
+from study.registry import implementation, ladder
+
+BGEMM = ladder("bgemm").problem
+HALF = [FP16_TENSOR, BF16_TENSOR]
+SHAPE = {"batch": 3, "M": 72, "N": 136, "K": 40}
+
+
+@pytest.mark.parametrize("precision", HALF, ids=lambda p: p.name)
+def test_half_inputs_are_sgemm_draws_rounded_and_the_output_is_poisoned(precision):
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[precision.name]
+    t = BGEMM.make_inputs(SHAPE, precision, 5, "cpu")
+    full = BGEMM.make_inputs(SHAPE, FP32, 5, "cpu")
+    assert t["A"].dtype == t["B"].dtype == dtype and t["A"].shape == (3, 72, 40) and t["B"].shape == (3, 40, 136)
+    assert torch.equal(t["A"], full["A"].to(dtype)) and torch.equal(t["B"], full["B"].to(dtype))
+    out = BGEMM.make_output(SHAPE, precision, "cpu")
+    assert out.dtype == dtype and out.shape == (3, 72, 136) and out.isnan().all()
+    s = BGEMM.structured_inputs(SHAPE, precision, "cpu")
+    assert s["A"].dtype == dtype and set(s["A"].unique().tolist()) <= {-2.0, -1.0, 0.0, 1.0, 2.0}
+
+
+@pytest.mark.parametrize("precision", HALF, ids=lambda p: p.name)
+def test_the_half_gate_is_hgemms_entry_by_entry(precision):
+    assert BGEMM.tolerance[precision.name] == hgemm.TOLERANCE[precision.name]
+    assert BGEMM.tolerance["fp32"] == 2e-6 and "η" in BGEMM.metric(precision) and "η" not in BGEMM.metric(FP32)
+    t = BGEMM.make_inputs(SHAPE, precision, 1, "cpu")
+    ref, scale = BGEMM.reference(t, precision)
+    exact = t["A"].double() @ t["B"].double()
+    assert torch.equal(ref, exact)
+    assert torch.allclose(scale, t["A"].double().abs() @ t["B"].double().abs() + hgemm.SMALLEST_NORMAL[precision.name])
+    good = (t["A"].float() @ t["B"].float()).to(t["A"].dtype)  # FP32 accumulation, one rounding
+    assert BGEMM.verify(good, ref, scale, precision).ok
+    swapped = good.clone()
+    swapped[[0, 1]] = good[[1, 0]]  # two entries' products exchanged
+    assert not BGEMM.verify(swapped, ref, scale, precision).ok
+    short = (t["A"][..., :32].float() @ t["B"][:, :32].float()).to(t["A"].dtype)  # the K tail (8 of 40) dropped
+    assert not BGEMM.verify(short, ref, scale, precision).ok
+
+
+def test_each_rung_takes_the_precisions_of_its_unit():
+    assert implementation("bgemm/v0_batched_tiles/cuda").precisions == ("fp32",)
+    assert implementation("bgemm/v0_batched_tiles/triton").precisions == ("fp32", "tf32")
+    for backend in ("cuda", "triton"):
+        assert implementation(f"bgemm/{TENSOR_RUNG}/{backend}").precisions == ("fp16", "bf16")
+    assert {p.name for p in BGEMM.precisions} == {"fp32", "tf32", "fp16", "bf16"}
+
+
+def test_the_tensor_core_rung_refuses_k_or_n_not_a_multiple_of_8_and_entries_tma_cannot_read():
+    from study.backends.tma import alignment_reason
+
+    impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
+    for check in (lambda s: BGEMM.cuda_check(impl.params, s, FP16_TENSOR, rung=TENSOR_RUNG),
+                  lambda s: BGEMM.triton_check(s, FP16_TENSOR, rung=TENSOR_RUNG)):
+        assert "TMA" in check({"batch": 2, "M": 64, "N": 68, "K": 64})
+        assert "TMA" in check({"batch": 2, "M": 64, "N": 64, "K": 60})
+        assert check({"batch": 2, "M": 3, "N": 8, "K": 8}) is None  # M is free: TMA zero-fills rows past it
+    assert BGEMM.axis_multiples(TENSOR_RUNG) == {"N": 8, "K": 8} and BGEMM.axis_multiples("v0_batched_tiles") == {}
+    # v0 keeps its grid.y check; the persistent rung has none
+    tall = {"batch": 1, "M": 128 * 65536, "N": 8, "K": 8}
+    assert "grid.y" in BGEMM.cuda_check({"BM": 128}, tall, FP32, rung="v0_batched_tiles")
+    assert BGEMM.cuda_check(impl.params, tall, FP16_TENSOR, rung=TENSOR_RUNG) is None
+    assert alignment_reason("A", torch.empty(3, 8, 8, dtype=torch.float16)) is None
+    odd = torch.empty(3, 8 * 8 + 4, dtype=torch.float16)[:, :64].view(3, 8, 8)  # entries 136 bytes apart
+    assert "batch entries are 136 bytes apart" in alignment_reason("A", odd)
+
+
+def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
+    from study.backends import backend
+
+    impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
+    for shape, tiles in ((SHAPE, 3 * 1 * 2), ({"batch": 200, "M": 40, "N": 64, "K": 16}, 200)):
+        fake_cuda.clear()
+        tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        launch = backend("cuda").prepare(impl, BGEMM, tensors, shape, FP16_TENSOR)
+        launch.fn()
+        [(symbol, grid, block, args, smem)] = fake_cuda
+        assert symbol == "bgemm_v1_batched_wgmma" and block == (384, 1, 1)
+        assert args[:3] == (("map", "A", tensors["A"].data_ptr()), ("map", "B", tensors["B"].data_ptr()),
+                            ("map", "C", launch.out.data_ptr()))
+        assert [int(a) for a in args[3:]] == [shape["batch"], shape["M"], shape["N"], shape["K"]]
+        assert grid == (min(tiles, 132), 1, 1) and launch.config["blocks"] == grid[0]
+        assert smem == hgemm.shared_bytes("v8_warp_specialized", impl.params) > 0
+    for point in impl.space:  # the H100/H200 opt-in limit per block
+        assert hgemm.shared_bytes("v8_warp_specialized", point) <= 227 * 1024, point

@@ -1,0 +1,52 @@
+"""Triton twin of bgemm's tensor-core rung (FP16/BF16 storage, FP32 accumulation, C[b] = A[b]·B[b]).
+
+bgemm v0's twin is SGEMM's ``tl.dot`` kernel with the entry on program axis 2
+(triton_kernels/sgemm.py). v1's twin is hgemm v8's (triton_kernels/hgemm.py, ``hgemm_persistent``)
+over a batch: A and B come through 3-D tensor descriptors (entry, rows, columns) with boxes of one
+entry, so TMA zero-fills what lies past an entry's M, N and K instead of reading the next entry, and
+NUM_SMS programs walk batch × rows × cols tiles entry by entry, as the CUDA rung's persistent blocks
+do. Index arithmetic is 32-bit: the op refuses batches of 2**31 or more elements.
+"""
+
+import triton
+import triton.language as tl
+
+from triton_kernels.gemm_tile import grouped_tile, store
+
+
+@triton.jit
+def bgemm_persistent(
+    a_desc, b_desc, c_ptr,
+    BATCH, M, N, K,
+    stride_cb, stride_cm, stride_cn, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v1: tile t of the walk is entry t // (rows·cols), then the grouped order inside the entry;
+    ``flatten=True`` lets the pipeliner load the next tile's first slices (and the next entry's)
+    while this one finishes. What the twin cannot say: the producer warpgroup and TMA stores of C."""
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    per_entry = rows * cols
+    for t in tl.range(tl.program_id(0), BATCH * per_entry, NUM_SMS, flatten=True):
+        entry = t // per_entry
+        pid_m, pid_n = grouped_tile(t - entry * per_entry, rows, cols, GROUP)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(0, K, BK):
+            a = a_desc.load([entry, pid_m * BM, k0]).reshape(BM, BK)
+            b = b_desc.load([entry, k0, pid_n * BN]).reshape(BK, BN)
+            acc = tl.dot(a, b, acc)
+        store(c_ptr + entry * stride_cb, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+
+
+def descriptor_blocks(nargs):
+    """``triton.autotune``'s pre-hook: each config's boxes (one entry of BM × BK and BK × BN) on the
+    descriptors before it runs."""
+    nargs["a_desc"].block_shape = [1, nargs["BM"], nargs["BK"]]
+    nargs["b_desc"].block_shape = [1, nargs["BK"], nargs["BN"]]
+
+
+# CUDA v1: 128×128×64, a producer and two consumer warpgroups, 4 stages, persistent; the twin's 8
+# warps are the consumers (Triton 3.6 does not specialise warps on Hopper).
+V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=4)
+BATCHED_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=s)
+                 for bn, s in ((128, 4), (256, 4), (256, 3), (128, 6), (64, 6), (64, 8))]
