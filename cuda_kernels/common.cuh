@@ -154,19 +154,31 @@ __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_gr
 
 // One k step: 2 x (Rows/4 + Cols/4) 16-byte shared loads feed Rows*Cols independent FFMAs.
 // a: &As[kk][row offset of this thread] (A stored transposed, k-major); b: &Bs[kk][col offset].
+// Its two halves are separate functions so that a kernel can load one step's fragments while it
+// multiplies the previous step's (sgemm v7's PREFETCH, sgemm/tile_warp.cuh).
 template <int Rows, int Cols, int GapA, int GapB>
-__device__ __forceinline__ void micro_tile_step(float (&acc)[Rows][Cols], const float* a, const float* b) {
-    float ra[Rows], rb[Cols];
+__device__ __forceinline__ void load_fragments(float (&ra)[Rows], float (&rb)[Cols], const float* a, const float* b) {
 #pragma unroll
     for (int g = 0; g < Rows / 4; ++g)
         *reinterpret_cast<float4*>(&ra[g * 4]) = *reinterpret_cast<const float4*>(a + g * GapA);
 #pragma unroll
     for (int h = 0; h < Cols / 4; ++h)
         *reinterpret_cast<float4*>(&rb[h * 4]) = *reinterpret_cast<const float4*>(b + h * GapB);
+}
+
+template <int Rows, int Cols>
+__device__ __forceinline__ void fma_fragments(float (&acc)[Rows][Cols], const float (&ra)[Rows], const float (&rb)[Cols]) {
 #pragma unroll
     for (int i = 0; i < Rows; ++i)
 #pragma unroll
         for (int j = 0; j < Cols; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+}
+
+template <int Rows, int Cols, int GapA, int GapB>
+__device__ __forceinline__ void micro_tile_step(float (&acc)[Rows][Cols], const float* a, const float* b) {
+    float ra[Rows], rb[Cols];
+    load_fragments<Rows, Cols, GapA, GapB>(ra, rb, a, b);
+    fma_fragments(acc, ra, rb);
 }
 
 // Write the micro-tile to C (row-major, rows ldc apart), 16 bytes at a time where the rows are

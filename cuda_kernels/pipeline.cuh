@@ -30,3 +30,49 @@ __device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute
     }
     cp_async_wait<0>();
 }
+
+// The same pipeline with each slice's first fragments loaded ahead (sgemm v7's PREFETCH=1,
+// docs/ladders/sgemm.md, v7): ncu's stall samples of v7 (HOIST=1) put 59 % of its short-scoreboard
+// stalls on the first FFMAs after the slice barrier, which wait for fragments that could only be
+// read once the barrier was passed. Here a slice's k steps run as fetch(stage, kk + 1) then
+// step(kk), two register buffers alternating, and the wait and barrier for slice s+1 come before
+// slice s's last step: after them the refill is issued, slice s+1's first fragments are fetched,
+// and slice s's last step (its fragments already in registers) runs while they arrive. The group
+// accounting is the one above, moved earlier: after the barrier no thread reads slice s's stage
+// again (its last fetch came before), so that stage takes slice s+Stages.
+// fetch(stage, kk, buf) loads step kk of a landed stage into register buffer buf (0 or 1);
+// step(buf) multiplies it. Steps (the k steps of a slice, BK) must be even.
+template <int Stages, int Steps, class Load, class Fetch, class Step>
+__device__ __forceinline__ void cp_async_pipeline_ahead(int slices, Load load, Fetch fetch, Step step) {
+    static_assert(Stages >= 2 && Steps % 2 == 0, "at least two stages; an even number of k steps");
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s) {
+        if (s < slices) load(s, s);
+        cp_async_commit();
+    }
+    if (slices > 0) {
+        cp_async_wait<Stages - 2>();
+        __syncthreads();
+        if (Stages - 1 < slices) load(Stages - 1, Stages - 1);
+        cp_async_commit();
+        fetch(0, 0, 0);
+    }
+    for (int s = 0; s < slices; ++s) {
+        const int stage = s % Stages;
+#pragma unroll
+        for (int kk = 0; kk < Steps - 1; ++kk) {
+            fetch(stage, kk + 1, (kk + 1) % 2);
+            step(kk % 2);
+        }
+        if (s + 1 < slices) {
+            cp_async_wait<Stages - 2>();
+            __syncthreads();
+            const int next = s + Stages;
+            if (next < slices) load(next % Stages, next);
+            cp_async_commit();
+            fetch((s + 1) % Stages, 0, 0);
+        }
+        step(1);  // the last step's buffer: Steps - 1 is odd
+    }
+    cp_async_wait<0>();
+}

@@ -10,6 +10,7 @@ again):
 - GEMM at the seed's shapes (2048³, 512×4096×4096, 64×8192×8192, 64×64×65536), FP32;
 - GEMM at 2048³ and 4096³ in TF32, and in FP16 and BF16 (FP32 accumulation: the hgemm op, its
   tensor-core rungs v6–v8 and their twins);
+- strided-batched GEMM (``torch.bmm``) at bgemm's attention-like shapes, FP32 and FP16;
 - GEMV at 1024², 4096², 16384² in each of its precisions, cold and hot;
 - the alignment table (``study align``, leading dimensions 4096 … 4111);
 - a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v4 in
@@ -71,6 +72,12 @@ STEPS = (
     Step("seed-half", "GEMM, FP16 and BF16 (FP32 accumulation; the tensor-core rungs v6–v8)",
          ("compare", "--op", "hgemm", "--dtype", "fp16", "--dtype", "bf16", *_shapes(HALF_SHAPES),
           "--rung", "v6", "--rung", "v7", "--rung", "v8", "--autotune", "both")),
+    Step("batched", "Strided-batched GEMM (`torch.bmm`), FP32 and FP16, attention-like shapes (bgemm's defaults)",
+         ("compare", "--op", "bgemm", "--dtype", "fp32", "--dtype", "fp16", "--autotune", "both"),
+         why="The FP16 rows with K = 64 or N = 64 do fewer than 64 flops a byte moved, about a quarter of what the "
+             "H200's tensor cores need from HBM to stay busy: they are bound by memory, and the study's rung (hgemm "
+             "v8's tile over the batch) meets `torch.bmm` there. At 8192 × (32×32×32) its 128-row tile computes 8× the "
+             "outputs it stores. Evidence: docs/ladders/bgemm.md and the ncu table `profiles/bgemm.md`."),
     Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
          from_compare=("sgemv", GEMV_SHAPES)),
     Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
@@ -291,8 +298,7 @@ def markdown(folder: Path, page: Path) -> str:
             lines += [source + _not_ok(doc) + f" Every point: [`{step.name}.md`]({_rel(folder / (step.name + '.md'), page)})"
                       " and its CSV.", ""]
             lines += [f"![{step.title}]({_rel(f, page)})" for f in figures] + [""]
-    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and s.argv[0] == "compare"
-                 and ("sgemm" in s.argv or "hgemm" in s.argv)]
+    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and s.argv[0] == "compare" and "sgemv" not in s.argv]
     header, rows = lt_table(gemm_docs)
     if rows:
         lines += ["## cuBLASLt's choices", "", LT_TEXT, "", tabulate(rows, header, tablefmt="github",

@@ -10,8 +10,10 @@
 // GROUP > 1 reorders the blocks (grouped_order.cuh).
 // HOIST=1 (points of the spaces of sgemm v7 and gemm_bias_relu v1, 16-byte path only) forms the
 // copies' addresses once per thread: see SliceCopies below. v6, v9, v10 and every declared config
-// use HOIST=0, the code measured first.
-// Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh.
+// use HOIST=0, the code measured first. PREFETCH=1 (points of v7's space) loads each slice's first
+// fragments before the previous slice's last k step (pipeline.cuh, cp_async_pipeline_ahead).
+// Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh; HOIST and
+// PREFETCH default to 0.
 #pragma once
 #include "grouped_order.cuh"
 #include "pipeline.cuh"
@@ -19,6 +21,9 @@
 
 #ifndef HOIST
 #define HOIST 0
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0
 #endif
 
 namespace warp_tile {
@@ -142,6 +147,16 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
         load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
     };
 #endif
+#if PREFETCH
+    float ra[2][TM], rb[2][TN];  // two k steps' fragments: one loading while the other is multiplied
+    cp_async_pipeline_ahead<STAGES, BK>(
+        slices, load,
+        [&](int stage, int kk, int buf) {
+            const float* As = smem + stage * STAGE_FLOATS;
+            load_fragments<TM, TN, GAP_M, GAP_N>(ra[buf], rb[buf], As + kk * SA + a_off, As + BK * SA + kk * SB + b_off);
+        },
+        [&](int buf) { fma_fragments(acc, ra[buf], rb[buf]); });
+#else
     cp_async_pipeline<STAGES>(
         slices, load,
         [&](int stage) {
@@ -151,6 +166,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
             for (int kk = 0; kk < BK; ++kk)
                 micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, Bs + kk * SB + b_off);
         });
+#endif
 }
 
 // The plain GEMM's epilogue: the accumulators as they are.
