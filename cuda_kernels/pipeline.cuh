@@ -42,7 +42,12 @@ __device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute
 // again (its last fetch came before), so that stage takes slice s+Stages.
 // fetch(stage, kk, buf) loads step kk of a landed stage into register buffer buf (0 or 1);
 // step(buf) multiplies it. Steps (the k steps of a slice, BK) must be even.
-template <int Stages, int Steps, class Load, class Fetch, class Step>
+// FetchFirst (PREFETCH=2): slice s+1's first fetch is issued before the refill instead of after
+// it. Measured with PREFETCH=1 (docs/ladders/sgemm.md, v7): ptxas kept the program order, so the
+// six LDS.128 of the fetch came after the refill's twelve copies and their address work, 41 FFMAs
+// before the loop's end, and the last step's FFMAs waited on their scoreboard; fetched first, nvcc
+// 13.0 issues them right after the barrier, ahead of about 70 refill instructions (nvdisasm).
+template <int Stages, int Steps, bool FetchFirst, class Load, class Fetch, class Step>
 __device__ __forceinline__ void cp_async_pipeline_ahead(int slices, Load load, Fetch fetch, Step step) {
     static_assert(Stages >= 2 && Steps % 2 == 0, "at least two stages; an even number of k steps");
 #pragma unroll
@@ -67,10 +72,11 @@ __device__ __forceinline__ void cp_async_pipeline_ahead(int slices, Load load, F
         if (s + 1 < slices) {
             cp_async_wait<Stages - 2>();
             __syncthreads();
+            if (FetchFirst) fetch((s + 1) % Stages, 0, 0);
             const int next = s + Stages;
             if (next < slices) load(next % Stages, next);
             cp_async_commit();
-            fetch((s + 1) % Stages, 0, 0);
+            if (!FetchFirst) fetch((s + 1) % Stages, 0, 0);
         }
         step(1);  // the last step's buffer: Steps - 1 is odd
     }

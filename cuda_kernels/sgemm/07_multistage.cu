@@ -27,7 +27,8 @@
 // or 8192^3, where the tuner keeps the 128x256x16 HOIST=1 point (0.90x); that tile with PREFETCH=1 is
 // slower (ncu 3.17 against 3.00 ms, issue 74.4 %): ptxas puts the next slice's six LDS after the
 // refill's copies, and one FFMA of the last step then waits on them (its scoreboard), so the stall moved
-// from the slice's head to its tail (source-sgemm-v7_multistage-PREFETCH_1.md).
+// from the slice's head to its tail (source-sgemm-v7_multistage-PREFETCH_1.md). PREFETCH=2 fetches
+// before the refill (the loads then follow the barrier in the SASS); not measured yet.
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
 // Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80
@@ -57,6 +58,7 @@
 // space: BM=128 BN=128 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=128 STAGES=3 GROUP=8 HOIST=1 PREFETCH=1
 // space: BM=128 BN=256 BK=8 WM=64 WN=64 TM=8 TN=16 THREADS=256 STAGES=4 GROUP=8 HOIST=1 PREFETCH=1
 // space: BM=128 BN=128 BK=16 WM=32 WN=64 TM=8 TN=8 THREADS=256 STAGES=3 GROUP=8 HOIST=1 PREFETCH=1
+// space: BM=128 BN=256 BK=16 WM=64 WN=64 TM=8 TN=16 THREADS=256 STAGES=3 GROUP=8 HOIST=1 PREFETCH=2
 #include "common.cuh"
 #include "tile_warp.cuh"
 

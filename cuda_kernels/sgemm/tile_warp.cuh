@@ -11,7 +11,8 @@
 // HOIST=1 (points of the spaces of sgemm v7 and gemm_bias_relu v1, 16-byte path only) forms the
 // copies' addresses once per thread: see SliceCopies below. v6, v9, v10 and every declared config
 // use HOIST=0, the code measured first. PREFETCH=1 (points of v7's space) loads each slice's first
-// fragments before the previous slice's last k step (pipeline.cuh, cp_async_pipeline_ahead).
+// fragments before the previous slice's last k step (pipeline.cuh, cp_async_pipeline_ahead);
+// PREFETCH=2 issues that load before the slice's refill rather than after it.
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh; HOIST and
 // PREFETCH default to 0.
 #pragma once
@@ -149,7 +150,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
 #endif
 #if PREFETCH
     float ra[2][TM], rb[2][TN];  // two k steps' fragments: one loading while the other is multiplied
-    cp_async_pipeline_ahead<STAGES, BK>(
+    cp_async_pipeline_ahead<STAGES, BK, PREFETCH == 2>(
         slices, load,
         [&](int stage, int kk, int buf) {
             const float* As = smem + stage * STAGE_FLOATS;
