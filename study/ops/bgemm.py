@@ -24,7 +24,7 @@ import torch
 
 from study.backends import Unsupported
 from study.backends.tma import alignment_reason
-from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TMA_BOX, TOLERANCE, VECTOR, shared_bytes
+from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TMA_BOX, TOLERANCE, VECTOR, shared_bytes, tma_reason
 from study.ops.sgemm import CUBLASLT, SGEMM
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import DTYPES, CudaLaunch, cdiv, sm_count
@@ -89,15 +89,9 @@ class BGEMM(SGEMM):
     def axis_multiples(self, rung: str) -> dict[str, int]:
         return {"N": VECTOR, "K": VECTOR} if rung == TENSOR_RUNG else {}
 
-    def _tma_reason(self, shape, rung, reader: str) -> str | None:
-        if any(shape[axis] % m for axis, m in self.axis_multiples(rung).items()):
-            return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of "
-                    f"{VECTOR} (K={shape['K']}, N={shape['N']})")
-        return None
-
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
         if rung == TENSOR_RUNG:  # one block per SM walks the batch: no grid-axis limit
-            return self._tma_reason(shape, rung, "TMA reads")
+            return tma_reason(self, shape, rung, "TMA reads")
         return super().cuda_check(params, shape, precision, rung)
 
     def cuda_launch(self, rung, defines, tensors, out, shape):
@@ -120,7 +114,7 @@ class BGEMM(SGEMM):
                           facts={"blocks": blocks}, keep=(a, b, out))
 
     def triton_check(self, shape, precision, rung="") -> str | None:
-        return self._tma_reason(shape, rung, "Triton's tensor descriptors (TMA) read")
+        return tma_reason(self, shape, rung, "Triton's tensor descriptors (TMA) read")
 
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
         if "a_desc" not in kernel.arg_names:

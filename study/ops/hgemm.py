@@ -99,6 +99,15 @@ def uniform_operands(shape, dtype, gen):
     return a.to(dtype), b.to(dtype)
 
 
+def tma_reason(problem, shape, rung, reader: str) -> str | None:
+    """Why ``reader`` (TMA, or Triton's descriptors) cannot take rung ``rung``'s rows at this shape:
+    the axes the problem says must be multiples of 8 halves (16 bytes) that are not; or None."""
+    if any(shape[axis] % m for axis, m in problem.axis_multiples(rung).items()):
+        return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
+                f"(K={shape['K']}, N={shape['N']})")
+    return None
+
+
 def operands_reason(shape) -> str | None:
     """Why A, B or C of an M×N×K product is too large for the Triton twins' 32-bit offsets, or None."""
     return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
@@ -173,17 +182,11 @@ class HGEMM(Problem):
     def axis_multiples(self, rung: str) -> dict[str, int]:
         return {"N": VECTOR, "K": VECTOR} if rung in TMA_RUNGS else {}
 
-    def _tma_reason(self, shape, rung, reader: str) -> str | None:
-        if any(shape[axis] % m for axis, m in self.axis_multiples(rung).items()):
-            return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
-                    f"(K={shape['K']}, N={shape['N']})")
-        return None
-
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
         persistent = rung in TMA_RUNGS and TMA_RUNGS[rung].persistent  # a persistent grid is 1-D
         if not persistent and cdiv(shape["M"], params["BM"]) > GRID_Y:
             return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
-        return self._tma_reason(shape, rung, "TMA reads")
+        return tma_reason(self, shape, rung, "TMA reads")
 
     def cuda_defines(self, config, tensors, out, shape, precision):
         """The config, the storage macro and ALIGNED: 1 when every row of A, B and C starts on 16
@@ -228,7 +231,7 @@ class HGEMM(Problem):
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_check(self, shape, precision, rung="") -> str | None:
-        return self._tma_reason(shape, rung, "Triton's tensor descriptors (TMA) read")
+        return tma_reason(self, shape, rung, "Triton's tensor descriptors (TMA) read")
 
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
         a, b = tensors["A"], tensors["B"]
