@@ -244,6 +244,23 @@ def _not_ok(doc: dict) -> str:
             + "." if bad else "")
 
 
+def _missing_rungs(doc: dict, step: Step) -> list[str]:
+    """Rungs of the step's op (those its ``--rung`` flags name, or all) registered now but without a
+    single record in the step's file: a file measured before the ladder grew. Its table's "best" is
+    then the best of the rungs it had, and the page says which are missing rather than let the
+    reader take it for the ladder's best."""
+    from study.registry import ladder
+
+    argv = list(step.argv)
+    if "--op" not in argv:
+        return []
+    named = [argv[i + 1] for i, a in enumerate(argv) if a == "--rung"]
+    keys = [r.key for r in ladder(argv[argv.index("--op") + 1]).rungs
+            if not named or any(r.key == n or r.key.split("_")[0] == n for n in named)]
+    seen = {m.get("rung") for m in doc["measurements"]}
+    return [k for k in keys if k not in seen]
+
+
 def _only(doc: dict, step: Step) -> dict:
     """The records of the step's op and shapes in the comparison the step borrows from."""
     op, shapes = step.from_compare
@@ -284,6 +301,11 @@ def markdown(folder: Path, page: Path) -> str:
         source = _source(path, doc, page) + ("" if doc.get("complete", True) else " **Incomplete run.**")
         if step.argv[0] == "compare":
             header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
+            missing = _missing_rungs(doc, step)
+            if missing:
+                source += (f" **Rungs registered since, with no record here:** {', '.join(missing)}; the best CUDA and "
+                           f"Triton cells are of the rungs it has (delete `{path.name}` and run `python -m study "
+                           "cublas-study` to measure them).")
             lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
             lines += [step.why, ""] if step.why else []
         elif step.argv[0] == "align":

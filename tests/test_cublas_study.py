@@ -161,3 +161,18 @@ def test_a_step_with_a_why_says_it_under_its_own_table_only(tmp_path):
     assert why and page.count(why) == 1
     tf32, half = page.index("## GEMM, TF32"), page.index("## GEMM, FP16 and BF16")
     assert tf32 < page.index(why) < half  # under the TF32 table, not the FP32 one
+
+
+def test_a_step_file_measured_before_the_ladder_grew_says_which_rungs_it_lacks(tmp_path):
+    folder = tmp_path / "cublas-study"
+    folder.mkdir()
+    shape = {"sgemm": [{"M": 256, "N": 256, "K": 256}]}
+    rungs = [r.key for r in ladder("sgemm").rungs]
+    _write(folder, "seed-fp32", plan(["sgemm"], shapes=shape, rungs=rungs[:3]), "python -m study compare --op sgemm")
+    _write(folder, "seed-half", plan(["hgemm"], shapes={"hgemm": [{"M": 256, "N": 256, "K": 256}]},
+                                     rungs=["v6", "v7", "v8"]), "python -m study compare --op hgemm")
+    page = cublas_study.markdown(folder, tmp_path / "cublas-study.md")
+    fp32 = page.split("## GEMM, FP32")[1].split("## ")[0]
+    assert "Rungs registered since, with no record here:** " + ", ".join(rungs[3:]) + ";" in fp32
+    half = page.split("## GEMM, FP16 and BF16")[1].split("## ")[0]
+    assert "registered since" not in half  # the step names v6-v8 only, and has them all

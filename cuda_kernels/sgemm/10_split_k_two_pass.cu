@@ -17,7 +17,7 @@
 // cuBLAS (v9 0.23-0.42x in the same run); 64x8192x8192 0.67x (3 ranges: little to reduce, v9 0.64-0.69x).
 // Builds on: v9 (its tile, split plan and workspace). Constraints: as v9.
 // The space has v9's HOIST, PREFETCH and 64×256 points too. Measured (commit 4c0797b,
-// reports/h200/sgemm-runs/sgemm-split-k-axes.md): 64x64x65536 tuned 1.30x cuBLAS (HOIST=1), 64x8192x8192 0.78x.
+// reports/h200/sgemm-runs/sgemm-split-k-axes.md): 64x64x65536 tuned 1.29x cuBLAS (HOIST=1), 64x8192x8192 0.78x.
 // arch: sm_80
 // config: BM=64 BN=64 BK=16 WM=32 WN=32 TM=8 TN=4 THREADS=128 STAGES=4 GROUP=8 SPLIT=1 REDUCE_THREADS=256 REDUCE_GROUPS=8 HOIST=0 PREFETCH=0
 // space: BM=64 BN=64 BK=16 WM=32 WN=32 TM=8 TN=4 THREADS=128 STAGES=4 GROUP=8 SPLIT=1 REDUCE_THREADS=256 REDUCE_GROUPS=8 HOIST=0 PREFETCH=0
