@@ -230,9 +230,10 @@ V5_SPLIT_K = V4_DOUBLE_BUFFER
 # CUDA v6: 128×128×16, 256 threads, two stages. Triton maps outputs to warps itself (its layouts
 # are warp tiles already), so v6's twin is v4's kernel at v6's tile: what Triton gives for free.
 V6_WARP_TILE = dict(BM=128, BN=128, BK=16, num_warps=8, num_stages=2)
-# CUDA v7: v6 with three stages and eight block rows per group. Its twin tuned to 64×64×32 with 4
-# warps (32 outputs a thread) at 4096³ and 8192³ (0.86–0.89× cuBLAS); the space adds more outputs a
-# thread at fewer warps (128×128 on 4 warps is CUDA's 8×16 a thread) and a 64-deep K slice.
+# CUDA v7: v6 with three stages and eight block rows per group. In the first 14 points the twin tuned
+# to their corner, 64×64×32 on 4 warps (32 outputs a thread), at 4096³ and 8192³ (0.86–0.89× cuBLAS);
+# the space adds more outputs a thread at fewer warps (128×128 on 4 warps is CUDA's 8×16 a thread)
+# and a 64-deep K slice — after which it picks 64×128×32 on 4 warps, at the same speed.
 V7_MULTISTAGE = dict(BM=128, BN=128, BK=16, GROUP=8, num_warps=8, num_stages=3)
 MULTISTAGE_SPACE = [dict(p, GROUP=8) for p in _tiled_space((3, 4))] + [
     dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)

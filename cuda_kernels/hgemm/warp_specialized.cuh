@@ -84,6 +84,11 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     claim_registers();
     const int consumer = wg - 1, thread = tid % 128;
     int use = 0;
+    // C boxes staged so far: the two buffers alternate over the whole walk. With an even number of
+    // boxes a tile (BN = 128, 256) that is the box index q; with one (BN = 64, bgemm v1) it is the
+    // tile's parity — box 0 every tile would be rewritten while the last tile's store, which
+    // tma_store_wait_read<1> leaves pending, may still be reading it.
+    int staged = 0;
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         int z, bm, bn;
         walk_coords<Rank>(tile, rows, cols, z, bm, bn);
@@ -104,7 +109,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         const unsigned mine = boxes + consumer * 2 * BOX_BYTES;
 #pragma unroll
         for (int q = 0; q < BN / 64; ++q) {
-            const unsigned box = mine + q % 2 * BOX_BYTES;
+            const unsigned box = mine + ((BN / 64) % 2 ? (staged + q) % 2 : q % 2) * BOX_BYTES;
             if (thread == 0) tma_store_wait_read<1>();  // the store two boxes ago has read this buffer
             named_barrier(1 + consumer, 128);
             Stage::stage_box(acc, q, box, thread, epilogue);
@@ -118,6 +123,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
                 tma_store_commit();
             }
         }
+        staged += BN / 64;
     }
     if (thread == 0) tma_store_wait<0>();  // the shared boxes must outlive the copies that read them
 }

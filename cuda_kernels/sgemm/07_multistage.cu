@@ -22,13 +22,14 @@
 // (short scoreboard) 7.5 %: with two warps a scheduler what is left is operand delivery, not count.
 // 59 % of those short-scoreboard samples sat on the first FFMAs after each slice's barrier. PREFETCH=1
 // (pipeline.cuh, cp_async_pipeline_ahead) loads a slice's first fragments before the previous slice's
-// last k step. Measured (commit cc3a2e1, reports/h200/sgemm-runs/sgemm-v7-prefetch*.md): it wins with
-// the 128x128x16 tile at 512x4096x4096 (0.92x cuBLAS) and 1000x1500x1700 (0.76x), not at 2048^3, 4096^3
-// or 8192^3, where the tuner keeps the 128x256x16 HOIST=1 point (0.90x); that tile with PREFETCH=1 is
-// slower (ncu 3.17 against 3.00 ms, issue 74.4 %): ptxas puts the next slice's six LDS after the
-// refill's copies, and one FFMA of the last step then waits on them (its scoreboard), so the stall moved
-// from the slice's head to its tail (source-sgemm-v7_multistage-PREFETCH_1.md). PREFETCH=2 fetches
-// before the refill (the loads then follow the barrier in the SASS); not measured yet.
+// last k step. Measured (commit cc3a2e1, reports/h200/sgemm-runs/sgemm-v7-prefetch*.md): it wins, by
+// 1.5-1.7 %, with the 128x128x16 tile at 512x4096x4096 (0.92x cuBLAS) and 1000x1500x1700 (0.76x), not at
+// 2048^3, 4096^3 or 8192^3, where the tuner keeps the 128x256x16 HOIST=1 point (0.89-0.90x); with
+// PREFETCH=1 that tile is slower (ncu 3.17 against 3.00 ms, issue 74.4 %): ptxas puts the next
+// slice's six LDS after the refill's copies, and one FFMA of the last step then waits on them (its
+// scoreboard), so the stall moved from the slice's head to its tail
+// (source-sgemm-v7_multistage-PREFETCH_1.md). PREFETCH=2 fetches before the refill (the loads then
+// follow the barrier in the SASS); not measured yet.
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
 // Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80

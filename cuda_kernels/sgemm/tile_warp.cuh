@@ -8,10 +8,10 @@
 // The K loop is a STAGES-deep cp.async pipeline over dynamic shared memory (pipeline.cuh): slice
 // s+STAGES-1 is in flight while slice s is computed (STAGES = 2 is v4's double buffer).
 // GROUP > 1 reorders the blocks (grouped_order.cuh).
-// HOIST=1 (points of the spaces of sgemm v7 and gemm_bias_relu v1, 16-byte path only) forms the
-// copies' addresses once per thread: see SliceCopies below. v6, v9, v10 and every declared config
-// use HOIST=0, the code measured first. PREFETCH=1 (points of v7's space) loads each slice's first
-// fragments before the previous slice's last k step (pipeline.cuh, cp_async_pipeline_ahead);
+// HOIST=1 (points of the spaces of sgemm v7, v9, v10 and gemm_bias_relu v1, 16-byte path only)
+// forms the copies' addresses once per thread: see SliceCopies below. v6 and every declared config
+// use HOIST=0, the code measured first. PREFETCH=1 (points of the same spaces) loads each slice's
+// first fragments before the previous slice's last k step (pipeline.cuh, cp_async_pipeline_ahead);
 // PREFETCH=2 issues that load before the slice's refill rather than after it.
 // Needs BM BN BK WM WN TM TN STAGES GROUP THREADS ALIGNED (-D or #define) and common.cuh; HOIST and
 // PREFETCH default to 0.

@@ -19,15 +19,14 @@ derives the tolerances).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from study.backends import Unsupported
 from study.backends.tma import alignment_reason
-from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TMA_BOX, TOLERANCE, VECTOR, shared_bytes, tma_reason
+from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TOLERANCE, VECTOR, persistent_tma_launch, tma_reason
 from study.ops.sgemm import CUBLASLT, SGEMM
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
-from study.problem import DTYPES, CudaLaunch, cdiv, sm_count
+from study.problem import DTYPES, cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import bgemm as tkb
 from triton_kernels import sgemm as tk
@@ -97,21 +96,9 @@ class BGEMM(SGEMM):
     def cuda_launch(self, rung, defines, tensors, out, shape):
         if rung != TENSOR_RUNG:
             return super().cuda_launch(rung, defines, tensors, out, shape)
-        from study.backends.tma import tensor_map
-
-        a, b = tensors["A"], tensors["B"]
-        reason = alignment_reason("C", out)
-        if reason:
-            raise Unsupported(reason)
         batch, m, n, k = self.batch(shape), shape["M"], shape["N"], shape["K"]
-        box = TMA_BOX
-        args = (tensor_map("A", a, box, defines["BM"]), tensor_map("B", b, box, defines["BK"]),
-                tensor_map("C", out, box, box), np.int32(batch), np.int32(m), np.int32(n), np.int32(k))
-        tiles = batch * cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
-        blocks = min(tiles, sm_count(a))
-        return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                          smem=shared_bytes("v8_warp_specialized", defines),  # v8's body, v8's buffers
-                          facts={"blocks": blocks}, keep=(a, b, out))
+        tiles = batch * cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])  # v8's launch, its maps 3-D
+        return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (batch, m, n, k), tiles)
 
     def triton_check(self, shape, precision, rung="") -> str | None:
         return tma_reason(self, shape, rung, "Triton's tensor descriptors (TMA) read")

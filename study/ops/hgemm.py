@@ -208,21 +208,14 @@ class HGEMM(Problem):
         if rung in TMA_RUNGS:
             from study.backends.tma import tensor_map
 
+            if TMA_RUNGS[rung].persistent:  # v8
+                return persistent_tma_launch(defines, a, b, out, (m, n, k), tiles=grid[0] * grid[1])
             reason = alignment_reason("C", out)
-            if reason:  # v7 stores C in 4-byte pairs, v8 by TMA: both need what A and B need
+            if reason:  # v7 stores C in 4-byte pairs: it needs what A and B need
                 raise Unsupported(reason)
-            maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
-            if TMA_RUNGS[rung].tma_store:
-                args = (*maps, tensor_map("C", out, TMA_BOX, TMA_BOX), np.int32(m), np.int32(n), np.int32(k))
-            else:
-                args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k),
-                        np.int32(out.stride(-2)))
-            facts = {}
-            if TMA_RUNGS[rung].persistent:
-                blocks = min(grid[0] * grid[1], sm_count(a))
-                grid, facts = (blocks, 1, 1), {"blocks": blocks}
-            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), facts=facts,
-                              keep=(a, b, out))
+            args = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]),
+                    as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), keep=(a, b, out))
         args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
                 np.int32(m), np.int32(n), np.int32(k),
                 # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
@@ -261,6 +254,23 @@ class HGEMM(Problem):
                          out.stride(-2), out.stride(-1), **meta)
 
         return fn
+
+
+def persistent_tma_launch(defines, a, b, out, sizes, tiles: int) -> CudaLaunch:
+    """hgemm v8's launch, and bgemm v1's (v8's body over a batch): tensor maps of A (boxes BM rows of
+    64), B (BK rows of 64) and C (64 × 64), each a matrix or a batch of them (study/backends/tma.py),
+    then ``sizes`` as int32 arguments; one block per SM walks the ``tiles`` (fewer if fewer tiles).
+    C leaves by TMA stores, so it needs the 16-byte rows that A and B need."""
+    from study.backends.tma import tensor_map
+
+    reason = alignment_reason("C", out)
+    if reason:
+        raise Unsupported(reason)
+    maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]),
+            tensor_map("C", out, TMA_BOX, TMA_BOX))
+    blocks = min(tiles, sm_count(a))
+    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=(*maps, *map(np.int32, sizes)),
+                      smem=shared_bytes("v8_warp_specialized", defines), facts={"blocks": blocks}, keep=(a, b, out))
 
 
 def tensor_descriptors(a, b, shape, meta):
