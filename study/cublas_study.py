@@ -208,8 +208,8 @@ def _algorithm_text(algo: dict) -> str:
 
 
 def lt_table(docs: list[dict]) -> tuple[list[str], list[list[str]]]:
-    """cuBLASLt's two choices beside cuBLAS (``torch.matmul``, ``torch.bmm``) per GEMM row: the heuristic's first algorithm
-    and the one nvmath's autotune kept, each with its TFLOPS as this study timed it, and what the
+    """cuBLASLt's two choices beside cuBLAS (``torch.matmul``, ``torch.bmm``) per GEMM row: the
+    heuristic's first algorithm and the one nvmath's autotune kept, each with its TFLOPS as this study timed it, and what the
     autotuned pick changed (the fields of the recorded algorithm that differ)."""
     header = ["shape", "precision", "cuBLAS", "Lt heuristic", "its algorithm", "Lt autotuned", "its algorithm",
               "autotune changed", "considered"]

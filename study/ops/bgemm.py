@@ -115,8 +115,10 @@ class BGEMM(SGEMM):
         batch, m, n, k = self.batch(shape), shape["M"], shape["N"], shape["K"]
         meta = dict(config)
         # Boxes of one entry; under triton.autotune (no config here) tkb.descriptor_blocks sets each config's.
-        a_desc = TensorDescriptor(a, [batch, m, k], [a.stride(0), a.stride(1), 1], [1, meta.get("BM", 64), meta.get("BK", 64)])
-        b_desc = TensorDescriptor(b, [batch, k, n], [b.stride(0), b.stride(1), 1], [1, meta.get("BK", 64), meta.get("BN", 64)])
+        a_desc = TensorDescriptor(a, [batch, m, k], [a.stride(0), a.stride(1), 1],
+                                  [1, meta.get("BM", 64), meta.get("BK", 64)])
+        b_desc = TensorDescriptor(b, [batch, k, n], [b.stride(0), b.stride(1), 1],
+                                  [1, meta.get("BK", 64), meta.get("BN", 64)])
         sms = sm_count(a)
 
         def grid(cfg):
