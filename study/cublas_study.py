@@ -13,7 +13,7 @@ again):
 - strided-batched GEMM (``torch.bmm``) at bgemm's attention-like shapes, FP32 and FP16;
 - GEMV at 1024², 4096², 16384² in each of its precisions, cold and hot;
 - the alignment table (``study align``, leading dimensions 4096 … 4111);
-- a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v4 in
+- a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v7 in
   FP32; hgemm v8 in FP16) and its twin, as heatmaps.
 
 ``reports/<gpu>/cublas-study.md`` is written from those files alone; each table names the file,
@@ -81,9 +81,9 @@ STEPS = (
     Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
          from_compare=("sgemv", GEMV_SHAPES)),
     Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
-         ("align", "--op", "sgemm", "--base", "4096", "--rung", "v4")),
+         ("align", "--op", "sgemm", "--base", "4096", "--rung", "v7")),
     Step("sweep-fp32", "Sweep, FP32, K = 4096",
-         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "cuda", "--backend", "triton",
+         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v7", "--backend", "cuda", "--backend", "triton",
           "--autotune", "off")),
     Step("sweep-tf32", "Sweep, TF32, K = 4096 (the FFMA rungs have no TF32: cuBLAS and the twin)",
          ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "triton", "--dtype", "tf32",
@@ -245,10 +245,10 @@ def _not_ok(doc: dict) -> str:
 
 
 def _missing_rungs(doc: dict, step: Step) -> list[str]:
-    """Rungs of the step's op (those its ``--rung`` flags name, or all) registered now but without a
-    single record in the step's file: a file measured before the ladder grew. Its table's "best" is
-    then the best of the rungs it had, and the page says which are missing rather than let the
-    reader take it for the ladder's best."""
+    """Rungs the step measures now (those its ``--rung`` flags name, or all of its op's) without a
+    single record in the step's file: a file measured before the ladder grew or the step moved to a
+    better rung. Its table's "best" is then the best of the rungs it had, and the page says which
+    are missing rather than let the reader take it for the ladder's best."""
     from study.registry import ladder
 
     argv = list(step.argv)
@@ -299,13 +299,13 @@ def markdown(folder: Path, page: Path) -> str:
             continue
         path = paths[step.name]
         source = _source(path, doc, page) + ("" if doc.get("complete", True) else " **Incomplete run.**")
+        missing = _missing_rungs(doc, step)
+        if missing:
+            source += (f" **Rungs this step measures that have no record here:** {', '.join(missing)}; the CUDA "
+                       f"and Triton figures are of the rungs the file has (delete `{path.name}` and run `python -m "
+                       "study cublas-study` to measure them).")
         if step.argv[0] == "compare":
             header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
-            missing = _missing_rungs(doc, step)
-            if missing:
-                source += (f" **Rungs registered since, with no record here:** {', '.join(missing)}; the best CUDA and "
-                           f"Triton cells are of the rungs it has (delete `{path.name}` and run `python -m study "
-                           "cublas-study` to measure them).")
             lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
             lines += [step.why, ""] if step.why else []
         elif step.argv[0] == "align":

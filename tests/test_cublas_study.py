@@ -173,6 +173,6 @@ def test_a_step_file_measured_before_the_ladder_grew_says_which_rungs_it_lacks(t
                                      rungs=["v6", "v7", "v8"]), "python -m study compare --op hgemm")
     page = cublas_study.markdown(folder, tmp_path / "cublas-study.md")
     fp32 = page.split("## GEMM, FP32")[1].split("## ")[0]
-    assert "Rungs registered since, with no record here:** " + ", ".join(rungs[3:]) + ";" in fp32
+    assert "Rungs this step measures that have no record here:** " + ", ".join(rungs[3:]) + ";" in fp32
     half = page.split("## GEMM, FP16 and BF16")[1].split("## ")[0]
-    assert "registered since" not in half  # the step names v6-v8 only, and has them all
+    assert "no record here" not in half  # the step names v6-v8 only, and has them all
