@@ -95,7 +95,9 @@ STEPS = (
 
 
 def run(out: Path, main, say=print, extra: tuple[str, ...] = ()) -> int:
-    """Each step's command whose results file is not complete (``main``: the CLI's entry point).
+    """Each step's command whose results file is not complete, or is complete but has no record of a
+    rung the step measures now (``_missing_rungs``; the step runs again whole) (``main``: the CLI's
+    entry point).
     Returns the worst exit code; an interruption (130) or a usage error (2) stops the study.
     ``extra`` goes to every step (``--gpus``). While a step runs, ``sys.argv`` is that step's command: its results file records what
     measured it (and a sweep's or align run's file is known as one by it)."""
@@ -104,9 +106,13 @@ def run(out: Path, main, say=print, extra: tuple[str, ...] = ()) -> int:
     worst = 0
     for step in STEPS:
         path = out / f"{step.name}.json"
-        if path.is_file() and _complete(path):
+        doc = _complete(path) if path.is_file() else None
+        missing = _missing_rungs(doc, step) if doc else []
+        if doc and not missing:
             say(f"cublas-study: {step.name}: complete in {path}, not measured again")
             continue
+        if missing:  # complete, but measured before these rungs existed (or before the step named them)
+            say(f"cublas-study: {step.name}: {path} has no record of {', '.join(missing)}: measured again")
         argv = [*step.command(out), *extra]
         say(f"cublas-study: {step.name}: python -m study {' '.join(argv)}")
         saved = sys.argv
@@ -121,13 +127,14 @@ def run(out: Path, main, say=print, extra: tuple[str, ...] = ()) -> int:
     return worst
 
 
-def _complete(path: Path) -> bool:
-    """Whether a step's results file is whole (an unreadable one is measured again: the step's
-    command says why it cannot resume it)."""
+def _complete(path: Path) -> dict | None:
+    """A step's results file if it is whole, else None (an unreadable one is measured again: the
+    step's command says why it cannot resume it)."""
     try:
-        return bool(results.load(path).get("complete"))
+        doc = results.load(path)
     except (OSError, ValueError):
-        return False
+        return None
+    return doc if doc.get("complete") else None
 
 
 def _rows(doc: dict, with_mode: bool = True) -> dict:
@@ -145,8 +152,7 @@ def _lt(records: list[dict]) -> dict:
 
 
 def _best(records: list[dict], backend: str) -> dict | None:
-    ok = [m for m in records if m["backend"] == backend and m["status"] == "ok" and metrics.headline(m)]
-    return max(ok, key=metrics.headline, default=None)
+    return metrics.best(m for m in records if m["backend"] == backend)
 
 
 def _cell(m: dict | None, name_it: bool) -> str:
@@ -302,8 +308,8 @@ def markdown(folder: Path, page: Path) -> str:
         missing = _missing_rungs(doc, step)
         if missing:
             source += (f" **Rungs this step measures that have no record here:** {', '.join(missing)}; the CUDA "
-                       f"and Triton figures are of the rungs the file has (delete `{path.name}` and run `python -m "
-                       "study cublas-study` to measure them).")
+                       "and Triton figures are of the rungs the file has (`python -m study cublas-study` measures "
+                       "the step again).")
         if step.argv[0] == "compare":
             header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
             lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]

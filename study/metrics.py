@@ -60,6 +60,12 @@ def headline(record: dict) -> float | None:
     return record.get("gbps") if bound == "memory" else record.get("gflops")
 
 
+def best(records) -> dict | None:
+    """The fastest ``ok`` record by its headline figure (a wrong, crashed or skipped one never), or None."""
+    ok = [m for m in records if m["status"] == "ok" and headline(m)]
+    return max(ok, key=headline, default=None)
+
+
 def per_ghz(record: dict) -> float | None:
     """The headline per GHz of the measurement's median SM clock: what a compute-bound kernel does
     per clock, so that rungs measured at different clocks (a GPU at its power cap throttles some runs

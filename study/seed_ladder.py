@@ -27,11 +27,6 @@ SEED_LIBRARY = ("~310", "95 %+")  # its step 7, CUTLASS / cuBLAS
 MIN_STEPS = 4
 
 
-def _best(records: list[dict]) -> dict | None:
-    ok = [m for m in records if m["status"] == "ok" and metrics.headline(m)]
-    return max(ok, key=metrics.headline, default=None)
-
-
 def _cell(record: dict | None) -> str:
     if record is None:
         return "—"
@@ -54,9 +49,9 @@ def section(measurements: list[dict], figure_path: Path | None, folder: Path) ->
         rung = [m for m in at_seed if m.get("rung_index") == index and m.get("rung")]
         seed = SEED_A100.get(index)
         rows.append([f"v{index}", f"`{rung[0]['rung']}`", f"{seed[0]} · {seed[1]}" if seed else "— (past the seed)",
-                     _cell(_best([m for m in rung if m["backend"] == "cuda"])),
-                     _cell(_best([m for m in rung if m["backend"] == "triton"]))])
-    library = _best([m for m in at_seed if m.get("reference")])
+                     _cell(metrics.best([m for m in rung if m["backend"] == "cuda"])),
+                     _cell(metrics.best([m for m in rung if m["backend"] == "triton"]))])
+    library = metrics.best([m for m in at_seed if m.get("reference")])
     rows.append(["", "library", f"{SEED_LIBRARY[0]} · {SEED_LIBRARY[1]} (CUTLASS / cuBLAS)",
                  _cell(library) + (f" ({library['implementation'].split('/')[1]})" if library else ""), ""])
     peak = next((m.get("peak") for m in at_seed if m.get("peak")), "the tensor-core peak")

@@ -56,9 +56,9 @@ def test_the_half_precision_step_plans_the_tensor_core_rungs_and_the_libraries()
 
 
 def test_complete_steps_are_not_measured_again_and_an_interrupt_stops_the_study(tmp_path):
-    first = cublas_study.STEPS[0]
-    (tmp_path / f"{first.name}.json").write_text(json.dumps({"complete": True, "measurements": [],
-                                                               "environment": ENV, "schema": results.SCHEMA}))
+    first = cublas_study.STEPS[0]  # complete, a record of every rung: not measured again
+    _write(tmp_path, first.name, plan(["sgemm"], shapes={"sgemm": [{"M": 64, "N": 64, "K": 64}]}),
+           "python -m study compare --op sgemm")
     ran = []
 
     def fake_main(argv):
@@ -176,3 +176,13 @@ def test_a_step_file_measured_before_the_ladder_grew_says_which_rungs_it_lacks(t
     assert "Rungs this step measures that have no record here:** " + ", ".join(rungs[3:]) + ";" in fp32
     half = page.split("## GEMM, FP16 and BF16")[1].split("## ")[0]
     assert "no record here" not in half  # the step names v6-v8 only, and has them all
+
+
+def test_a_complete_step_file_without_a_rung_the_step_measures_is_measured_again(tmp_path):
+    first = cublas_study.STEPS[0]
+    rungs = [r.key for r in ladder("sgemm").rungs]
+    _write(tmp_path, first.name, plan(["sgemm"], shapes={"sgemm": [{"M": 64, "N": 64, "K": 64}]}, rungs=rungs[:-1]),
+           "python -m study compare --op sgemm")
+    ran, said = [], []
+    cublas_study.run(tmp_path, lambda argv: ran.append(argv) or 130, say=said.append)
+    assert ran[0][-1] == first.name and f"no record of {rungs[-1]}: measured again" in said[0]

@@ -141,9 +141,15 @@ def test_descriptor_twins_autotune_with_the_pre_hook_that_sets_their_boxes():
     class Descriptor:
         block_shape = None
 
-    nargs = {"a_desc": Descriptor(), "b_desc": Descriptor(), "BM": 128, "BN": 256, "BK": 64}
+        def __init__(self, rank):
+            self.shape = [8] * rank
+
+    nargs = {"a_desc": Descriptor(2), "b_desc": Descriptor(2), "BM": 128, "BN": 256, "BK": 64}
     tk.descriptor_blocks(nargs)
     assert nargs["a_desc"].block_shape == [128, 64] and nargs["b_desc"].block_shape == [64, 256]
+    batched = {"a_desc": Descriptor(3), "b_desc": Descriptor(3), "BM": 128, "BN": 64, "BK": 64}  # bgemm's: one entry
+    tk.descriptor_blocks(batched)
+    assert batched["a_desc"].block_shape == [1, 128, 64] and batched["b_desc"].block_shape == [1, 64, 64]
 
 
 def test_the_two_pass_twin_is_tuned_with_its_reduction_inside_each_timed_call():

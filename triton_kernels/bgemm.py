@@ -38,13 +38,6 @@ def bgemm_persistent(
         store(c_ptr + entry * stride_cb, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
 
-def descriptor_blocks(nargs):
-    """``triton.autotune``'s pre-hook: each config's boxes (one entry of BM × BK and BK × BN) on the
-    descriptors before it runs."""
-    nargs["a_desc"].block_shape = [1, nargs["BM"], nargs["BK"]]
-    nargs["b_desc"].block_shape = [1, nargs["BK"], nargs["BN"]]
-
-
 # CUDA v1: 128×128×64, a producer and two consumer warpgroups, 4 stages, persistent; the twin's 8
 # warps are the consumers (Triton 3.6 does not specialise warps on Hopper).
 V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=4)

@@ -145,11 +145,14 @@ def hgemm_persistent(
 
 
 def descriptor_blocks(nargs):
-    """``triton.autotune``'s pre-hook for ``hgemm_descriptors`` and ``hgemm_persistent``: each
-    config's block shapes on the descriptors before it runs (a descriptor carries its box, so one
-    made for another tile would load the wrong one)."""
-    nargs["a_desc"].block_shape = [nargs["BM"], nargs["BK"]]
-    nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
+    """``triton.autotune``'s pre-hook for the descriptor twins (``hgemm_descriptors``,
+    ``hgemm_persistent`` and bgemm's ``bgemm_persistent``): each config's block shapes on the
+    descriptors before it runs (a descriptor carries its box, so one made for another tile would
+    load the wrong one); a batch's descriptors keep boxes of one entry."""
+    a, b = nargs["a_desc"], nargs["b_desc"]
+    one = [1] * (len(a.shape) - 2)
+    a.block_shape = [*one, nargs["BM"], nargs["BK"]]
+    b.block_shape = [*one, nargs["BK"], nargs["BN"]]
 
 
 def _naive_space():

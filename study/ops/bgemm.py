@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import torch
 
-from study.backends import Unsupported
-from study.backends.tma import alignment_reason
-from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TOLERANCE, VECTOR, persistent_tma_launch, tma_reason
+from study.ops.hgemm import (HGEMM, SMALLEST_NORMAL, TOLERANCE, VECTOR, persistent_tma_launch, tensor_descriptors,
+                              tma_reason)
 from study.ops.sgemm import CUBLASLT, SGEMM
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
-from study.problem import DTYPES, cdiv, sm_count
+from study.problem import cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import bgemm as tkb
+from triton_kernels import hgemm as tkh
 from triton_kernels import sgemm as tk
 
 TENSOR_RUNG = "v1_batched_wgmma"  # hgemm v8's tile over the batch: TMA, so K and N multiples of 8
@@ -63,23 +63,6 @@ class BGEMM(SGEMM):
     def metric(self, precision) -> str:
         return HGEMM.error_metric if half(precision) else super().metric(precision)
 
-    # ---- data: SGEMM's draws, rounded to the storage type for FP16 and BF16 ----------------------
-    def make_inputs(self, shape, precision, seed, device):
-        """Uniform in [−1, 1), drawn in FP32 (SGEMM's draws) and, for the half precisions, rounded to
-        the storage type: the reference is the exact product of the values the kernels read."""
-        tensors = super().make_inputs(shape, precision, seed, device)
-        return {k: t.to(DTYPES[precision.dtype]) for k, t in tensors.items()}
-
-    def structured_inputs(self, shape, precision, device):
-        """SGEMM's integers in [−2, 2], exact in every storage type (hgemm.py says why C stays exact)."""
-        tensors = super().structured_inputs(shape, precision, device)
-        return {k: t.to(DTYPES[precision.dtype]) for k, t in tensors.items()}
-
-    def make_output(self, shape, precision, device):
-        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
-        return torch.full((shape["batch"], shape["M"], shape["N"]), float("nan"), dtype=DTYPES[precision.dtype],
-                          device=device)
-
     def reference(self, tensors, precision):
         ref, scale = super().reference(tensors, precision)
         return (ref, scale + SMALLEST_NORMAL[precision.name]) if half(precision) else (ref, scale)
@@ -106,20 +89,10 @@ class BGEMM(SGEMM):
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
         if "a_desc" not in kernel.arg_names:
             return super().triton_launch(kernel, tensors, out, shape, config, precision)
-        from triton.tools.tensor_descriptor import TensorDescriptor
-
-        a, b = tensors["A"], tensors["B"]
-        reason = alignment_reason("A", a) or alignment_reason("B", b)
-        if reason:
-            raise Unsupported(reason)
         batch, m, n, k = self.batch(shape), shape["M"], shape["N"], shape["K"]
         meta = dict(config)
-        # Boxes of one entry; under triton.autotune (no config here) tkb.descriptor_blocks sets each config's.
-        a_desc = TensorDescriptor(a, [batch, m, k], [a.stride(0), a.stride(1), 1],
-                                  [1, meta.get("BM", 64), meta.get("BK", 64)])
-        b_desc = TensorDescriptor(b, [batch, k, n], [b.stride(0), b.stride(1), 1],
-                                  [1, meta.get("BK", 64), meta.get("BN", 64)])
-        sms = sm_count(a)
+        a_desc, b_desc = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)  # 3-D: boxes of one entry
+        sms = sm_count(out)
 
         def grid(cfg):
             return (min(batch * cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]), sms),)
@@ -145,7 +118,7 @@ register(
              "third dimension), a persistent grid walking batch × tiles, C by TMA stores; 64-wide n tiles in the space",
              "v0's FFMA pipe (FP32 arithmetic) and its one grid z-slice per entry", cuda="01_batched_wgmma.cu",
              triton=twin(tkb.bgemm_persistent, tkb.V1_BATCHED_WGMMA, tkb.BATCHED_SPACE, precisions=("fp16", "bf16"),
-                         pre_hook=tkb.descriptor_blocks)),
+                         pre_hook=tkh.descriptor_blocks)),
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
                CUBLASLT],

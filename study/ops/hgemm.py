@@ -274,17 +274,25 @@ def persistent_tma_launch(defines, a, b, out, sizes, tiles: int) -> CudaLaunch:
 
 
 def tensor_descriptors(a, b, shape, meta):
-    """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins; a
-    view whose rows TMA cannot read is refused (:class:`Unsupported`). Under ``triton.autotune``
-    (no config in ``meta``) triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
+    """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins, or of
+    batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
+    an entry's edges loads as zeros); a view whose rows TMA cannot read is refused
+    (:class:`Unsupported`). Under ``triton.autotune`` (no config in ``meta``)
+    triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     reason = alignment_reason("A", a) or alignment_reason("B", b)
     if reason:
         raise Unsupported(reason)
     m, n, k = shape["M"], shape["N"], shape["K"]
-    a_desc = TensorDescriptor(a, [m, k], [a.stride(-2), 1], [meta.get("BM", 64), meta.get("BK", 64)])
-    b_desc = TensorDescriptor(b, [k, n], [b.stride(-2), 1], [meta.get("BK", 64), meta.get("BN", 64)])
+    lead = list(a.shape[:-2])  # [batch] or []
+    one = [1] * len(lead)
+
+    def strides(t):
+        return [*t.stride()[:-1], 1]  # rows may be padded; elements contiguous
+
+    a_desc = TensorDescriptor(a, [*lead, m, k], strides(a), [*one, meta.get("BM", 64), meta.get("BK", 64)])
+    b_desc = TensorDescriptor(b, [*lead, k, n], strides(b), [*one, meta.get("BK", 64), meta.get("BN", 64)])
     return a_desc, b_desc
 
 

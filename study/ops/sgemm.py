@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from study.precision import FP32, TF32
-from study.problem import DEFAULT_SMS, CudaLaunch, KernelCall, Problem, cdiv, offsets_reason, sm_count
+from study.problem import DEFAULT_SMS, DTYPES, CudaLaunch, KernelCall, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
@@ -134,24 +134,27 @@ class SGEMM(Problem):
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
-        gen, lead = torch.Generator().manual_seed(seed), self._lead(shape)
+        """Uniform in [−1, 1), drawn in FP32 and stored in the precision's type (bgemm's FP16 and BF16:
+        rounded, so the reference is the exact product of the values the kernels read)."""
+        gen, lead, dtype = torch.Generator().manual_seed(seed), self._lead(shape), DTYPES[precision.dtype]
         a = torch.rand(*lead, shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
         b = torch.rand(*lead, shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
-        return {"A": a.to(device), "B": b.to(device)}
+        return {"A": a.to(device, dtype), "B": b.to(device, dtype)}
 
     def structured_inputs(self, shape, precision, device):
         """Small random integers in [−2, 2] (a fixed seed): every product and partial sum is exact in
         FP32 while 4K < 2^24, so the float64 reference is the exact answer and any misplaced
-        element shows, with no rounding to hide in."""
-        gen, lead = torch.Generator().manual_seed(2**31 - 1), self._lead(shape)
+        element shows, with no rounding to hide in. Stored in the precision's type: the integers are
+        exact in FP16 and BF16 too (bgemm's; study/ops/hgemm.py says why C stays exact)."""
+        gen, lead, dtype = torch.Generator().manual_seed(2**31 - 1), self._lead(shape), DTYPES[precision.dtype]
         a = torch.randint(-2, 3, (*lead, shape["M"], shape["K"]), generator=gen).float()
         b = torch.randint(-2, 3, (*lead, shape["K"], shape["N"]), generator=gen).float()
-        return {"A": a.to(device), "B": b.to(device)}
+        return {"A": a.to(device, dtype), "B": b.to(device, dtype)}
 
     def make_output(self, shape, precision, device):
         # Poisoned: an element the kernel never writes stays NaN and fails the gate.
-        return torch.full((*self._lead(shape), shape["M"], shape["N"]), float("nan"), dtype=torch.float32,
-                          device=device)
+        return torch.full((*self._lead(shape), shape["M"], shape["N"]), float("nan"),
+                          dtype=DTYPES[precision.dtype], device=device)
 
     def with_layout(self, tensors, layout):
         """Logical K×N B, stored column-major where the rung asks (strides (1, K))."""
