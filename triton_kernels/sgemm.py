@@ -200,6 +200,37 @@ def sgemm_3xtf32(
          pid_m, pid_n, BM, BN, BK, "tf32x3")
 
 
+
+@triton.jit
+def sgemm_3xtf32_transposed(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v11: Cᵀ = Bᵀ·Aᵀ, as the CUDA rung computes it: ``tl.dot(Bᵀ tile, Aᵀ tile)`` in tf32x3, so that the
+    dot's second operand is A's tile, whose K-contiguous rows are the K-major layout a TF32 ``wgmma``
+    reads from shared memory, and B's N-contiguous tile is the first operand, which Triton may keep
+    in registers. The BN × BM accumulator is stored transposed. Measured under the FP32 gate, as v8's
+    twin."""
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BN, BM), dtype=tl.float32)
+    for k0 in range(0, K, BK):
+        k_left = K - k0
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
+        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision="tf32x3")
+        a += BK * stride_ak
+        b += BK * stride_bk
+    c = c_ptr + rn[:, None] * stride_cn + rm[None, :] * stride_cm
+    tl.store(c, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
@@ -256,3 +287,6 @@ TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)
                 for bm, bn, bk, w in ((128, 128, 32, 8), (128, 128, 32, 4), (128, 256, 32, 8), (256, 128, 32, 8),
                                       (128, 128, 16, 4), (64, 128, 32, 4))
                 for s in (3, 4)]
+# CUDA v11: 128×128×32 (BM × BN), a producer and two consumer warpgroups, four stages. The twin is
+# v8's tile with the product transposed (sgemm_3xtf32_transposed), over v8's space.
+V11_3XTF32_WGMMA = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=4)

@@ -55,6 +55,7 @@
 #include "grouped_order.cuh"
 #include "pipeline.cuh"
 #include "slice_copies.cuh"
+#include "tf32_split.cuh"
 
 #ifndef HOIST
 #define HOIST 0
@@ -89,19 +90,6 @@ __device__ __forceinline__ void load_slice(float* As, float* Bs, const float* A,
         cp_async_4(Bs + k * SB + n, ok ? B + (size_t)(k0 + k) * ldb + n0 + n : B, ok);
     }
 #endif
-}
-
-// x rounded to TF32 (to nearest, ties away from zero) with the 13 low mantissa bits zero, in
-// integer arithmetic: adding half of the dropped range carries into the kept bits (and into the
-// exponent when the mantissa overflows, which is the right rounding too). Not cvt.rna.tf32.f32:
-// its result's low bits are not specified, and ptxas expands it into compares and selects.
-// Finite inputs below 2^127 only (the op's inputs are in [-1, 1)): larger ones may round to inf.
-__device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-
-// x = hi + lo, both TF32; x − hi is exact in FP32 (it keeps 13 bits of x's significand).
-__device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
-    hi = round_tf32(x);
-    lo = round_tf32(x - __uint_as_float(hi));
 }
 
 __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {

@@ -33,7 +33,7 @@ def alignment_reason(name: str, tensor) -> str | None:
 
 
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
-    """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit elements, boxes of ``box_rows`` ×
+    """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit or FP32 elements, boxes of ``box_rows`` ×
     ``box_cols`` elements written to shared memory in the 128-byte swizzle, elements past the matrix
     read as zeros: a NumPy array of one 128-byte void, which CuPy passes by value. A 3-D tensor is a
     batch of such matrices: its map has the entry as third dimension and boxes of one entry, so a box
@@ -45,9 +45,10 @@ def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     if reason:
         raise Unsupported(reason)
     types = {torch.float16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-             torch.bfloat16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}
+             torch.bfloat16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+             torch.float32: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}  # sgemm v11
     if tensor.dtype not in types:
-        raise Unsupported(f"{name} is {tensor.dtype}; these tensor maps are written for float16 and bfloat16")
+        raise Unsupported(f"{name} is {tensor.dtype}; these tensor maps are written for float16, bfloat16 and float32")
     if box_cols * tensor.element_size() > SWIZZLE_BYTES:
         raise ValueError(f"a box row of {box_cols} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
     if tensor.dim() not in (2, 3):

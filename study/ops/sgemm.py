@@ -5,7 +5,8 @@ B → v1 coalesced → v2 shared-memory tiling → v3 register micro-tile → v4
 buffering, then past the seed: v5 split-K for skinny shapes → v6 warp tiling → v7 deeper
 pipeline and grouped block order → v8 3xTF32 (FP32-accurate tensor-core emulation, recorded
 as math ``3xtf32``) → v9 split-K on v7's tile → v10 the same split with its sum as a second kernel
-over all of C. A rung is one line below; its kernel file and its Triton twin hold the rest.
+over all of C → v11 3xTF32 on wgmma (Cᵀ = Bᵀ·Aᵀ, so that A is the K-major shared operand TF32 wgmma
+needs). A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -35,6 +36,11 @@ from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemm as tk
 
 GRID_Z = 65535  # CUDA's limit on gridDim.z: the batch axis of a launch
+# v11: A and B arrive by TMA (rows 16 bytes apart by a multiple: K and N multiples of 4 floats) in
+# boxes of 32 floats, one 128-byte swizzled row; a persistent grid of one block per SM.
+WGMMA_RUNG = "v11_3xtf32_wgmma"
+TMA_FLOATS = 4   # floats in 16 bytes
+TMA_BOX = 32     # floats in one 128-byte swizzled box row (cuda_kernels/sgemm/11_3xtf32_wgmma.cu)
 REDUCE_SYMBOL = "sgemm_v10_reduce_ranges"  # v10's second kernel, in its own file
 
 # The split-K plan of v5 and v9: enough blocks for two per SM (v5's launch bounds; v9's tiles hold one to
@@ -65,6 +71,14 @@ def shared_bytes(defines) -> int:
     if "TM" in defines:  # FFMA warp tiles (v6, v7)
         return stages * bk * (bm + 4 + bn + 4) * 4
     return stages * (bm * (bk + 8) + bk * (bn + 4)) * 4  # tensor-core warp tiles (v8)
+
+
+def wgmma_shared_bytes(defines) -> int:
+    """v11's dynamic shared memory: STAGES stages of A's BM × 32 box, its lo plane and BN/32 boxes of
+    BK × 32 of B (4 bytes each), three 8-byte mbarriers a stage and 1024 bytes to align the base to
+    the swizzle atom (the kernel's SMEM_BYTES)."""
+    bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
+    return stages * ((2 * bm * TMA_BOX + bk * bn) * 4 + 24) + 1024
 
 
 def b_as_stored(b):
@@ -172,7 +186,15 @@ class SGEMM(Problem):
         return a @ b, a.abs() @ b.abs()
 
     # ---- CUDA glue ------------------------------------------------------------
+    def axis_multiples(self, rung: str) -> dict[str, int]:
+        return {"N": TMA_FLOATS, "K": TMA_FLOATS} if rung == WGMMA_RUNG else {}
+
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
+        if rung == WGMMA_RUNG:  # persistent: a 1-D grid
+            if any(shape[axis] % m for axis, m in self.axis_multiples(rung).items()):
+                return (f"TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of "
+                        f"{TMA_FLOATS} (K={shape['K']}, N={shape['N']})")
+            return None
         if cdiv(shape["M"], params["BM"]) > 65535:
             return f"M={shape['M']} needs more than 65535 row blocks of BM={params['BM']} (grid.y limit)"
         return None
@@ -192,6 +214,8 @@ class SGEMM(Problem):
 
         b_storage = b_as_stored(tensors["B"])
         m, n, k = shape["M"], shape["N"], shape["K"]
+        if rung == WGMMA_RUNG:
+            return self._wgmma_launch(defines, tensors, out, shape)
         grid = (cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), self.batch(shape))
         args = [as_cupy(tensors["A"], padded_rows=True), as_cupy(b_storage, padded_rows=True),
                 as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k),
@@ -219,6 +243,22 @@ class SGEMM(Problem):
             facts = {"splits": splits, "split_k": split_k}
         return CudaLaunch(grid=grid, block=(defines["THREADS"], 1, 1), args=tuple(args), smem=smem, facts=facts,
                           after=after)
+
+    def _wgmma_launch(self, defines, tensors, out, shape):
+        """v11: tensor maps of A (boxes of BM rows × 32 floats) and B (BK rows × 32), C by pointer
+        (stored element by element), one block per SM walking the tiles (fewer if fewer tiles)."""
+        from study.backends.cuda import as_cupy
+        from study.backends.tma import tensor_map
+
+        if self.batch(shape) != 1:
+            raise ValueError("sgemm v11 computes one product")
+        a, b = tensors["A"], tensors["B"]
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
+        blocks = min(cdiv(m, defines["BM"]) * cdiv(n, defines["BN"]), sm_count(out))
+        args = (*maps, as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+        return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                          smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
     # ---- Triton glue ----------------------------------------------------------
     def triton_launch(self, kernel, tensors, out, shape, config, precision):
@@ -361,6 +401,11 @@ register(
              "v9's reduction by one block per tile while the other SMs idle", cuda="10_split_k_two_pass.cu",
              triton=twin(tk.sgemm_split_k_partials, tk.V10_SPLIT_K_TWO_PASS, tk.TWO_PASS_SPACE,
                          post_hook=reduce_after_tuned_partials)),
+        Rung(WGMMA_RUNG, "3xTF32 on wgmma: Cᵀ = Bᵀ·Aᵀ, B's fragments split in registers, A split once per stage "
+             "by a producer warpgroup (FP32-accurate tensor-core emulation)", "v8's legacy mma.sync path and its "
+             "per-warp splits", cuda="11_3xtf32_wgmma.cu",
+             triton=twin(tk.sgemm_3xtf32_transposed, tk.V11_3XTF32_WGMMA, tk.TENSOR_SPACE, precisions=("fp32",)),
+             math={"fp32": "3xtf32"}),
     ],
     baselines=BASELINES,
 )

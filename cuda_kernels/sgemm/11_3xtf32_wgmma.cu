@@ -1,0 +1,242 @@
+// sgemm v11 — 3xTF32 on Hopper's wgmma: v8's FP32-accurate emulation at the warpgroup instruction's
+// rate (docs/ladders/sgemm.md, v11).
+// Why: v8 issues mma.sync, the legacy tensor path on Hopper (ncu: HMMA pipe 55 %, 1.19× cuBLAS
+// FP32), and every warp splits each operand it loads (hi and lo in integer arithmetic, a third of
+// its issue slots). A TF32 wgmma reads its shared-memory operand K-major only; this op's B is
+// N-contiguous. The rung computes the transposed product, Cᵀ = Bᵀ·Aᵀ, so that:
+//   - B is wgmma's A operand, which may come from registers in any layout: each consumer thread
+//     loads its fragment from B's FP32 tile as TMA stored it and splits it in registers;
+//   - A is wgmma's B operand: A's rows are K-contiguous, which is what a K-major operand is, so the
+//     TMA box of A (BM rows of 32 floats, 128-byte swizzle) is the descriptor's layout as it lands.
+//     A producer warpgroup splits it once per stage: hi in place, lo into a twin plane of the
+//     same layout (the split is elementwise, so the swizzle needs no thought), then
+//     fence.proxy.async and an mbarrier hand both planes to the consumers' wgmma.
+// Per k8 step a consumer warpgroup issues three wgmma m64nBMk8 (Blo·Ahi, Bhi·Alo, then Bhi·Ahi:
+// small terms first) into a slice partial; after each BK = 32 slice the partial joins the running
+// sum by FADD (the tensor cores' accumulation does not round to nearest: v8's header).
+// Fragment rows: wgmma row R of a consumer (16w + 8h + g: warp w, half h, g = lane / 4) stands for
+// C column n(R) = 32·(c / 4) + 4·(c % 4) + (g % 4) + 16·(g / 4), c = 2w + h. With it the 32 lanes'
+// 4-byte loads of a fragment register (k = t or t + 4, t = lane % 4) from the swizzled B box hit 32
+// distinct banks (16-byte chunk (n / 4) XOR (k % 8) and word n % 4 are distinct over g and t),
+// where the identity mapping gives 2-way conflicts. The epilogue stores D row R to column n(R).
+// Warp specialisation as hgemm v8 (docs/ladders/hgemm.md, v8): warpgroup 0 is the producer (thread
+// 0 issues TMA STAGES − 1 slices ahead; all 128 threads split), warpgroups 1 and 2 are consumers,
+// each owning 64 columns of the BM × 128 tile; the grid is persistent, tiles in the grouped order.
+// Registers (setmaxnreg): a consumer holds BM/2 sums, BM/2 partials and 32 fragment registers.
+// Constraints: K and N multiples of 4 (TMA: 16-byte rows), A and B 16-byte aligned, refused
+// otherwise; tails in M, N and K load as zeros, C is stored element by element inside M × N.
+// arch: sm_90a
+// config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384
+// space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=16 THREADS=384
+// space: BM=64 BN=128 BK=32 STAGES=6 GROUP=8 THREADS=384
+#include "common.cuh"
+#include "hopper.cuh"
+#include "grouped_order.cuh"
+#include "tf32_split.cuh"
+
+namespace wgmma3x {
+constexpr int ROW_BYTES = 128;                         // one swizzled row: 32 floats
+constexpr int A_BYTES = BM * ROW_BYTES;                // A's box, then its lo plane
+constexpr int B_BOX_BYTES = BK * ROW_BYTES;            // a BK × 32 box of B
+constexpr int STAGE_BYTES = 2 * A_BYTES + BN / 32 * B_BOX_BYTES;
+constexpr int CONSUMERS = BN / 64;
+constexpr int LOOKAHEAD = STAGES - 1;                  // slices the producer's TMA runs ahead of its split
+// Stages, three barriers a stage (full: TMA landed; split: A's planes written; empty: consumers
+// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm.py computes the same).
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * 24 + 1024;
+static_assert(BK == 32, "a 128-byte swizzled row holds 32 floats");
+static_assert(BM == 64 || BM == 128, "wgmma_tf32 is written for n = 64 and 128");
+static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one consumer warpgroup per 64 columns");
+static_assert(STAGES >= 2, "at least two stages");
+
+__device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n"); }
+__device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n"); }
+
+// D(64 × N) (+)= A(64 × 8, TF32 fragments in registers) · B(8 × N, K-major TF32 in shared memory).
+// The A fragment is mma.m16n8k8's per warp: a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4),
+// a3 (g + 8, t + 4), warp w adding 16w to the row. scale_d = 0 overwrites D. No transposes: TF32
+// wgmma has none.
+template <int N>
+__device__ void wgmma_tf32(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b, int scale_d);
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<64>(float (&d)[32], const unsigned (&a)[4], unsigned long long b,
+                                               int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WGMMA_D_0_31
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8), WGMMA_ACC8(16), WGMMA_ACC8(24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<128>(float (&d)[64], const unsigned (&a)[4], unsigned long long b,
+                                                int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D_0_63
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : WGMMA_ACC64(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <int R>
+__device__ __forceinline__ void fence_words(unsigned (&r)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+
+// The C column (within the consumer's 64) that wgmma row 16w + 8h + g stands for (see the header).
+__device__ __forceinline__ int column_of(int w, int h, int g) {
+    const int c = 2 * w + h;
+    return 32 * (c / 4) + 4 * (c % 4) + (g % 4) + 16 * (g / 4);
+}
+
+// Byte offset of B's element (k, n) of a slice in its BN/32 swizzled boxes (k < 32, n < BN).
+__device__ __forceinline__ unsigned b_offset(int k, int n) {
+    return (n / 32) * B_BOX_BYTES + k * ROW_BYTES + ((((n % 32) / 4) ^ (k % 8)) << 4) + (n % 4) * 4;
+}
+
+__device__ __forceinline__ unsigned lds_u32(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+// A's box of a stage split in place: hi (TF32) over the FP32 values, lo into the plane after it.
+// 16 bytes a step, the producer warpgroup's 128 threads over the box.
+__device__ __forceinline__ void split_a(unsigned stage, int thread) {
+#pragma unroll 4
+    for (int i = thread; i < A_BYTES / 16; i += 128) {
+        const unsigned at = stage + i * 16;
+        float x[4];
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3]) : "r"(at) : "memory");
+        unsigned hi[4], lo[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split(x[e], hi[e], lo[e]);
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(at), "r"(hi[0]), "r"(hi[1]), "r"(hi[2]), "r"(hi[3]) : "memory");
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(at + A_BYTES), "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3]) : "memory");
+    }
+}
+}  // namespace wgmma3x
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+sgemm_v11_3xtf32_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+                       float* __restrict__ C, int M, int N, int K, int ldc) {
+    using namespace wgmma3x;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    require_dynamic_smem(SMEM_BYTES);
+    const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
+    const unsigned full = base + STAGES * STAGE_BYTES, splitb = full + STAGES * 8, empty = splitb + STAGES * 8;
+    const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
+    const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK), tiles = rows * cols;
+
+    if (tid == 0) {
+        tma_prefetch_map(&map_a);
+        tma_prefetch_map(&map_b);
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + s * 8, 1);                // the TMA thread's expect_tx; the bytes complete it
+            mbar_init(splitb + s * 8, 128);            // every producer thread, after its fence
+            mbar_init(empty + s * 8, CONSUMERS * 4);   // one arrival per consumer warp
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {  // producer: TMA by thread 0, the split of A by all
+        release_registers();
+        int use = 0;  // slices issued so far over all tiles: stage use % STAGES, its round use / STAGES
+        auto split_use = [&](int u) {
+            const int stage = u % STAGES;
+            mbar_wait(full + stage * 8, (u / STAGES) & 1);
+            split_a(base + stage * STAGE_BYTES, thread);
+            fence_async_shared();  // the planes are read next by wgmma (the async proxy)
+            mbar_arrive(splitb + stage * 8);
+        };
+        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+            int bm, bn;
+            grouped_tile_coords<GROUP>(tile, rows, cols, bm, bn);
+            for (int s = 0; s < slices; ++s, ++use) {
+                const int stage = use % STAGES;
+                if (thread == 0) {
+                    if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                    const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
+                    mbar_arrive_expect_tx(bar, A_BYTES + BN / 32 * B_BOX_BYTES);
+                    tma_load_2d(st, &map_a, s * BK, bm * BM, bar);
+#pragma unroll
+                    for (int c = 0; c < BN / 32; ++c)
+                        tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, &map_b, bn * BN + c * 32, s * BK, bar);
+                }
+                if (use >= LOOKAHEAD) split_use(use - LOOKAHEAD);
+            }
+        }
+        for (int u = use > LOOKAHEAD ? use - LOOKAHEAD : 0; u < use; ++u) split_use(u);
+        return;
+    }
+
+    claim_registers();
+    const int consumer = wg - 1, lane = thread % 32, w = thread / 32, g = lane / 4, t = lane % 4;
+    // This thread's fragment rows (h = 0, 1) as columns of the tile, and its fragment words' byte
+    // offsets in a slice's B boxes: a[h + 2·kh] is (k = t + 4·kh, n = col[h]), + 1024 bytes per k8.
+    const int col[2] = {consumer * 64 + column_of(w, 0, g), consumer * 64 + column_of(w, 1, g)};
+    unsigned frag_at[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) frag_at[j] = 2 * A_BYTES + b_offset(t + 4 * (j / 2), col[j % 2]);
+
+    int use = 0;
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int bm, bn;
+        grouped_tile_coords<GROUP>(tile, rows, cols, bm, bn);
+        float acc[BM / 2], part[BM / 2];
+#pragma unroll
+        for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each slice's first wgmma
+        for (int s = 0; s < slices; ++s, ++use) {
+            const int stage = use % STAGES;
+            const unsigned st = base + stage * STAGE_BYTES;
+            mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
+            mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
+            unsigned hi[BK / 8][4], lo[BK / 8][4];
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) split(__uint_as_float(lds_u32(st + frag_at[j] + k8 * 8 * ROW_BYTES)),
+                                                  hi[k8][j], lo[k8][j]);
+            fence_registers(part);
+            wgmma_fence();
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {
+                const unsigned long long a_hi = wgmma_desc(st + k8 * 32, 16, 1024);
+                const unsigned long long a_lo = wgmma_desc(st + A_BYTES + k8 * 32, 16, 1024);
+                wgmma_tf32<BM>(part, lo[k8], a_hi, k8 > 0);  // the slice's first product overwrites
+                wgmma_tf32<BM>(part, hi[k8], a_lo, 1);
+                wgmma_tf32<BM>(part, hi[k8], a_hi, 1);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {  // the fragments stay in their registers until here
+                fence_words(hi[k8]);
+                fence_words(lo[k8]);
+            }
+            if (lane == 0) mbar_arrive(empty + stage * 8);
+#pragma unroll
+            for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
+        }
+        // D row R = 16w + 8h + g is column n0 + col[h]; D column 8j + 2t (+1) is row m0 + 8j + 2t (+1).
+        const int m0 = bm * BM, n0 = bn * BN;
+#pragma unroll
+        for (int j = 0; j < BM / 8; ++j) {
+            const int m = m0 + 8 * j + 2 * t;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = m + e % 2, n = n0 + col[e / 2];
+                if (row < M && n < N) C[(size_t)row * ldc + n] = acc[4 * j + e];
+            }
+        }
+    }
+}
