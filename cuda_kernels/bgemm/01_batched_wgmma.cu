@@ -11,9 +11,10 @@
 // of attention-sized products (N = 64, K = 64) moves more bytes per flop than one big GEMM, so the
 // space adds the 64-wide n tile (wgmma m64n64k16) that does not compute a half-empty 128-wide one.
 // Measured (reports/h200/bgemm.md, 1fcaaa0): 1.01x torch.bmm at 256x(512x512x64) FP16 (memory-bound
-// there, ncu DRAM 63 % as cuBLAS's), 0.98x at 32x(1024x1024x128). The BN = 64 points' figures (1.05x at
-// 128x(1024x64x1024), 0.54x at 8192x(32x32x32)) predate the fix of their C-box reuse (the boxes now
-// alternate across tiles; warp_specialized.cuh) and are to be measured again.
+// there, ncu DRAM 63 % as cuBLAS's), 0.98x at 32x(1024x1024x128). The BN = 64 points after the fix of
+// their C-box reuse (the boxes alternate across tiles; warp_specialized.cuh), commit 5ed7e35
+// (reports/h200/bgemm-runs/bgemm-bn64.md): tuned 128x64 with 6 stages, 1.01x (FP16) and 1.02x (BF16)
+// torch.bmm at 128x(1024x64x1024), 0.53x at 8192x(32x32x32).
 // Builds on: hgemm v8 (cuda_kernels/hgemm/warp_specialized.cuh, called with Rank 3).
 // Constraints: K and N multiples of 8, every row and every entry 16-byte aligned (TMA; refused
 // otherwise); the grid is one block per SM whatever the batch.

@@ -29,7 +29,9 @@
 // slice's six LDS after the refill's copies, and one FFMA of the last step then waits on them (its
 // scoreboard), so the stall moved from the slice's head to its tail
 // (source-sgemm-v7_multistage-PREFETCH_1.md). PREFETCH=2 fetches before the refill (the loads then
-// follow the barrier in the SASS); not measured yet.
+// follow the barrier in the SASS): measured (commit 5ed7e35, sgemm-runs/sgemm-prefetch2.md), not
+// picked at 4096^3; ncu 3.08 ms against 3.00, 237 registers, short scoreboard still 7.4 % of the
+// samples (source-sgemm-v7_multistage-PREFETCH_2.md).
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
 // Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80
