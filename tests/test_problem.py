@@ -327,3 +327,32 @@ def test_the_loader_compiles_a_file_once_for_all_its_kernels(monkeypatch, tmp_pa
     assert cuda.load_function(path, "a", {"THREADS": 32}) is fa and len(built) == 1  # cached
     cuda.load_function(path, "a", {"THREADS": 64})  # another config is another module
     assert len(built) == 2
+
+
+def test_the_wgmma_3xtf32_rung_needs_tma_rows_and_fits_its_shared_memory(fake_cuda):
+    """sgemm v11: A and B by TMA (K and N multiples of 4 floats, refused otherwise with the reason,
+    which is what the edge-shape sweep rounds up to), every point's stages within the opt-in limit and
+    1024-byte aligned, a persistent grid of at most one block per SM, and its tensor maps."""
+    from study.backends import backend
+    from study.ops.sgemm import TMA_BOX, WGMMA_RUNG, wgmma_shared_bytes
+    from study.problem import sm_count
+    from study.registry import implementation
+
+    impl = implementation(f"sgemm/{WGMMA_RUNG}/cuda")
+    assert SGEMM.axis_multiples(WGMMA_RUNG) == {"N": 4, "K": 4} and SGEMM.axis_multiples("v8_3xtf32") == {}
+    for shape in ({"M": 64, "N": 4098, "K": 64}, {"M": 64, "N": 64, "K": 66}):
+        assert "TMA" in SGEMM.cuda_check(impl.params, shape, FP32, rung=WGMMA_RUNG)
+    assert SGEMM.cuda_check(impl.params, {"M": 3, "N": 4, "K": 4}, FP32, rung=WGMMA_RUNG) is None
+    for point in impl.space:
+        stage = 2 * point["BM"] * TMA_BOX * 4 + point["BK"] * point["BN"] * 4
+        assert stage % 1024 == 0 and wgmma_shared_bytes(point) <= 227 * 1024, point
+    shape = {"M": 1000, "N": 1500, "K": 1700}
+    tensors = SGEMM.make_inputs(shape, FP32, 0, "cpu")
+    launch = backend("cuda").prepare(impl, SGEMM, tensors, shape, FP32)
+    launch.fn()
+    (symbol, grid, block, args, smem), = fake_cuda
+    tiles = -(-1000 // impl.params["BM"]) * -(-1500 // impl.params["BN"])
+    assert symbol == "sgemm_v11_3xtf32_wgmma" and grid == (min(tiles, sm_count(launch.out)), 1, 1)
+    assert block == (impl.params["THREADS"], 1, 1) and smem == wgmma_shared_bytes(impl.params)
+    assert args[0][:2] == ("map", "A") and args[1][:2] == ("map", "B") and args[2] is launch.out
+    assert [int(a) for a in args[3:]] == [1000, 1500, 1700, 1500]
