@@ -30,7 +30,7 @@ from pathlib import Path
 
 from study import metrics, results
 from study.backends import cublaslt
-from study.report import shape_label
+from study.report import EMULATION, shape_label
 
 SEED_GEMM_SHAPES = ("2048x2048x2048", "512x4096x4096", "64x8192x8192", "64x64x65536")
 TF32_SHAPES = ("2048x2048x2048", "4096x4096x4096")
@@ -165,6 +165,20 @@ def _cell(m: dict | None, name_it: bool) -> str:
         text += f" ({m['x_ref']:.2f}×)"
     if name_it:
         text += f" {(m.get('rung') or '').split('_')[0]}" + ("" if m["autotune"] in ("n/a", "off") else " tuned")
+        if m.get("math") in EMULATION:
+            text += f" ({m['math'].replace('xtf', 'xTF')} emulation)"
+    return text
+
+
+def _own_cell(records: list[dict], backend: str) -> str:
+    """The study's fastest rung on ``backend``; when that is an emulation (3xTF32 tensor-core
+    products in an FP32 row), also the fastest rung that computes in the precision itself (FFMA), so
+    that an FP32 row never reads a tensor-core figure as the FFMA ladder's."""
+    best = _best(records, backend)
+    text = _cell(best, True)
+    if best is not None and best.get("math") in EMULATION:
+        plain = metrics.best(m for m in records if m["backend"] == backend and m.get("math") not in EMULATION)
+        text += f"; FFMA {_cell(plain, True)}"
     return text
 
 
@@ -187,8 +201,7 @@ def gemm_table(doc: dict) -> tuple[list[str], list[list[str]]]:
         lt = _lt(records)
         precision = precision if mode == "cold" else f"{precision} ({mode})"
         rows.append([shape, precision, _cell(_best(records, "cublas"), False), _cell(lt.get("off"), False),
-                     _cell(lt.get("on"), False), _cell(_best(records, "cuda"), True),
-                     _cell(_best(records, "triton"), True)])
+                     _cell(lt.get("on"), False), _own_cell(records, "cuda"), _own_cell(records, "triton")])
     return header, rows
 
 

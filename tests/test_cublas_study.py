@@ -93,6 +93,24 @@ def test_the_page_shows_each_backends_best_and_never_a_wrong_one(tmp_path):
     assert "Not measured yet (`python -m study align" in page
 
 
+def test_an_emulated_best_is_labelled_and_set_beside_the_best_ffma_rung(tmp_path):
+    """FP32 rows: when the fastest CUDA rung is 3xTF32 (tensor cores), the cell says so and names the
+    fastest rung computing in FP32 itself, so that the FFMA ladder's figure is never the emulation's."""
+    folder = tmp_path / "cublas-study"
+    folder.mkdir()
+    cases = plan(["sgemm"], shapes={"sgemm": [{"M": 1024, "N": 1024, "K": 1024}]}, autotune="off")
+    rungs = ladder("sgemm").rungs
+    assert rungs[-1].math.get("fp32") == "3xtf32"  # the made-up fastest rung is an emulation
+    ffma = max(i for i, r in enumerate(rungs) if r.math.get("fp32", "ieee") == "ieee")
+    _write(folder, "seed-fp32", cases, "python -m study compare --op sgemm")
+    assert main(["cublas-study", "--page-only", "--out", str(folder)]) == 0
+    row = next(line for line in (tmp_path / "cublas-study.md").read_text().splitlines()
+               if line.startswith("| 1024×1024×1024"))
+    cuda = [c.strip() for c in row.strip("|").split("|")][5]
+    assert cuda.startswith(f"{2.147 / (2.0 - 0.1 * (len(rungs) - 1)):.1f} (") and "(3xTF32 emulation); FFMA" in cuda
+    assert cuda.endswith(f" v{ffma}")
+
+
 def test_page_only_needs_the_folder(capsys, tmp_path):
     assert main(["cublas-study", "--page-only"]) == 2
     assert "--page-only needs --out" in capsys.readouterr().err

@@ -23,6 +23,14 @@
 // 0 issues TMA as stages empty; warps 1-3 split as copies land), warpgroups 1 and 2 are consumers,
 // each owning 64 columns of the BM × 128 tile; the grid is persistent, tiles in the grouped order.
 // Registers (setmaxnreg): a consumer holds BM/2 sums, BM/2 partials and 32 fragment registers.
+// H200 (reports/h200/sgemm-runs/sgemm-v11.md, commit babf2ba; ncu in reports/h200/profiles/sgemm.md):
+// 116.4 TFLOPS at 4096^3 = 2.27x cuBLAS FP32, 113.7 at 8192^3 = 2.22x, gate error 7.6e-8 and 7.3e-8
+// of |A|.|B| against cuBLAS FP32's 3.6e-7 and 3.9e-7; tensor pipe 80.2 % at 1.78 GHz (power), top
+// stall the consumers' wgmma wait. The first build (8cc3709: the TMA thread split too, so a slice's
+// split waited for the consumers to release the slice before it) ran 1.45x / 1.48x with the tensor
+// pipe 47.5 % and the consumers on the split barrier in 25 % of the stall samples
+// (source-sgemm-v11_3xtf32_wgmma-8cc3709.md). What is left: each consumer waits for its slice's
+// twelve wgmmas before its FADDs and its next fragments (19 % of the samples).
 // Constraints: K and N multiples of 4 (TMA: 16-byte rows), A and B 16-byte aligned, refused
 // otherwise; tails in M, N and K load as zeros, C is stored element by element inside M × N.
 // arch: sm_90a
