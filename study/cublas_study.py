@@ -77,7 +77,10 @@ STEPS = (
          why="The FP16 rows with K = 64 or N = 64 do fewer than 64 flops a byte moved, about a quarter of what the "
              "H200's tensor cores need from HBM to stay busy: they are bound by memory, and the study's rung (hgemm "
              "v8's tile over the batch) meets `torch.bmm` there. At 8192 × (32×32×32) its 128-row tile computes 8× the "
-             "outputs it stores. Evidence: docs/ladders/bgemm.md and the ncu table `profiles/bgemm.md`."),
+             "outputs it stores. Evidence: docs/ladders/bgemm.md and the ncu table `profiles/bgemm.md`. "
+             "The FP16 best-CUDA cells at 128 × (1024×64×1024) and 8192 × (32×32×32) are v1's 64-wide n tile before "
+             "a fix to its C stores (40905e3); measured again after it (bgemm-runs/bgemm-bn64.md, 5ed7e35): 1.01× "
+             "and 0.53×."),
     Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
          from_compare=("sgemv", GEMV_SHAPES)),
     Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
