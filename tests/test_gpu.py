@@ -11,8 +11,11 @@ from study.registry import implementations, ladder
 
 pytestmark = pytest.mark.gpu
 AWKWARD = {
-    # ... and skinny products with a long K, which v5 splits (scalar and 16-byte paths).
-    "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257), (5, 7, 1000), (64, 64, 4096)],
+    # ... and skinny products with a long K, which v5 splits (scalar and 16-byte paths). 1000×2500×1696:
+    # 160 of v11's 128×128 tiles, more than its 132 persistent blocks, and 53 K slices, which no stage
+    # count of its space divides, so stages and their phases carry over from tile to tile.
+    "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257), (5, 7, 1000), (64, 64, 4096),
+              (1000, 2500, 1696)],
     # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split.
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
@@ -106,6 +109,21 @@ def test_every_cuda_autotune_point_is_correct(impl):
             for point in impl.space:
                 verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=point)
                 assert verdict.ok, f"{shape} {precision.name} {launch.config}: {verdict.message}"
+
+
+def test_the_persistent_wgmma_rung_carries_its_stages_across_tiles_at_every_point():
+    """sgemm v11 walks several tiles per block; at 1000×2500×1696 every point of its space (128- and
+    64-row tiles, 3, 4 and 6 stages) has more tiles than blocks and a slice count its stages do not
+    divide, so a tile starts on a stage and phase left by the one before."""
+    impl = next(i for i in IMPLS if i.name == "sgemm/v11_3xtf32_wgmma/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    fp32 = ladder("sgemm").problem.precisions[0]
+    problem, shape, tensors, ref, scale = _data("sgemm", (1000, 2500, 1696), fp32)
+    for point in impl.space:
+        assert -(-1000 // point["BM"]) * -(-2500 // point["BN"]) > 132 and 53 % point["STAGES"], point
+        verdict, launch = _run(impl, problem, shape, tensors, ref, scale, fp32, config=point)
+        assert verdict.ok, f"{launch.config}: {verdict.message}"
 
 
 @pytest.mark.parametrize("rung", ["v4_double_buffer", "v7_multistage", "v8_3xtf32"])

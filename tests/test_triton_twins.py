@@ -77,7 +77,9 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               # warpgroups, and the producer warpgroup has no counterpart.
               "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
               "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
-              "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"]}  # v8's twin over a batch
+              "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
+              # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
+              "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"]}
 HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
                 "v5_double_buffer": 2}
 

@@ -9,22 +9,30 @@ import triton.language as tl
 
 @triton.jit
 def accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+               TRANSPOSED: tl.constexpr = False):
     """A·B for C[pid_m·BM :, pid_n·BN :]: BM×BK and BK×BN tiles staged through shared memory by
     ``tl.dot`` (the pipeline depth is the launch's ``num_stages``) into an FP32 accumulator, which is
     returned. INPUT_PRECISION is the FP32 operands' (``ieee``, ``tf32``, ``tf32x3``); None for half
-    operands. Out-of-range elements load as zeros."""
+    operands. Out-of-range elements load as zeros. TRANSPOSED (sgemm v11's twin): the BN×BM
+    accumulator of Cᵀ = Bᵀ·Aᵀ, ``tl.dot(Bᵀ tile, Aᵀ tile)``."""
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
     a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
     b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    if TRANSPOSED:
+        acc = tl.zeros((BN, BM), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k0 in range(0, K, BK):
         k_left = K - k0
         a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
         b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
+        if TRANSPOSED:
+            acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision=INPUT_PRECISION)
+        else:
+            acc = tl.dot(a_tile, b_tile, acc, input_precision=INPUT_PRECISION)
         a += BK * stride_ak
         b += BK * stride_bk
     return acc

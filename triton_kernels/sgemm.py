@@ -22,7 +22,7 @@ study/ops/sgemm.py and study/ops/bgemm.py pair them with their CUDA rungs.
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import grouped_program, tile
+from triton_kernels.gemm_tile import accumulate, grouped_program, tile
 
 
 @triton.jit
@@ -200,7 +200,6 @@ def sgemm_3xtf32(
          pid_m, pid_n, BM, BN, BK, "tf32x3")
 
 
-
 @triton.jit
 def sgemm_3xtf32_transposed(
     a_ptr, b_ptr, c_ptr,
@@ -215,21 +214,13 @@ def sgemm_3xtf32_transposed(
     in registers. The BN × BM accumulator is stored transposed. Measured under the FP32 gate, as v8's
     twin."""
     pid_m, pid_n = grouped_program(M, BM, GROUP)
+    acc = accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+                     BM, BN, BK, "tf32x3", TRANSPOSED=True)
     rm = pid_m * BM + tl.arange(0, BM)
     rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
-    b = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BN, BM), dtype=tl.float32)
-    for k0 in range(0, K, BK):
-        k_left = K - k0
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (rk[None, :] < k_left), other=0.0)
-        b_tile = tl.load(b, mask=(rk[:, None] < k_left) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision="tf32x3")
-        a += BK * stride_ak
-        b += BK * stride_bk
     c = c_ptr + rn[:, None] * stride_cn + rm[None, :] * stride_cm
     tl.store(c, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
+
 
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)

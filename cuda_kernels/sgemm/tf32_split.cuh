@@ -10,7 +10,8 @@
 // Finite inputs below 2^127 only (the op's inputs are in [-1, 1)): larger ones may round to inf.
 __device__ __forceinline__ unsigned round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
 
-// x = hi + lo, both TF32; x − hi is exact in FP32 (it keeps 13 bits of x's significand).
+// x = hi + lo, both TF32; x − hi is exact in FP32 (it keeps 13 bits of x's significand) unless it is
+// below 2^-126: the kernels are built with -ftz=true (CuPy's NVRTC default), which flushes it to zero.
 __device__ __forceinline__ void split(float x, unsigned& hi, unsigned& lo) {
     hi = round_tf32(x);
     lo = round_tf32(x - __uint_as_float(hi));

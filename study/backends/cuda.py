@@ -74,11 +74,13 @@ def arch_flag(major: int, minor: int) -> str:
 
 
 def nvcc_command(path: Path, config: Mapping[str, int], arch: str, output: Path) -> list[str]:
-    """The nvcc line that compiles a kernel the way NVRTC does (used by the CI test)."""
+    """The nvcc line that compiles a kernel the way NVRTC does under CuPy (used by the CI test and for
+    SASS read without a GPU): CuPy adds ``-ftz=true`` to every NVRTC compile (docs/toolchain.md 1.1), so
+    FP32 arithmetic flushes subnormals here too."""
     number = arch.removeprefix("sm_")
     gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
-    return ["nvcc", "-std=c++17", "-cubin", gencode, "-I", str(CUDA_DIR), *defines(config), "-o", str(output),
-            str(path)]
+    return ["nvcc", "-std=c++17", "-ftz=true", "-cubin", gencode, "-I", str(CUDA_DIR), *defines(config), "-o",
+            str(output), str(path)]
 
 
 # One compiled module per (device, source, options), whatever symbols are taken from it: a file with

@@ -247,11 +247,12 @@ class SGEMM(Problem):
     def _wgmma_launch(self, defines, tensors, out, shape):
         """v11: tensor maps of A (boxes of BM rows × 32 floats) and B (BK rows × 32), C by pointer
         (stored element by element), one block per SM walking the tiles (fewer if fewer tiles)."""
+        from study.backends import Unsupported
         from study.backends.cuda import as_cupy
         from study.backends.tma import tensor_map
 
         if self.batch(shape) != 1:
-            raise ValueError("sgemm v11 computes one product")
+            raise Unsupported("sgemm v11 computes one product; its tensor maps are 2-D")
         a, b = tensors["A"], tensors["B"]
         m, n, k = shape["M"], shape["N"], shape["K"]
         maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]))
