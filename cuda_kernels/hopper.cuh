@@ -136,6 +136,21 @@ __device__ __forceinline__ void fence_registers(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
 
+// The same for a register operand of wgmma (sgemm v11's TF32 fragments): read asynchronously, it must
+// stay in its registers, unmodified, until the wgmma.wait_group that covers it.
+template <int R>
+__device__ __forceinline__ void fence_registers(unsigned (&r)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
+}
+
+// setmaxnreg: a warp-specialised block's producer warpgroup gives registers back to the pool down to
+// Registers a thread, and its consumer warpgroups take them up to Registers (hgemm v8, sgemm v11).
+template <int Registers>
+__device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(Registers)); }
+template <int Registers>
+__device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(Registers)); }
+
 // D(64×N, FP32, in registers) += A(64×16, K-major, shared) · B(16×N, N-major, shared): the
 // warpgroup's 128 threads each hold N/2 accumulators. imm-trans-b = 1 because B is stored with n
 // contiguous (a row-major K×N matrix); A is K-major as stored. scale-d = 1: always accumulate (the

@@ -29,8 +29,6 @@ struct NoEpilogue {
     __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
 };
 
-__device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n"); }
-__device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n"); }
 
 // Tile `tile` of the walk: its entry z (0 for one matrix) and its block row and column.
 template <int Rank>
@@ -65,7 +63,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     __syncthreads();
 
     if (wg == 0) {  // producer
-        release_registers();
+        release_registers<40>();
         if (tid != 0) return;
         int use = 0;  // slices issued so far, over all tiles: stage use % STAGES, its round use / STAGES
         for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
@@ -81,7 +79,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         return;
     }
 
-    claim_registers();
+    claim_registers<232>();
     const int consumer = wg - 1, thread = tid % 128;
     int use = 0;
     // C boxes staged so far: the two buffers alternate over the whole walk. With an even number of

@@ -59,8 +59,7 @@ static_assert(BM == 64 || BM == 128, "wgmma_tf32 is written for n = 64 and 128")
 static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one consumer warpgroup per 64 columns");
 static_assert(STAGES >= 2, "at least two stages");
 
-__device__ __forceinline__ void release_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 56;\n"); }
-__device__ __forceinline__ void claim_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n"); }
+constexpr int PRODUCER_REGISTERS = 56, CONSUMER_REGISTERS = 216;  // 128·56 + 256·216 ≤ 65,536
 
 // D(64 × N) (+)= A(64 × 8, TF32 fragments in registers) · B(8 × N, K-major TF32 in shared memory).
 // The A fragment is mma.m16n8k8's per warp: a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4),
@@ -87,12 +86,6 @@ __device__ __forceinline__ void wgmma_tf32<128>(float (&d)[64], const unsigned (
                  "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
                  : WGMMA_ACC64(0)
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
-}
-
-template <int R>
-__device__ __forceinline__ void fence_words(unsigned (&r)[R]) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) asm volatile("" : "+r"(r[i]) :: "memory");
 }
 
 // The C column (within the consumer's 64) that wgmma row 16w + 8h + g stands for (see the header).
@@ -156,7 +149,7 @@ sgemm_v11_3xtf32_wgmma(const __grid_constant__ TensorMap map_a, const __grid_con
     __syncthreads();
 
     if (wg == 0) {  // producer: TMA by thread 0, the split of A by warps 1-3
-        release_registers();
+        release_registers<PRODUCER_REGISTERS>();
         if (thread < 32) {
             if (thread != 0) return;
             int use = 0;  // slices issued so far over all tiles: stage use % STAGES, its round use / STAGES
@@ -191,7 +184,7 @@ sgemm_v11_3xtf32_wgmma(const __grid_constant__ TensorMap map_a, const __grid_con
         return;
     }
 
-    claim_registers();
+    claim_registers<CONSUMER_REGISTERS>();
     const int consumer = wg - 1, lane = thread % 32, w = thread / 32, g = lane / 4, t = lane % 4;
     // This thread's fragment rows (h = 0, 1) as columns of the tile, and its fragment words' byte
     // offsets in a slice's B boxes: a[h + 2·kh] is (k = t + 4·kh, n = col[h]), + 1024 bytes per k8.
@@ -233,8 +226,8 @@ sgemm_v11_3xtf32_wgmma(const __grid_constant__ TensorMap map_a, const __grid_con
             fence_registers(part);
 #pragma unroll
             for (int k8 = 0; k8 < BK / 8; ++k8) {  // the fragments stay in their registers until here
-                fence_words(hi[k8]);
-                fence_words(lo[k8]);
+                fence_registers(hi[k8]);
+                fence_registers(lo[k8]);
             }
             if (lane == 0) mbar_arrive(empty + stage * 8);
 #pragma unroll

@@ -32,6 +32,19 @@ def alignment_reason(name: str, tensor) -> str | None:
     return None
 
 
+def tma_reason(problem, shape, rung, reader: str) -> str | None:
+    """Why ``reader`` (TMA, or Triton's descriptors) cannot take rung ``rung``'s rows at this shape: the
+    axes ``problem.axis_multiples(rung)`` says must be multiples of 16 bytes' worth of elements (8
+    halves for hgemm and bgemm, 4 floats for sgemm v11) that are not; or None."""
+    multiples = problem.axis_multiples(rung)
+    if not any(shape[axis] % m for axis, m in multiples.items()):
+        return None
+    axes = sorted(multiples)
+    return (f"{reader} rows that start 16 bytes apart by a multiple: {' and '.join(axes)} must be multiples of "
+            f"{'/'.join(str(m) for m in sorted(set(multiples.values())))} "
+            f"({', '.join(f'{axis}={shape[axis]}' for axis in axes)})")
+
+
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit or FP32 elements, boxes of ``box_rows`` ×
     ``box_cols`` elements written to shared memory in the 128-byte swizzle, elements past the matrix

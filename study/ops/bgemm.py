@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
-from study.ops.hgemm import (HGEMM, SMALLEST_NORMAL, TOLERANCE, VECTOR, persistent_tma_launch, tensor_descriptors,
-                              tma_reason)
+from study.backends.tma import tma_reason
+from study.ops.hgemm import HGEMM, SMALLEST_NORMAL, TOLERANCE, VECTOR, persistent_tma_launch, tensor_descriptors
 from study.ops.sgemm import CUBLASLT, SGEMM
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import cdiv, sm_count

@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from study.backends import Unsupported
-from study.backends.tma import alignment_reason
+from study.backends.tma import alignment_reason, tma_reason
 from study.ops.sgemm import CUBLASLT, torch_matmul
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, sm_count
@@ -97,15 +97,6 @@ def uniform_operands(shape, dtype, gen):
     a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
     b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
     return a.to(dtype), b.to(dtype)
-
-
-def tma_reason(problem, shape, rung, reader: str) -> str | None:
-    """Why ``reader`` (TMA, or Triton's descriptors) cannot take rung ``rung``'s rows at this shape:
-    the axes the problem says must be multiples of 8 halves (16 bytes) that are not; or None."""
-    if any(shape[axis] % m for axis, m in problem.axis_multiples(rung).items()):
-        return (f"{reader} rows that start 16 bytes apart by a multiple: K and N must be multiples of {VECTOR} "
-                f"(K={shape['K']}, N={shape['N']})")
-    return None
 
 
 def operands_reason(shape) -> str | None:

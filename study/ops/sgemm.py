@@ -30,6 +30,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from study.backends import Unsupported
+from study.backends.tma import tma_reason
 from study.precision import FP32, TF32
 from study.problem import DEFAULT_SMS, DTYPES, CudaLaunch, KernelCall, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -191,10 +193,7 @@ class SGEMM(Problem):
 
     def cuda_check(self, params, shape, precision, rung="") -> str | None:
         if rung == WGMMA_RUNG:  # persistent: a 1-D grid
-            if any(shape[axis] % m for axis, m in self.axis_multiples(rung).items()):
-                return (f"TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of "
-                        f"{TMA_FLOATS} (K={shape['K']}, N={shape['N']})")
-            return None
+            return tma_reason(self, shape, rung, "TMA reads")
         if cdiv(shape["M"], params["BM"]) > 65535:
             return f"M={shape['M']} needs more than 65535 row blocks of BM={params['BM']} (grid.y limit)"
         return None
@@ -247,7 +246,6 @@ class SGEMM(Problem):
     def _wgmma_launch(self, defines, tensors, out, shape):
         """v11: tensor maps of A (boxes of BM rows × 32 floats) and B (BK rows × 32), C by pointer
         (stored element by element), one block per SM walking the tiles (fewer if fewer tiles)."""
-        from study.backends import Unsupported
         from study.backends.cuda import as_cupy
         from study.backends.tma import tensor_map
 
