@@ -309,6 +309,9 @@ def _label(m: dict, tunes: set) -> str:
     return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" (autotune {m['autotune']})" if len(tunes) > 1 else "")
 
 
+WRAP = 4  # panels a row in a ladder figure of one precision
+
+
 def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     """The ladder: the op's headline unit by rung (first timing mode), a panel per shape and a
     row per precision; the reference baseline dashed."""
@@ -333,11 +336,15 @@ def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     shapes = list(dict.fromkeys(frame["shape"]))
     precisions = list(dict.fromkeys(frame["precision"]))
     sns.set_theme(style="whitegrid")
+    # One precision over many shapes wraps into rows of WRAP panels: seven in one row (the sgemm
+    # ladder's shapes) made a figure too wide to read. seaborn cannot wrap with a row facet.
+    wrap = len(precisions) == 1 and len(shapes) > WRAP
+    facets = dict(col_wrap=WRAP) if wrap else dict(row="precision", row_order=precisions)
     grid = sns.catplot(data=frame, kind="bar", x="rung", y=unit, hue="implementation", col="shape",
-                       col_order=shapes, row="precision", row_order=precisions,
-                       order=sorted(frame["rung"].unique(), key=lambda r: int(r[1:])),
+                       col_order=shapes, **facets, order=sorted(frame["rung"].unique(), key=lambda r: int(r[1:])),
                        height=3.2, aspect=1.2, sharey=False)
-    for (precision, shape), ax in grid.axes_dict.items():  # row and col both set: (row, col) keys
+    panels = {(precisions[0], key): ax for key, ax in grid.axes_dict.items()} if wrap else grid.axes_dict
+    for (precision, shape), ax in panels.items():  # (row, col) keys; a wrapped grid keys by column only
         base = [m for m in ok if m.get("reference") and shape_label(m["shape"]) == shape
                 and (m.get("precision") or m["dtype"]) == precision]
         if base:

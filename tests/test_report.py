@@ -238,6 +238,38 @@ def test_the_best_figure_needs_two_shapes_and_keeps_an_emulation_apart(tmp_path,
     assert seen["series"] == ["CUDA", "CUDA (3xtf32)", "Triton"]
 
 
+def test_a_ladder_of_one_precision_over_many_shapes_wraps_its_panels(tmp_path, doc, monkeypatch):
+    # Seven shapes in one row (the sgemm ladder) made a figure too wide to read: past WRAP shapes
+    # the panels wrap, and every panel still gets its shape's reference line.
+    import matplotlib.axes
+    import seaborn
+
+    shapes = [{"M": 64 * (i + 1), "N": 64, "K": 64} for i in range(report.WRAP + 2)]
+    many = []
+    for shape in shapes:
+        for m in copy.deepcopy(doc["measurements"]):
+            m["shape"] = shape
+            many.append(m)
+    seen, catplot, axhline = {}, seaborn.catplot, matplotlib.axes.Axes.axhline
+
+    def spy(data, **kw):
+        seen.update(kw)
+        return catplot(data=data, **kw)
+
+    def line(ax, *args, **kw):
+        seen["lines"] = seen.get("lines", 0) + 1
+        return axhline(ax, *args, **kw)
+
+    monkeypatch.setattr(seaborn, "catplot", spy)
+    monkeypatch.setattr(matplotlib.axes.Axes, "axhline", line)
+    assert report.figure(many, "sgemm", tmp_path / "wide.png").stat().st_size > 1000
+    assert seen["col_wrap"] == report.WRAP and "row" not in seen
+    assert seen["lines"] == len(shapes)
+    seen.clear()
+    report.figure(many[: len(doc["measurements"]) * report.WRAP], "sgemm", tmp_path / "row.png")
+    assert "col_wrap" not in seen and seen["row"] == "precision" and seen["lines"] == report.WRAP
+
+
 def test_runs_at_different_clocks_get_an_equal_clock_table(doc):
     text = report.render(doc, Path("x.md"), draw=False)
     assert "At an equal clock" not in text  # every median at 1980 MHz: × ref alone is fair
