@@ -18,6 +18,11 @@
 // Builds on: v9 (its tile, split plan and workspace). Constraints: as v9.
 // The space has v9's HOIST, PREFETCH and 64×256 points too. Measured (commit 4c0797b,
 // reports/h200/sgemm-runs/sgemm-split-k-axes.md): 64x64x65536 tuned 1.29x cuBLAS (HOIST=1), 64x8192x8192 0.78x.
+// ncu (commit 57118fc, declared config, reports/h200/profiles/sgemm.md): at 64x64x65536 a launch is
+// 0.0216 ms of partial tiles + 0.0048 ms of reduction against v9's 0.1383 ms (cuBLAS 0.0237 + 0.0098);
+// the first kernel keeps the FMA pipe 50.5 % busy at 70.5 % issue, "wait" the second stall (0.33 cycles
+// per issue; not traced to instructions: no source page was taken). What is left is v9's tile on a
+// short K range (16 BK slices a block), not the sum.
 // arch: sm_80
 // config: BM=64 BN=64 BK=16 WM=32 WN=32 TM=8 TN=4 THREADS=128 STAGES=4 GROUP=8 SPLIT=1 REDUCE_THREADS=256 REDUCE_GROUPS=8 HOIST=0 PREFETCH=0
 // space: BM=64 BN=64 BK=16 WM=32 WN=32 TM=8 TN=4 THREADS=128 STAGES=4 GROUP=8 SPLIT=1 REDUCE_THREADS=256 REDUCE_GROUPS=8 HOIST=0 PREFETCH=0
