@@ -360,19 +360,11 @@ def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     return path
 
 
-def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
-    """Handwritten against the reference over the shapes: per shape (and precision), the best
-    CUDA rung and the best Triton twin as × reference (first timing mode, either autotune
-    setting), each bar labelled with its rung; a rung computing in another math mode (3xTF32 in
-    an FP32 table) is its own series, so FFMA is never credited with tensor-core speed. None
-    below two shapes (the ladder figure says it all)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import pandas as pd
-    import seaborn as sns
-
+def best_by_shape(measurements: list[dict], op: str) -> tuple[str, dict] | None:
+    """(timing mode, {(shape, precision, series): record}): per shape and precision the rung of each
+    series with the highest × reference, in the first timing mode, either autotune setting. A series
+    is a backend, or a backend and a math mode other than the precision's own (3xTF32 in an FP32
+    table), so FFMA is never credited with tensor-core speed. None below two shapes."""
     ok = [m for m in measurements if m["op"] == op and m["status"] == "ok" and m["rung"] is not None
           and m.get("x_ref") and not m.get("pad")]  # a padded layout (align) is another problem
     first = (_modes(ok) or ["cold"])[0]
@@ -386,6 +378,50 @@ def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
         key = (shape_label(m["shape"]), m.get("precision") or m["dtype"], series)
         if key not in best or m["x_ref"] > best[key]["x_ref"]:
             best[key] = m
+    return first, best
+
+
+def best_table(measurements: list[dict], op: str) -> str | None:
+    """The best figure's numbers: per shape and precision, the reference's headline figure and each
+    series' best rung (its autotune setting, figure and × reference). None where the figure is None."""
+    found = best_by_shape(measurements, op)
+    if found is None:
+        return None
+    first, best = found
+    unit = unit_of([m for m in measurements if m["op"] == op])
+    series = sorted({name for _, _, name in best})
+    rows = []
+    for shape, precision in dict.fromkeys((shape, precision) for shape, precision, _ in best):
+        ref = next((m for m in measurements if m["op"] == op and m.get("reference") and m["status"] == "ok"
+                    and shape_label(m["shape"]) == shape and (m.get("precision") or m["dtype"]) == precision
+                    and (m.get("mode") or "cold") == first and not m.get("pad")), None)
+        cells = []
+        for name in series:
+            m = best.get((shape, precision, name))
+            cells.append(f"v{m['rung_index']} ({m['autotune']}) {_num(metrics.headline(m), ',.0f')} · "
+                         f"{m['x_ref']:.2f}×" if m else "—")
+        reference = f"{_num(metrics.headline(ref), ',.0f')} ({ref.get('baseline')})" if ref else "—"
+        rows.append([shape, precision, reference, *cells])
+    return tabulate(rows, ["shape", "precision", f"reference {unit}", *series], tablefmt="github", disable_numparse=True)
+
+
+def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
+    """Handwritten against the reference over the shapes: per shape (and precision), the best
+    CUDA rung and the best Triton twin as × reference (first timing mode, either autotune
+    setting), each bar labelled with its rung; a rung computing in another math mode (3xTF32 in
+    an FP32 table) is its own series, so FFMA is never credited with tensor-core speed. None
+    below two shapes (the ladder figure says it all)."""
+    found = best_by_shape(measurements, op)
+    if found is None:
+        return None
+    first, best = found
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+
     frame = pd.DataFrame([{"shape": shape, "precision": precision, "series": name, "× reference": m["x_ref"]}
                           for (shape, precision, name), m in best.items()])
     shapes, series = list(dict.fromkeys(frame["shape"])), sorted(set(frame["series"]))
@@ -541,6 +577,10 @@ def render(doc: dict, md_path: Path, draw: bool = True) -> str:
                               ("roofline", roofline(ms, op, env, figures / f"{md_path.stem}-{op}-roofline.png"))):
                 if fig is not None:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
+        best = best_table(ms, op)
+        if best:
+            out += [f"Best handwritten rung against the reference, by shape (the best figure's numbers; each "
+                    f"cell: rung (autotune), {unit_of(op_ms)} · × reference):", "", best, ""]
         if op in SECTIONS:
             name, write = SECTIONS[op]
             out += write(ms, md_path.parent / "figures" / f"{md_path.stem}-{op}-{name}.png" if draw else None,

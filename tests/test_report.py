@@ -238,6 +238,26 @@ def test_the_best_figure_needs_two_shapes_and_keeps_an_emulation_apart(tmp_path,
     assert seen["series"] == ["CUDA", "CUDA (3xtf32)", "Triton"]
 
 
+def test_the_best_table_gives_the_best_figure_numbers_and_keeps_an_emulation_apart(doc):
+    assert report.best_table(doc["measurements"], "sgemm") is None  # one shape: no figure, no table
+    more = copy.deepcopy(doc["measurements"])
+    for m in more:
+        m["shape"] = {"M": 64, "N": 64, "K": 64}
+        if m["rung"] == "v0_naive_colmajor_b" and m["backend"] == "cuda":
+            m["math"] = "3xtf32"
+    table = report.best_table(doc["measurements"] + more, "sgemm")
+    header, _, *rows = table.splitlines()
+    assert [c.strip() for c in header.strip("|").split("|")][3:] == ["CUDA", "CUDA (3xtf32)", "Triton"]
+    cells = {row.split("|")[1].strip(): [c.strip() for c in row.strip("|").split("|")] for row in rows}
+    assert cells["64×64×64"][4].startswith("v0 (off)") and cells["64×64×64"][4].endswith("0.50×")
+    assert cells["64×64×64"][3] == "—"  # v0 was the only CUDA rung that passed, and it went to its own column
+    assert cells["100×200×300"][3].startswith("v0 (off)")  # the original shape: v0 is FFMA there
+    assert "v1" not in table  # v1 is wrong: never ranked
+    assert cells["100×200×300"][2] == "2,400 (torch_matmul)" and cells["64×64×64"][5].endswith("0.25×")
+    text = report.render({**doc, "measurements": doc["measurements"] + more}, Path("x.md"), draw=False)
+    assert table in text
+
+
 def test_a_ladder_of_one_precision_over_many_shapes_wraps_its_panels(tmp_path, doc, monkeypatch):
     # Seven shapes in one row (the sgemm ladder) made a figure too wide to read: past WRAP shapes
     # the panels wrap, and every panel still gets its shape's reference line.
