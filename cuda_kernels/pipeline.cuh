@@ -31,40 +31,6 @@ __device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute
     cp_async_wait<0>();
 }
 
-// The same pipeline with each refill spread over the k steps of the slice being computed (sgemm
-// v7's INTERLEAVE=1, docs/ladders/sgemm.md, v7): ncu's stall samples of v7 (HOIST=1) put the
-// refill's twelve copies in one burst after the barrier, each waiting a fixed latency on the one
-// before ("wait" 0.13 cycles per issue against cuBLAS's 0.01), while both warps of a scheduler sat
-// in the same burst. Here part(stage, kk) issues the copies that step kk carries (the loader spreads
-// them and moves on after the last step) and step(stage, kk) multiplies step kk of a landed stage;
-// the group accounting is the one above: the refill of slice s+Stages-1 is one group, committed
-// after slice s's last step, into the stage that slice s-1 left (the barrier saw every thread past it).
-template <int Stages, int Steps, class Part, class Step>
-__device__ __forceinline__ void cp_async_pipeline_interleaved(int slices, Part part, Step step) {
-    static_assert(Stages >= 2, "at least two stages");
-#pragma unroll
-    for (int s = 0; s < Stages - 1; ++s) {
-        if (s < slices) {
-#pragma unroll
-            for (int kk = 0; kk < Steps; ++kk) part(s, kk);
-        }
-        cp_async_commit();
-    }
-    for (int s = 0; s < slices; ++s) {
-        cp_async_wait<Stages - 2>();
-        __syncthreads();
-        const int next = s + Stages - 1;
-        const bool refill = next < slices;
-#pragma unroll
-        for (int kk = 0; kk < Steps; ++kk) {
-            if (refill) part(next % Stages, kk);
-            step(s % Stages, kk);
-        }
-        cp_async_commit();
-    }
-    cp_async_wait<0>();
-}
-
 // The same pipeline with each slice's first fragments loaded ahead (sgemm v7's PREFETCH=1,
 // docs/ladders/sgemm.md, v7): ncu's stall samples of v7 (HOIST=1) put 59 % of its short-scoreboard
 // stalls on the first FFMAs after the slice barrier, which wait for fragments that could only be

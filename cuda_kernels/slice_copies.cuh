@@ -45,21 +45,14 @@ struct BSliceCopies16 {
         k = k_begin + r;
     }
 
-    // Chunk i of the current slice (sgemm v7's INTERLEAVE spreads them over a slice's k steps).
-    __device__ __forceinline__ void issue_one(unsigned stage, int K, int i) {
-        const bool ok = live && k + i * STEP < K;
-        cp_async_16_shared(stage + dst + i * STEP * StrideB * BYTES, ok ? b + i * rows : B, ok);
-    }
-
-    __device__ __forceinline__ void advance() {
-        b += slice;
-        k += Depth;
-    }
-
     __device__ __forceinline__ void issue(unsigned stage, int K) {
 #pragma unroll
-        for (int i = 0; i < CHUNKS; ++i) issue_one(stage, K, i);
-        advance();
+        for (int i = 0; i < CHUNKS; ++i) {
+            const bool ok = live && k + i * STEP < K;
+            cp_async_16_shared(stage + dst + i * STEP * StrideB * BYTES, ok ? b + i * rows : B, ok);
+        }
+        b += slice;
+        k += Depth;
     }
 };
 

@@ -26,9 +26,6 @@
 #ifndef PREFETCH
 #define PREFETCH 0
 #endif
-#ifndef INTERLEAVE
-#define INTERLEAVE 0
-#endif
 
 namespace warp_tile {
 constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
@@ -43,9 +40,6 @@ static_assert(WARPS_M * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0 && WM % TM == 0 && WN % TN == 0,
               "lane tiles are groups of 4×4; BK a multiple of 4");
 static_assert(STAGES >= 2 && GROUP >= 1, "at least two stages; GROUP ≥ 1");
-static_assert(!(INTERLEAVE && PREFETCH), "INTERLEAVE spreads the refill of the plain pipeline: PREFETCH=0");
-static_assert(INTERLEAVE >= 0 && INTERLEAVE <= BK && (INTERLEAVE == 0 || BK % INTERLEAVE == 0),
-              "INTERLEAVE: the refill in G parts, G dividing BK");
 
 // Bytes of dynamic shared memory the kernel needs (the launch passes the same figure).
 constexpr int SMEM_BYTES = STAGES * STAGE_FLOATS * 4;
@@ -116,41 +110,16 @@ struct SliceCopies {
         ak = k_begin + ac;
     }
 
-    static constexpr int COPIES = A_COPIES + decltype(b)::CHUNKS;  // a thread's copies of a slice
-
-    // Copy j of the current slice into the stage at shared address `stage`: A's copies, then B's.
-    __device__ __forceinline__ void issue_one(unsigned stage, int K, int j) {
-        if (j < A_COPIES) {
-            const bool ok = (a_live >> j & 1) && ak < K;
-            cp_async_4_shared(stage + a_dst + j * A_STEP * 4, ok ? a + j * a_rows : A, ok);
-        } else {
-            b.issue_one(stage, K, j - A_COPIES);
-        }
-    }
-
-    __device__ __forceinline__ void advance() {
-        b.advance();
-        a += BK;
-        ak += BK;
-    }
-
-    // Issue the copies of the current slice, then move on.
+    // Issue the copies of the current slice into the stage at shared address `stage`, then move on.
     __device__ __forceinline__ void issue(unsigned stage, int K) {
 #pragma unroll
-        for (int j = 0; j < COPIES; ++j) issue_one(stage, K, j);
-        advance();
-    }
-
-    // INTERLEAVE=G: the copies that k step kk of a slice carries (G parts of the refill at steps
-    // 0, BK/G, 2·BK/G, …; copy j in part j·G/COPIES), moving on after the last step.
-    __device__ __forceinline__ void issue_part(unsigned stage, int K, int kk) {
-        // An empty asm that "changes" the pointers here keeps the copies' address arithmetic at the
-        // copies: hoisted to the slice's top, twelve 64-bit addresses stayed live over its FFMAs.
-        asm volatile("" : "+l"(a), "+l"(b.b));
-#pragma unroll
-        for (int j = 0; j < COPIES; ++j)
-            if (j * INTERLEAVE / COPIES * (BK / INTERLEAVE) == kk) issue_one(stage, K, j);
-        if (kk == BK - 1) advance();
+        for (int i = 0; i < A_COPIES; ++i) {
+            const bool ok = (a_live >> i & 1) && ak < K;
+            cp_async_4_shared(stage + a_dst + i * A_STEP * 4, ok ? a + i * a_rows : A, ok);
+        }
+        b.issue(stage, K);
+        a += BK;
+        ak += BK;
     }
 };
 #endif
@@ -179,14 +148,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[TM][TN], const float* __
         load_slice(st, st + BK * SA, A, B, M, N, k_end, lda, ldb, m0, n0, k_begin + s * BK, tid);
     };
 #endif
-#if INTERLEAVE && HOIST && ALIGNED
-    cp_async_pipeline_interleaved<STAGES, BK>(
-        slices, [&](int stage, int kk) { copies.issue_part(base + stage * STAGE_FLOATS * 4, k_end, kk); },
-        [&](int stage, int kk) {
-            const float* As = smem + stage * STAGE_FLOATS;
-            micro_tile_step<TM, TN, GAP_M, GAP_N>(acc, As + kk * SA + a_off, As + BK * SA + kk * SB + b_off);
-        });
-#elif PREFETCH
+#if PREFETCH
     float ra[2][TM], rb[2][TN];  // two k steps' fragments: one loading while the other is multiplied
     cp_async_pipeline_ahead<STAGES, BK, PREFETCH == 2>(
         slices, load,
