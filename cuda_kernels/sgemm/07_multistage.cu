@@ -32,6 +32,9 @@
 // follow the barrier in the SASS): measured (commit 5ed7e35, sgemm-runs/sgemm-prefetch2.md), not
 // picked at 4096^3; ncu 3.08 ms against 3.00, 237 registers, short scoreboard still 7.4 % of the
 // samples (source-sgemm-v7_multistage-PREFETCH_2.md).
+// Spreading the refill's copies over the slice in 2 or 4 parts (an INTERLEAVE axis, commit da58f0b,
+// reverted): 3.08-3.09 ms against 3.00 (ncu), "wait" not lower, barrier stalls doubled
+// (reports/h200/experiments/interleave-da58f0b/profiles.md).
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
 // Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80
