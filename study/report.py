@@ -314,7 +314,8 @@ WRAP = 4  # panels a row in a ladder figure of one precision
 
 def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
     """The ladder: the op's headline unit by rung (first timing mode), a panel per shape and a
-    row per precision; the reference baseline dashed."""
+    row per precision (one precision over more than WRAP shapes: rows of WRAP panels); the
+    reference baseline dashed."""
     import matplotlib
 
     matplotlib.use("Agg")

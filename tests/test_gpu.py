@@ -79,7 +79,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     reason = backend(impl.backend).check(impl, problem, shape, precision)
     if reason and _arch_reason(impl):
         pytest.skip(reason)  # an sm_90a rung on another GPU
-    if reason:  # only TMA's alignment (K and N multiples of 8) refuses a shape here
+    if reason:  # only TMA's alignment (K and N whole 16 bytes: 8 halves, 4 floats) refuses a shape here
         assert problem.axis_multiples(impl.rung) and "TMA" in reason, reason
         pytest.skip(reason)
     verdict, _ = _run(impl, problem, shape, tensors, ref, scale, precision)
@@ -102,7 +102,7 @@ def test_every_cuda_autotune_point_is_correct(impl):
             reason = backend("cuda").check(impl, problem, dict(zip(problem.axes, shape)), precision)
             if reason and _arch_reason(impl):
                 pytest.skip(reason)
-            if reason:  # a TMA rung at K or N not a multiple of 8
+            if reason:  # a TMA rung at K or N not a whole 16 bytes
                 assert problem.axis_multiples(impl.rung) and "TMA" in reason, reason
                 continue
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)

@@ -29,7 +29,6 @@ struct NoEpilogue {
     __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
 };
 
-
 // Tile `tile` of the walk: its entry z (0 for one matrix) and its block row and column.
 template <int Rank>
 __device__ __forceinline__ void walk_coords(int tile, int rows, int cols, int& z, int& bm, int& bn) {
