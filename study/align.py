@@ -17,6 +17,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from study import metrics, select, sweep
+from study.select import UsageError
+
 PADS = range(16)
 
 
@@ -25,6 +28,29 @@ def shape(problem, base: int) -> dict:
     if set(problem.axes) != {"M", "N", "K"}:
         raise ValueError(f"align measures ops of axes M, N, K; {problem.name} has {', '.join(problem.axes)}")
     return {axis: base for axis in problem.axes}
+
+
+def cases(op: str, base: int, rung: str | None = None, dtypes=None, backends=None, autotune: str = "off",
+          modes=None) -> tuple[list, str]:
+    """(the cases of an align run — its rung the op's last unless named —, a line that counts them): one
+    precision and one timing mode at a time; a usage error says what cannot be aligned."""
+    all_ops, problem = select.one_op(op)
+    if not problem.paddable:
+        raise UsageError(f"{op}'s kernels take no leading dimensions; align runs on "
+                         + ", ".join(name for name, lad in all_ops.items() if lad.problem.paddable))
+    if base < 1:
+        raise UsageError(f"--base must be at least 1; got {base}")
+    try:
+        square = shape(problem, base)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if len(dtypes or []) > 1 or len(modes or []) > 1:
+        raise UsageError("align measures one precision and one timing mode at a time (one --dtype, one --mode)")
+    rung = rung or f"v{len(all_ops[op].rungs) - 1}"
+    precisions = select.parse_dtypes(dtypes, [op], all_ops) if dtypes else None
+    cases = padded(select.planned([op], {op: [square]}, precisions, backends, [rung], autotune, modes))
+    return cases, (f"align {op} at {base}³, rung {rung}: leading dimensions {base} … {base + 15}, "
+                   f"{len(cases)} cases")
 
 
 def padded(cases: list, pads=PADS) -> list:
@@ -60,8 +86,6 @@ def table(doc: dict) -> str:
     """GFLOPS per leading dimension (rows) and implementation (columns), with the ratio to the
     unpadded case and the CUDA rungs' scalar path marked: the page's table, and the cuBLAS study's."""
     from tabulate import tabulate
-
-    from study import metrics
 
     series = _series(doc)
     base, pads = _base_and_pads(doc)
@@ -113,8 +137,6 @@ def figure(doc: dict, path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from study import metrics
-
     series = _series(doc)
     if not series:
         return None
@@ -138,8 +160,6 @@ def figure(doc: dict, path: Path) -> Path | None:
 
 def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
     """CSV (study.sweep's tidy rows, a ``pad`` column included), figure and page beside the file."""
-    from study import sweep
-
     csv_path, md_path = json_path.with_suffix(".csv"), json_path.with_suffix(".md")
     sweep.write_csv(doc, csv_path)
     fig = figure(doc, json_path.parent / "figures" / f"{json_path.stem}.png")

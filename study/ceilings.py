@@ -11,21 +11,27 @@
   many bytes can reach cold, its launch and ramp included (a softmax of 4096² FP16 moves 64 MiB).
 - Launch overhead: the event-timed duration of an empty kernel.
 
-All are timed by the runner's own :class:`~study.runner.Timer` (cold mode: the copy and
-the GEMMs are far larger than L2 anyway), so they are measured the way every kernel is.
+All are timed by the study's own timer (:mod:`study.timer`, cold mode: the copy and the GEMMs are
+far larger than L2 anyway), so they are measured the way every kernel is.
 Results are cached per GPU under the study cache folder (``$STUDY_CACHE_DIR``, default
 ``~/.cache/study``); ``python -m study ceilings --remeasure`` measures again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from study import metrics, stats
+from study.timer import for_gpu
+from study.backends.cuda import StreamCache, as_cupy, load_function
 from study.paths import MICROBENCH_DIR as MICROBENCH
 from study.paths import cache_dir, report_dir
 from study.precision import FP16_TENSOR
+from study.problem import DTYPES
+from study.report.labels import num
+from study.results import write
 
 TENSOR_SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 8192))
 COPY_BYTES = 2 * 2**30
@@ -57,8 +63,6 @@ def _time(timer, fn) -> dict:
 
 def empty_launch():
     """A launch of one block of an empty kernel on torch's current stream."""
-    from study.backends.cuda import StreamCache, load_function
-
     empty = load_function(MICROBENCH / "empty.cu", "empty_kernel", {"THREADS": 32})
     streams = StreamCache()
     return lambda: empty((1, 1, 1), (32, 1, 1), (), stream=streams.current())
@@ -75,8 +79,6 @@ def _loop(timer, device, file: str, symbol: str, defines: dict, blocks_per_sm: i
     an SM, each thread writing its result to a sink; GFLOPS from the FLOPs a block does, counted exactly."""
     import numpy as np
     import torch
-
-    from study.backends.cuda import StreamCache, as_cupy, load_function
 
     kernel = load_function(MICROBENCH / file, symbol, defines)
     blocks = device.sms * blocks_per_sm
@@ -132,12 +134,8 @@ def curve_point(size: int, copy: dict) -> dict:
 
 
 def cold_timer(device, settings, clocks):
-    """The runner's timer as every ceiling uses it: cold mode, no CUDA graphs."""
-    import dataclasses
-
-    from study.runner import Timer
-
-    return Timer(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
+    """The study's timer as every ceiling uses it: cold mode, no CUDA graphs."""
+    return for_gpu(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
 
 
 def add_copy_by_size(ceilings: dict, device, settings, clocks) -> dict:
@@ -148,8 +146,6 @@ def add_copy_by_size(ceilings: dict, device, settings, clocks) -> dict:
 def tensor_core(timer, dtype: str, fp32_precision: str) -> dict:
     """The best cuBLAS GEMM of one precision over TENSOR_SHAPES (random data: zeros run faster)."""
     import torch
-
-    from study.problem import DTYPES
 
     best, per_shape = None, []
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -235,8 +231,6 @@ def load_or_measure(device, settings, clocks, remeasure: bool = False, uuid: str
                 cached = json.loads(source.read_text())
                 if cached.get("device", {}).get("name") == device.name and complete(cached):
                     return cached, str(source)
-    from study.results import write
-
     result = measure(device, settings, clocks)
     write(path, result)
     return result, "measured now"
@@ -246,10 +240,10 @@ def markdown(ceilings: dict) -> str:
     from tabulate import tabulate
 
     def pct(value, peak):
-        return "—" if not peak else f"{100 * value / peak:.1f} %"
+        return num(100 * value / peak if peak else None, ".1f", " %")
 
     def gflops(value):
-        return "—" if value is None else f"{value:,.0f} GFLOPS"
+        return num(value, ",.0f", " GFLOPS")
 
     f, c, lo = ceilings["ffma"], ceilings["copy"], ceilings["launch_overhead"]
     rows = [["FP32 FFMA loop", gflops(f["gflops"]), gflops(f["theoretical_gflops"]),

@@ -1,204 +1,207 @@
-"""The ``compare`` flow: plan, measure in workers, journal every case, resume, report.
-
-Nothing is lost: every measurement is appended to the results file's journal as it completes,
-and the file itself is rewritten (atomically, ``complete: false``) every ``REWRITE_S`` seconds,
-on every exit and when the last case is done (the journal then goes). Re-running the same
-command on the same commit with the same timer settings finds that file (and its journal) and
-measures only the cases it lacks; any other difference starts a fresh run (``--fresh`` forces one).
+"""The compare flow on the GPU: the ceilings and the environment, every case of a plan measured in a
+worker process (or one per GPU), journaled as it completes (:mod:`study.measure`), then the report.
+``compare``, ``sweep``, ``align``, ``rerun`` and the cuBLAS study's steps all end here.
 """
 
 from __future__ import annotations
 
-import collections
-import signal
-import threading
+import dataclasses
+import json
+import sys
 import time
 from pathlib import Path
 from typing import Callable
 
-from study import results
-from study.runner import Case, crashed_record, ordered
-from study.shards import group_of
+from study import ceilings, diff, hardware, metrics, pages, plan, results
+from study.keys import CaseKey
+from study.measure import LaneDead, run_compare, run_interruptibly
+from study.paths import report_dir
+from study.report.labels import reason_line
+from study.report.tables import summary_table
+from study.select import UsageError
+from study.session import Session, crashed_record
+from study.shards import shard_cases
+from study.sweep import eta_text
+from study.timer import for_gpu
+from study.timing import TimerSettings, TimingConfigError
+from study.worker import WorkerPool, start_all
 
 
-def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None, str]:
-    """The unfinished results document at ``path`` that this run may continue, and why (not)."""
-    if not path.is_file():
-        return None, "no earlier results"
-    try:
-        old = results.load(path)
-    except (OSError, ValueError) as exc:
-        return None, f"earlier results unreadable ({exc})"
-    if old.get("complete", True):
-        return None, "the earlier run was complete"
-    if old.get("plan") != plan_keys:
-        return None, "the earlier run planned other cases"
-    changed = results.differences(old["environment"], env, ("GPU", "commit", "dirty tree", "timer settings"))
-    if changed:
-        return None, "the earlier run differs in " + ", ".join(label for label, _, _ in changed)
-    journaled = results.Journal(path).records(old["environment"].get("utc")) or []
-    have = {m.get("case") for m in old["measurements"]}
-    old["measurements"] += [m for m in journaled if m.get("case") in set(plan_keys) - have]
-    return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
-REWRITE_S = 30.0  # the whole document is rewritten at most this often while cases complete
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run measures and where it writes: the timer's settings, the results folder (default
+    ``reports/<gpu>/``) and file stem, the inputs' seed, a worker per case (``isolate``), a fresh start
+    instead of resuming, the GPUs (several: one worker each), the shard (i, n) and the command the
+    results record (default: this process's)."""
+
+    settings: TimerSettings
+    out: Path | None = None
+    name: str = "compare"
+    seed: int = 0
+    isolate: bool = True
+    fresh: bool = False
+    gpus: list | None = None
+    shard: tuple[int, int] | None = None
+    what: str = ""
+    argv: list | None = None
 
 
-class LaneDead(Exception):
-    """A GPU lane whose worker cannot start: its unfinished group goes back to the other lanes."""
+class Progress:
+    """One line per measured case, with the time left estimated from this run's pace (cases
+    resumed from an earlier run do not count towards it)."""
+
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.first = None
+
+    def __call__(self, n, total, case, record):
+        if self.first is None:
+            self.first = n - 1
+        if record["status"] == "ok":
+            value = metrics.headline({**record, **metrics.derive(record, {})})
+            what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
+        else:
+            what = f"{record['status']}: {reason_line(record['reason'])[:160]}"
+        pace = (time.perf_counter() - self.started) / max(n - self.first, 1)
+        say(f"[{n:>{len(str(total))}}/{total} {eta_text(pace * (total - n)):>6} left] {case.label:<72} {what}")
 
 
-def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
-                progress: Callable[[int, int, Case, dict], None] | None = None,
-                fresh: bool = False, say: Callable[[str], None] = print) -> dict:
-    """Measure what the results file lacks, journaling every case and rewriting the file every
-    ``REWRITE_S`` and on exit; returns the document.
+def pool_measure(pool, lanes: int = 1):
+    """Measure a case in ``pool``'s worker; every record names the GPU, also a crashed one. In a
+    run of several lanes a worker that cannot start hands its work to the others (LaneDead)."""
+    def measure(case):
+        record = pool.measure(case, lambda why: crashed_record(case, why))
+        if pool.dead and lanes > 1:
+            raise LaneDead(f"GPU {pool.gpu_index}: {record['reason']}")
+        if record.get("gpu") is None and pool.facts:
+            record["gpu"] = {"index": pool.facts.get("index"), "uuid": pool.facts.get("uuid")}
+        return record
 
-    ``measure`` measures one case; a list of them (one per GPU) measures (op, shape, precision)
-    groups in parallel, a group to whichever GPU is free next, so that a rung and its reference
-    baseline always share a GPU. The file is written after every case either way."""
-    cases = ordered(cases)
-    plan_keys = [c.key for c in cases]
-    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env)
-    say(why)
-    if old is not None:
-        env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
-    done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
-    lock = threading.RLock()  # the exit path saves under it, possibly from a thread already inside
-    stopping = threading.Event()
-    journal = results.Journal(json_path)
-    last_write = [0.0]
+    return measure
 
-    def save(complete: bool) -> dict:
-        doc = results.document(env, [done[k] for k in plan_keys if k in done])
-        doc["plan"], doc["complete"] = plan_keys, complete and len(doc["measurements"]) == len(plan_keys)
-        results.write(json_path, doc)
-        last_write[0] = time.monotonic()
-        if doc["complete"]:
-            journal.remove()
-        return doc
 
-    def one(measure_one, case: Case) -> None:
-        started = time.perf_counter()
+def _environment(device, options: RunOptions, cases) -> dict:
+    env = results.environment(device, options.settings, options.argv or results.python_argv())
+    for per_case in ("mode", "flush_l2"):  # each record carries its own mode
+        env["timer"].pop(per_case)
+    env.update(modes=sorted({c.mode for c in cases}), seed=options.seed,
+               shard=list(options.shard) if options.shard else None)
+    return env
+
+
+def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tuple[int, dict | None]:
+    """Measure ``cases`` and write the results and their page (``finish(doc, json_path, md_path)`` in
+    place of the comparison report: a sweep's or an align run's page). Returns (exit code: 0, 1 when a
+    case was wrong or crashed, 130 when interrupted; the document, or None when interrupted)."""
+    settings, gpus = options.settings, options.gpus
+    if gpus:
+        import torch
+
+        torch.cuda.set_device(gpus[0])  # the environment describes a GPU the run uses
+    device = hardware.current_device()
+    json_path, md_path = results.default_paths(options.out or report_dir(device.slug), options.name)
+    pools: list = []
+
+    def work() -> dict:
+        if gpus:
+            return work_on_gpus()
+        clocks = hardware.Clocks()
+        measured, source = ceilings.load_or_measure(device, settings, clocks)
+        say(f"ceilings: {source}")
+        cold = dataclasses.replace(settings, mode="cold")
+        overhead = ceilings.launch_overhead(for_gpu(cold, device, clocks))["median_ms"]
+        env = _environment(device, options, cases)
+        env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
+        env["launch_overhead_ms"] = overhead
+        env["clocks_available"] = clocks.available
+        say(f"{len(cases)} cases on {device.name}: {len({c.impl.name for c in cases})} implementations, "
+            f"{len({(c.impl.op, json.dumps(c.shape)) for c in cases})} shapes, "
+            f"precisions {', '.join(sorted({c.precision.name for c in cases}))}, {options.what}, "
+            f"modes {', '.join(env['modes'])}; empty-kernel launch {overhead * 1e3:.2f} µs; results to {json_path}")
+        if not options.isolate:
+            import torch
+
+            gpu = {"index": torch.cuda.current_device(), "uuid": hardware.nvml_facts()["uuid"]}
+            measure = Session(settings, device, seed=options.seed, clocks=clocks, launch_overhead_ms=overhead,
+                              gpu=gpu).measure
+        else:
+            pools.append(WorkerPool(settings, seed=options.seed, launch_overhead_ms=overhead))
+            measure = pool_measure(pools[0])
+        return run_compare(cases, env, json_path, measure, progress=Progress(), fresh=options.fresh, say=say)
+
+    def work_on_gpus() -> dict:
+        pools.extend(WorkerPool(settings, seed=options.seed, gpu_index=g) for g in gpus)
+        say(f"starting {len(pools)} worker{'s' if len(pools) > 1 else ''} on GPU {', '.join(map(str, gpus))} "
+            f"(each measures its own ceilings and launch overhead)")
+        ready = start_all(pools, say)
+        if not ready:
+            raise UsageError(f"no worker could start on GPU {', '.join(map(str, gpus))}")
+        models = sorted({p.facts["name"] for p in ready})
+        if len(models) > 1:
+            raise UsageError(f"--gpus spans {' and '.join(models)}: peaks and ceilings differ by model; run each "
+                             f"model on its own, or shard and `merge --allow-mixed`")
+        facts = [p.facts for p in ready]
+        env = _environment(device, options, cases)
+        env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"])
+        say(f"{len(cases)} cases on {len(ready)} {models[0]}, {options.what}; results to {json_path}")
+        return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready], progress=Progress(),
+                           fresh=options.fresh, say=say)
+
+    def cleanup() -> None:
+        for pool in pools:
+            pool.close(kill=True, final=True)
+
+    doc, code = run_interruptibly(work, json_path, len(cases), cleanup, say)
+    if doc is None:
+        return code, None
+    if finish is None:
+        pages.write_report(doc, md_path)
+        print(summary_table(doc))
+        say(f"\nwrote {json_path} and {md_path}")
+    else:
+        finish(doc, json_path, md_path)
+    return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
+
+
+def sharded(cases: list, shard: tuple[int, int] | None, name: str | None, stem: str) -> tuple[list, str]:
+    """The cases of shard (i, n) and the file stem it writes (``<stem>-shard-i-of-n`` unless named)."""
+    if not shard:
+        return cases, name or stem
+    index, count = shard
+    return shard_cases(cases, index, count), name or f"{stem}-shard-{index}-of-{count}"
+
+
+def rerun_plan(doc: dict):
+    """The cases, timer settings and seed of a results file, to measure them again exactly."""
+    # An upgraded (schema 1/2) file's plan keys predate precisions and modes; its records' keys do not.
+    keys = [CaseKey.of_record(m) for m in doc["measurements"]] if doc.get("upgraded_from") or not doc.get("plan") \
+        else [CaseKey.parse(k) for k in doc["plan"]]
+    cases = []
+    for key in keys:
         try:
-            record = measure_one(case)
-        except LaneDead:
-            raise
-        except Exception as exc:  # the pool itself failed: record it, keep going
-            record = crashed_record(case, f"{type(exc).__name__}: {exc}")
-        record["case"] = case.key
-        record["wall_s"] = time.perf_counter() - started
-        with lock:
-            if stopping.is_set():  # interrupted meanwhile: what a killed worker returns is not a result
-                return
-            done[case.key] = record
-            journal.append(record)
-            if time.monotonic() - last_write[0] >= REWRITE_S:
-                save(False)
-            if progress:
-                progress(len(done), len(cases), case, record)
-
-    save(False)
-    journal.start(env["utc"])
+            cases.append(plan.case_of(key))
+        except KeyError:
+            raise UsageError(f"{key.implementation} is not an implementation of this version of the study") from None
+    timer = doc["environment"]["timer"]
+    fields = {f: timer[f] for f in TimerSettings.__dataclass_fields__ if f in timer}
     try:
-        return _measure_all(cases, done, measure, one, lock, stopping, save)
-    except BaseException:
-        stopping.set()
-        with lock:
-            save(False)  # what completed is in the document too, not only in the journal
-        raise
+        settings = TimerSettings(**fields)
+    except TimingConfigError as exc:
+        raise UsageError(f"the file's timer settings: {exc}") from None
+    return cases, settings, doc["environment"].get("seed", 0)
 
 
-def _measure_all(cases, done, measure, one, lock, stopping, save) -> dict:
-    todo = [c for c in cases if c.key not in done]
-    lanes = measure if isinstance(measure, list) else [measure]
-    if len(lanes) == 1:
-        for case in todo:
-            one(lanes[0], case)
-        return save(True)
-    groups: dict = {}
-    for case in todo:
-        groups.setdefault(group_of(case), []).append(case)
-    queue = collections.deque(groups.values())
-    failures: list = []
-    dead: list = []
-
-    def lane(measure_one) -> None:
-        try:
-            while not stopping.is_set():
-                with lock:
-                    if not queue:
-                        return
-                    group = queue.popleft()
-                for n, case in enumerate(group):
-                    if stopping.is_set():
-                        return
-                    try:
-                        one(measure_one, case)
-                    except LaneDead as exc:
-                        with lock:
-                            queue.appendleft(group[n:])
-                            dead.append(str(exc))
-                        return
-        except BaseException as exc:  # saving failed, say: stop every lane, raise it in the main thread
-            failures.append(exc)
-            stopping.set()
-
-    threads = [threading.Thread(target=lane, args=(m,), daemon=True) for m in lanes]
-    for t in threads:
-        t.start()
-    while any(t.is_alive() for t in threads):
-        for t in threads:
-            t.join(0.2)  # short waits: the main thread must stay free to take Ctrl-C
-    if failures:
-        raise failures[0]
-    for group in queue:  # every lane's worker failed to start: say so for each case left
-        for case in group:
-            one(lambda c: crashed_record(c, f"no GPU lane could measure it: {dead[-1]}"), case)
-    return save(True)
-
-
-INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
-
-
-def interrupted_line(json_path: Path, total: int) -> str:
-    """The one line an interrupted run prints: what was saved and how to resume."""
-    try:
-        saved = len(results.load(json_path)["measurements"])
-    except (OSError, ValueError):
-        saved = 0
-    return (f"interrupted: {saved} of {total} measurements are saved in {json_path}; "
-            f"run the same command again to resume")
-
-
-def run_interruptibly(work: Callable[[], dict], json_path: Path, total: int, cleanup: Callable[[], None],
-                      say: Callable[[str], None]) -> tuple[dict | None, int]:
-    """Run ``work`` (the compare flow) so that Ctrl-C or SIGTERM stops it with one line and exit
-    code 130, never a traceback. The first signal raises KeyboardInterrupt; from then on both
-    signals are ignored while ``cleanup`` (stopping the worker) runs. Returns (the results
-    document or None, exit code)."""
-    watched = (signal.SIGINT, signal.SIGTERM)
-
-    def ignore_from_now_on():
-        for s in watched:
-            signal.signal(s, signal.SIG_IGN)
-
-    def stop(signum, frame):
-        ignore_from_now_on()
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = {s: signal.signal(s, stop) for s in watched}
-    try:
-        return work(), 0
-    except KeyboardInterrupt:
-        ignore_from_now_on()
-        say(interrupted_line(json_path, total))
-        return None, INTERRUPTED
-    finally:
-        ignore_from_now_on()
-        try:
-            cleanup()
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
+def rerun(old: dict, planned: tuple, source: Path, out: Path) -> int:
+    """Measure the cases of ``old`` (read from ``source``; ``planned``: its :func:`rerun_plan`) again into
+    ``out``, then print the diff."""
+    cases, settings, seed = planned
+    code, new = run(cases, RunOptions(settings, out=out.parent, name=out.stem, seed=seed, what=f"rerun of {source}"))
+    if new is None:
+        return code
+    pairs = diff.pair_runs(old, new)
+    print(diff.terminal(old, new, pairs, diff.DEFAULT_THRESHOLD))
+    return code

@@ -16,6 +16,8 @@ again):
 - a sweep per precision, M, N ∈ 256 … 8192 (×2) at K = 4096: cuBLAS, the best CUDA rung (v7 in
   FP32; hgemm v8 in FP16) and its twin, as heatmaps.
 
+Each step is data (:class:`Step`): the flow it calls as a function — ``compare``, ``align`` or
+``sweep`` — with its selection, and the command line it equals, which its results file records.
 ``reports/<gpu>/cublas-study.md`` is written from those files alone; each table names the file,
 command and commit that measured it. ``--page-only`` rewrites the page without a GPU. "Best" is
 the fastest ``ok`` record of a backend in a row (any rung, any autotune mode), named in the cell;
@@ -28,52 +30,88 @@ import dataclasses
 import os
 from pathlib import Path
 
-from study import metrics, results
+from study import align, catalog, compare, keys, metrics, results, select, sweep
 from study.backends import cublaslt
-from study.report import EMULATION, shape_label
+from study.report.labels import EMULATION, shape_label
+from study.timing import TimerSettings
 
 SEED_GEMM_SHAPES = ("2048x2048x2048", "512x4096x4096", "64x8192x8192", "64x64x65536")
 TF32_SHAPES = ("2048x2048x2048", "4096x4096x4096")
 HALF_SHAPES = TF32_SHAPES  # the seed's FP16 row is 2048³ (docs/seeds.md §3); 4096³ as for TF32
 GEMV_SHAPES = ("1024x1024", "4096x4096", "16384x16384")
-SWEEP_AXES = ("--m", "256:8192:x2", "--n", "256:8192:x2", "--k", "4096")
+SWEEP_AXES = (("M", "256:8192:x2"), ("N", "256:8192:x2"), ("K", "4096"))
+
+
+def _flags(flag: str, values) -> list[str]:
+    return [x for v in values for x in (flag, v)]
 
 
 @dataclasses.dataclass(frozen=True)
 class Step:
+    """One table of the study: the flow that measures it (``compare``, ``align`` or ``sweep``) and its
+    selection, called as a function; ``argv`` is the command line it equals."""
+
     name: str     # file stem of its results in the study's folder
     title: str
-    argv: tuple[str, ...]  # a study command, without --out and --name
+    flow: str     # compare, align or sweep
+    op: str
+    shapes: tuple[str, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    rungs: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    autotune: str = "off"
+    axes: tuple[tuple[str, str], ...] = ()  # sweep: (axis, values)
+    base: int = 0                           # align: the square's side
     # Until the step has run, its table may come from the comparison beside the folder (the
     # README's ``compare``, which measures GEMV at these shapes too): (op, shapes).
     from_compare: tuple[str, tuple[str, ...]] | None = None
     # Where the page's reader finds why a row stands where it does (prose with evidence, no figures).
     why: str = ""
 
+    @property
+    def argv(self) -> tuple[str, ...]:
+        """The study command this step equals, without --out and --name."""
+        if self.flow == "align":
+            return ("align", "--op", self.op, "--base", str(self.base), *_flags("--rung", self.rungs))
+        if self.flow == "sweep":
+            return ("sweep", "--op", self.op, *(x for a, v in self.axes for x in (f"--{a.lower()}", v)),
+                    *_flags("--rung", self.rungs), *_flags("--backend", self.backends), *_flags("--dtype", self.dtypes),
+                    "--autotune", self.autotune)
+        return ("compare", "--op", self.op, *_flags("--dtype", self.dtypes), *_flags("--shape", self.shapes),
+                *_flags("--rung", self.rungs), *_flags("--backend", self.backends), "--autotune", self.autotune)
+
     def command(self, out: Path) -> list[str]:
         return [*self.argv, "--out", str(out), "--name", self.name]
 
-
-def _shapes(shapes) -> tuple[str, ...]:
-    return tuple(x for s in shapes for x in ("--shape", s))
+    def cases(self, say) -> tuple[list, object]:
+        """(its cases, what writes its page: None for the comparison report)."""
+        if self.flow == "align":
+            cases, line = align.cases(self.op, self.base, self.rungs[0] if self.rungs else None, self.dtypes or None,
+                                      self.backends or None, self.autotune)
+            say(line)
+            return cases, lambda doc, json_path, md_path: align.write_outputs(doc, json_path)
+        if self.flow == "sweep":
+            cases, line = sweep.cases(self.op, dict(self.axes), self.dtypes or None, self.backends or None,
+                                      self.rungs or None, self.autotune)
+            say(line)
+            return cases, lambda doc, json_path, md_path: sweep.write_outputs(doc, json_path)
+        return select.cases([self.op], list(self.shapes) or None, list(self.dtypes) or None, self.backends or None,
+                            self.rungs or None, self.autotune, say=say), None
 
 
 STEPS = (
-    Step("seed-fp32", "GEMM, FP32, at the seed's shapes",
-         ("compare", "--op", "sgemm", *_shapes(SEED_GEMM_SHAPES), "--autotune", "both")),
-    Step("seed-tf32", "GEMM, TF32",
-         ("compare", "--op", "sgemm", "--dtype", "tf32", *_shapes(TF32_SHAPES), "--autotune", "both"),
+    Step("seed-fp32", "GEMM, FP32, at the seed's shapes", "compare", "sgemm", shapes=SEED_GEMM_SHAPES, autotune="both"),
+    Step("seed-tf32", "GEMM, TF32", "compare", "sgemm", shapes=TF32_SHAPES, dtypes=("tf32",), autotune="both",
          why="Why the Triton twins trail cuBLAS here: every config issues TF32 `wgmma`, which reads B from shared "
              "memory K-major only, and this op's B is N-contiguous, so Triton re-lays each B tile through "
              "registers on the tensor cores' path (shared-store bank conflicts, an idle tensor pipe); with B "
              "K-major the same kernel runs several times faster. Evidence: docs/ladders/sgemm.md (\"TF32 and "
              "the Triton twins\"), `experiments/triton_tf32.py` and the ncu table `profiles/sgemm-tf32.md` "
              "beside this page."),
-    Step("seed-half", "GEMM, FP16 and BF16 (FP32 accumulation; the tensor-core rungs v6–v8)",
-         ("compare", "--op", "hgemm", "--dtype", "fp16", "--dtype", "bf16", *_shapes(HALF_SHAPES),
-          "--rung", "v6", "--rung", "v7", "--rung", "v8", "--autotune", "both")),
+    Step("seed-half", "GEMM, FP16 and BF16 (FP32 accumulation; the tensor-core rungs v6–v8)", "compare", "hgemm",
+         shapes=HALF_SHAPES, dtypes=("fp16", "bf16"), rungs=("v6", "v7", "v8"), autotune="both"),
     Step("batched", "Strided-batched GEMM (`torch.bmm`), FP32 and FP16, attention-like shapes (bgemm's defaults)",
-         ("compare", "--op", "bgemm", "--dtype", "fp32", "--dtype", "fp16", "--autotune", "both"),
+         "compare", "bgemm", dtypes=("fp32", "fp16"), autotune="both",
          why="The FP16 rows with K = 64 or N = 64 do fewer than 64 flops a byte moved, about a quarter of what the "
              "H200's tensor cores need from HBM to stay busy: they are bound by memory, and the study's rung (hgemm "
              "v8's tile over the batch) meets `torch.bmm` there. At 8192 × (32×32×32) its 128-row tile computes 8× the "
@@ -81,31 +119,23 @@ STEPS = (
              "The FP16 best-CUDA cells at 128 × (1024×64×1024) and 8192 × (32×32×32) are v1's 64-wide n tile before "
              "a fix to its C stores (40905e3); measured again after it (bgemm-runs/bgemm-bn64.md, 5ed7e35): 1.01× "
              "and 0.53×."),
-    Step("gemv", "GEMV", ("compare", "--op", "sgemv", *_shapes(GEMV_SHAPES), "--autotune", "on"),
-         from_compare=("sgemv", GEMV_SHAPES)),
-    Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)",
-         ("align", "--op", "sgemm", "--base", "4096", "--rung", "v7")),
-    Step("sweep-fp32", "Sweep, FP32, K = 4096",
-         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v7", "--backend", "cuda", "--backend", "triton",
-          "--autotune", "off")),
-    Step("sweep-tf32", "Sweep, TF32, K = 4096 (the FFMA rungs have no TF32: cuBLAS and the twin)",
-         ("sweep", "--op", "sgemm", *SWEEP_AXES, "--rung", "v4", "--backend", "triton", "--dtype", "tf32",
-          "--autotune", "off")),
-    Step("sweep-fp16", "Sweep, FP16, K = 4096 (hgemm v8, its twin and cuBLAS)",
-         ("sweep", "--op", "hgemm", *SWEEP_AXES, "--rung", "v8", "--backend", "cuda", "--backend", "triton",
-          "--dtype", "fp16", "--autotune", "off")),
+    Step("gemv", "GEMV", "compare", "sgemv", shapes=GEMV_SHAPES, autotune="on", from_compare=("sgemv", GEMV_SHAPES)),
+    Step("align-sgemm-4096", "Leading dimensions 4096 … 4111 (FP32 GEMM, 4096³)", "align", "sgemm", base=4096,
+         rungs=("v7",)),
+    Step("sweep-fp32", "Sweep, FP32, K = 4096", "sweep", "sgemm", axes=SWEEP_AXES, rungs=("v7",),
+         backends=("cuda", "triton")),
+    Step("sweep-tf32", "Sweep, TF32, K = 4096 (the FFMA rungs have no TF32: cuBLAS and the twin)", "sweep", "sgemm",
+         axes=SWEEP_AXES, rungs=("v4",), backends=("triton",), dtypes=("tf32",)),
+    Step("sweep-fp16", "Sweep, FP16, K = 4096 (hgemm v8, its twin and cuBLAS)", "sweep", "hgemm", axes=SWEEP_AXES,
+         rungs=("v8",), backends=("cuda", "triton"), dtypes=("fp16",)),
 )
 
 
-def run(out: Path, main, say=print, extra: tuple[str, ...] = ()) -> int:
-    """Each step's command whose results file is not complete, or is complete but has no record of a
-    rung the step measures now (``_missing_rungs``; the step runs again whole) (``main``: the CLI's
-    entry point).
-    Returns the worst exit code; an interruption (130) or a usage error (2) stops the study.
-    ``extra`` goes to every step (``--gpus``). While a step runs, ``sys.argv`` is that step's command: its results file records what
-    measured it (and a sweep's or align run's file is known as one by it)."""
-    import sys
-
+def run(out: Path, say=print, gpus: list | None = None, gpus_text: str | None = None) -> int:
+    """Each step whose results file is not complete, or is complete but has no record of a rung the step
+    measures now (``_missing_rungs``; the step runs again whole), measured by its flow (``gpus``: on
+    these GPUs, one worker each; ``gpus_text``: how the command line named them, recorded with it).
+    Returns the worst exit code; an interruption (130) or a usage error (2) stops the study."""
     worst = 0
     for step in STEPS:
         path = out / f"{step.name}.json"
@@ -116,14 +146,16 @@ def run(out: Path, main, say=print, extra: tuple[str, ...] = ()) -> int:
             continue
         if missing:  # complete, but measured before these rungs existed (or before the step named them)
             say(f"cublas-study: {step.name}: {path} has no record of {', '.join(missing)}: measured again")
-        argv = [*step.command(out), *extra]
+        argv = [*step.command(out), *(["--gpus", gpus_text] if gpus_text else [])]
         say(f"cublas-study: {step.name}: python -m study {' '.join(argv)}")
-        saved = sys.argv
-        sys.argv = [saved[0], *argv]
         try:
-            code = main(argv)
-        finally:
-            sys.argv = saved
+            cases, finish = step.cases(say)
+        except select.UsageError as exc:
+            say(f"error: {exc}")
+            return 2
+        options = compare.RunOptions(TimerSettings(), out=out, name=step.name, gpus=gpus,
+                                     what=f"autotune {step.autotune}", argv=["python", "-m", "study", *argv])
+        code, _ = compare.run(cases, options, finish=finish)
         if code in (2, 130):
             return code
         worst = max(worst, code)
@@ -271,13 +303,8 @@ def _missing_rungs(doc: dict, step: Step) -> list[str]:
     single record in the step's file: a file measured before the ladder grew or the step moved to a
     better rung. Its table's "best" is then the best of the rungs it had, and the page says which
     are missing rather than let the reader take it for the ladder's best."""
-    from study.registry import ladder
-
-    argv = list(step.argv)
-    if "--op" not in argv:
-        return []
-    named = [argv[i + 1] for i, a in enumerate(argv) if a == "--rung"]
-    keys = [r.key for r in ladder(argv[argv.index("--op") + 1]).rungs
+    named = step.rungs
+    keys = [r.key for r in catalog.ladder(step.op).rungs
             if not named or any(r.key == n or r.key.split("_")[0] == n for n in named)]
     seen = {m.get("rung") for m in doc["measurements"]}
     return [k for k in keys if k not in seen]
@@ -286,7 +313,7 @@ def _missing_rungs(doc: dict, step: Step) -> list[str]:
 def _only(doc: dict, step: Step) -> dict:
     """The records of the step's op and shapes in the comparison the step borrows from."""
     op, shapes = step.from_compare
-    keep = [m for m in doc["measurements"] if m["op"] == op and "x".join(map(str, m["shape"].values())) in shapes]
+    keep = [m for m in doc["measurements"] if m["op"] == op and keys.shape_text(m["shape"]) in shapes]
     return {**doc, "measurements": keep}
 
 
@@ -326,13 +353,11 @@ def markdown(folder: Path, page: Path) -> str:
             source += (f" **Rungs this step measures that have no record here:** {', '.join(missing)}; the CUDA "
                        "and Triton figures are of the rungs the file has (`python -m study cublas-study` measures "
                        "the step again).")
-        if step.argv[0] == "compare":
-            header, rows = (gemv_table if "sgemv" in step.argv else gemm_table)(doc)
+        if step.flow == "compare":
+            header, rows = (gemv_table if step.op == "sgemv" else gemm_table)(doc)
             lines += [source + _not_ok(doc), "", tabulate(rows, header, tablefmt="github", disable_numparse=True), ""]
             lines += [step.why, ""] if step.why else []
-        elif step.argv[0] == "align":
-            from study import align
-
+        elif step.flow == "align":
             figure = folder / "figures" / f"{step.name}.png"
             lines += [source + _not_ok(doc), "", align.table(doc), ""]
             if figure.is_file():
@@ -342,7 +367,7 @@ def markdown(folder: Path, page: Path) -> str:
             lines += [source + _not_ok(doc) + f" Every point: [`{step.name}.md`]({_rel(folder / (step.name + '.md'), page)})"
                       " and its CSV.", ""]
             lines += [f"![{step.title}]({_rel(f, page)})" for f in figures] + [""]
-    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and s.argv[0] == "compare" and "sgemv" not in s.argv]
+    gemm_docs = [docs[s.name] for s in STEPS if s.name in docs and s.flow == "compare" and s.op != "sgemv"]
     header, rows = lt_table(gemm_docs)
     if rows:
         lines += ["## cuBLASLt's choices", "", LT_TEXT, "", tabulate(rows, header, tablefmt="github",

@@ -33,6 +33,8 @@ import numpy as np
 from tabulate import tabulate
 
 from study import results, stats
+from study.keys import CaseKey
+from study.report.labels import num
 
 BOOTSTRAP = 1000        # resamples
 MAX_RESAMPLED = 1000    # a side with more samples is first thinned to this many, evenly spaced in rank:
@@ -59,7 +61,7 @@ def bootstrap_ratio(a: list[float], b: list[float], seed: int = 0,
 
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    key: tuple
+    key: CaseKey
     a: dict | None
     b: dict | None
     ratio: float | None = None
@@ -91,8 +93,8 @@ def compare_pair(key, a: dict | None, b: dict | None, threshold: float = DEFAULT
 
 def pair_runs(doc_a: dict, doc_b: dict, threshold: float = DEFAULT_THRESHOLD, floor: float = 0.0) -> list[Pair]:
     """Every case of either run, paired where both measured it, in A's order then B's."""
-    a = {results.case_key(m): m for m in doc_a["measurements"]}
-    b = {results.case_key(m): m for m in doc_b["measurements"]}
+    a = {CaseKey.of_record(m): m for m in doc_a["measurements"]}
+    b = {CaseKey.of_record(m): m for m in doc_b["measurements"]}
     keys = list(a) + [k for k in b if k not in a]
     return [compare_pair(k, a.get(k), b.get(k), threshold, floor) for k in keys]
 
@@ -124,14 +126,14 @@ def regressions(pairs: list[Pair], threshold: float) -> list[Pair]:
 
 
 def _row(p: Pair) -> list[str]:
-    impl, shape, precision, autotune, mode, *padded = p.key
-    shape = " ".join([shape, *padded])  # "4096x4096x4096 pad=3" for a padded case
+    k = p.key
+    shape = k.shape + (f" pad={k.pad}" if k.pad else "")  # "4096x4096x4096 pad=3" for a padded case
 
     def median(m):
-        return "—" if m is None or m.get("median_ms") is None else f"{m['median_ms']:.4f}"
+        return num(None if m is None else m.get("median_ms"), ".4f")
 
     ratio = "—" if p.ratio is None else f"{p.ratio:.3f} [{p.lo:.3f}, {p.hi:.3f}]"
-    return [f"`{impl}`", shape, precision, autotune, mode, median(p.a), median(p.b), ratio, p.verdict]
+    return [f"`{k.implementation}`", shape, k.precision, k.autotune, k.mode, median(p.a), median(p.b), ratio, p.verdict]
 
 
 HEADER = ["implementation", "shape", "precision", "autotune", "mode", "A median ms", "B median ms",

@@ -1,18 +1,22 @@
-"""What every problem (op) provides, and the correctness gate shared by all of them.
+"""What every problem (op) provides, the correctness gate shared by all of them, and what a CUDA
+rung's launch is made of.
 
-Every hook the runner and the backends call is declared here once; an op subclasses
-:class:`Problem`, sets the class attributes and implements the hooks it needs. Shapes are
-dicts keyed by the op's named ``axes``; precisions are :class:`study.precision.Precision`.
+Every hook the session and the backends call on an op is declared here once; an op subclasses
+:class:`Problem`, sets the class attributes and implements the hooks it needs: what all its rungs
+share (shapes, inputs, reference, work, tolerance, the checks of the op itself). How one rung is
+launched is not the op's: the rung declares it (:class:`CudaLauncher`, and a Triton twin its own
+launch, study/registry.py). Shapes are dicts keyed by the op's named ``axes``; precisions are
+:class:`study.precision.Precision`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
+from study import keys
 from study.precision import Precision
 
 INT32_MAX = 2**31 - 1  # the largest element offset 32-bit index arithmetic (the Triton twins') reaches
@@ -103,6 +107,20 @@ class KernelCall:
     launch: CudaLaunch
 
 
+@dataclasses.dataclass(frozen=True)
+class CudaLauncher:
+    """How a CUDA rung is launched, declared with the rung (``Rung(cuda=..., launch=...)``), never
+    chosen by an ``if`` on its name: ``launch(defines, tensors, out, shape, precision)`` builds the
+    grid, block, arguments and shared memory (:class:`CudaLaunch`); ``check(params, shape, precision)``
+    says why the rung cannot run a case (None: it can), beyond the op's own :meth:`Problem.check`;
+    ``defines(config, tensors, out, shape, precision)`` makes the compilation's ``-D`` defines (None:
+    the op's :meth:`Problem.cuda_defines`)."""
+
+    launch: Callable[..., CudaLaunch]
+    check: Callable[..., str | None] | None = None
+    defines: Callable[..., dict] | None = None
+
+
 def pad_rows(tensor, pad: int):
     """``tensor`` as a view whose rows are ``pad`` elements further apart than their length (a
     leading dimension of width + pad): new storage, the padding NaN, so that a kernel that reads
@@ -132,6 +150,7 @@ class Problem:
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
     paddable: bool = False                       # kernels honour leading dimensions: --pad / align run here
     error_metric: str = "max |out − ref| / scale"
+    report_sections: tuple = ()                  # study.report.page.Section s its report adds (study/pages.py)
 
     # ---- shapes ---------------------------------------------------------------
     @property
@@ -140,22 +159,12 @@ class Problem:
 
     def parse_shape(self, text: str) -> dict[str, int]:
         """``"4096x4096"`` → ``{"M": 4096, "N": 4096}`` for axes (M, N); a clear ValueError otherwise."""
-        parts = re.split(r"[x×,]", text.strip().lower())
-        if len(parts) != len(self.axes) or not all(re.fullmatch(r"-?\d+", p) for p in parts):
-            example = self.shape_label(self.default_shapes[0]) if self.default_shapes else ""
-            raise ValueError(f"{self.name}: shape {text!r} is not of the form {self.shape_form} with whole "
-                             f"numbers" + (f" (e.g. {example})" if example else ""))
-        shape = dict(zip(self.axes, (int(p) for p in parts)))
-        bad = [f"{k}={v}" for k, v in shape.items() if v < 1]
-        if bad:
-            raise ValueError(f"{self.name}: every size must be at least 1; got {', '.join(bad)}")
-        return shape
-
-    @staticmethod
-    def shape_label(shape: Mapping[str, int]) -> str:
-        from study.results import shape_text
-
-        return shape_text(shape)
+        try:
+            return keys.parse_shape(text, self.axes)
+        except ValueError as exc:
+            example = keys.shape_text(self.default_shapes[0]) if self.default_shapes else ""
+            form = "of the form" in str(exc) and example
+            raise ValueError(f"{self.name}: {exc}" + (f" (e.g. {example})" if form else "")) from None
 
     def precision(self, name: str) -> Precision:
         for p in self.precisions:
@@ -216,32 +225,11 @@ class Problem:
     def with_layout(self, tensors, layout: Mapping[str, str]) -> dict[str, torch.Tensor]:
         return dict(tensors)
 
-    # ---- backend hooks ----------------------------------------------------------
-    def axis_multiples(self, rung: str) -> dict[str, int]:
-        """Axes whose length rung ``rung`` needs to be a multiple of (TMA's 16-byte rows, say): its
-        checks refuse other shapes with the reason, and the edge-shape sweep rounds its shapes up to
-        them, keeping every tail. Empty: any length."""
-        return {}
-
-    def cuda_check(self, params: Mapping[str, int], shape, precision: Precision, rung: str = "") -> str | None:
-        """A reason CUDA rung ``rung`` (its key) with these parameters cannot run this case, or None."""
-        return None
-
+    # ---- what every CUDA rung of the op shares -----------------------------------
     def cuda_defines(self, config, tensors, out, shape, precision: Precision) -> dict:
-        """The ``-D`` defines of one compilation: the config, the precision's storage macro,
-        and whatever the op derives from the data (alignment)."""
+        """The ``-D`` defines of one compilation (where the rung's launcher declares none of its own):
+        the config, the precision's storage macro, and whatever the op derives from the data (alignment)."""
         return {**config, **precision.cuda_defines}
-
-    def cuda_launch(self, rung: str, defines, tensors, out, shape) -> CudaLaunch:
-        """Grid, block, arguments and dynamic shared memory of rung ``rung`` (its key)."""
-        raise NotImplementedError
-
-    def triton_check(self, shape, precision: Precision, rung: str = "") -> str | None:
-        """A reason the Triton twin of rung ``rung`` cannot run this case, or None."""
-        return None
-
-    def triton_launch(self, kernel, tensors, out, shape, config, precision: Precision) -> Any:
-        raise NotImplementedError
 
     # ---- the gate -------------------------------------------------------------
     def metric(self, precision: Precision) -> str:
@@ -269,3 +257,19 @@ class Problem:
             msg = ""
         return Verdict(ok=not msg, err=err, tolerance=tol, max_abs=max_abs, max_rel=max_rel,
                        unwritten=unwritten, message=msg)
+
+
+def error_record(verdict: Verdict, problem: Problem, precision: Precision) -> dict:
+    """The gate's verdict as a record stores it."""
+    return {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs, "max_rel": verdict.max_rel,
+            "unwritten": verdict.unwritten, "metric": problem.metric(precision), "message": verdict.message}
+
+
+def check_output(fn, out, problem: Problem, ref, scale, precision: Precision) -> Verdict:
+    """The correctness gate: poison the output, run once, compare with the reference.
+    NaN left anywhere means an element was never written."""
+    out.fill_(float("nan"))
+    fn()
+    if out.is_cuda:
+        torch.cuda.synchronize()
+    return problem.verify(out, ref, scale, precision)

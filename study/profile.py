@@ -1,7 +1,7 @@
 """``python -m study profile``: Nsight Compute on one implementation at one shape, saved.
 
 One implementation, one shape, one precision: ``ncu`` profiles exactly ``launches`` launches
-of it (``validate --ncu-target``: warm-up outside the profiler range, the output checked after)
+of it (``python -m study.child ncu``: warm-up outside the profiler range, the output checked after)
 and collects :data:`METRICS`, the counters that say which bottleneck a rung removed: pipe
 utilisation, issue activity, warp stall reasons, shared-memory bank conflicts, registers and
 occupancy. ncu's raw page (``--page raw --csv``: one column per metric, one row per kernel)
@@ -9,7 +9,7 @@ is saved as it came, ``reports/<gpu>/profiles/ncu-<op>-<rung>-<backend>-<shape>[
 with a JSON sidecar saying what was run, where and how.
 
 The Markdown table for the ladder docs is rendered from those saved files alone
-(:func:`render_table`, ``python -m study profile --table``): no number in it is typed.
+(:mod:`study.profile_table`, ``python -m study profile --table``): no number in it is typed.
 
 ``--clock-control none``: the card runs at its own clocks, as in every other measurement of
 the study; the SM clock ncu saw is a column of the table.
@@ -17,21 +17,18 @@ the study; the SM clock ncu saw is a column of the table.
 
 from __future__ import annotations
 
-import csv
 import datetime
-import io
 import json
-import os
 import re
 import shlex
-import shutil
-import statistics
 import subprocess
-import sys
 from pathlib import Path
 
-from study.paths import REPORTS_DIR, ROOT, display, report_dir
-from study.validate import MS_PER_UNIT
+from study import catalog, hardware, results
+from study import ncu as tools
+from study.backends import backend
+from study.ncu import parse_raw_csv, split_output
+from study.paths import ROOT, report_dir
 
 TIMEOUT_S = 1800  # a Triton twin compiles inside the profiled process; ncu replays each kernel per pass
 
@@ -77,24 +74,6 @@ METRICS = [DURATION, SM_CLOCK, FMA_PIPE, FFMA_COUNT, HMMA_PIPE, GMMA_PIPE, ISSUE
 # lists them; a table column whose metric is missing shows "—".
 OPTIONAL = (GMMA_PIPE, stall_metric("gmma"), CYCLES_PER_ISSUE)
 
-# The columns of the table, each with the metrics it is computed from (its footnote).
-COLUMNS = (
-    ("ms", (DURATION,)),
-    ("SM GHz", (SM_CLOCK,)),
-    ("FMA pipe %", (FMA_PIPE,)),
-    ("FFMA TFLOP/s", (FFMA_COUNT, DURATION)),
-    ("tensor pipe %", (HMMA_PIPE, GMMA_PIPE)),
-    ("issue active %", (ISSUE_ACTIVE,)),
-    ("top stall (cycles/issue)", (stall_metric("<reason>"),)),
-    ("2nd stall", (stall_metric("<reason>"),)),
-    ("smem bank conflicts ld / st (per wavefront)",
-     (SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS)),
-    ("regs/thread", (REGISTERS,)),
-    ("occupancy % theor. / achieved", (OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED)),
-    ("DRAM %", (DRAM,)),
-)
-
-
 class ProfileError(RuntimeError):
     """A profile that could not be made; ``code`` is the CLI's exit status (2: ncu or the case
     is not usable here, 1: the run failed)."""
@@ -105,33 +84,21 @@ class ProfileError(RuntimeError):
 
 
 # -- Running ncu ---------------------------------------------------------------------------
-_FALLBACK_DIRS = ("/usr/local/cuda/bin",)
-
-
 def find_ncu() -> str:
     """ncu on PATH, else under $CUDA_HOME, $CUDA_PATH or /usr/local/cuda."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    roots = [Path(r) / "bin" for r in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")) if r]
-    for folder in [*roots, *map(Path, _FALLBACK_DIRS)]:
-        candidate = folder / "ncu"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    raise ProfileError("Nsight Compute (ncu) is not on PATH nor in $CUDA_HOME/bin, $CUDA_PATH/bin or "
-                       "/usr/local/cuda/bin; profile on the GPU machine, or put ncu on PATH", code=2)
+    found = tools.find_tool("ncu")
+    if found is None:
+        raise ProfileError(f"Nsight Compute (ncu) is not {tools.WHERE}; profile on the GPU machine, or put ncu "
+                           "on PATH", code=2)
+    return found
 
 
 def ncu_command(impl: str, shape: str, precision: str | None, launches: int, metrics, ncu: str = "ncu",
                 config: dict | None = None) -> list[str]:
-    """ncu around ``validate --ncu-target``: only the profiler range (the ``launches`` launches)
+    """ncu around ``python -m study.child ncu``: only the profiler range (the ``launches`` launches)
     is profiled, one row per kernel with one column per metric. ``config``: parameters that replace
     the declared config's (a point of the autotune space, say)."""
-    target = [sys.executable, "-m", "study", "validate", "--ncu-target", impl, shape, str(launches)]
-    if precision:
-        target += ["--ncu-precision", precision]
-    if config:
-        target += ["--ncu-config", config_text(config)]
+    target = tools.ncu_target(impl, shape, launches, precision, config)
     return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
             "--print-units", "base",  # fixed units: a column's scale does not depend on its values
             "--metrics", ",".join(metrics), *target]
@@ -161,11 +128,6 @@ def chosen_metrics(available: set[str] | None) -> tuple[list[str], list[str]]:
 def _safe(part: str) -> str:
     """A path component: letters, digits, '_' and '.'; '-' is the separator of the parts."""
     return re.sub(r"[^A-Za-z0-9_.]+", "_", part).strip("._") or "_"
-
-
-def config_text(config: dict) -> str:
-    """``K=V,K=V`` in key order: how a config override travels on a command line."""
-    return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
 
 
 def parse_config(texts, params: dict) -> dict:
@@ -205,14 +167,11 @@ def label_from_stem(stem: str) -> dict:
 def resolve(impl_name: str, shape_text: str, precision: str | None):
     """(implementation, precision name to pass on or None for the op's default): a usage error
     (code 2) for an unknown implementation, a bad shape or a precision it does not run."""
-    from study.backends import backend
-    from study.registry import implementation, ladder
-
     try:
-        impl = implementation(impl_name)
+        impl = catalog.implementation(impl_name)
     except KeyError:
         raise ProfileError(f"unknown implementation {impl_name}; see python -m study list --json", code=2) from None
-    problem = ladder(impl.op).problem
+    problem = catalog.ladder(impl.op).problem
     try:
         shape = problem.parse_shape(shape_text)
         chosen = problem.precision(precision) if precision else problem.precisions[0]
@@ -237,7 +196,7 @@ def _failure(returncode: int, output: str) -> str:
         return "the profiled program raised: " + output.strip().splitlines()[-1]
     if returncode == 1:
         # validate --ncu-target exits 1, silently, when the profiled launches' output is wrong.
-        return "the output of the profiled launches failed the correctness check (ncu_target exited 1)"
+        return "the output of the profiled launches failed the correctness check (the ncu child exited 1)"
     if returncode == 0:
         notes = [line for line in output.splitlines() if line.startswith("==")]
         return "ncu profiled no kernel (no rows in its CSV): " + ("; ".join(notes[-5:]) or output[-800:])
@@ -252,8 +211,6 @@ def run_profile(impl_name: str, shape_text: str, precision: str | None = None, l
     if launches < 1:
         raise ProfileError(f"--launches must be at least 1; got {launches}", code=2)
     impl, precision = resolve(impl_name, shape_text, precision)
-    from study import hardware, results
-
     device = hardware.current_device()
     out_dir = Path(out_dir) if out_dir else results_dir(device.slug)
     available = available_metrics(ncu)
@@ -283,7 +240,7 @@ def run_profile(impl_name: str, shape_text: str, precision: str | None = None, l
     sidecar = {"schema": 1, "implementation": impl.name, "shape": shape_text, "precision": precision,
                "config": config or None,
                "launches": launches, "command": shlex.join(["ncu", *cmd[1:]]), "gpu": device.name,
-               "ncu_version": ncu_version(ncu), "utc": datetime.datetime.now(datetime.timezone.utc)
+               "ncu_version": tools.version(ncu), "utc": datetime.datetime.now(datetime.timezone.utc)
                .isoformat(timespec="seconds"), "git": results.git_state(), "metrics": metrics,
                "metrics_left_out": left_out, "ncu_log": log[-20:]}
     csv_path.with_suffix(".json").write_text(json.dumps(sidecar, indent=1) + "\n")
@@ -293,305 +250,3 @@ def run_profile(impl_name: str, shape_text: str, precision: str | None = None, l
 def results_dir(slug: str) -> Path:
     """Where a GPU's profiles go: ``reports/<gpu>/profiles/``."""
     return report_dir(slug) / "profiles"
-
-
-def ncu_version(ncu: str) -> str:
-    try:
-        lines = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return lines.splitlines()[-1] if lines else ""
-
-
-# -- Reading what ncu printed --------------------------------------------------------------
-def split_output(text: str) -> tuple[str, list[str]]:
-    """(the CSV table ncu printed, every other line): program output and ==PROF== lines go
-    before the table, and a warning may follow it; CSV lines are the ones ncu quotes."""
-    lines = text.splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
-    if start is None:
-        return "", lines
-    table = [line for line in lines[start:] if line.startswith('"')]
-    rest = lines[:start] + [line for line in lines[start:] if not line.startswith('"')]
-    return "\n".join(table) + "\n", rest
-
-
-def number(text: str):
-    """A float for what ncu prints as a number ("1,234.5" too), else None."""
-    try:
-        return float(text.replace(",", ""))
-    except (AttributeError, ValueError):
-        return None
-
-
-def parse_raw_csv(text: str) -> list[dict]:
-    """One dict per profiled kernel from ncu's ``--page raw --csv`` output (anything before the
-    header row is skipped): column -> value, a float where the value is a number; ``_units``
-    maps each metric to the unit ncu printed in its units row."""
-    table, _ = split_output(text)
-    rows = list(csv.reader(io.StringIO(table)))
-    if len(rows) < 2:
-        return []
-    header, units = rows[0], rows[1]
-    if units and units[0].strip():  # ncu always prints a units row; a file without one has none
-        units, body = [""] * len(header), rows[1:]
-    else:
-        body = rows[2:]
-    out = []
-    for row in body:
-        if len(row) != len(header):
-            continue
-        record = {k: (v if number(v) is None or k in _TEXT_COLUMNS else number(v)) for k, v in zip(header, row)}
-        record["_units"] = {k: u for k, u in zip(header, units) if u}
-        out.append(record)
-    return out
-
-
-# Launch columns that look numeric but are labels.
-_TEXT_COLUMNS = {"ID", "Process ID", "Host Name", "Context", "Stream", "Device", "CC"}
-
-_MS_PER = MS_PER_UNIT  # ncu's time units (study/validate.py)
-_HZ_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
-
-
-def _ms(value, unit: str):
-    return None if value is None or unit not in _MS_PER else value * _MS_PER[unit]
-
-
-def _ghz(value, unit: str):
-    """A frequency in GHz: ncu prints "hz" / "Ghz" or cycles per a time unit."""
-    if value is None:
-        return None
-    unit = unit.lower()
-    match = re.fullmatch(r"([kmg]?)hz", unit)
-    if match:
-        return value * _HZ_PREFIX[match.group(1)] / 1e9
-    cycles, _, per = unit.partition("/")
-    if cycles == "cycle" and per in _MS_PER:
-        return value / (_MS_PER[per] * 1e-3) / 1e9
-    return None
-
-
-# -- Summary and table ---------------------------------------------------------------------
-def _short(kernel: str) -> str:
-    """A kernel's name without its return type and argument list (C++ signatures are long)."""
-    name = kernel.split("(", 1)[0].strip()
-    return name.removeprefix("void ").strip() or kernel
-
-
-def _mean(rows: list[dict], metric: str):
-    values = [r[metric] for r in rows if isinstance(r.get(metric), float)]
-    return statistics.fmean(values) if values else None
-
-
-def _ratio(a, b):
-    return None if a is None or not b else a / b
-
-
-def summarise(rows: list[dict]) -> dict:
-    """The figures of the table for the main kernel: the longest one (total duration) when a
-    launch ran several (split-K's reduction, a library's helper kernels); the others are
-    listed. A metric ncu did not give is None."""
-    if not rows:
-        raise ValueError("no kernel rows to summarise")
-    groups: dict[str, list[dict]] = {}
-    for row in rows:
-        groups.setdefault(row.get("Kernel Name", "?"), []).append(row)
-
-    def ms_of(row):
-        return _ms(row.get(DURATION) if isinstance(row.get(DURATION), float) else None,
-                   row.get("_units", {}).get(DURATION, "ns"))
-
-    def total(name):
-        return sum(ms_of(r) or 0.0 for r in groups[name])
-
-    main = max(groups, key=total)
-    mine = groups[main]
-    avg = lambda metric: _mean(mine, metric)  # noqa: E731: over the main kernel's launches
-    unit = mine[0].get("_units", {})
-    duration = _ms(avg(DURATION), unit.get(DURATION, "ns"))
-    stalls = [(r, avg(stall_metric(r))) for r in STALL_REASONS if r not in NOT_A_STALL]
-    stalls = sorted([s for s in stalls if s[1] is not None], key=lambda s: -s[1])
-    hmma, gmma = avg(HMMA_PIPE), avg(GMMA_PIPE)
-    tensor = max([t for t in ((hmma, "hmma"), (gmma, "gmma")) if t[0] is not None], default=(None, None))
-    ffma = avg(FFMA_COUNT)
-    return {
-        "kernel": _short(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
-        "other_kernels": [{"kernel": _short(k), "launches": len(v), "ms": total(k) / len(v)}
-                          for k, v in groups.items() if k != main],
-        "duration_ms": duration, "sm_ghz": _ghz(avg(SM_CLOCK), unit.get(SM_CLOCK, "")),
-        "fma_pipe_pct": avg(FMA_PIPE),
-        "ffma_tflops": None if ffma is None or not duration else 2 * ffma / (duration * 1e-3) / 1e12,
-        "hmma_pipe_pct": hmma, "gmma_pipe_pct": gmma, "tensor_pipe_pct": tensor[0], "tensor_pipe": tensor[1],
-        "issue_active_pct": avg(ISSUE_ACTIVE), "cycles_per_issue": avg(CYCLES_PER_ISSUE),
-        "top_stall": stalls[0][0] if stalls else None, "top_stall_cycles": stalls[0][1] if stalls else None,
-        "second_stall": stalls[1][0] if len(stalls) > 1 else None,
-        "second_stall_cycles": stalls[1][1] if len(stalls) > 1 else None,
-        "smem_ld_conflicts": avg(SMEM_LD_CONFLICTS), "smem_ld_wavefronts": avg(SMEM_LD_WAVEFRONTS),
-        "smem_ld_conflicts_per_wavefront": _ratio(avg(SMEM_LD_CONFLICTS), avg(SMEM_LD_WAVEFRONTS)),
-        "smem_st_conflicts": avg(SMEM_ST_CONFLICTS), "smem_st_wavefronts": avg(SMEM_ST_WAVEFRONTS),
-        "smem_st_conflicts_per_wavefront": _ratio(avg(SMEM_ST_CONFLICTS), avg(SMEM_ST_WAVEFRONTS)),
-        "registers": avg(REGISTERS), "occupancy_theoretical_pct": avg(OCCUPANCY_THEORETICAL),
-        "occupancy_achieved_pct": avg(OCCUPANCY_ACHIEVED), "dram_pct": avg(DRAM), "l2_hit_pct": avg(L2_HIT),
-    }
-
-
-def _f(value, spec: str = ".1f") -> str:
-    return "—" if value is None else format(value, spec)
-
-
-def _conflicts(count, per_wavefront) -> str:
-    return "—" if count is None else f"{count:,.0f} ({_f(per_wavefront, '.2f')})"
-
-
-def _stall(reason, cycles) -> str:
-    return "—" if reason is None else f"{reason} {cycles:.2f}"
-
-
-def load(path: Path) -> tuple[dict, dict]:
-    """(what was profiled: the sidecar, or what the file name says; the summary) of a saved CSV."""
-    path = Path(path)
-    sidecar = path.with_suffix(".json")
-    meta = json.loads(sidecar.read_text()) if sidecar.is_file() else label_from_stem(path.stem)
-    rows = parse_raw_csv(path.read_text())
-    if not rows:
-        raise ValueError(f"{display(path)}: no kernel rows in this file (not ncu --page raw --csv output?)")
-    return meta, summarise(rows)
-
-
-def _named(meta: dict) -> str:
-    """The implementation as a row and its notes name it: with the config it overrides, if any."""
-    return f"`{meta.get('implementation', '?')}`" + (f" ({config_text(meta['config'])})" if meta.get("config") else "")
-
-
-def table_row(meta: dict, s: dict) -> list[str]:
-    shape = meta.get("shape", "") + (f" {meta['precision']}" if meta.get("precision") else "")
-    tensor = "—" if s["tensor_pipe_pct"] is None else f"{s['tensor_pipe_pct']:.1f} ({s['tensor_pipe']})"
-    occupancy = f"{_f(s['occupancy_theoretical_pct'])} / {_f(s['occupancy_achieved_pct'])}"
-    conflicts = (f"{_conflicts(s['smem_ld_conflicts'], s['smem_ld_conflicts_per_wavefront'])} / "
-                 f"{_conflicts(s['smem_st_conflicts'], s['smem_st_conflicts_per_wavefront'])}")
-    return [_named(meta), shape, f"`{s['kernel']}`", _f(s["duration_ms"], ".4f"),
-            _f(s["sm_ghz"], ".2f"), _f(s["fma_pipe_pct"]), _f(s["ffma_tflops"], ".2f"), tensor,
-            _f(s["issue_active_pct"]), _stall(s["top_stall"], s["top_stall_cycles"]),
-            _stall(s["second_stall"], s["second_stall_cycles"]), conflicts, _f(s["registers"], ".0f"),
-            occupancy, _f(s["dram_pct"])]
-
-
-def render_table(paths) -> str:
-    """A Markdown table, one row per saved CSV, with footnotes naming each column's metrics,
-    the files, and what ran them; rendered from the files alone."""
-    from tabulate import tabulate
-
-    rows, notes, sources, runs = [], [], [], set()
-    for path in paths:
-        meta, s = load(path)
-        rows.append(table_row(meta, s))
-        sources.append(f"`{display(path)}`")
-        if meta.get("gpu") or meta.get("ncu_version"):
-            runs.add(f"{meta.get('gpu', '?')}, {meta.get('ncu_version') or 'ncu'}")
-        if s["kernels"] > 1:
-            others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms" for o in s["other_kernels"])
-            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: {s['kernels']} kernels per "
-                         f"launch; the row is the longest, `{s['kernel']}` (also {others}).")
-        if meta.get("metrics_left_out"):
-            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: not collected there: "
-                         + ", ".join(f"`{m}`" for m in meta["metrics_left_out"]) + ".")
-    headers = ["implementation", "shape", "kernel", *(c for c, _ in COLUMNS)]
-    columns = "; ".join(f"{name}: " + (", ".join(f"`{m}`" for m in metrics) if metrics != COLUMNS[i - 1][1]
-                                       else "the same") for i, (name, metrics) in enumerate(COLUMNS))
-    return "\n".join([
-        tabulate(rows, headers, tablefmt="github", disable_numparse=True), "",
-        f"Rendered by `python -m study profile --table` from saved Nsight Compute output (`--page raw --csv`, "
-        f"`--clock-control none`), not typed: {', '.join(sources)}"
-        + (f" ({'; '.join(sorted(runs))})" if runs else "") + ".", "",
-        f"Columns: {columns}. Stalls are warp cycles per issued instruction, `selected` (the issuing cycle) "
-        f"left out; ms is one launch, the mean where several were profiled; FFMA TFLOP/s is 2 × FFMAs / ms; tensor "
-        f"pipe is the busier of HMMA (`mma.sync`) and GMMA (`wgmma`), named (where ncu does not list the GMMA counter, as 2025.3 on the H200 does not, a `wgmma` kernel shows only its HMMA-pipe figure); a bank-conflict ratio is conflicts "
-        f"per shared-memory wavefront; — where ncu gave no value.",
-        *([""] + notes if notes else []), ""])
-
-
-def saved_files(targets) -> list[Path]:
-    """The CSVs named, those in the folders named, or every ``reports/*/profiles/ncu-*.csv``."""
-    if not targets:
-        return sorted(REPORTS_DIR.glob("*/profiles/ncu-*.csv"))
-    files = []
-    for target in map(Path, targets):
-        files.extend(sorted(target.glob("ncu-*.csv")) if target.is_dir() else [target])
-    return files
-
-
-# -- Source-level stall sampling ---------------------------------------------------------------
-# ncu's source page (``ncu --import R.ncu-rep --page source --csv --print-source sass``, from a
-# report taken with ``--set full --import-source yes``): one row per SASS instruction with its
-# warp-stall samples by reason. :func:`render_source_table` sums them by opcode, which is what says
-# where a kernel's issue slots go (e.g. HMMA waiting on fixed latency vs integer address math).
-
-SOURCE_TOP_REASONS = 3
-
-
-def _opcode(sass: str) -> str:
-    """The mnemonic of one SASS line, without predicate and modifiers: ``@!P0 HMMA.16816.F32 …`` → HMMA."""
-    words = sass.split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0].split(".")[0] if words else "?"
-
-
-def parse_source_csv(text: str) -> tuple[str, list[dict]]:
-    """(kernel name, rows) of ncu's source page; rows keep ncu's column names."""
-    lines = list(csv.reader(io.StringIO(text)))
-    if len(lines) < 2 or not lines[0] or lines[0][0] != "Kernel Name" or "Source" not in lines[1]:
-        raise ValueError("not ncu's source page (--page source --csv --print-source sass): "
-                         "its first line names the kernel, its second the columns")
-    header = lines[1]
-    return lines[0][1], [dict(zip(header, line)) for line in lines[2:] if len(line) == len(header)]
-
-
-def summarise_source(rows: list[dict]) -> tuple[float, list[dict]]:
-    """(all stall samples, one entry per opcode: executed warp instructions, samples, samples by reason),
-    opcodes by samples, most first. The issuing cycle (``stall_selected``) counts as a reason here:
-    it is where a sample found the warp issuing."""
-    reasons = [c for c in (rows[0] if rows else {}) if c.startswith("stall_") and "Not Issued" not in c]
-    by_op: dict[str, dict] = {}
-    for row in rows:
-        entry = by_op.setdefault(_opcode(row.get("Source", "")), {"executed": 0.0, "samples": 0.0, "reasons": {}})
-        entry["executed"] += number(row.get("Instructions Executed", "")) or 0
-        entry["samples"] += number(row.get("Warp Stall Sampling (All Samples)", "")) or 0
-        for reason in reasons:
-            name = reason.removeprefix("stall_")
-            entry["reasons"][name] = entry["reasons"].get(name, 0) + (number(row[reason]) or 0)
-    total = sum(e["samples"] for e in by_op.values())
-    ordered = [{"opcode": op, **e} for op, e in sorted(by_op.items(), key=lambda kv: -kv[1]["samples"])]
-    return total, ordered
-
-
-def render_source_table(path: Path, limit: int = 12) -> str:
-    """Markdown: stall samples and executed instructions by opcode from one saved source page."""
-    from tabulate import tabulate
-
-    kernel, rows = parse_source_csv(Path(path).read_text())
-    total, ops = summarise_source(rows)
-    if not total:
-        raise ValueError(f"{display(path)}: no warp-stall samples (was the report taken with --set full?)")
-    executed = sum(o["executed"] for o in ops) or 1
-    all_reasons: dict[str, float] = {}
-    for o in ops:
-        for reason, v in o["reasons"].items():
-            all_reasons[reason] = all_reasons.get(reason, 0) + v
-    table = []
-    for o in ops[:limit]:
-        top = sorted(o["reasons"].items(), key=lambda kv: -kv[1])[:SOURCE_TOP_REASONS]
-        table.append([o["opcode"], f"{o['executed']:,.0f}", f"{100 * o['executed'] / executed:.1f} %",
-                      f"{100 * o['samples'] / total:.1f} %",
-                      ", ".join(f"{r} {100 * v / total:.1f} %" for r, v in top if v)])
-    overall = ", ".join(f"{r} {100 * v / total:.1f} %" for r, v in sorted(all_reasons.items(), key=lambda kv: -kv[1])[:6])
-    return "\n".join([
-        tabulate(table, ["opcode", "warp instructions executed", "of all executed", "stall samples",
-                         f"top {SOURCE_TOP_REASONS} reasons (share of all samples)"],
-                 tablefmt="github", disable_numparse=True), "",
-        f"`{kernel}`: {total:,.0f} warp-state samples in all ({overall}; `selected` is the issuing cycle). "
-        f"Rendered by `python -m study profile --source` from `{display(Path(path))}` (ncu's source page, SASS "
-        f"view), not typed" + (f"; the {len(ops) - limit} other opcodes hold "
-                               f"{100 * sum(o['samples'] for o in ops[limit:]) / total:.1f} % of the samples"
-                               if len(ops) > limit else "") + ".", ""])

@@ -2,47 +2,44 @@
 
 A *problem* (an op such as ``sgemm``) owns its inputs, reference, work and tolerances.
 Its *ladder* is an ordered list of *rungs*; each rung registers, in one line, a CUDA
-kernel file and its Triton twin. Every op also has one or more library *baselines*, each
-naming the library it calls; exactly one is the *reference* that ``x ref`` divides by.
-From these the registry derives the flat list of *implementations* that the runner, the
-CLI and the report iterate; nothing else keeps a list of variants.
+kernel file with the launcher that launches it and its Triton twin with the twin's launch.
+Every op also has one or more library *baselines*, each naming the library it calls; exactly
+one is the *reference* that ``x ref`` divides by. From these the registry derives the flat list
+of *implementations* that the session, the CLI and the report iterate; nothing else keeps a
+list of variants.
 
-Ops are loaded in one place, :func:`load`: the ``study.ops`` package (one module per op,
-each making one :func:`register` call), then the modules named in ``STUDY_PLUGINS``
-(comma-separated), which may live anywhere on ``sys.path`` and keep their ``.cu`` files in
-their own folder (``register(..., kernel_dir=...)``).
+This module holds what :func:`register` was given and nothing more; it imports no op. Loading
+the ops (``study.ops``, then ``STUDY_PLUGINS``) is :mod:`study.catalog`'s one job.
 
 Pairing is checked, not hoped for: :func:`check_integrity` names every CUDA rung without
-a Triton twin, every op without exactly one reference baseline, every ``.cu`` file that no
-rung registers, and every duplicated name.
+a Triton twin or a launcher, every op without exactly one reference baseline, every ``.cu``
+file that no rung registers, and every duplicated name.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import os
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from study import kernel_header
 from study.paths import CUDA_DIR, display
+from study.problem import CudaLauncher
 
 NOT_OPS = ("microbench",)  # cuda_kernels/microbench: ceiling kernels, not rungs (study/ceilings.py)
 BACKENDS = ("cuda", "triton", "cublas", "cublaslt", "torch", "inductor")  # torch: an ATen kernel that is no BLAS call; inductor: torch.compile
 
 
-class PluginError(ImportError):
-    """A module named in STUDY_PLUGINS that could not be imported."""
-
-
 @dataclasses.dataclass(frozen=True)
 class TritonTwin:
     """The Triton side of a rung: a kernel, the one config that mirrors the CUDA rung
-    (autotune off), the space ``triton.autotune`` searches (on), and the precisions it
-    implements (None: all of the op's). ``pre_hook``: what ``triton.autotune`` runs on the
+    (autotune off), the space ``triton.autotune`` searches (on), the precisions it
+    implements (None: all of the op's), and how it is launched: ``launch(kernel, tensors, out,
+    shape, config, precision)`` returns the closure that launches ``kernel`` (the twin's, or
+    ``triton.autotune``'s wrapper of it), ``check(shape, precision)`` why it cannot run a case (None:
+    it can), beyond the op's own check. ``pre_hook``: what ``triton.autotune`` runs on the
     arguments before each config (setting a tensor descriptor's block shape to the config's tile).
     ``restore``: arguments the kernel updates in place (an in-place pass over C), which
     ``triton.autotune`` restores after each timed run so that tuning leaves them as it found them.
@@ -53,18 +50,20 @@ class TritonTwin:
     fixed: Mapping[str, Any]
     space: tuple[Mapping[str, Any], ...]
     source: str
+    launch: Callable
+    check: Callable | None = None
     precisions: tuple[str, ...] | None = None
     pre_hook: Any = None
     restore: tuple[str, ...] = ()
     post_hook: Any = None
 
 
-def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None, restore=(),
-         post_hook=None) -> TritonTwin:
+def twin(kernel, fixed: Mapping[str, Any], space, *, launch: Callable, check: Callable | None = None,
+         precisions=None, pre_hook=None, restore=(), post_hook=None) -> TritonTwin:
     """A TritonTwin whose source names the kernel's file and function."""
     fn = getattr(kernel, "fn", kernel)
     return TritonTwin(kernel=kernel, fixed=MappingProxyType(dict(fixed)), space=tuple(space),
-                      source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}",
+                      source=f"{display(inspect.getsourcefile(fn))}::{fn.__name__}", launch=launch, check=check,
                       precisions=None if precisions is None else tuple(precisions), pre_hook=pre_hook,
                       restore=tuple(restore), post_hook=post_hook)
 
@@ -72,13 +71,18 @@ def twin(kernel, fixed: Mapping[str, Any], space, precisions=None, pre_hook=None
 @dataclasses.dataclass(frozen=True)
 class Rung:
     """One step of a ladder: the idea it adds and the bottleneck it removes. ``cuda`` is a
-    file name in the op's kernel folder."""
+    file name in the op's kernel folder and ``launch`` how it is launched; ``multiples``: axes whose
+    length the rung needs to be a multiple of (TMA's 16-byte rows: its launchers' checks refuse other
+    shapes with the reason, and the edge-shape sweep rounds its shapes up to them, keeping every
+    tail)."""
 
     key: str
     idea: str
     removes: str
     cuda: str | None = None
+    launch: CudaLauncher | None = None
     triton: TritonTwin | None = None
+    multiples: Mapping[str, int] = dataclasses.field(default_factory=dict)
     layout: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # The math mode the rung computes in, by precision name, where it is not the precision's own:
     # {"fp32": "3xtf32"} for tensor-core emulation measured under the FP32 problem and gate.
@@ -123,6 +127,8 @@ class Implementation:
     library: str | None
     target: Any = dataclasses.field(compare=False, repr=False)
     math: Mapping[str, str] = dataclasses.field(default_factory=dict)  # the rung's (Rung.math)
+    launcher: CudaLauncher | None = dataclasses.field(default=None, compare=False, repr=False)  # a CUDA rung's
+    multiples: Mapping[str, int] = dataclasses.field(default_factory=dict)  # the rung's (Rung.multiples)
 
     def math_of(self, precision) -> str:
         """The math mode a measurement of this implementation at ``precision`` records."""
@@ -161,7 +167,6 @@ class Ladder:
 
 
 _LADDERS: dict[str, Ladder] = {}
-_LOADED = False
 
 
 def register(problem, rungs, baselines, kernel_dir: Path | None = None) -> Ladder:
@@ -175,32 +180,19 @@ def register(problem, rungs, baselines, kernel_dir: Path | None = None) -> Ladde
     return ladder_
 
 
-def load() -> None:
-    """Import every op: the ``study.ops`` package, then each module in ``STUDY_PLUGINS``.
-    The one place ops are loaded; a plugin that fails raises PluginError naming it."""
-    global _LOADED
-    if _LOADED:
-        return
-    importlib.import_module("study.ops")
-    for name in filter(None, (n.strip() for n in os.environ.get("STUDY_PLUGINS", "").split(","))):
-        try:
-            importlib.import_module(name)
-        except Exception as exc:
-            raise PluginError(f"the plugin {name!r} (STUDY_PLUGINS) failed to import: "
-                              f"{type(exc).__name__}: {exc}") from exc
-    _LOADED = True
-
-
-def ladders() -> dict[str, Ladder]:
-    load()
+def registered() -> dict[str, Ladder]:
+    """The ladders registered so far, in registration order (study.catalog loads them all first)."""
     return dict(_LADDERS)
 
 
-def ladder(op: str) -> Ladder:
-    load()
-    if op not in _LADDERS:
-        raise KeyError(f"unknown op {op!r}; known: {', '.join(sorted(_LADDERS)) or 'none'}")
-    return _LADDERS[op]
+def lookup(name: str) -> Implementation:
+    """The implementation called ``name`` among the ladders registered so far, without loading
+    any: for an op whose rung runs another op's kernel at launch time (gemm_bias_relu v0), when every
+    op is loaded. A KeyError names the known ones."""
+    found = {impl.name: impl for lad in _LADDERS.values() for impl in implementations_of(lad)}
+    if name not in found:
+        raise KeyError(f"unknown implementation {name}; known: {', '.join(found)}")
+    return found[name]
 
 
 def implementations_of(lad: Ladder) -> list[Implementation]:
@@ -210,20 +202,22 @@ def implementations_of(lad: Ladder) -> list[Implementation]:
     impls = []
     for index, rung in enumerate(lad.rungs):
         layout, math = MappingProxyType(dict(rung.layout)), MappingProxyType(dict(rung.math))
+        multiples = MappingProxyType(dict(rung.multiples))
         if rung.cuda is not None:
             header = kernel_header.read(lad.kernel_dir / rung.cuda, lad.op)
             impls.append(Implementation(
                 op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="cuda",
                 title=f"{rung.key} (CUDA)", params=MappingProxyType(header.params), space=header.space,
                 source=display(header.path), layout=layout, precisions=header.precisions,
-                reference=False, library=None, target=header, math=math))
+                reference=False, library=None, target=header, math=math, launcher=rung.launch,
+                multiples=multiples))
         if rung.triton is not None:
             tw = rung.triton
             impls.append(Implementation(
                 op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="triton",
                 title=f"{rung.key} (Triton)", params=MappingProxyType(dict(tw.fixed)), space=tuple(tw.space),
                 source=tw.source, layout=layout, precisions=tw.precisions or op_precisions,
-                reference=False, library=None, target=tw, math=math))
+                reference=False, library=None, target=tw, math=math, multiples=multiples))
     for base in sorted(lad.baselines, key=lambda b: not b.reference):
         impls.append(Implementation(
             op=lad.op, rung=None, rung_index=None, baseline=base.key, backend=base.backend,
@@ -231,18 +225,6 @@ def implementations_of(lad: Ladder) -> list[Implementation]:
             layout=MappingProxyType({}), precisions=base.precisions or op_precisions,
             reference=base.reference, library=base.library, target=base))
     return impls
-
-
-def implementations() -> list[Implementation]:
-    return [impl for lad in ladders().values() for impl in implementations_of(lad)]
-
-
-def implementation(name: str) -> Implementation:
-    """The implementation called ``name`` (op/rung-or-baseline/backend), or a KeyError listing the known ones."""
-    found = {impl.name: impl for impl in implementations()}
-    if name not in found:
-        raise KeyError(f"unknown implementation {name}; known: {', '.join(found)}")
-    return found[name]
 
 
 def _check_rung_file(op: str, lad: Ladder, rung: Rung, path: Path) -> list[str]:
@@ -264,9 +246,8 @@ def _check_rung_file(op: str, lad: Ladder, rung: Rung, path: Path) -> list[str]:
     return problems
 
 
-def check_integrity(all_ladders: Mapping[str, Ladder] | None = None, cuda_dir: Path = CUDA_DIR) -> list[str]:
+def check_integrity(all_ladders: Mapping[str, Ladder], cuda_dir: Path = CUDA_DIR) -> list[str]:
     """Every way the registry can be inconsistent, as sentences; empty when sound."""
-    all_ladders = ladders() if all_ladders is None else all_ladders
     problems: list[str] = []
     registered: set[Path] = set()
     folders = {cuda_dir.resolve() / d.name for d in cuda_dir.iterdir() if d.is_dir() and d.name not in NOT_OPS} \
@@ -286,6 +267,8 @@ def check_integrity(all_ladders: Mapping[str, Ladder] | None = None, cuda_dir: P
                 problems.append(f"op {op!r}: CUDA rung {rung.key!r} has no Triton twin")
             if rung.triton is not None and rung.cuda is None:
                 problems.append(f"op {op!r}: Triton rung {rung.key!r} has no CUDA kernel")
+            if rung.cuda is not None and rung.launch is None:
+                problems.append(f"op {op!r}: CUDA rung {rung.key!r} declares no launcher (Rung(..., launch=...))")
             if rung.cuda is not None:
                 path = (lad.kernel_dir / rung.cuda).resolve()
                 registered.add(path)

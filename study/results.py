@@ -120,20 +120,6 @@ ENV_KEYS = (("GPU", ("gpu", "name")), ("driver", ("gpu", "driver")), ("CUDA", ("
             ("timer settings", ("timer",)))
 
 
-def shape_text(shape) -> str:
-    """``{"M": 64, "N": 32}`` → ``"64x32"``: the one way a shape is written in keys and files."""
-    return "x".join(str(v) for v in shape.values())
-
-
-def case_key(m: dict) -> tuple:
-    """What a record measured, independent of how it came out: implementation, shape,
-    precision, autotune, mode and, for padded rows, ``pad=N`` ("|".join of it is the compare
-    flow's case key)."""
-    key = (m["implementation"], shape_text(m["shape"]), m.get("precision") or m["dtype"],
-           m["autotune"], m.get("mode") or "cold")
-    return key + (f"pad={m['pad']}",) if m.get("pad") else key
-
-
 def _get(env: dict, path: tuple):
     for part in path:
         env = env.get(part) if isinstance(env, dict) else None

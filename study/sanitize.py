@@ -20,16 +20,19 @@ was found unclean, and ignore results of an older source.
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from study import catalog, keys, ncu, results
+from study.backends import backend
 from study.paths import ROOT
+from study.session import source_hash
+from study.timing import TimerSettings
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 TIMEOUT_S = 600
@@ -45,23 +48,11 @@ class SanitizerMissing(RuntimeError):
 
 
 def find_tool() -> str:
-    for candidate in (shutil.which("compute-sanitizer"),
-                      *(str(Path(root) / "bin" / "compute-sanitizer")
-                        for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
-                        if root)):
-        if candidate and Path(candidate).is_file() and os.access(candidate, os.X_OK):
-            return candidate
-    raise SanitizerMissing("compute-sanitizer is not on PATH nor in $CUDA_HOME/bin, $CUDA_PATH/bin or "
-                           "/usr/local/cuda/bin; install the CUDA toolkit's sanitizer or put it on PATH")
-
-
-def source_hash(impl) -> str | None:
-    """The hash of what a CUDA rung compiles (its file with common.cuh inlined); None for others."""
-    if impl.backend != "cuda":
-        return None
-    from study.backends.cuda import kernel_source
-
-    return hashlib.sha256(kernel_source(impl.target.path).encode()).hexdigest()[:16]
+    found = ncu.find_tool("compute-sanitizer")
+    if found is None:
+        raise SanitizerMissing(f"compute-sanitizer is not {ncu.WHERE}; install the CUDA toolkit's sanitizer or put "
+                               "it on PATH")
+    return found
 
 
 def kernel_symbol(impl) -> str:
@@ -124,8 +115,7 @@ def command(tool_path: str, tool: str, impl, shape_text: str, precision: str) ->
     reported."""
     extra = ["--padding", "4096", "--report-api-errors", "no"] if tool == "memcheck" else []
     only = [] if tool == "initcheck" else ["--kernel-name", f"kns={kernel_symbol(impl)}"]
-    return [tool_path, "--tool", tool, *extra, *only, sys.executable, "-m",
-            "study", "sanitize", "--target", impl.name, shape_text, precision]
+    return [tool_path, "--tool", tool, *extra, *only, *ncu.child_command("sanitize", impl.name, shape_text, precision)]
 
 
 def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) -> dict:
@@ -153,35 +143,13 @@ def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) ->
             "output_tail": output[-2000:] if status == "failed" else ""}
 
 
-def target(name: str, shape_text: str, precision_name: str) -> int:
-    """Inside the sanitizer: one correct-checked launch of one implementation."""
-    from study.backends import backend
-    from study.registry import implementation, ladder
-    from study.runner import check_output
-
-    impl = implementation(name)
-    problem = ladder(impl.op).problem
-    precision = problem.precision(precision_name)
-    shape = problem.parse_shape(shape_text)
-    tensors = problem.make_inputs(shape, precision, 0, "cuda")
-    ref, scale = problem.reference(tensors, precision)
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
-    with launch.context():
-        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
-    print(f"{name} {shape_text} {precision_name}: {'ok' if verdict.ok else verdict.message}")
-    return 0 if verdict.ok else 1
-
-
 def plan(impls, tools, precision_names=None, shapes=None) -> list[tuple]:
     """(implementation, tool, shape text, precision name, skip reason or None) for every run:
     each implementation at its op's sanitize shapes (or ``shapes[op]``), at the op's first
     precision (or those named that the op accepts)."""
-    from study.backends import backend
-    from study.registry import ladder
-
     rows = []
     for impl in impls:
-        problem = ladder(impl.op).problem
+        problem = catalog.ladder(impl.op).problem
         accepted = [p.name for p in problem.precisions]
         for name in [n for n in (precision_names or accepted[:1]) if n in accepted]:
             precision = problem.precision(name)
@@ -191,7 +159,7 @@ def plan(impls, tools, precision_names=None, shapes=None) -> list[tuple]:
                             for tool in tools)
             for shape in chosen:
                 reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
-                rows.extend((impl, tool, problem.shape_label(shape), name, reason) for tool in tools)
+                rows.extend((impl, tool, keys.shape_text(shape), name, reason) for tool in tools)
     return rows
 
 
@@ -240,3 +208,51 @@ def unclean_sources(doc: dict) -> dict[tuple[str, str], str]:
         if r["status"] == "hazards":
             found.setdefault((r["source"], r["source_hash"]), f"{r['tool']}: {r['count']} hazards")
     return found
+
+
+def marks_beside(folder: Path) -> dict[tuple[str, str], str]:
+    """The unclean sources ``sanitize.json`` in ``folder`` names (none when there is no such file): what a
+    report beside it marks (study.report.page.with_sanitizer_marks)."""
+    path = Path(folder) / "sanitize.json"
+    return unclean_sources(json.loads(path.read_text())) if path.is_file() else {}
+
+
+def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], precisions=None, shapes=None,
+        jobs: int = 4, say=print) -> tuple[dict, int]:
+    """Every (implementation, tool, shape, precision) of the plan in a process of its own, ``jobs`` at
+    once; ``sanitize.json`` rewritten after every run (an interruption loses nothing), rows of an earlier
+    run that this one does not redo kept; then ``sanitize.md``. Returns (the document, exit code: 1 when
+    a run is not clean)."""
+    rows = plan(impls, tools, precisions, shapes)
+    old_path = out_dir / "sanitize.json"
+    old = json.loads(old_path.read_text()) if old_path.is_file() else None
+    doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
+           "tool_version": ncu.version(tool_path), "results": merged(old, []), "complete": False}
+    say(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {jobs} at once")
+    started = time.perf_counter()
+
+    def one(row_plan):
+        impl, tool, shape_text, precision, reason = row_plan
+        if reason:
+            return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash(impl),
+                    "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
+                    "count": None, "first": [], "seconds": 0.0}
+        return run_one(tool_path, tool, impl, shape_text, precision)
+
+    done: dict = {}
+    fresh: list = []
+    with ThreadPoolExecutor(jobs) as pool:  # each run is a process of its own; threads only wait
+        futures = {pool.submit(one, r): i for i, r in enumerate(rows)}
+        for n, future in enumerate(as_completed(futures), 1):  # saved as each finishes, kept in plan order
+            row = future.result()
+            done[futures[future]] = row
+            fresh = [done[i] for i in sorted(done)]
+            doc["results"] = merged(old, fresh)  # earlier rows this run does not redo are kept
+            results.write(out_dir / "sanitize.json", doc)
+            say(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
+                f"{row['status']}" + (f" ({row['count']})" if row["status"] == "hazards" else ""))
+    doc["complete"], doc["wall_s"], doc["jobs"] = True, time.perf_counter() - started, jobs
+    results.write(out_dir / "sanitize.json", doc)
+    (out_dir / "sanitize.md").write_text(markdown(doc))
+    say(f"wrote {out_dir / 'sanitize.json'} and sanitize.md")
+    return doc, (1 if any(r["status"] in ("hazards", "failed") for r in fresh) else 0)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from study import results
+from study import keys, results
+from study.plan import group_of
 
 
 class ShardError(ValueError):
@@ -30,12 +31,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     return i, n
 
 
-def group_of(case) -> tuple:
-    """The unit a shard keeps whole: op, shape, precision (and padding: a rung and its reference
-    at the same leading dimensions)."""
-    return (case.impl.op, case.shape_text, case.precision.name, case.pad)
-
-
 def shard_cases(cases: list, index: int, count: int) -> list:
     """The cases of shard ``index`` of ``count``: every count-th group in sorted order."""
     groups = sorted({group_of(c) for c in cases})
@@ -44,7 +39,7 @@ def shard_cases(cases: list, index: int, count: int) -> list:
 
 
 def _order(m: dict) -> tuple:
-    """A results file's own order: op, shape, precision, baselines first (as runner.ordered)."""
+    """A results file's own order: op, shape, precision, baselines first (as plan.ordered)."""
     return (m["op"], tuple(m["shape"].values()), m.get("precision") or m["dtype"], m["rung"] is not None)
 
 
@@ -70,7 +65,7 @@ def merge(paths: list[Path], allow_mixed: bool = False) -> dict:
         for m in doc["measurements"]:
             if mixed:
                 m = {**m, "environment_index": index}  # its figures derive from its own run's GPU and ceilings
-            key = "|".join(results.case_key(m))
+            key = keys.CaseKey.of_record(m).text
             if key in seen:
                 duplicates.append(f"{key} (in {seen[key]} and {path})")
                 continue

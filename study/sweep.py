@@ -17,6 +17,9 @@ import itertools
 import math
 from pathlib import Path
 
+from study import keys, metrics, select
+from study.select import UsageError
+
 CASE_LIMIT = 300  # above this many cases a sweep asks for --yes: at ~1 s a case that is minutes of GPU
 MAX_VALUES = 10_000   # values of one axis: more is a typo, not a sweep
 MAX_SHAPES = 100_000  # points of a grid, refused before any is built
@@ -91,6 +94,33 @@ def grid(axes: tuple[str, ...], specs: dict[str, str]) -> list[dict[str, int]]:
     return [dict(zip(axes, point)) for point in itertools.product(*values)]
 
 
+def axis_specs(problem, given: list[tuple[str, str]]) -> dict[str, str]:
+    """axis -> spec from (name as given, spec) pairs (``--m`` and ``--axis batch=…`` alike; names in any
+    case); an axis given twice is a usage error."""
+    by_lower = {a.lower(): a for a in problem.axes}
+    specs: dict = {}
+    for axis, value in given:
+        name = by_lower.get(axis.lower(), axis)
+        if name in specs:
+            raise UsageError(f"axis {name} is given twice (--{axis.lower()} and --axis, or --axis twice)")
+        specs[name] = value
+    return specs
+
+
+def cases(op: str, specs: dict[str, str], dtypes=None, backends=None, rungs=None, autotune: str = "off",
+          modes=None) -> tuple[list, str]:
+    """(the cases of a sweep of ``op`` over the product of its axes' values, a line that counts them)."""
+    all_ops, problem = select.one_op(op)
+    try:
+        shapes = grid(problem.axes, specs)
+    except RangeError as exc:
+        raise UsageError(f"sweep {op}: {exc}") from None
+    precisions = select.parse_dtypes(dtypes, [op], all_ops) if dtypes else None
+    planned = select.planned([op], {op: shapes}, precisions, backends, rungs, autotune, modes)
+    counts = " × ".join(f"{len(parse_values(specs[a]))} {a}" for a in problem.axes)
+    return planned, f"sweep {op}: {len(shapes)} shapes ({counts}) → {len(planned)} cases"
+
+
 # ---- output --------------------------------------------------------------------------------
 
 FIELDS = ("op", "implementation", "rung", "baseline", "backend", "precision", "dtype", "math", "autotune", "mode",
@@ -127,8 +157,6 @@ def write_csv(doc: dict, path: Path) -> Path:
 def best_cells(doc: dict) -> dict:
     """(precision, autotune, mode, other axes' values) -> backend -> (row axis value, column axis value) ->
     the best ok record of that backend there (the reference baseline stands for its own backend)."""
-    from study import metrics
-
     cells: dict = {}
     for m in doc["measurements"]:
         if m["status"] != "ok":
@@ -154,8 +182,6 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
     import matplotlib.pyplot as plt
     import numpy as np
     import seaborn as sns
-
-    from study import metrics
 
     figures = []
     op = doc["measurements"][0]["op"] if doc["measurements"] else "op"
@@ -225,11 +251,9 @@ def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path
     if not_ok:
         lines += ["## Not measured", "", "| implementation | shape | precision | status | reason |",
                   "|---|---|---|---|---|"]
-        from study.results import shape_text
-
         for m in not_ok[:200]:
             reason = (m.get("reason") or "").splitlines()[0][:160] if m.get("reason") else ""
-            lines.append(f"| `{m['implementation']}` | {shape_text(m['shape'])} | {m['precision']} | {m['status']} | "
+            lines.append(f"| `{m['implementation']}` | {keys.shape_text(m['shape'])} | {m['precision']} | {m['status']} | "
                          f"{reason} |")
         if len(not_ok) > 200:
             lines.append(f"| … {len(not_ok) - 200} more in the CSV | | | | |")

@@ -21,16 +21,20 @@ the offset removed (the target is still judged on the raw ratio).
 
 from __future__ import annotations
 
-import csv
-import io
-import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+from study import hardware, ncu, results, stats
+from study.ceilings import launch_overhead
+from study.child import EMPTY, ready_launch
+from study.ncu import parse_ncu_csv
 from study.paths import ROOT, report_dir
-from study.registry import implementation, ladder
+from study.problem import check_output
+from study.report.labels import shape_label
+from study.timer import for_gpu
+from study.timing import TimerSettings
 
 KERNELS = (
     ("sgemm/torch_matmul/cublas", "128x128x128"),
@@ -43,87 +47,11 @@ KERNELS = (
 )
 TARGETS = {"min_ms": 0.05, "do_bench": 0.02, "ncu": 0.03, "spread": 0.01}
 NCU_LAUNCHES = 20
-EMPTY = "microbench/empty"  # not a rung: the empty kernel that measures the events-vs-ncu offset
 
 
-def _launch(name: str, shape_text: str, seed: int = 0, precision_name: str | None = None, config=None):
-    """A correct, ready launch of one implementation (autotune off), at the op's first precision
-    (FP32 for the GEMM/GEMV ops) unless another is named, at its declared config with ``config``'s
-    parameters in place of the declared ones."""
-    from study.backends import backend
-
-    impl = implementation(name)
-    problem = ladder(impl.op).problem
-    shape = problem.parse_shape(shape_text)
-    precision = problem.precision(precision_name) if precision_name else problem.precisions[0]
-    tensors = problem.make_inputs(shape, precision, seed, "cuda")
-    ref, scale = problem.reference(tensors, precision)
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision,
-                                           config={**impl.params, **config} if config else None)
-    return impl, problem, shape, launch, ref, scale, precision
-
-
-def _profiled(fn, launches: int) -> None:
-    """Warm up, then exactly ``launches`` launches inside the profiler range, one at a time."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    for _ in range(launches):
-        fn()
-        torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
-
-
-def ncu_target(name: str, shape_text: str, launches: str, precision: str | None = None,
-               config_text: str | None = None) -> int:
-    """Run inside ncu: profile exactly ``launches`` launches of one implementation, or of the
-    empty kernel (no flush kernels: ncu flushes caches itself). Also what `ncu ... python -m
-    study validate --ncu-target IMPL SHAPE N [--ncu-precision fp16] [--ncu-config K=V,K=V]`
-    profiles by hand."""
-    if name == EMPTY:
-        from study.ceilings import empty_launch
-
-        _profiled(empty_launch(), int(launches))
-        return 0
-    from study.profile import ProfileError, parse_config
-
-    try:
-        config = parse_config([config_text], implementation(name).params) if config_text else None
-    except ProfileError as exc:
-        print(f"study validate --ncu-config: {exc}", file=sys.stderr)
-        return exc.code
-    _, problem, _, launch, ref, scale, chosen = _launch(name, shape_text, precision_name=precision, config=config)
-    with launch.context():
-        _profiled(launch.fn, int(launches))
-    verdict = problem.verify(launch.out, ref, scale, chosen)  # the output of the profiled launches
-    return 0 if verdict.ok else 1
-
-
-# ncu spells units "nsecond" in some versions and "ns" in others (2025.3 on the H200: "ns").
-MS_PER_UNIT = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
-                "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-
-
-def parse_ncu_csv(text: str, launches: int) -> tuple[list[float], int]:
-    """Per-launch durations (ms) from ncu's CSV, summing the kernels of each launch."""
-    start = text.find('"ID"')
-    if start < 0:
-        raise ValueError("no CSV table in ncu's output")
-    rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    durations = [float(r["Metric Value"].replace(",", "")) * MS_PER_UNIT[r["Metric Unit"]] for r in rows]
-    if not durations or len(durations) % launches:
-        raise ValueError(f"ncu reported {len(durations)} kernels for {launches} launches")
-    per = len(durations) // launches
-    return [sum(durations[i * per:(i + 1) * per]) for i in range(launches)], per
-
-
-def ncu_time(name: str, shape_text: str) -> dict:
-    cmd = ["ncu", "--clock-control", "none", "--profile-from-start", "off", "--metrics",
-           "gpu__time_duration.sum", "--csv", sys.executable, "-m", "study", "validate", "--ncu-target",
-           name, shape_text, str(NCU_LAUNCHES)]
+def ncu_time(name: str, shape_text: str, tool: str = "ncu") -> dict:
+    cmd = [tool, "--clock-control", "none", "--profile-from-start", "off", "--metrics", "gpu__time_duration.sum",
+           "--csv", *ncu.ncu_target(name, shape_text, NCU_LAUNCHES)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"ncu exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}")
@@ -131,14 +59,10 @@ def ncu_time(name: str, shape_text: str) -> dict:
     return {"median_ms": statistics.median(per_launch), "launches": NCU_LAUNCHES, "kernels_per_launch": kernels}
 
 
-def measure_one(name, shape_text, timer, use_ncu: bool) -> dict:
+def measure_one(name, shape_text, timer, tool: str | None) -> dict:
     import triton.testing
 
-    from study import stats
-
-    from study.runner import check_output
-
-    impl, problem, shape, launch, ref, scale, precision = _launch(name, shape_text)
+    impl, problem, shape, launch, ref, scale, precision = ready_launch(name, shape_text)
     row = {"implementation": name, "backend": impl.backend, "shape": shape, "precision": precision.name}
     with launch.context():
         launch.fn()
@@ -152,9 +76,9 @@ def measure_one(name, shape_text, timer, use_ncu: bool) -> dict:
                          "clocks": sampling["clocks"]})
         do_bench = triton.testing.do_bench(launch.fn, warmup=25, rep=200, return_mode="median")
     row.update(status="ok", study=runs, do_bench_ms=do_bench)
-    if use_ncu:
+    if tool:
         try:
-            row["ncu"] = ncu_time(name, shape_text)
+            row["ncu"] = ncu_time(name, shape_text, tool)
         except Exception as exc:
             row["ncu"] = {"error": f"{type(exc).__name__}: {exc}"}
     return row
@@ -204,7 +128,7 @@ def markdown(doc: dict) -> str:
     offset = instrument_offset(doc)
     rows, notes = [], []
     for r in doc["kernels"]:
-        shape = "×".join(str(v) for v in r["shape"].values())
+        shape = shape_label(r["shape"])
         if r.get("status") != "ok":
             rows.append([f"`{r['implementation']}`", shape, r.get("status"), "", "", "", "", ""])
             continue
@@ -268,14 +192,11 @@ def markdown(doc: dict) -> str:
 
 
 def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
-    from study import hardware, results
-    from study.runner import Timer, TimerSettings
-    from study.ceilings import launch_overhead
-
     device = hardware.current_device()
     settings = TimerSettings()
-    timer = Timer(settings, device, hardware.Clocks())
-    have_ncu = use_ncu and shutil.which("ncu") is not None
+    timer = for_gpu(settings, device, hardware.Clocks())
+    tool = ncu.find_tool("ncu") if use_ncu else None
+    have_ncu = tool is not None
     if use_ncu and not have_ncu:
         print("ncu is not installed: reporting the do_bench comparison only", file=sys.stderr)
     overhead = launch_overhead(timer)["median_ms"]
@@ -286,14 +207,14 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
            "complete": False}
     if have_ncu:
         try:
-            doc["ncu_empty"] = ncu_time(EMPTY, "-")
+            doc["ncu_empty"] = ncu_time(EMPTY, "-", tool)
         except Exception as exc:
             doc["ncu_empty"] = {"error": f"{type(exc).__name__}: {exc}"}
     offset = instrument_offset(doc)
     for name, shape in kernels:
         print(f"validating {name} {shape} ...", file=sys.stderr, flush=True)
         try:
-            doc["kernels"].append(judge(measure_one(name, shape, timer, have_ncu), offset))
+            doc["kernels"].append(judge(measure_one(name, shape, timer, tool), offset))
         except Exception as exc:
             doc["kernels"].append({"implementation": name, "shape": {"text": shape}, "status": "crashed",
                                    "reason": f"{type(exc).__name__}: {exc}"})

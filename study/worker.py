@@ -13,7 +13,8 @@ import dataclasses
 import multiprocessing as mp
 import os
 
-from study.runner import Case, TimerSettings
+from study.plan import Case, case_of
+from study.timing import TimerSettings
 
 # No answer for this long means the worker hangs (a kernel in an endless loop): it is killed.
 # Generous, because autotuning and compilation happen inside a measurement.
@@ -42,7 +43,7 @@ def visible_device(index: int) -> str:
 
 
 def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) -> None:
-    """The worker's loop: receive a case, send back its record (and whether the context died).
+    """The worker's loop: receive a case's key, send back its record (and whether the context died).
     Ctrl-C reaches every process of the terminal's group; the worker ignores it and is stopped by
     its parent, so an interrupt prints the parent's one line and no worker traceback.
 
@@ -56,8 +57,9 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
         os.environ["CUDA_VISIBLE_DEVICES"] = visible_device(gpu_index)
     import torch
 
-    from study import ceilings, hardware, registry
-    from study.runner import Session, Timer
+    from study import ceilings, hardware
+    from study.timer import for_gpu
+    from study.session import Session
 
     device = hardware.current_device()
     clocks = hardware.Clocks()
@@ -69,7 +71,7 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
         cold = dataclasses.replace(settings, mode="cold")
         measured, source = ceilings.load_or_measure(device, cold, clocks, uuid=uuid)
         if launch_overhead_ms is None:  # a restarted worker reuses its first start's figure
-            launch_overhead_ms = ceilings.launch_overhead(Timer(cold, device, clocks))["median_ms"]
+            launch_overhead_ms = ceilings.launch_overhead(for_gpu(cold, device, clocks))["median_ms"]
         facts.update(launch_overhead_ms=launch_overhead_ms, ceilings={**ceilings.summary(measured), "source": source})
     session = Session(settings, device, seed=seed, clocks=clocks, launch_overhead_ms=launch_overhead_ms,
                       gpu={"index": facts["index"], "uuid": facts["uuid"]})
@@ -78,10 +80,7 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
         message = conn.recv()
         if message is None:
             return
-        name, shape, precision, autotune, mode, pad = message
-        impl = registry.implementation(name)
-        problem = registry.ladder(impl.op).problem
-        record = session.measure(Case(impl, shape, problem.precision(precision), autotune, mode, pad))
+        record = session.measure(case_of(message))
         lost = not _context_ok()
         if lost:
             if record["status"] == "ok":  # an asynchronous fault surfaced only now: never rank it
@@ -154,7 +153,7 @@ class WorkerPool:
                 self.close(kill=True)
                 self.dead = True
                 return crashed(f"the measurement worker could not start: {exc}")
-        self._conn.send((case.impl.name, dict(case.shape), case.precision.name, case.autotune, case.mode, case.pad))
+        self._conn.send(case.key)
         if not self._conn.poll(self.hang_seconds):
             self.close(kill=True)
             return crashed(f"no result within {self.hang_seconds:.0f} s: the worker was killed (hang)")

@@ -6,7 +6,7 @@ as a user's own op would."""
 
 from pathlib import Path
 
-from study.ops.sgemm import BASELINES, SGEMM
+from study.ops.sgemm import BASELINES, SGEMM, TILED, own_math_twin_launch
 from study.registry import Rung, register, twin
 from triton_kernels import sgemm as tk
 
@@ -19,7 +19,8 @@ class Fault(SGEMM):
 register(
     Fault(),
     rungs=[Rung("v0_illegal_address", "writes 4 TiB past C", "— (tests crash isolation)",
-                cuda="00_illegal_address.cu", triton=twin(tk.sgemm_naive, tk.V1_NAIVE, tk.NAIVE_SPACE))],
+                cuda="00_illegal_address.cu", launch=TILED,
+                triton=twin(tk.sgemm_naive, tk.V1_NAIVE, tk.NAIVE_SPACE, launch=own_math_twin_launch))],
     baselines=BASELINES[:1],  # torch.matmul only: the test counts what runs
     kernel_dir=Path(__file__).parent / "kernels" / "fault",
 )

@@ -8,12 +8,15 @@ import pytest
 import torch
 
 from study import align, results
-from study.__main__ import main, rerun_plan
+from study.__main__ import main
+from study.compare import rerun_plan
 from study.backends import backend
-from study.compare import run_compare
+from study.measure import run_compare
 from study.problem import pad_rows
-from study.registry import implementation, ladder
-from study.runner import check_output, crashed_record, plan
+from study.catalog import implementation, ladder
+from study.plan import plan
+from study.problem import check_output
+from study.session import crashed_record
 
 ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
 

@@ -6,14 +6,15 @@ import pytest
 import torch
 
 
+from study.catalog import implementation, ladder
 from study.ops import hgemm
-from study.ops.bgemm import TENSOR_RUNG
+from study.ops.gemm_common import persistent_smem
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
-from study.registry import implementation, ladder
 
 BGEMM = ladder("bgemm").problem
 HALF = [FP16_TENSOR, BF16_TENSOR]
 SHAPE = {"batch": 3, "M": 72, "N": 136, "K": 40}
+TENSOR_RUNG = "v1_batched_wgmma"  # hgemm v8's tile over the batch: TMA, so K and N multiples of 8
 
 
 @pytest.mark.parametrize("precision", HALF, ids=lambda p: p.name)
@@ -59,16 +60,17 @@ def test_the_tensor_core_rung_refuses_k_or_n_not_a_multiple_of_8_and_entries_tma
     from study.backends.tma import alignment_reason
 
     impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
-    for check in (lambda s: BGEMM.cuda_check(impl.params, s, FP16_TENSOR, rung=TENSOR_RUNG),
-                  lambda s: BGEMM.triton_check(s, FP16_TENSOR, rung=TENSOR_RUNG)):
+    twin = implementation(f"bgemm/{TENSOR_RUNG}/triton").target
+    for check in (lambda s: impl.launcher.check(impl.params, s, FP16_TENSOR), lambda s: twin.check(s, FP16_TENSOR)):
         assert "TMA" in check({"batch": 2, "M": 64, "N": 68, "K": 64})
         assert "TMA" in check({"batch": 2, "M": 64, "N": 64, "K": 60})
         assert check({"batch": 2, "M": 3, "N": 8, "K": 8}) is None  # M is free: TMA zero-fills rows past it
-    assert BGEMM.axis_multiples(TENSOR_RUNG) == {"N": 8, "K": 8} and BGEMM.axis_multiples("v0_batched_tiles") == {}
+    v0 = implementation("bgemm/v0_batched_tiles/cuda")
+    assert impl.multiples == {"N": 8, "K": 8} and v0.multiples == {}
     # v0 keeps its grid.y check; the persistent rung has none
     tall = {"batch": 1, "M": 128 * 65536, "N": 8, "K": 8}
-    assert "grid.y" in BGEMM.cuda_check({"BM": 128}, tall, FP32, rung="v0_batched_tiles")
-    assert BGEMM.cuda_check(impl.params, tall, FP16_TENSOR, rung=TENSOR_RUNG) is None
+    assert "grid.y" in v0.launcher.check({"BM": 128}, tall, FP32)
+    assert impl.launcher.check(impl.params, tall, FP16_TENSOR) is None
     assert alignment_reason("A", torch.empty(3, 8, 8, dtype=torch.float16)) is None
     odd = torch.empty(3, 8 * 8 + 4, dtype=torch.float16)[:, :64].view(3, 8, 8)  # entries 136 bytes apart
     assert "batch entries are 136 bytes apart" in alignment_reason("A", odd)
@@ -89,6 +91,6 @@ def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
                             ("map", "C", launch.out.data_ptr()))
         assert [int(a) for a in args[3:]] == [shape["batch"], shape["M"], shape["N"], shape["K"]]
         assert grid == (min(tiles, 132), 1, 1) and launch.config["blocks"] == grid[0]
-        assert smem == hgemm.shared_bytes("v8_warp_specialized", impl.params) > 0
+        assert smem == persistent_smem(impl.params) > 0
     for point in impl.space:  # the H100/H200 opt-in limit per block
-        assert hgemm.shared_bytes("v8_warp_specialized", point) <= 227 * 1024, point
+        assert persistent_smem(point) <= 227 * 1024, point

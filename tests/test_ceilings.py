@@ -70,16 +70,15 @@ def test_the_copy_by_size_curve_is_optional_and_tabled_when_measured():
 
 
 def test_the_curve_is_added_to_stored_ceilings_with_a_cold_timer(monkeypatch):
-    from study import runner
+    from study.timing import TimerSettings
 
     made = {}
 
-    class FakeTimer:
-        def __init__(self, settings, device, clocks):
-            made["mode"] = settings.mode
+    def fake_timer(settings, device, clocks):
+        made["mode"] = settings.mode
 
-    monkeypatch.setattr(runner, "Timer", FakeTimer)
+    monkeypatch.setattr(ceilings, "for_gpu", fake_timer)
     monkeypatch.setattr(ceilings, "copy_by_size", lambda timer: [{"bytes_moved": 1, "gbps": 2.0}])
-    added = ceilings.add_copy_by_size(_stored(), H200, runner.TimerSettings(mode="hot"), None)
+    added = ceilings.add_copy_by_size(_stored(), H200, TimerSettings(mode="hot"), None)
     assert made["mode"] == "cold" and added["copy_by_size"] == [{"bytes_moved": 1, "gbps": 2.0}]
     assert added["copy"] == _stored()["copy"]  # the rest as it was

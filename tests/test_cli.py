@@ -72,7 +72,15 @@ def test_gpu_commands_exit_2_without_a_gpu(command, capsys, monkeypatch):
 
 
 def test_shapes_go_to_the_ops_whose_form_they_fit(capsys):
-    from study.__main__ import _parser, _cases
+    from study.cli.parser import parser
+    from study.select import cases as select
+
+    def _cases(args):
+        return select(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode,
+                      say=lambda text: print(text, file=sys.stderr))
+
+    def _parser():
+        return parser("")
 
     cases = _cases(_parser().parse_args(["compare", "--shape", "64x32", "--shape", "sgemm:8x8x8"]))
     # a bare MxN fits both ops of that form
@@ -100,3 +108,50 @@ def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):
     assert proc.returncode == 2
     assert "the plugin 'broken_op' (STUDY_PLUGINS) failed to import: RuntimeError: half-written op" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+SUBCOMMANDS = ("list", "compare", "sweep", "align", "ceilings", "validate", "diff", "merge", "rerun", "sanitize",
+               "profile", "env", "cublas-study", "report")
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_explains_itself_with_examples(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "examples:" in out and f"python -m study {command}" in out
+
+
+def test_a_results_file_goes_round_report_diff_and_merge_without_a_gpu(tmp_path, capsys):
+    # Two shards of one run, made on the CPU by the compare flow's own measuring (a fake measure in
+    # place of the GPU): merged, reported and diffed by the command line, as a user would.
+    from study import results
+    from study.measure import run_compare
+    from study.plan import plan
+    from study.session import crashed_record
+    from study.shards import shard_cases
+
+    env = results.load(ROOT / "tests" / "data" / "results_small.json")["environment"]
+    env = {**env, "timer": {k: v for k, v in env["timer"].items() if k not in ("mode", "flush_l2")}}
+    cases = plan(["sgemm", "sgemv"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}], "sgemv": [{"M": 8, "N": 8}]})
+
+    def measure(case):
+        record = crashed_record(case, "")
+        record.update(status="ok", median_ms=1.0, samples_ms=[1.0, 1.0, 1.01] * 10)
+        return record
+
+    shards = []
+    for index in range(2):
+        path = tmp_path / f"shard-{index}.json"
+        run_compare(shard_cases(cases, index, 2), {**env, "shard": [index, 2]}, path, measure, say=lambda _: None)
+        shards.append(path)
+    merged = tmp_path / "merged.json"
+    assert main(["merge", *map(str, shards), "--out", str(merged)]) == 0
+    assert len(results.load(merged)["measurements"]) == len(cases) and (tmp_path / "merged.md").is_file()
+    assert main(["report", str(merged), "--md", str(tmp_path / "again.md")]) == 0
+    page = (tmp_path / "again.md").read_text()
+    assert "## sgemm" in page and "## sgemv" in page and "Merged by `python -m study merge` from 2" in page
+    assert main(["diff", str(merged), str(merged), "--md", str(tmp_path / "diff.md")]) == 0
+    assert f"{len(cases)} same within noise" in (tmp_path / "diff.md").read_text()
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "nothing.json")]) == 2 and "error:" in capsys.readouterr().err

@@ -6,9 +6,10 @@ from pathlib import Path
 
 from study import cublas_study, results
 from study.__main__ import main
-from study.compare import run_compare
-from study.registry import ladder
-from study.runner import crashed_record, plan
+from study.measure import run_compare
+from study.catalog import ladder
+from study.plan import plan
+from study.session import crashed_record
 
 ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
 
@@ -33,41 +34,62 @@ def _write(folder, name, cases, command, wrong=None):
     return path
 
 
+def _fake_run(ran: list, codes=lambda n: 0):
+    """compare.run as the study calls it, recording each step's options instead of measuring."""
+    def run(cases, options, finish=None):
+        ran.append(options)
+        return codes(len(ran)), None
+
+    return run
+
+
+def _cli_cases(argv):
+    """The cases the command line plans for ``argv`` (what the step says it equals)."""
+    from study import align, sweep
+    from study.cli.parser import parser
+    from study.select import cases
+
+    args = parser("").parse_args(argv)
+    if args.command == "align":
+        return align.cases(args.op, args.base, args.rung, args.dtype, args.backend, args.autotune, args.mode)[0]
+    if args.command == "sweep":
+        given = [(a, v) for a, v in (("m", args.m), ("n", args.n), ("k", args.k)) if v is not None]
+        specs = sweep.axis_specs(ladder(args.op).problem, given)
+        return sweep.cases(args.op, specs, args.dtype, args.backend, args.rung, args.autotune, args.mode)[0]
+    return cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode)
+
+
 def test_every_step_is_a_study_command_with_its_own_file(tmp_path):
-    from study.__main__ import _parser
+    from study.cli.parser import parser
 
     names = [s.name for s in cublas_study.STEPS]
     assert len(set(names)) == len(names)
     for step in cublas_study.STEPS:
         argv = step.command(tmp_path)
         assert argv[0] in ("compare", "align", "sweep") and argv[-2:] == ["--name", step.name]
-        _parser().parse_args(argv)  # a step the CLI would refuse fails here, not on the GPU
+        parser("").parse_args(argv)  # a step the CLI would refuse fails here, not on the GPU
+        # the flow the study calls plans exactly what its command line would
+        assert [c.key for c in step.cases(lambda _: None)[0]] == [c.key for c in _cli_cases(list(step.argv))]
 
 
 def test_the_half_precision_step_plans_the_tensor_core_rungs_and_the_libraries():
-    from study.__main__ import _cases, _parser
-
     step = next(s for s in cublas_study.STEPS if s.name == "seed-half")
-    cases = _cases(_parser().parse_args(list(step.argv)))
+    cases, _ = step.cases(lambda _: None)
     assert {c.precision.name for c in cases} == {"fp16", "bf16"} and {c.shape_text for c in cases} == \
         {"2048x2048x2048", "4096x4096x4096"}
     assert {c.impl.rung for c in cases if c.impl.rung} == {"v6_mma_sync", "v7_wgmma_tma", "v8_warp_specialized"}
     assert {c.impl.backend for c in cases if c.impl.rung is None} == {"cublas", "cublaslt"}
 
 
-def test_complete_steps_are_not_measured_again_and_an_interrupt_stops_the_study(tmp_path):
+def test_complete_steps_are_not_measured_again_and_an_interrupt_stops_the_study(tmp_path, monkeypatch):
     first = cublas_study.STEPS[0]  # complete, a record of every rung: not measured again
     _write(tmp_path, first.name, plan(["sgemm"], shapes={"sgemm": [{"M": 64, "N": 64, "K": 64}]}),
            "python -m study compare --op sgemm")
     ran = []
-
-    def fake_main(argv):
-        ran.append(argv)
-        return 130 if len(ran) == 2 else 1
-
+    monkeypatch.setattr(cublas_study.compare, "run", _fake_run(ran, lambda n: 130 if n == 2 else 1))
     said = []
-    assert cublas_study.run(tmp_path, fake_main, say=said.append) == 130
-    assert [a[-1] for a in ran] == [s.name for s in cublas_study.STEPS[1:3]]
+    assert cublas_study.run(tmp_path, say=said.append) == 130
+    assert [options.name for options in ran] == [s.name for s in cublas_study.STEPS[1:3]]
     assert "not measured again" in said[0]
 
 
@@ -137,22 +159,19 @@ def test_cublaslts_two_choices_are_set_side_by_side_with_what_autotune_changed()
     assert dict(zip(header, cublas_study.lt_table([doc])[1][0]))["autotune changed"] == "nothing"
 
 
-def test_each_step_runs_as_its_own_command_line_and_records_it(tmp_path):
-    # A step's results file records sys.argv as its command (and a sweep or align file is known
-    # by it): while a step runs, sys.argv is that step's command, with --gpus passed on.
+def test_each_step_runs_as_its_own_command_line_and_records_it(tmp_path, monkeypatch):
+    # A step's results file records the command the step equals (and a sweep or align file is known
+    # by it), with --gpus passed on; the flow is called as a function, this process's argv untouched.
     import sys
 
     seen = []
-
-    def fake_main(argv):
-        seen.append((list(argv), list(sys.argv[1:])))
-        return 0
-
+    monkeypatch.setattr(cublas_study.compare, "run", _fake_run(seen))
     before = list(sys.argv)
-    assert cublas_study.run(tmp_path, fake_main, say=lambda _: None, extra=("--gpus", "all")) == 0
+    assert cublas_study.run(tmp_path, say=lambda _: None, gpus=[0], gpus_text="all") == 0
     assert sys.argv == before
-    for step, (argv, recorded) in zip(cublas_study.STEPS, seen):
-        assert argv == recorded == [*step.command(tmp_path), "--gpus", "all"]
+    for step, options in zip(cublas_study.STEPS, seen):
+        assert options.argv == ["python", "-m", "study", *step.command(tmp_path), "--gpus", "all"]
+        assert options.gpus == [0] and options.name == step.name and options.out == tmp_path
 
 
 def test_a_comparison_without_the_gemv_shapes_leaves_that_table_not_measured(tmp_path):
@@ -196,11 +215,12 @@ def test_a_step_file_measured_before_the_ladder_grew_says_which_rungs_it_lacks(t
     assert "no record here" not in half  # the step names v6-v8 only, and has them all
 
 
-def test_a_complete_step_file_without_a_rung_the_step_measures_is_measured_again(tmp_path):
+def test_a_complete_step_file_without_a_rung_the_step_measures_is_measured_again(tmp_path, monkeypatch):
     first = cublas_study.STEPS[0]
     rungs = [r.key for r in ladder("sgemm").rungs]
     _write(tmp_path, first.name, plan(["sgemm"], shapes={"sgemm": [{"M": 64, "N": 64, "K": 64}]}, rungs=rungs[:-1]),
            "python -m study compare --op sgemm")
     ran, said = [], []
-    cublas_study.run(tmp_path, lambda argv: ran.append(argv) or 130, say=said.append)
-    assert ran[0][-1] == first.name and f"no record of {rungs[-1]}: measured again" in said[0]
+    monkeypatch.setattr(cublas_study.compare, "run", _fake_run(ran, lambda n: 130))
+    cublas_study.run(tmp_path, say=said.append)
+    assert ran[0].name == first.name and f"no record of {rungs[-1]}: measured again" in said[0]

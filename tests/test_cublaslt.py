@@ -11,8 +11,9 @@ import torch
 from study.backends import backend
 from study.backends.library import missing_requirement
 from study.precision import FP32
-from study.registry import implementation, ladder
-from study.runner import check_output, plan
+from study.catalog import implementation, ladder
+from study.plan import plan
+from study.problem import check_output
 
 
 class _Algorithm:
@@ -85,7 +86,7 @@ def _prepare(autotune):
     problem = ladder("sgemm").problem
     shape = {"M": 33, "N": 17, "K": 65}
     tensors = problem.make_inputs(shape, FP32, 0, "cpu")
-    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, FP32, autotune=autotune)
+    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, FP32, tune=True if autotune else None)
     return problem, tensors, launch
 
 
@@ -161,7 +162,7 @@ def test_the_relu_bias_epilogue_runs_on_the_transposed_product_into_c_itself(fak
     shape = {"M": 7, "N": 5, "K": 9}
     for precision in problem.precisions:
         tensors = problem.make_inputs(shape, precision, 0, "cpu")
-        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, autotune=autotune)
+        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, tune=True if autotune else None)
         mm = fake_nvmath.made[-1]
         assert mm.c.data_ptr() == launch.out.data_ptr() and mm.c.shape == (5, 7) and mm.epilog == "RELU_BIAS"
         assert mm.epilog_inputs["bias"] is tensors["bias"] and launch.config["epilog"] == "RELU_BIAS"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from study import diff, results
+from study.keys import CaseKey
 from study.__main__ import main
 
 DATA = Path(__file__).parent / "data" / "results_small.json"
@@ -145,7 +146,7 @@ def test_a_declared_floor_calls_small_shifts_the_same_and_never_excuses_a_regres
     ok[1]["samples_ms"] = [x * 1.08 for x in ok[1]["samples_ms"]]   # 8 %: beyond the 5 % threshold
     verdicts = lambda floor: {p.key: p.verdict for p in diff.pair_runs(a, b, floor=floor)}  # noqa: E731
     strict, loose = verdicts(0.0), verdicts(0.02)
-    first, second = results.case_key(ok[0]), results.case_key(ok[1])
+    first, second = CaseKey.of_record(ok[0]), CaseKey.of_record(ok[1])
     assert strict[first] == "slower" and loose[first] == "same within noise"
     assert strict[second] == loose[second] == "slower" == verdicts(0.5)[second]  # the threshold still bounds it
     pa, pb = tmp_path / "a.json", tmp_path / "b.json"

@@ -9,8 +9,8 @@ import torch
 
 from study.backends import backend
 from study.ops.gemm_bias_relu import BARE, bias_reason
-from study.registry import implementation, ladder
-from study.runner import check_output
+from study.catalog import implementation, ladder
+from study.problem import check_output
 
 PROBLEM = ladder("gemm_bias_relu").problem
 # Short and long K: the bias is drawn at √K so that skipping it shows at every K.
@@ -73,8 +73,8 @@ def test_a_bias_of_the_wrong_length_is_a_usage_error():
     assert "contiguous" in bias_reason(dict(tensors, bias=torch.zeros(12)[::2]), shape)
     impl = implementation("gemm_bias_relu/v1_fused_simt/triton")
     with pytest.raises(ValueError, match="N = 6 elements"):
-        PROBLEM.triton_launch(impl.target.kernel, short, PROBLEM.make_output(shape, precision, "cpu"), shape,
-                              dict(impl.params), precision)
+        impl.target.launch(impl.target.kernel, short, PROBLEM.make_output(shape, precision, "cpu"), shape,
+                           dict(impl.params), precision)
 
 
 @pytest.mark.parametrize("name", ["eager_relu_matmul_bias/cublas", "eager_addmm_relu/cublas"])
@@ -96,17 +96,17 @@ def test_torch_compile_writes_into_c_and_records_its_mode():
     shape = {"M": 9, "N": 12, "K": 7}
     tensors = PROBLEM.make_inputs(shape, precision, seed=2, device="cpu")
     ref, scale = PROBLEM.reference(tensors, precision)
-    launch = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision, autotune=False)
+    launch = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision)
     assert launch.config["inductor_mode"] == "default" and launch.config["fullgraph"] is True
     with launch.context():
         verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, precision)
     assert verdict.ok, verdict.message
-    tuned = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision, autotune=True)
+    tuned = backend(impl.backend).prepare(impl, PROBLEM, tensors, shape, precision, tune=True)
     assert tuned.config["inductor_mode"] == "max-autotune-no-cudagraphs"  # compiled at its first call, not here
 
 
 def test_the_unfused_rung_runs_the_fastest_gemm_rung_of_each_precision():
-    from study import fusion
+    from study.report import fusion
 
     assert fusion.BARE == BARE  # the report finds the bare GEMM the rung ran
     for precision, (op, rung) in BARE.items():
@@ -114,14 +114,14 @@ def test_the_unfused_rung_runs_the_fastest_gemm_rung_of_each_precision():
         assert precision in gemm.precisions and implementation(f"{op}/{rung}/triton")
     fp16, v0 = PROBLEM.precision("fp16"), implementation("gemm_bias_relu/v0_unfused/cuda")
     tma = "TMA reads rows that start 16 bytes apart by a multiple: K and N must be multiples of 8 (K=8, N=12)"
-    assert PROBLEM.cuda_check(v0.params, {"M": 8, "N": 12, "K": 8}, fp16, rung="v0_unfused") == \
+    assert v0.launcher.check(v0.params, {"M": 8, "N": 12, "K": 8}, fp16) == \
         f"its GEMM (hgemm v8_warp_specialized): {tma}"
     v2 = implementation("gemm_bias_relu/v2_fused_wgmma/cuda")
-    assert PROBLEM.cuda_check(v2.params, {"M": 8, "N": 12, "K": 8}, fp16, rung="v2_fused_wgmma") == tma
-    assert PROBLEM.cuda_check(v2.params, {"M": 8, "N": 16, "K": 8}, fp16, rung="v2_fused_wgmma") is None
+    assert v2.launcher.check(v2.params, {"M": 8, "N": 12, "K": 8}, fp16) == tma
+    assert v2.launcher.check(v2.params, {"M": 8, "N": 16, "K": 8}, fp16) is None
     v1 = implementation("gemm_bias_relu/v1_fused_simt/cuda")  # sgemm's grid.y limit, through sgemm's check
-    assert "grid.y" in PROBLEM.cuda_check(v1.params, {"M": 65536 * v1.params["BM"], "N": 8, "K": 8},
-                                          PROBLEM.precision("fp32"), rung="v1_fused_simt")
+    assert "grid.y" in v1.launcher.check(v1.params, {"M": 65536 * v1.params["BM"], "N": 8, "K": 8},
+                                         PROBLEM.precision("fp32"))
 
 
 def test_on_a_gpu_without_sm_90a_the_half_unfused_rung_is_refused_with_its_gemms_reason(monkeypatch):
@@ -175,7 +175,7 @@ def _record(op, rung, backend, ms, baseline=None, autotune="off", precision="bf1
 
 
 def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
-    from study import fusion
+    from study.report import fusion
 
     ms = [_record("gemm_bias_relu", "v0_unfused", "cuda", 0.30), _record("gemm_bias_relu", "v2_fused_wgmma", "cuda", 0.22),
           _record("hgemm", "v8_warp_specialized", "cuda", 0.20), _record("hgemm", "v7_wgmma_tma", "cuda", 0.10),

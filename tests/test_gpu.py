@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from study.backends import Unsupported, backend
-from study.ops.hgemm import TMA_RUNGS
-from study.registry import implementations, ladder
+from study.catalog import implementations, ladder
 
 pytestmark = pytest.mark.gpu
 AWKWARD = {
@@ -39,6 +38,7 @@ AWKWARD = {
     "gemm_bias_relu": [(1, 1, 1), (17, 33, 65), (72, 136, 40), (257, 264, 520), (2049, 2056, 136)],
 }
 IMPLS = implementations()
+TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # hgemm's rungs whose operands arrive by TMA
 CASES = [(impl, shape, p) for impl in IMPLS for shape in AWKWARD[impl.op] for p in ladder(impl.op).problem.precisions
          if p.name in impl.precisions]
 
@@ -59,7 +59,7 @@ def _arch_reason(impl):
 
 
 def _run(impl, problem, shape, tensors, ref, scale, precision, **kw):
-    from study.runner import check_output
+    from study.problem import check_output
 
     launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, **kw)
     with launch.context():
@@ -80,7 +80,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     if reason and _arch_reason(impl):
         pytest.skip(reason)  # an sm_90a rung on another GPU
     if reason:  # only TMA's alignment (K and N whole 16 bytes: 8 halves, 4 floats) refuses a shape here
-        assert problem.axis_multiples(impl.rung) and "TMA" in reason, reason
+        assert impl.multiples and "TMA" in reason, reason
         pytest.skip(reason)
     verdict, _ = _run(impl, problem, shape, tensors, ref, scale, precision)
     assert verdict.ok, verdict.message
@@ -103,7 +103,7 @@ def test_every_cuda_autotune_point_is_correct(impl):
             if reason and _arch_reason(impl):
                 pytest.skip(reason)
             if reason:  # a TMA rung at K or N not a whole 16 bytes
-                assert problem.axis_multiples(impl.rung) and "TMA" in reason, reason
+                assert impl.multiples and "TMA" in reason, reason
                 continue
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
             for point in impl.space:
@@ -183,7 +183,9 @@ def test_tma_rungs_refuse_rows_tma_cannot_read_and_run_padded_ones(rung, backend
 @pytest.mark.parametrize("autotune", ["off", "on"])  # on: the tuner must pass the refusal up, not crash
 def test_an_unsupported_launch_is_recorded_as_skipped_with_its_reason(autotune, tmp_path, monkeypatch):
     from study import hardware
-    from study.runner import Case, Session, TimerSettings
+    from study.plan import Case
+    from study.session import Session
+    from study.timing import TimerSettings
 
     impl = next(i for i in IMPLS if i.name == "hgemm/v7_wgmma_tma/cuda")
     if _arch_reason(impl):
@@ -256,7 +258,9 @@ def test_library_baseline_sets_its_switches_and_restores_them():
 
 def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
     from study import hardware, report, results
-    from study.runner import Session, TimerSettings, plan, run
+    from study.plan import plan
+    from study.session import Session, run
+    from study.timing import TimerSettings
 
     monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path / "cache"))
     shapes = {"sgemm": [{"M": 256, "N": 192, "K": 130}], "sgemv": [{"M": 1000, "N": 3000}],
@@ -364,18 +368,19 @@ def test_softmax_rows_of_minus_infinity_but_one_and_rows_with_a_nan(impl):
 
 def test_a_kernel_given_too_little_dynamic_shared_memory_stops_instead_of_reading_past_it():
     # v7 indexes STAGES stages of shared memory sized in the kernel; the launch sizes them in
-    # Python (sgemm.shared_bytes). Launched with less, it must trap (an error), never compute.
+    # Python (gemm_common.ffma_warp_tile_smem). Launched with less, it must trap (an error), never compute.
     import subprocess
     import sys
 
     code = ("import torch, dataclasses\n"
-            "from study.backends import backend\nfrom study.registry import implementation, ladder\n"
+            "from study.backends import backend\nfrom study.catalog import implementation, ladder\n"
             "import study.backends.cuda_launch as cl\n"
             "impl = implementation('sgemm/v7_multistage/cuda'); p = ladder('sgemm').problem\n"
             "shape = {'M': 256, 'N': 256, 'K': 256}; prec = p.precisions[0]\n"
             "t = p.make_inputs(shape, prec, 1, 'cuda')\n"
-            "orig = type(p).cuda_launch\n"
-            "type(p).cuda_launch = lambda self, *a: dataclasses.replace(orig(self, *a), smem=1024)\n"
+            "orig = impl.launcher.launch\n"
+            "short = dataclasses.replace(impl.launcher, launch=lambda *a: dataclasses.replace(orig(*a), smem=1024))\n"
+            "object.__setattr__(impl, 'launcher', short)\n"
             "launch = backend('cuda').prepare(impl, p, t, shape, prec)\n"
             "launch.fn(); torch.cuda.synchronize()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

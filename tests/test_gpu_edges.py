@@ -8,8 +8,8 @@ import torch
 from study.backends import backend
 from study.edge_shapes import edge_shapes
 from study.problem import cdiv
-from study.registry import implementations, ladder
-from study.runner import check_output
+from study.catalog import implementations, ladder
+from study.problem import check_output
 
 pytestmark = pytest.mark.gpu
 INDUCTOR_SHAPES = 8  # the first edge shapes a torch.compile baseline runs (each one a compilation)
@@ -32,7 +32,7 @@ def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
         shapes = shapes[:INDUCTOR_SHAPES]
     for precision in (p for p in problem.precisions if p.name in impl.precisions):
         for shape in shapes:
-            for axis, m in problem.axis_multiples(impl.rung).items():  # e.g. TMA's rows; tails kept
+            for axis, m in impl.multiples.items():  # e.g. TMA's rows; tails kept
                 shape = {**shape, axis: cdiv(shape[axis], m) * m}
             reason = problem.check(shape, precision) or backend(impl.backend).check(impl, problem, shape, precision)
             if reason:

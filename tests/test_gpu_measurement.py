@@ -80,7 +80,9 @@ def test_an_interrupted_run_keeps_every_result_and_the_same_command_resumes(tmp_
 
 def _session_run(mode, **kw):
     from study import hardware
-    from study.runner import Session, TimerSettings, plan, run
+    from study.plan import plan
+    from study.session import Session, run
+    from study.timing import TimerSettings
 
     cases = plan(["sgemm"], shapes={"sgemm": [{"M": 256, "N": 320, "K": 288}]}, modes=[mode])
     device = hardware.current_device()

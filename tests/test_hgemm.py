@@ -10,7 +10,9 @@ import torch
 from study.ops.hgemm import SMALLEST_NORMAL, TOLERANCE, UNIT_ROUNDOFF
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
 from study.problem import pad_rows
-from study.registry import implementation, ladder
+from study.catalog import implementation, ladder
+
+TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # the rungs whose operands arrive by TMA
 
 HGEMM = ladder("hgemm").problem
 PRECISIONS = [FP16_TENSOR, BF16_TENSOR]
@@ -175,32 +177,34 @@ def test_oversized_shapes_and_grids_are_refused_with_reasons():
     assert "32-bit" in HGEMM.check({"M": 70000, "N": 70000, "K": 8}, FP16_TENSOR)
     assert "32-bit" in HGEMM.check({"M": 8, "N": 70000, "K": 70000}, BF16_TENSOR)
     assert HGEMM.check({"M": 40000, "N": 40000, "K": 40000}, FP16_TENSOR) is None
-    params = implementation("hgemm/v1_coalesced/cuda").params  # BM = 8 rows per block
-    reason = HGEMM.cuda_check(params, {"M": 8 * 65535 + 1, "N": 8, "K": 8}, FP16_TENSOR)
+    v1 = implementation("hgemm/v1_coalesced/cuda")  # BM = 8 rows per block
+    reason = v1.launcher.check(v1.params, {"M": 8 * 65535 + 1, "N": 8, "K": 8}, FP16_TENSOR)
     assert reason and "grid.y" in reason
-    assert HGEMM.cuda_check(params, {"M": 8 * 65535, "N": 8, "K": 8}, FP16_TENSOR) is None
+    assert v1.launcher.check(v1.params, {"M": 8 * 65535, "N": 8, "K": 8}, FP16_TENSOR) is None
 
 
 def test_tma_rungs_refuse_k_or_n_not_a_multiple_of_8_and_fit_their_stages_in_shared_memory():
     from study.backends.tma import alignment_reason
-    from study.ops.hgemm import TMA_RUNGS, shared_bytes
+    from study.ops.gemm_common import persistent_smem
+    from study.ops.hgemm import wgmma_tma_smem
 
+    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized"]
     for rung in TMA_RUNGS:
         for backend in ("cuda", "triton"):
             impl = implementation(f"hgemm/{rung}/{backend}")
-            check = (lambda s: HGEMM.cuda_check(impl.params, s, FP16_TENSOR, rung=rung)) if backend == "cuda" else \
-                (lambda s: HGEMM.triton_check(s, FP16_TENSOR, rung=rung))
+            check = (lambda s: impl.launcher.check(impl.params, s, FP16_TENSOR)) if backend == "cuda" else \
+                (lambda s: impl.target.check(s, FP16_TENSOR))
             assert "TMA" in check({"M": 64, "N": 4100, "K": 64}) and "TMA" in check({"M": 64, "N": 64, "K": 60})
             assert check({"M": 3, "N": 8, "K": 8}) is None  # M is free: TMA zero-fills rows past it
         for point in implementation(f"hgemm/{rung}/cuda").space:
             # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
-            assert shared_bytes(rung, point) <= 227 * 1024, point
+            assert {"v7_wgmma_tma": wgmma_tma_smem, "v8_warp_specialized": persistent_smem}[rung](point) <= 227 * 1024
             assert (point["BM"] * 64 + point["BN"] * point["BK"]) * 2 % 1024 == 0, point
-    assert HGEMM.cuda_check(implementation("hgemm/v6_mma_sync/cuda").params, {"M": 64, "N": 4100, "K": 60},
-                            FP16_TENSOR, rung="v6_mma_sync") is None  # cp.async rungs have scalar paths
+    v6 = implementation("hgemm/v6_mma_sync/cuda")
+    assert v6.launcher.check(v6.params, {"M": 64, "N": 4100, "K": 60}, FP16_TENSOR) is None  # cp.async: scalar paths
     # what the checks refuse is what the edge-shape sweep rounds up to
-    assert all(HGEMM.axis_multiples(rung) == {"N": 8, "K": 8} for rung in TMA_RUNGS)
-    assert HGEMM.axis_multiples("v6_mma_sync") == {} and HGEMM.axis_multiples(None) == {}
+    assert all(implementation(f"hgemm/{rung}/cuda").multiples == {"N": 8, "K": 8} for rung in TMA_RUNGS)
+    assert v6.multiples == {}
     a = torch.empty(64, 72, dtype=torch.float16)
     assert alignment_reason("A", a) is None and alignment_reason("A", a[:, :64]) is None
     assert "multiple of 16 bytes" in alignment_reason("A", torch.empty(64, 67, dtype=torch.float16)[:, :64])

@@ -1,5 +1,6 @@
-"""No import cycle: the module-level imports of the framework form a DAG, and every module
-imports on its own in a fresh interpreter (Triton twins without the framework)."""
+"""No import cycle: every import of the framework — at module level and inside functions alike —
+forms a DAG, so no cycle hides behind an import in a function body; every module imports on its own
+in a fresh interpreter (Triton twins without the framework); and no module outgrows one job."""
 
 import ast
 import subprocess
@@ -9,6 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from study.paths import ROOT
 
 PACKAGES = ("study", "triton_kernels")
+MAX_LINES = 450       # a module that does one job fits in this (docs/architecture.md)
+MAX_MAIN_LINES = 400  # the command line's entry parses and dispatches, nothing more
 
 
 def _modules():
@@ -21,39 +24,70 @@ def _modules():
 MODULES = dict(_modules())
 
 
-def _top_level_imports(path):
-    """Modules of this repository imported at module level (not inside functions)."""
+def _imports(path, anywhere: bool = True):
+    """Modules of this repository that a module imports: anywhere in it (functions included), or at
+    module level only. ``from package import module`` depends on that module; ``from module import
+    name`` on the module."""
+    tree = ast.parse(path.read_text())
+    nodes = ast.walk(tree) if anywhere else tree.body
     found = set()
-    for node in ast.parse(path.read_text()).body:
+    for node in nodes:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found |= {f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else node.module
+                      for a in node.names}
     return {m for m in found if m in MODULES}
 
 
-def test_module_level_imports_form_no_cycle():
-    graph = {name: _top_level_imports(path) - {name} for name, path in MODULES.items()}
-    state = {}
+def _cycle(graph) -> list[str] | None:
+    """A cycle of the graph as a path, or None."""
+    state: dict = {}
 
     def visit(node, trail):
         if state.get(node) == "done":
-            return
-        assert state.get(node) != "open", " → ".join([*trail, node])
+            return None
+        if state.get(node) == "open":
+            return [*trail[trail.index(node):], node]
         state[node] = "open"
         for dep in sorted(graph[node]):
-            visit(dep, [*trail, node])
+            found = visit(dep, [*trail, node])
+            if found:
+                return found
         state[node] = "done"
+        return None
 
     for name in graph:
-        visit(name, [])
+        found = visit(name, [])
+        if found:
+            return found
+    return None
+
+
+def test_imports_anywhere_form_no_cycle():
+    graph = {name: _imports(path) - {name} for name, path in MODULES.items()}
+    cycle = _cycle(graph)
+    assert cycle is None, " → ".join(cycle)
+
+
+def test_the_cycle_finder_sees_an_import_inside_a_function(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("import study.paths\n")
+    b.write_text("def f():\n    import study.keys\n")
+    assert "study.keys" in _imports(b) and "study.keys" not in _imports(b, anywhere=False)
+    assert _cycle({"x": {"y"}, "y": {"x"}}) == ["x", "y", "x"] and _cycle({"x": {"y"}, "y": set()}) is None
 
 
 def test_triton_twin_modules_do_not_import_the_framework():
     for name, path in MODULES.items():
         if name.startswith("triton_kernels"):
-            assert not any(m.startswith("study") for m in _top_level_imports(path)), name
+            assert not any(m.startswith("study") for m in _imports(path)), name
+
+
+def test_every_module_does_one_job_in_a_few_hundred_lines():
+    long = {name: n for name, path in MODULES.items() if name.startswith("study")
+            and (n := len(path.read_text().splitlines())) > (MAX_MAIN_LINES if name == "study.__main__" else MAX_LINES)}
+    assert long == {}
 
 
 def test_every_module_imports_on_its_own():

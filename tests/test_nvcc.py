@@ -11,7 +11,7 @@ import pytest
 
 from study.backends.cuda import kernel_source, nvcc_command
 from study.paths import MICROBENCH_DIR
-from study.registry import implementations, ladder
+from study.catalog import implementations, ladder
 
 NVCC = shutil.which("nvcc")
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the CUDA sources cannot be compiled here")

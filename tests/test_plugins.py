@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from study.ops.sgemv import SGEMV, torch_mv
+from study.ops.sgemv import ROWS, SGEMV, thread_twin_launch, torch_mv
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemv as tk
 
@@ -22,10 +22,13 @@ class Saxpyish(SGEMV):
     name = "mygemv"
 
 
+LAUNCH = ROWS  # sgemv's launcher of a block of rows: this kernel takes sgemv v0's arguments
+
+
 register(
     Saxpyish(),
-    rungs=[Rung("v0_mine", "my own GEMV", "nothing yet", cuda="00_mine.cu",
-                triton=twin(tk.sgemv_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE))],
+    rungs=[Rung("v0_mine", "my own GEMV", "nothing yet", cuda="00_mine.cu", launch=LAUNCH,
+                triton=twin(tk.sgemv_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE, launch=thread_twin_launch))],
     baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True),
                Baseline("matmul", "torch.matmul", "cuBLAS", "cublas",
                         lambda t, out, p: (lambda: torch.matmul(t["A"], t["x"], out=out)), "torch.matmul")],
@@ -71,20 +74,10 @@ def test_a_plugin_kernel_that_breaks_the_rules_is_named_by_the_integrity_check(t
     assert f"{(tmp_path / 'my_kernels' / '01_stray.cu').resolve()} is not registered by any rung" in proc.stderr
 
 
-def test_checks_get_the_rung_only_where_the_op_takes_it():
-    # An op written before cuda_check / triton_check took the rung keeps working.
-    from study.backends import rung_argument
-    from study.registry import implementation
-
-    class Before:
-        def cuda_check(self, params, shape, precision):
-            return None
-
-    class After:
-        def cuda_check(self, params, shape, precision, rung=""):
-            return rung
-
-    impl = implementation("hgemm/v7_wgmma_tma/cuda")
-    assert rung_argument(Before().cuda_check, impl) == {}
-    assert rung_argument(After().cuda_check, impl) == {"rung": "v7_wgmma_tma"}
-    assert After().cuda_check({}, {}, None, **rung_argument(After().cuda_check, impl)) == "v7_wgmma_tma"
+def test_a_plugin_cuda_rung_without_a_launcher_is_named_by_the_integrity_check(tmp_path):
+    # A rung owns its launch: one registered without it could not run, and the registry says so.
+    study = _plugin(tmp_path, KERNEL)
+    (tmp_path / "my_op.py").write_text(OP.replace("LAUNCH = ROWS", "LAUNCH = None"))
+    proc = study("list")
+    assert proc.returncode == 2
+    assert "op 'mygemv': CUDA rung 'v0_mine' declares no launcher (Rung(..., launch=...))" in proc.stderr

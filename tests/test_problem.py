@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32, TF32, select
-from study.registry import ladder
-from study.runner import TimerSettings, plan
+from study.catalog import ladder
+from study.plan import plan
+from study.timing import TimerSettings
 
 SGEMM = ladder("sgemm").problem
 SGEMV = ladder("sgemv").problem
@@ -121,7 +122,7 @@ def test_column_major_layout_keeps_values_and_changes_strides():
 def test_the_cuda_kernels_see_a_column_major_b_as_its_storage_whatever_k(m, n, k):
     # v0 indexes column c of B at c * ldb: its storage must reach it with ldb = K, also when
     # K = 1, where torch calls a column-major 1×N B contiguous (found wrong on the GPU).
-    from study.ops.sgemm import b_as_stored
+    from study.ops.gemm_common import b_as_stored
 
     t, _, _ = _gemm(m, n, k)
     col = b_as_stored(SGEMM.with_layout(t, {"B": "col"})["B"])
@@ -217,7 +218,7 @@ def test_impossible_timer_settings_are_refused(kwargs, message):
 
 
 def test_stop_rule_by_noise_time_count_and_timeout():
-    from study.runner import stop_rule
+    from study.timing import stop_rule
 
     st = TimerSettings(min_samples=10, min_time_s=0.001, timeout_s=5, noise=0.01, max_samples=30)
     steady = [1.0] * 9
@@ -235,6 +236,7 @@ def test_stop_rule_by_noise_time_count_and_timeout():
 
 def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_rung_name(monkeypatch):
     import study.backends.cuda as cuda
+    from study.ops.sgemv import ROWS, SPLIT
 
     monkeypatch.setattr(cuda, "as_cupy", lambda t: t)  # no GPU: the launch's tensors as they are
     shape = {"M": 1000, "N": 4096}
@@ -242,10 +244,9 @@ def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_ru
     out = SGEMV.make_output(shape, FP32, "cpu")
     for defines, grid in (({"THREADS": 256, "LANES": 1}, (4, 1, 1)), ({"THREADS": 256, "LANES": 32}, (125, 1, 1)),
                           ({"THREADS": 128, "LANES": 32, "WARP_ROWS": 4}, (63, 1, 1))):
-        launch = SGEMV.cuda_launch("v9_any_name", defines, t, out, shape)
+        launch = ROWS.launch(defines, t, out, shape, FP32)
         assert launch.grid == grid and launch.block == (defines["THREADS"], 1, 1) and len(launch.args) == 5
-    split = SGEMV.cuda_launch("v1_named_like_another", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2, "SPLIT": 1},
-                              t, out, shape)
+    split = SPLIT.launch({"THREADS": 256, "LANES": 32, "WARP_ROWS": 2, "SPLIT": 1}, t, out, shape, FP32)
     from study.ops.sgemv import split_plan
 
     slices, width = split_plan(1000, 4096, 4, 132)
@@ -277,7 +278,7 @@ def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m
                                            ({"M": 1024, "N": 1024, "K": 64}, ["sgemm_v10_split_k_two_pass"])])
 def test_the_two_pass_split_k_runs_its_reduction_after_its_gemm_only_when_k_is_split(fake_cuda, shape, kernels):
     from study.backends import backend
-    from study.registry import implementation, ladder
+    from study.catalog import implementation, ladder
 
     impl = implementation("sgemm/v10_split_k_two_pass/cuda")
     problem = ladder("sgemm").problem
@@ -334,15 +335,15 @@ def test_the_wgmma_3xtf32_rung_needs_tma_rows_and_fits_its_shared_memory(fake_cu
     which is what the edge-shape sweep rounds up to), every point's stages within the opt-in limit and
     1024-byte aligned, a persistent grid of at most one block per SM, and its tensor maps."""
     from study.backends import backend
-    from study.ops.sgemm import TMA_BOX, WGMMA_RUNG, wgmma_shared_bytes
+    from study.catalog import implementation
+    from study.ops.sgemm import TMA_BOX, wgmma_shared_bytes
     from study.problem import sm_count
-    from study.registry import implementation
 
-    impl = implementation(f"sgemm/{WGMMA_RUNG}/cuda")
-    assert SGEMM.axis_multiples(WGMMA_RUNG) == {"N": 4, "K": 4} and SGEMM.axis_multiples("v8_3xtf32") == {}
+    impl = implementation("sgemm/v11_3xtf32_wgmma/cuda")
+    assert impl.multiples == {"N": 4, "K": 4} and implementation("sgemm/v8_3xtf32/cuda").multiples == {}
     for shape in ({"M": 64, "N": 4098, "K": 64}, {"M": 64, "N": 64, "K": 66}):
-        assert "TMA" in SGEMM.cuda_check(impl.params, shape, FP32, rung=WGMMA_RUNG)
-    assert SGEMM.cuda_check(impl.params, {"M": 3, "N": 4, "K": 4}, FP32, rung=WGMMA_RUNG) is None
+        assert "TMA" in impl.launcher.check(impl.params, shape, FP32)
+    assert impl.launcher.check(impl.params, {"M": 3, "N": 4, "K": 4}, FP32) is None
     for point in impl.space:
         stage = 2 * point["BM"] * TMA_BOX * 4 + point["BK"] * point["BN"] * 4
         assert stage % 1024 == 0 and wgmma_shared_bytes(point) <= 227 * 1024, point

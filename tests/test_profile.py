@@ -8,10 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from study import profile
+from study import ncu, profile, profile_table
 from study.__main__ import main
+from study.ncu import parse_raw_csv
 from study.profile import (DURATION, FFMA_COUNT, METRICS, OPTIONAL, SMEM_LD_CONFLICTS, ProfileError, ncu_command,
-                           parse_raw_csv, profile_stem, render_table, stall_metric, summarise)
+                           profile_stem, stall_metric)
+from study.profile_table import render_table, summarise
 
 MAIN = "void sgemm_v5_split_k<128, 8>(const float *, const float *, float *, int, int, int)"
 REDUCE = "splitk_reduce(const float *, float *, int, int)"
@@ -110,7 +112,7 @@ def test_several_launches_of_one_kernel_are_averaged():
                                                (1.98, "cycle/nsecond", 1.98), (1.98e9, "cycle/second", 1.98),
                                                (1980.0, "cycle/usecond", 1.98), (1.98, "furlong", None)])
 def test_sm_frequency_in_any_unit_ncu_prints(value, unit, ghz):
-    got = profile._ghz(value, unit)
+    got = ncu.ghz(value, unit)
     assert got == (None if ghz is None else pytest.approx(ghz))
 
 
@@ -152,10 +154,10 @@ def test_the_command_profiles_the_validate_target_with_every_metric():
                   f"--metrics {','.join(METRICS)}"):
         assert flags in joined
     assert cmd[0] == "ncu"
-    assert cmd[-8:] == [sys.executable, "-m", "study", "validate", "--ncu-target", "sgemm/v4_double_buffer/cuda",
-                        "4096x4096x4096", "1"]
+    assert cmd[-7:] == [sys.executable, "-m", "study.child", "ncu", "sgemm/v4_double_buffer/cuda", "4096x4096x4096",
+                        "1"]
     with_precision = ncu_command("sgemv/v2_vector_loads/cuda", "16384x16384", "fp16", 3, METRICS, ncu="/opt/ncu")
-    assert with_precision[0] == "/opt/ncu" and with_precision[-4:] == ["16384x16384", "3", "--ncu-precision", "fp16"]
+    assert with_precision[0] == "/opt/ncu" and with_precision[-4:] == ["16384x16384", "3", "--precision", "fp16"]
     assert len(set(METRICS)) == len(METRICS)
     assert all(stall_metric(r) in METRICS for r in ("barrier", "long_scoreboard", "mio_throttle", "imc_miss"))
 
@@ -185,7 +187,7 @@ def test_a_point_of_the_space_is_profiled_by_its_overrides_and_named_by_them():
     config = profile.parse_config(["HOIST=1", "STAGES=3,BM=64"], params)
     assert config == {"HOIST": 1, "STAGES": 3, "BM": 64}
     cmd = ncu_command("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16", 1, METRICS, config=config)
-    assert cmd[-2:] == ["--ncu-config", "BM=64,HOIST=1,STAGES=3"]
+    assert cmd[-2:] == ["--config", "BM=64,HOIST=1,STAGES=3"]
     stem = profile_stem("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16", config)
     assert stem == "ncu-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16-cfg_BM_64_HOIST_1_STAGES_3"
     assert stem != profile_stem("hgemm/v6_mma_sync/cuda", "4096x4096x4096", "fp16")  # never overwrites it
@@ -198,8 +200,8 @@ def test_a_point_of_the_space_is_profiled_by_its_overrides_and_named_by_them():
 
 
 def _no_ncu(monkeypatch):
-    monkeypatch.setattr(profile.shutil, "which", lambda name: None)
-    monkeypatch.setattr(profile, "_FALLBACK_DIRS", ())
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ncu, "FALLBACK_DIRS", ())
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUDA_PATH", raising=False)
 
@@ -222,7 +224,7 @@ def _fake_ncu(tmp_path, monkeypatch, body: str):
                       "--version) echo 'NVIDIA (R) Nsight Compute Command Line Profiler'; "
                       "echo 'Version 2025.3.1.0 (build 1)'; exit 0;; esac\n" + body)
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(profile.shutil, "which", lambda name: str(script))
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: str(script))
     monkeypatch.setattr("study.hardware.current_device", lambda: SimpleNamespace(name="NVIDIA H200", slug="h200"))
 
 
@@ -251,7 +253,7 @@ def test_a_profile_saves_the_csv_and_its_sidecar(tmp_path, monkeypatch):
     meta = json.loads(path.with_suffix(".json").read_text())
     assert meta["implementation"] == "sgemm/v1_naive/cuda" and meta["launches"] == 2 and meta["gpu"] == "NVIDIA H200"
     assert meta["precision"] is None and meta["ncu_version"] == "Version 2025.3.1.0 (build 1)"
-    assert "--ncu-target sgemm/v1_naive/cuda 256x256x256 2" in meta["command"]
+    assert "-m study.child ncu sgemm/v1_naive/cuda 256x256x256 2" in meta["command"]
     assert set(meta["metrics_left_out"]) == set(OPTIONAL)  # the fake ncu lists none of them
     assert any("Disconnected" in line for line in meta["ncu_log"])
 
@@ -285,14 +287,14 @@ SOURCE_PAGE = (
 def test_the_source_page_is_summed_by_opcode_with_its_stall_reasons(tmp_path):
     path = tmp_path / "source-k.csv"
     path.write_text(SOURCE_PAGE)
-    kernel, rows = profile.parse_source_csv(path.read_text())
-    total, ops = profile.summarise_source(rows)
+    kernel, rows = ncu.parse_source_csv(path.read_text())
+    total, ops = profile_table.summarise_source(rows)
     assert kernel == "k_v6" and total == 100
     hmma = ops[0]
     assert hmma["opcode"] == "HMMA" and hmma["samples"] == 80 and hmma["executed"] == 128  # predicated one too
     assert hmma["reasons"]["wait"] == 65 and "wait (Not Issued)" not in hmma["reasons"]
     assert [o["opcode"] for o in ops] == ["HMMA", "IMAD", "LDSM"]
-    text = profile.render_source_table(path)
+    text = profile_table.render_source_table(path)
     assert "| HMMA" in text and "wait 65.0 %" in text and "80.0 %" in text and "not typed" in text
 
 
@@ -300,7 +302,7 @@ def test_a_file_that_is_not_the_source_page_is_refused(tmp_path):
     path = tmp_path / "raw.csv"
     path.write_text('"ID","Kernel Name","Metric"\n"0","k","1"\n')
     with pytest.raises(ValueError, match="source page"):
-        profile.render_source_table(path)
+        profile_table.render_source_table(path)
 
 
 def test_a_profiled_point_of_the_space_is_named_with_its_config_in_row_and_notes(tmp_path):

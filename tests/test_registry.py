@@ -7,13 +7,15 @@ import pytest
 
 from study import kernel_header
 from study.paths import CUDA_DIR
-from study.registry import Ladder, Rung, check_integrity, implementations, ladder, ladders
+from study import catalog
+from study.catalog import implementations, ladder, ladders
+from study.registry import Ladder, Rung, check_integrity
 
 OPS = sorted(ladders())
 
 
 def test_the_registry_is_sound():
-    assert check_integrity() == []
+    assert catalog.check_integrity() == []
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -160,7 +162,7 @@ def test_list_prints_each_ladder_with_its_unit_and_precisions(capsys):
 
 def test_an_emulating_rung_records_its_own_math_at_the_fp32_precision():
     from study.precision import FP32
-    from study.registry import implementation
+    from study.catalog import implementation
 
     for backend in ("cuda", "triton"):
         v8 = implementation(f"sgemm/v8_3xtf32/{backend}")

@@ -317,7 +317,7 @@ def _hgemm_record(rung_index, backend, gflops, autotune="off", shape=None, refer
 
 
 def test_the_hgemm_ladder_sets_the_seeds_steps_beside_its_rungs_and_embeds_the_saved_ncu_table(tmp_path):
-    from study import seed_ladder
+    from study.report import seed_ladder
 
     ms = [_hgemm_record(i, "cuda", 1000.0 * (i + 1)) for i in range(4)]
     ms += [_hgemm_record(2, "cuda", 9000.0, autotune="on"), _hgemm_record(2, "triton", 300000.0, autotune="on"),

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from study import results
-from study.compare import resumable, run_compare
-from study.runner import crashed_record, plan
+from study.measure import resumable, run_compare
+from study.plan import plan
+from study.session import crashed_record
 
 ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
 
@@ -41,7 +42,7 @@ def test_results_are_written_after_every_case_and_an_interruption_keeps_them(tmp
         run_compare(_cases(), ENV, path, interrupting, say=lambda _: None)
     doc = results.load(path)
     assert doc["complete"] is False and len(doc["measurements"]) == 2
-    assert doc["plan"] == [c.key for c in __import__("study.runner", fromlist=["ordered"]).ordered(_cases())]
+    assert doc["plan"] == [c.key for c in __import__("study.plan", fromlist=["ordered"]).ordered(_cases())]
 
 
 def test_the_same_command_resumes_and_measures_only_what_is_missing(tmp_path):
@@ -103,8 +104,9 @@ def test_a_failing_measure_becomes_a_crashed_record_and_the_run_goes_on(tmp_path
 SCRIPT = """
 import json, sys, time
 from pathlib import Path
-from study.compare import run_compare, run_interruptibly
-from study.runner import crashed_record, plan
+from study.measure import run_compare, run_interruptibly
+from study.plan import plan
+from study.session import crashed_record
 
 cases = plan(["sgemm"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]}, rungs=["v0", "v1"],
              backends=["cuda", "triton"])

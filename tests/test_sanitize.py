@@ -10,7 +10,7 @@ import pytest
 
 from study import results, sanitize
 from study.__main__ import main
-from study.registry import implementation, implementations, ladder
+from study.catalog import implementation, implementations, ladder
 
 CLEAN = """========= COMPUTE-SANITIZER
 sgemv/v1_warp_per_row/cuda 67x1031 fp32: ok
@@ -136,12 +136,13 @@ def test_compare_marks_a_rung_whose_current_source_was_found_unclean(tmp_path):
     found = {"results": [{"source": impl.source, "source_hash": sanitize.source_hash(impl), "tool": "racecheck",
                           "count": 7, "status": "hazards"}]}
     (tmp_path / "sanitize.json").write_text(json.dumps(found))
-    text = report.render(doc, tmp_path / "compare.md", draw=False)
+    text = report.render(doc, tmp_path / "compare.md", draw=False, marks=sanitize.marks_beside(tmp_path))
     row = next(l for l in text.splitlines() if l.startswith("| v0"))
     assert "⚑sanitizer" in row
     stale = {"results": [{**found["results"][0], "source_hash": "f" * 16}]}
     (tmp_path / "sanitize.json").write_text(json.dumps(stale))
-    assert "⚑sanitizer" not in report.render(doc, tmp_path / "compare.md", draw=False)
+    assert "⚑sanitizer" not in report.render(doc, tmp_path / "compare.md", draw=False,
+                                             marks=sanitize.marks_beside(tmp_path))
 
 
 def test_the_markdown_lists_every_run():

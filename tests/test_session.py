@@ -6,10 +6,13 @@ import types
 import pytest
 import torch
 
-from study import runner
+from study import session as session_module
+from study import timer as timer_module
 from study.backends import Launch
-from study.registry import implementation, ladder
-from study.runner import Case, Session, TimerSettings
+from study.catalog import implementation, ladder
+from study.plan import Case
+from study.session import Session
+from study.timing import TimerSettings
 
 IMPL = implementation("sgemv/v1_warp_per_row/cuda")
 PROBLEM = ladder("sgemv").problem
@@ -20,6 +23,10 @@ SHAPE = {"M": 8, "N": 16}
 class FakeTimer:
     def __init__(self, settings, device, clocks=None):
         self.settings, self.calls = settings, []
+
+    @classmethod
+    def for_gpu(cls, settings, device, clocks=None):
+        return cls(settings, device, clocks)
 
     def warm_up(self, fn, flush=True):
         self.calls.append(("warm_up", flush))
@@ -33,7 +40,7 @@ class FakeTimer:
 def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False):
     """A backend whose launch writes the right answer (or a wrong one, always or for some inputs),
     or raises."""
-    def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0):
+    def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pad=0):
         if fail:
             raise fail
         out = problem.make_output(shape, precision, "cpu")
@@ -46,7 +53,7 @@ def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: Fals
 
 @pytest.fixture
 def session(monkeypatch):
-    monkeypatch.setattr(runner, "Timer", FakeTimer)
+    monkeypatch.setattr(timer_module, "for_gpu", FakeTimer.for_gpu)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (2**34, 2**34), raising=False)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     s = Session(TimerSettings(reps=20), device=None, launch_overhead_ms=1.0)
@@ -60,7 +67,7 @@ def session(monkeypatch):
 
 
 def _measure(session, monkeypatch, fake, mode="cold", precision=FP32):
-    monkeypatch.setattr(runner, "backend", lambda name: fake)
+    monkeypatch.setattr(session_module, "backend", lambda name: fake)
     return session.measure(Case(IMPL, SHAPE, precision, "off", mode))
 
 
@@ -93,7 +100,7 @@ def test_a_correct_output_is_timed_in_the_cases_mode_and_summarised(session, mon
 
 
 def test_a_shape_the_problem_refuses_is_skipped_before_the_backend_is_asked(session, monkeypatch):
-    monkeypatch.setattr(runner, "backend", lambda name: pytest.fail("the backend must not be consulted"))
+    monkeypatch.setattr(session_module, "backend", lambda name: pytest.fail("the backend must not be consulted"))
     record = session.measure(Case(IMPL, {"M": 70000, "N": 70000}, FP32, "off"))
     assert record["status"] == "skipped" and "32-bit" in record["reason"]
 

@@ -8,9 +8,11 @@ from pathlib import Path
 import pytest
 
 from study import results
-from study.__main__ import main, rerun_plan
-from study.compare import run_compare
-from study.runner import crashed_record, plan
+from study.__main__ import main
+from study.compare import rerun_plan
+from study.measure import run_compare
+from study.plan import plan
+from study.session import crashed_record
 from study.shards import ShardError, group_of, merge, parse_shard, shard_cases
 
 ENV = json.loads((Path(__file__).parent / "data" / "results_small.json").read_text())["environment"]
@@ -184,7 +186,7 @@ def test_a_lane_that_fails_outside_a_measurement_stops_the_run_and_is_raised(tmp
 
 
 def test_every_record_names_its_gpu_even_a_crashed_one():
-    from study.__main__ import _pool_measure
+    from study.compare import pool_measure as _pool_measure
 
     class Pool:
         dead, gpu_index, facts = False, 1, {"index": 1, "uuid": "GPU-abc"}

@@ -9,8 +9,8 @@ import torch
 from study.backends import backend
 from study.ops.softmax import SMALLEST_NORMAL, fits_on_chip
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.registry import implementation, ladder
-from study.runner import check_output
+from study.catalog import implementation, ladder
+from study.problem import check_output
 
 PROBLEM = ladder("softmax").problem
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"

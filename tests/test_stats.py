@@ -64,7 +64,7 @@ def test_resolution_is_the_smallest_step_between_distinct_samples():
 
 
 def test_a_quantised_median_known_to_one_tick_stops_by_ci():
-    from study.runner import TimerSettings, stop_rule
+    from study.timing import TimerSettings, stop_rule
 
     st = TimerSettings(min_samples=10, min_time_s=0.0, timeout_s=5)
     # a 3 µs kernel timed in 32 ns ticks, half its samples one tick above the other half: the

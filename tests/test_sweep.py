@@ -9,9 +9,10 @@ import pytest
 
 from study import sweep
 from study.__main__ import main
-from study.compare import run_compare
-from study.registry import ladder
-from study.runner import crashed_record, plan
+from study.measure import run_compare
+from study.catalog import ladder
+from study.plan import plan
+from study.session import crashed_record
 
 DATA = Path(__file__).parent / "data" / "results_small.json"
 

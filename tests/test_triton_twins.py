@@ -7,9 +7,8 @@ import os
 import pytest
 
 from study.backends import backend
-from study.ops.hgemm import TMA_RUNGS
-from study.registry import implementations, ladder
-from study.runner import check_output
+from study.catalog import implementations, ladder
+from study.problem import check_output
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
@@ -23,6 +22,7 @@ SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv"
           # gemm_bias_relu: the same tails; 72×136×40 with 16-byte rows runs the TMA twins (v2, v0's FP16 GEMM).
           "gemm_bias_relu": [(1, 1, 1), (33, 17, 20), (72, 136, 40)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
+TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # hgemm's rungs whose operands arrive by TMA
 CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
          for p in ladder(impl.op).problem.precisions if p.name in impl.precisions]
 
@@ -34,7 +34,7 @@ def test_twin_matches_reference(impl, shape, precision):
     shape = dict(zip(problem.axes, shape))
     reason = backend("triton").check(impl, problem, shape, precision)
     if reason:  # only the interpreter (BF16) and TMA's row alignment refuse anything here
-        assert (DEVICE == "cpu" and "interpreter" in reason) or (problem.axis_multiples(impl.rung) and "TMA" in reason), reason
+        assert (DEVICE == "cpu" and "interpreter" in reason) or (impl.multiples and "TMA" in reason), reason
         pytest.skip(reason)
     tensors = problem.make_inputs(shape, precision, seed=sum(shape.values()), device=DEVICE)
     ref, scale = problem.reference(tensors, precision)
@@ -110,7 +110,7 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
     import torch
 
     from study.ops.sgemm import split_k_plan
-    from study.registry import implementation
+    from study.catalog import implementation
 
     impl = implementation(f"sgemm/{rung}/triton")
     problem = ladder("sgemm").problem
@@ -131,7 +131,7 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
 
 def test_descriptor_twins_autotune_with_the_pre_hook_that_sets_their_boxes():
     from study.backends.triton_launch import _autotuned
-    from study.registry import implementation
+    from study.catalog import implementation
     from triton_kernels import hgemm as tk
 
     for rung in TMA_RUNGS:
@@ -161,7 +161,7 @@ def test_the_two_pass_twin_is_tuned_with_its_reduction_inside_each_timed_call():
 
     from study.backends.triton_launch import _autotuned
     from study.ops import sgemm
-    from study.registry import implementation
+    from study.catalog import implementation
 
     impl = implementation("sgemm/v10_split_k_two_pass/triton")
     assert impl.target.post_hook is sgemm.reduce_after_tuned_partials

@@ -69,7 +69,7 @@ def test_a_miss_against_ncu_is_shown_with_the_measured_instrument_offset():
 
 
 def test_a_bad_config_override_of_the_ncu_target_is_a_usage_error(capsys):
-    from study import validate
+    from study import child
 
-    assert validate.ncu_target("hgemm/v6_mma_sync/cuda", "64x64x64", "1", config_text="FOO=1") == 2
+    assert child.ncu("hgemm/v6_mma_sync/cuda", "64x64x64", 1, config_text="FOO=1") == 2
     assert "FOO=1" in capsys.readouterr().err

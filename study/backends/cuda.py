@@ -14,6 +14,7 @@ stream, so torch's CUDA events time them, and tensors cross as DLPack views (no 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from pathlib import Path
@@ -61,6 +62,12 @@ def kernel_source(path: Path, _seen: set | None = None) -> str:
         return f'#line 1 "{display(header)}"\n{body}\n{resume}'
 
     return f'#line 1 "{display(path)}"\n' + _INCLUDE.sub(inline, text)
+
+
+def source_hash(path: Path) -> str:
+    """The hash of what a kernel file compiles (its local headers inlined): sanitizer results and
+    compare's records name the very source they were made with."""
+    return hashlib.sha256(kernel_source(path).encode()).hexdigest()[:16]
 
 
 def defines(config: Mapping[str, int]) -> tuple[str, ...]:

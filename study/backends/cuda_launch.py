@@ -1,15 +1,17 @@
-"""Prepare a CUDA rung for the runner: compile its config, build views, bind the launch."""
+"""Prepare a CUDA rung for the session: compile its config, build views, bind the launch its
+launcher builds (``Rung(launch=...)``, :class:`study.problem.CudaLauncher`)."""
 
 from __future__ import annotations
 
-from study.backends import Launch, rung_argument
+from study.backends import cuda_tune
 from study.backends.cuda import StreamCache, load_function
+from study.backends.launch import Launch
 from study.problem import pad_rows
 
 
 def check(impl, problem, shape, precision) -> str | None:
     """Why this rung cannot run the case: a precision it does not implement, an architecture
-    it was not written for, or a constraint of its parameters; None when it can."""
+    it was not written for, or a constraint its launcher checks; None when it can."""
     import torch
 
     header = impl.target
@@ -19,17 +21,23 @@ def check(impl, problem, shape, precision) -> str | None:
         reason = header.arch_reason(torch.cuda.get_device_capability())
         if reason:
             return reason
-    return problem.cuda_check(impl.params, shape, precision, **rung_argument(problem.cuda_check, impl))
+    launcher = impl.launcher
+    return launcher.check(impl.params, shape, precision) if launcher.check else None
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
-    """``config`` is a point of the kernel's space (the runner's CUDA tuner picks it when
-    autotune is on); ``None`` means the header's defaults."""
+def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pad=0) -> Launch:
+    """``config`` is a point of the kernel's space; without it, ``tune`` (study.backends.Tuning) times
+    every point and takes the fastest correct one (:mod:`study.backends.cuda_tune`), and neither means
+    the header's declared config."""
+    log = None
+    if config is None and tune is not None:
+        config, log = cuda_tune.tune(impl, problem, tensors, shape, precision, tune, pad, prepare)
     config = dict(impl.params if config is None else config)
+    launcher = impl.launcher
     tensors = problem.with_layout(tensors, impl.layout)
     out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
-    defines = problem.cuda_defines(config, tensors, out, shape, precision)
-    launch = problem.cuda_launch(impl.rung, defines, tensors, out, shape)
+    defines = (launcher.defines or problem.cuda_defines)(config, tensors, out, shape, precision)
+    launch = launcher.launch(defines, tensors, out, shape, precision)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
     # Kernels the launch runs first (an unfused rung's GEMM), the rung's own, then the ones after it (a
     # second pass): one closure, one stream.
@@ -48,4 +56,4 @@ def prepare(impl, problem, tensors, shape, precision, config=None, autotune=Fals
             kernel(step.grid, step.block, step.args, shared_mem=step.smem, stream=stream)
 
     smem = {"smem_bytes": launch.smem} if launch.smem else {}
-    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **smem}, keep=launch)
+    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **smem}, keep=launch, log=log, point=config)

@@ -15,7 +15,7 @@ import importlib.util
 
 import torch
 
-from study.backends import Launch
+from study.backends.launch import Launch
 from study.problem import pad_rows
 
 
@@ -49,10 +49,12 @@ def switches(precision):
          matmul.allow_bf16_reduced_precision_reduction) = previous
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pad=0) -> Launch:
+    """``tune``: a tunable baseline runs its library's own search (``autotune=True``); ``config`` is
+    not used (a library has no declared config of the study's)."""
     baseline = impl.target
     out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
-    made = baseline.run(tensors, out, precision, autotune=autotune) if baseline.tunable else \
+    made = baseline.run(tensors, out, precision, autotune=tune is not None) if baseline.tunable else \
         baseline.run(tensors, out, precision)
     fn, chosen = made if isinstance(made, tuple) else (made, {})
     config = {"library": baseline.library, "entry": baseline.source, **chosen}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from study.backends import Unsupported
+from study.backends.launch import Unsupported
 
 SWIZZLE_BYTES = 128  # the widest swizzle: a box row of at most 128 bytes, 1024-byte atoms in shared memory
 
@@ -32,17 +32,37 @@ def alignment_reason(name: str, tensor) -> str | None:
     return None
 
 
-def tma_reason(problem, shape, rung, reader: str) -> str | None:
-    """Why ``reader`` (TMA, or Triton's descriptors) cannot take rung ``rung``'s rows at this shape: the
-    axes ``problem.axis_multiples(rung)`` says must be multiples of 16 bytes' worth of elements (8
-    halves for hgemm and bgemm, 4 floats for sgemm v11) that are not; or None."""
-    multiples = problem.axis_multiples(rung)
+def tma_reason(multiples: dict, shape, reader: str) -> str | None:
+    """Why ``reader`` (TMA, or Triton's descriptors) cannot take a rung's rows at this shape: the axes
+    that ``multiples`` (the rung's ``Rung.multiples``) says must be multiples of 16 bytes' worth of
+    elements (8 halves for hgemm and bgemm, 4 floats for sgemm v11) and are not; or None."""
     if not any(shape[axis] % m for axis, m in multiples.items()):
         return None
     axes = sorted(multiples)
     return (f"{reader} rows that start 16 bytes apart by a multiple: {' and '.join(axes)} must be multiples of "
             f"{'/'.join(str(m) for m in sorted(set(multiples.values())))} "
             f"({', '.join(f'{axis}={shape[axis]}' for axis in axes)})")
+
+
+TWIN_READER = "Triton's tensor descriptors (TMA) read"
+
+
+def launch_check(multiples: dict):
+    """A CUDA launcher's check, ``check(params, shape, precision)``, that refuses what
+    :func:`tma_reason` refuses when TMA reads the rows."""
+    def check(params, shape, precision):
+        return tma_reason(multiples, shape, "TMA reads")
+
+    return check
+
+
+def twin_check(multiples: dict):
+    """A Triton twin's check, ``check(shape, precision)``, that refuses what :func:`tma_reason`
+    refuses when Triton's tensor descriptors read the rows."""
+    def check(shape, precision):
+        return tma_reason(multiples, shape, TWIN_READER)
+
+    return check
 
 
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:

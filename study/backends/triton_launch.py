@@ -1,10 +1,11 @@
-"""Prepare a Triton twin: its fixed config (autotune off) or ``triton.autotune`` over its space (on)."""
+"""Prepare a Triton twin: its fixed config (autotune off) or ``triton.autotune`` over its space (on),
+launched by the twin's own launch (``twin(..., launch=...)``)."""
 
 from __future__ import annotations
 
 import os
 
-from study.backends import Launch, rung_argument
+from study.backends.launch import Launch
 from study.problem import pad_rows
 
 
@@ -15,7 +16,8 @@ def check(impl, problem, shape, precision) -> str | None:
         return ("Triton's interpreter does not handle bfloat16 faithfully (its float32 → bfloat16 "
                 "conversion does not round to nearest; triton-lang/triton#5424, #11584): BF16 twins run "
                 "on the GPU only")
-    return problem.triton_check(shape, precision, **rung_argument(problem.triton_check, impl))
+    twin = impl.target
+    return twin.check(shape, precision) if twin.check else None
 
 
 _TUNERS: dict = {}
@@ -54,15 +56,16 @@ def config_of(best) -> dict:
     return {**best.kwargs, "num_warps": best.num_warps, "num_stages": best.num_stages}
 
 
-def prepare(impl, problem, tensors, shape, precision, config=None, autotune=False, pad=0) -> Launch:
+def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pad=0) -> Launch:
+    """``config``: a point of the twin's space; without it, ``tune`` runs ``triton.autotune`` over the
+    space (its pick is known after the first launch), and neither means the mirrored config."""
     twin = impl.target
     tensors = problem.with_layout(tensors, impl.layout)
     out = pad_rows(problem.make_output(shape, precision, tensors[next(iter(tensors))].device), pad)
-    if autotune:
+    if config is None and tune is not None:
         tuned = _autotuned(twin, problem)
-        launch = problem.triton_launch(tuned, tensors, out, shape, {}, precision)
+        launch = twin.launch(tuned, tensors, out, shape, {}, precision)
         return Launch(fn=launch, out=out, config={"autotune": "triton.autotune", "space": len(twin.space)},
                       chosen=lambda: config_of(tuned.best_config))
     config = dict(impl.params if config is None else config)
-    return Launch(fn=problem.triton_launch(twin.kernel, tensors, out, shape, config, precision), out=out,
-                  config=config)
+    return Launch(fn=twin.launch(twin.kernel, tensors, out, shape, config, precision), out=out, config=config)

@@ -1,5 +1,5 @@
 """One module per problem; importing this package registers every ladder
-(:func:`study.registry.load` is the one place that imports it), in this order, which is the
+(:func:`study.catalog.load` is the one place that imports it), in this order, which is the
 order of ``list`` and of the reports: the SGEMM ladder first, the ops built on it after (bgemm
 builds on hgemm too)."""
 

@@ -9,7 +9,7 @@ closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
 TMA store (FP16/BF16). The bare GEMM those rungs build on is measured by its own op (hgemm or
 sgemm) at the same shapes; the report's fusion table sets the three side by side
-(study/fusion.py). Baselines: eager torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``),
+(study/report/fusion.py). Baselines: eager torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``),
 ``torch.compile`` (Inductor; its mode follows the autotune switch and is recorded), and cuBLASLt's
 ``RELU_BIAS`` epilogue through nvmath-python, the reference.
 
@@ -38,38 +38,29 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from study.backends import Unsupported
-from study.fusion import BARE
+from study import registry
+from study.backends import cuda, cuda_launch, triton_launch
+from study.backends.launch import Unsupported
+from study.backends.tma import twin_check
+from study.ops.gemm_common import (PERSISTENT, STRUCTURED_SEED, TMA_HALVES, Gemm, ffma_warp_tile_smem, integer_operands,
+                                   persistent_twin_launch, tiled, uniform_operands)
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
-from study.problem import DTYPES, CudaLaunch, KernelCall, Problem, cdiv, rows_vector_aligned, sm_count
+from study.problem import DTYPES, CudaLaunch, CudaLauncher, KernelCall, cdiv, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
-from study.ops.hgemm import STRUCTURED_SEED, integer_operands, operands_reason, uniform_operands
+from study.report.fusion import BARE, SECTION
 from triton_kernels import gemm_bias_relu as tk
 
 TOLERANCE = {"fp32": 2e-6, "fp16": 1.2e-3, "bf16": 9.5e-3}  # 1.2 × two roundings (module docstring)
 SMALLEST_NORMAL = {"fp32": 2.0**-126, "fp16": 2.0**-14, "bf16": 2.0**-126}
 GRID_Y = 65535  # CUDA's limit on gridDim.y: the Triton pass's row blocks (v0's twin)
-PRECISION_OF = {p.dtype: p for p in (BF16_TENSOR, FP16_TENSOR, FP32)}  # C's dtype names the case's precision
-# The GEMM op and rung whose launch each fused rung extends, and where the bias goes in its arguments:
-# after sgemm's A and B pointers (A, B, bias, C, ...), after hgemm v8's three tensor maps.
-FUSED_ON = {"v1_fused_simt": ("sgemm", "v7_multistage", 2), "v2_fused_wgmma": ("hgemm", "v8_warp_specialized", 3)}
 INDUCTOR_MODE = {False: "default", True: "max-autotune-no-cudagraphs"}
 
 
-def _extended(rung: str):
-    """(problem, rung key) of the GEMM whose kernel and launch a fused rung extends."""
-    from study.registry import ladder
-
-    op, gemm_rung, _ = FUSED_ON[rung]
-    return ladder(op).problem, gemm_rung
-
-
 def bare(precision_name: str, backend: str):
-    """(problem, implementation) of the GEMM rung that v0 runs for this precision on ``backend``."""
-    from study.registry import implementation, ladder
-
+    """The implementation of the GEMM rung that v0 runs for this precision on ``backend`` (BARE): another
+    op's rung, found in the registry when the case runs (every op is loaded by then)."""
     op, rung = BARE[precision_name]
-    return ladder(op).problem, implementation(f"{op}/{rung}/{backend}")
+    return registry.lookup(f"{op}/{rung}/{backend}")
 
 
 def bias_reason(tensors, shape) -> str | None:
@@ -97,10 +88,8 @@ def _gemm_operands(tensors):
     return {"A": tensors["A"], "B": tensors["B"]}
 
 
-class GemmBiasRelu(Problem):
+class GemmBiasRelu(Gemm):
     name = "gemm_bias_relu"
-    axes = ("M", "N", "K")
-    bound = "compute"
     precisions = (BF16_TENSOR, FP16_TENSOR, FP32)
     default_precisions = ("bf16", "fp16", "fp32")
     # The GEMM ladders' 4096³ and 8192³, and two MLP layers: a short K (8192×4096×1024), where the
@@ -112,7 +101,12 @@ class GemmBiasRelu(Problem):
     # only the scalar paths take (N odd, K = 1: the TMA rungs skip it with the reason).
     sanitize_shapes = ({"M": 67, "N": 136, "K": 40}, {"M": 128, "N": 256, "K": 64}, {"M": 3, "N": 5, "K": 1})
     tolerance = TOLERANCE
+    paddable = False  # v0's pass and the fused epilogues take C's leading dimension only
     error_metric = "max |out − ref| / (|A|·|B| + |bias| + η), η the storage type's smallest normal number"
+    report_sections = (SECTION,)  # what fusion bought (study/report/fusion.py)
+
+    def metric(self, precision) -> str:
+        return self.error_metric  # the bias in the scale, at every precision
 
     def flops(self, shape) -> int:
         """The GEMM's 2·M·N·K; the epilogue's 2·M·N (an add and a max) is left out, as every GEMM
@@ -128,9 +122,6 @@ class GemmBiasRelu(Problem):
         # A, B, C, bias and eager torch's temporary product in storage; float64 A, B, |A|, |B|;
         # float64 reference, scale and the two temporaries of the comparison.
         return precision.element_bytes * (m * k + k * n + 2 * m * n + n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
-
-    def check(self, shape, precision) -> str | None:
-        return super().check(shape, precision) or operands_reason(shape)
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
@@ -149,132 +140,121 @@ class GemmBiasRelu(Problem):
         bias = torch.randint(-8, 9, (shape["N"],), generator=gen).to(dtype)
         return {"A": a.to(device), "B": b.to(device), "bias": bias.to(device)}
 
-    def make_output(self, shape, precision, device):
-        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
-        return torch.full((shape["M"], shape["N"]), float("nan"), dtype=DTYPES[precision.dtype], device=device)
-
     def reference(self, tensors, precision):
         a, b, bias = (tensors[k].to(torch.float64) for k in ("A", "B", "bias"))
         return torch.relu(a @ b + bias), a.abs() @ b.abs() + bias.abs() + SMALLEST_NORMAL[precision.name]
 
-    # ---- CUDA glue ------------------------------------------------------------
-    def axis_multiples(self, rung: str) -> dict[str, int]:
-        # The TMA GEMM's (hgemm v8's): v2's, and v0's at FP16/BF16 (the edge sweep rounds up for every precision).
-        if rung not in ("v0_unfused", "v2_fused_wgmma"):
-            return {}
-        problem, gemm_rung = _extended("v2_fused_wgmma")
-        return problem.axis_multiples(gemm_rung)
-
-    def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        """Each rung is refused what the GEMM it runs or extends refuses: v0's whole check (architecture,
-        TMA, grid) through its GEMM rung; v1's and v2's through sgemm's and hgemm's own with their params."""
-        if rung == "v0_unfused":
-            from study.backends import cuda_launch
-
-            problem, impl = bare(precision.name, "cuda")
-            reason = cuda_launch.check(impl, problem, shape, precision)
-            return f"its GEMM ({impl.op} {impl.rung}): {reason}" if reason else None
-        problem, gemm_rung = _extended(rung)
-        return problem.cuda_check(params, shape, precision, rung=gemm_rung)
-
     def cuda_defines(self, config, tensors, out, shape, precision):
-        """The config, the storage macro and ALIGNED as the GEMM op the rung extends decides it (v1:
-        sgemm's, v2: hgemm's); v0's pass: 1 when every row of C and the bias start on 16 bytes."""
-        if "BM" in config:  # v1 or v2; v0's pass has no GEMM tile
-            from study.registry import ladder
-
-            op = BARE[precision.name][0]  # FP32: sgemm's glue (v1), FP16/BF16: hgemm's (v2), as v0's GEMM
-            return ladder(op).problem.cuda_defines(config, _gemm_operands(tensors), out, shape, precision)
+        """v0's pass: the config, the storage macro and ALIGNED, 1 when every row of C and the bias start
+        on 16 bytes (C may be a padded view)."""
         aligned = (rows_vector_aligned(shape["N"], precision.element_bytes, (out, tensors["bias"]))
-                   and out.stride(-2) % (16 // precision.element_bytes) == 0)  # C may be a padded view
+                   and out.stride(-2) % (16 // precision.element_bytes) == 0)
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
-    def cuda_launch(self, rung, defines, tensors, out, shape):
-        from study.backends.cuda import as_cupy
 
+# ---- launchers ---------------------------------------------------------------------------------------
+
+def unfused_check(params, shape, precision) -> str | None:
+    """v0 is refused what the GEMM it runs is refused (architecture, TMA, grid)."""
+    impl = bare(precision.name, "cuda")
+    reason = cuda_launch.check(impl, registry.registered()[impl.op].problem, shape, precision)
+    return f"its GEMM ({impl.op} {impl.rung}): {reason}" if reason else None
+
+
+def unfused_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v0: the bare GEMM into C (which one: the precision's, BARE), at its declared config, then the
+    pass over C: BLOCKS_PER_SM blocks an SM stride over its rows."""
+    _require_bias(tensors, shape)
+    impl = bare(precision.name, "cuda")
+    operands = _gemm_operands(tensors)
+    gemm_defines = impl.launcher.defines(dict(impl.params), operands, out, shape, precision)
+    gemm = impl.launcher.launch(gemm_defines, operands, out, shape, precision)
+    blocks = sm_count(out) * defines["BLOCKS_PER_SM"]
+    args = (cuda.as_cupy(out, padded_rows=True), cuda.as_cupy(tensors["bias"]), np.int32(shape["M"]),
+            np.int32(shape["N"]), np.int32(out.stride(-2)))
+    # The GEMM runs at its declared config in both autotune settings (only the pass is tuned): recorded.
+    config = " ".join(f"{k}={v}" for k, v in impl.params.items())
+    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                      facts={"gemm": impl.name, "gemm_config": config,
+                             **{f"gemm_{k}": v for k, v in gemm.facts.items()},
+                             **({"gemm_smem_bytes": gemm.smem} if gemm.smem else {})},
+                      before=(KernelCall(impl.target.path, impl.target.symbol, gemm_defines, gemm),))
+
+
+def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
+    """A GEMM's launcher with the bias among its kernel's arguments, at position ``at`` (after sgemm's A
+    and B pointers: 2; after hgemm v8's three tensor maps: 3); ``bias_bytes``: the alignment the kernel
+    loads the bias with. Its checks and defines are the GEMM's."""
+    def launch(defines, tensors, out, shape, precision):
         _require_bias(tensors, shape)
         bias = tensors["bias"]
-        if rung in FUSED_ON:  # the GEMM op's launch, the bias among its arguments
-            problem, gemm_rung = _extended(rung)
-            at = FUSED_ON[rung][2]
-            if rung == "v2_fused_wgmma" and bias.data_ptr() % 4:
-                raise Unsupported("v2 loads the bias in 4-byte pairs: its base must be 4-byte aligned")
-            gemm = problem.cuda_launch(gemm_rung, defines, _gemm_operands(tensors), out, shape)
-            args = (*gemm.args[:at], as_cupy(bias), *gemm.args[at:])
-            return CudaLaunch(grid=gemm.grid, block=gemm.block, args=args, smem=gemm.smem, facts=gemm.facts,
-                              keep=(*gemm.keep, bias))
-        # v0: the bare GEMM into C (which one: C's precision), then the pass over C.
-        precision = PRECISION_OF[str(out.dtype).removeprefix("torch.")]
-        problem, impl = bare(precision.name, "cuda")
-        operands = _gemm_operands(tensors)
-        gemm_defines = problem.cuda_defines(dict(impl.params), operands, out, shape, precision)
-        gemm = problem.cuda_launch(impl.rung, gemm_defines, operands, out, shape)
-        blocks = sm_count(out) * defines["BLOCKS_PER_SM"]
-        args = (as_cupy(out, padded_rows=True), as_cupy(bias), np.int32(shape["M"]), np.int32(shape["N"]),
-                np.int32(out.stride(-2)))
-        # The GEMM runs at its declared config in both autotune settings (only the pass is tuned): recorded.
-        config = " ".join(f"{k}={v}" for k, v in impl.params.items())
-        return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                          facts={"gemm": impl.name, "gemm_config": config,
-                                 **{f"gemm_{k}": v for k, v in gemm.facts.items()},
-                                 **({"gemm_smem_bytes": gemm.smem} if gemm.smem else {})},
-                          before=(KernelCall(impl.target.path, impl.target.symbol, gemm_defines, gemm),))
+        if bias.data_ptr() % bias_bytes:
+            raise Unsupported(f"v2 loads the bias in {bias_bytes}-byte pairs: its base must be {bias_bytes}-byte "
+                              "aligned")
+        base = gemm.launch(defines, _gemm_operands(tensors), out, shape, precision)
+        args = (*base.args[:at], cuda.as_cupy(bias), *base.args[at:])
+        return CudaLaunch(grid=base.grid, block=base.block, args=args, smem=base.smem, facts=base.facts,
+                          keep=(*base.keep, bias))
 
-    # ---- Triton glue ----------------------------------------------------------
-    def triton_check(self, shape, precision, rung="") -> str | None:
-        if rung == "v0_unfused":
-            from study.backends import triton_launch
+    return CudaLauncher(launch=launch, check=gemm.check, defines=gemm.defines)
 
-            problem, impl = bare(precision.name, "triton")
-            reason = triton_launch.check(impl, problem, shape, precision)
-            return f"its GEMM ({impl.op} {impl.rung} twin): {reason}" if reason else None
-        if rung == "v2_fused_wgmma":
-            problem, gemm_rung = _extended(rung)
-            return problem.triton_check(shape, precision, rung=gemm_rung)
-        return None
 
-    def triton_launch(self, kernel, tensors, out, shape, config, precision):
-        _require_bias(tensors, shape)
-        a, b, bias = tensors["A"], tensors["B"], tensors["bias"]
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        meta = dict(config)
-        names = kernel.arg_names
+UNFUSED = CudaLauncher(launch=unfused_launch, check=unfused_check)
+FUSED_SIMT = fused(tiled(ffma_warp_tile_smem), at=2)        # sgemm v7's tile
+FUSED_WGMMA = fused(PERSISTENT, at=3, bias_bytes=4)         # hgemm v8's kernel
 
-        def grid(cfg):
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
-        if "a_desc" in names:  # v2: hgemm v8's persistent twin with the epilogue
-            from study.ops.hgemm import tensor_descriptors
+# ---- the Triton twins' launches -------------------------------------------------------------------
 
-            a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
-            sms = sm_count(a)
+def unfused_twin_check(shape, precision) -> str | None:
+    impl = bare(precision.name, "triton")
+    reason = triton_launch.check(impl, registry.registered()[impl.op].problem, shape, precision)
+    return f"its GEMM ({impl.op} {impl.rung} twin): {reason}" if reason else None
 
-            def fn():
-                kernel[lambda cfg: (min(grid(cfg)[0] * grid(cfg)[1], sms),)](
-                    a_desc, b_desc, bias, out, m, n, k, out.stride(-2), out.stride(-1), sms, **meta)
 
-            return fn
-        if "a_ptr" in names:  # v1: sgemm v7's twin with the epilogue
-            meta["INPUT_PRECISION"] = precision.triton_input_precision
+def unfused_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v0's twin: the bare GEMM twin at its mirrored config, then the pass over C (its row blocks on grid.y)."""
+    _require_bias(tensors, shape)
+    m, n = shape["M"], shape["N"]
+    meta = dict(config)
+    smallest = meta.get("BM") or min(c["BM"] for c in tk.POINTWISE_SPACE)
+    if cdiv(m, smallest) > GRID_Y:
+        raise Unsupported(f"M={m} needs more than {GRID_Y} row blocks of BM={smallest} (grid.y limit)")
+    impl = bare(precision.name, "triton")
+    gemm = impl.target.launch(impl.target.kernel, _gemm_operands(tensors), out, shape, dict(impl.params), precision)
+    bias = tensors["bias"]
 
-            def fn():
-                kernel[grid](a, b, bias, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
-                             out.stride(-2), out.stride(-1), **meta)
+    def grid(cfg):
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
-            return fn
-        # v0: the bare GEMM twin at its mirrored config, then the pass over C (its row blocks on grid.y).
-        smallest = meta.get("BM") or min(c["BM"] for c in tk.POINTWISE_SPACE)
-        if cdiv(m, smallest) > GRID_Y:
-            raise Unsupported(f"M={m} needs more than {GRID_Y} row blocks of BM={smallest} (grid.y limit)")
-        problem, impl = bare(precision.name, "triton")
-        gemm = problem.triton_launch(impl.target.kernel, _gemm_operands(tensors), out, shape, dict(impl.params),
-                                     precision)
+    def fn():
+        gemm()
+        kernel[grid](out, bias, m, n, out.stride(-2), **meta)
 
-        def fn():
-            gemm()
-            kernel[grid](out, bias, m, n, out.stride(-2), **meta)
+    return fn
 
-        return fn
+
+def simt_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v1's twin: sgemm v7's twin with the epilogue, the bias after A and B."""
+    _require_bias(tensors, shape)
+    a, b, bias = tensors["A"], tensors["B"], tensors["bias"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    meta = {**config, "INPUT_PRECISION": precision.triton_input_precision}
+
+    def grid(cfg):
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
+
+    def fn():
+        kernel[grid](a, b, bias, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                     out.stride(-2), out.stride(-1), **meta)
+
+    return fn
+
+
+def wgmma_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v2's twin: hgemm v8's persistent twin with the epilogue, the bias after the descriptors."""
+    _require_bias(tensors, shape)
+    return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",))
 
 
 # ---- baselines ------------------------------------------------------------------
@@ -336,14 +316,18 @@ register(
         Rung("v0_unfused", "the best GEMM rung writes C (hgemm v8 at FP16/BF16, sgemm v7 at FP32), then a pointwise "
              "kernel reads C back, adds the bias, applies ReLU and writes C again",
              "— (the baseline of fusion: C's extra round trip through HBM and a second launch)",
-             cuda="00_unfused.cu", triton=twin(tk.bias_relu, tk.V0_UNFUSED, tk.POINTWISE_SPACE, restore=("c_ptr",))),
+             cuda="00_unfused.cu", launch=UNFUSED, multiples=TMA_HALVES,  # hgemm v8's, at FP16 and BF16
+             triton=twin(tk.bias_relu, tk.V0_UNFUSED, tk.POINTWISE_SPACE, launch=unfused_twin_launch,
+                         check=unfused_twin_check, restore=("c_ptr",))),
         Rung("v1_fused_simt", "bias and ReLU on sgemm v7's FFMA accumulators before the store (FP32)",
-             "v0's round trip of C and its second launch", cuda="01_fused_simt.cu",
-             triton=twin(tk.gemm_bias_relu_grouped, tk.V1_FUSED_SIMT, tk.SIMT_SPACE, precisions=("fp32",))),
+             "v0's round trip of C and its second launch", cuda="01_fused_simt.cu", launch=FUSED_SIMT,
+             triton=twin(tk.gemm_bias_relu_grouped, tk.V1_FUSED_SIMT, tk.SIMT_SPACE, launch=simt_twin_launch,
+                         precisions=("fp32",))),
         Rung("v2_fused_wgmma", "bias and ReLU in hgemm v8's epilogue, as each 64 × 64 box of C is staged for its "
              "TMA store (FP16/BF16)", "v0's round trip of C and its second launch", cuda="02_fused_wgmma.cu",
-             triton=twin(tk.gemm_bias_relu_persistent, tk.V2_FUSED_WGMMA, tk.WGMMA_SPACE, precisions=("fp16", "bf16"),
-                         pre_hook=tk.descriptor_blocks)),
+             launch=FUSED_WGMMA, multiples=TMA_HALVES,
+             triton=twin(tk.gemm_bias_relu_persistent, tk.V2_FUSED_WGMMA, tk.WGMMA_SPACE, launch=wgmma_twin_launch,
+                         check=twin_check(TMA_HALVES), precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks)),
     ],
     baselines=[
         Baseline("nvmath_relu_bias", "nvmath Matmul, RELU_BIAS epilogue (cuBLASLt)", "cuBLASLt", "cublaslt",

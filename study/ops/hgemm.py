@@ -36,85 +36,42 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
-import torch
 
-from study.backends import Unsupported
-from study.backends.tma import alignment_reason, tma_reason
-from study.ops.sgemm import CUBLASLT, torch_matmul
+from study.backends import cuda, tma
+from study.backends.launch import Unsupported
+from study.backends.tma import alignment_reason, launch_check, twin_check
+from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
+                                   SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
+                                   persistent_twin_launch, tensor_descriptors, tiled)
 from study.precision import BF16_TENSOR, FP16_TENSOR
-from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, sm_count
-from study.registry import Baseline, Rung, register, twin
+from study.problem import CudaLaunch, CudaLauncher, cdiv
+from study.registry import Rung, register, twin
+from study.report.seed_ladder import SECTION
 from triton_kernels import hgemm as tk
 
-TOLERANCE = {"fp16": 7e-4, "bf16": 5.5e-3}
+TOLERANCE = HALF_TOLERANCE  # the module docstring derives them
 UNIT_ROUNDOFF = {"fp16": 2.0**-11, "bf16": 2.0**-8}      # the largest relative error of one rounding
-SMALLEST_NORMAL = {"fp16": 2.0**-14, "bf16": 2.0**-126}  # η: below it a storage type rounds absolutely
-GRID_Y = 65535  # CUDA's limit on gridDim.y: the row blocks of a launch
-VECTOR = 8      # halves in 16 bytes: the kernels' vector loads, cp.async copies and stores
+__all__ = ["SMALLEST_NORMAL", "TOLERANCE", "UNIT_ROUNDOFF", "HGEMM"]
 
 
-@dataclasses.dataclass(frozen=True)
-class TmaRung:
-    """How a rung whose operands arrive by TMA (16-byte rows: K and N multiples of 8) is launched."""
-
-    barriers: int      # 8-byte mbarriers a stage: full (v7), full and empty (v8)
-    persistent: bool   # one block (program) per SM walks the tiles
-    tma_store: bool    # C leaves through shared 64 × 64 boxes and TMA stores (its own tensor map)
-
-
-TMA_RUNGS = {"v7_wgmma_tma": TmaRung(barriers=1, persistent=False, tma_store=False),
-             "v8_warp_specialized": TmaRung(barriers=2, persistent=True, tma_store=True)}
-TMA_BOX = 64  # halves in one 128-byte swizzled box row (cuda_kernels/hopper.cuh)
-
-
-def shared_bytes(rung: str, defines) -> int:
-    """Dynamic shared memory of a rung (0 for the rungs with static buffers); each kernel computes
-    the same SMEM_BYTES and traps when given less.
-    v6: STAGES stages of A rows padded to BK + 8 halves and B rows padded to BN + 8.
-    v7, v8: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B (2 bytes each), one
-    (v7: full) or two (v8: full, empty) 8-byte mbarriers per stage, and 1024 bytes to align the base
-    to the swizzle atom; v8 also two 64 × 64 boxes of C per consumer warpgroup (one per 64 rows)."""
-    if rung in TMA_RUNGS:
-        tma = TMA_RUNGS[rung]
-        bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-        boxes = bm // 64 * 2 * TMA_BOX * TMA_BOX * 2 if tma.tma_store else 0
-        return stages * (bm * TMA_BOX + bn * bk) * 2 + boxes + stages * 8 * tma.barriers + 1024
-    if "WM" not in defines:
-        return 0
+def mma_smem(defines) -> int:
+    """v6's dynamic shared memory: STAGES stages of A rows padded to BK + 8 halves and B rows padded to
+    BN + 8 (the kernel computes the same SMEM_BYTES and traps when given less)."""
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
     return defines["STAGES"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
 
 
-STRUCTURED_SEED = 2**31 - 1  # the fixed seed of the structured inputs
+def wgmma_tma_smem(defines) -> int:
+    """v7's dynamic shared memory: STAGES stages of a BM × 64 box of A and BN/64 boxes of BK × 64 of B
+    (2 bytes each), one 8-byte (full) mbarrier per stage and 1024 bytes to align the base to the
+    swizzle atom."""
+    bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
+    return stages * (bm * HALF_BOX + bn * bk) * 2 + stages * 8 + 1024
 
 
-def uniform_operands(shape, dtype, gen):
-    """A (M×K), then B (K×N), uniform in [−1, 1), drawn in FP32 from ``gen`` and rounded to ``dtype``
-    (the GEMM ops that read A and B so: hgemm, gemm_bias_relu, which draws its bias after them)."""
-    a = torch.rand(shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
-    b = torch.rand(shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
-    return a.to(dtype), b.to(dtype)
-
-
-def operands_reason(shape) -> str | None:
-    """Why A, B or C of an M×N×K product is too large for the Triton twins' 32-bit offsets, or None."""
-    return offsets_reason("a matrix", max(shape["M"] * shape["K"], shape["K"] * shape["N"], shape["M"] * shape["N"]))
-
-
-def integer_operands(shape, dtype, gen):
-    """A, then B, of integers in [−2, 2] from ``gen``: exact in every storage type."""
-    a = torch.randint(-2, 3, (shape["M"], shape["K"]), generator=gen).to(dtype)
-    b = torch.randint(-2, 3, (shape["K"], shape["N"]), generator=gen).to(dtype)
-    return a, b
-
-
-class HGEMM(Problem):
+class HGEMM(Gemm):
     name = "hgemm"
-    axes = ("M", "N", "K")
-    bound = "compute"
     precisions = (FP16_TENSOR, BF16_TENSOR)
     default_precisions = ("fp16", "bf16")
     # The seed's 4096³, a size where the tensor-core library is at its best (8192³), and one that no
@@ -126,15 +83,9 @@ class HGEMM(Problem):
     sanitize_shapes = ({"M": 67, "N": 131, "K": 40}, {"M": 64, "N": 128, "K": 64}, {"M": 72, "N": 136, "K": 40},
                        {"M": 3, "N": 5, "K": 1})
     tolerance = TOLERANCE
-    paddable = True  # the CUDA rungs take lda, ldb, ldc; Triton and the libraries take strides
-    error_metric = "max |out − ref| / (|A|·|B| + η), η the storage type's smallest normal number"
-
-    def flops(self, shape) -> int:
-        return 2 * shape["M"] * shape["N"] * shape["K"]
-
-    def bytes(self, shape, precision) -> int:
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        return precision.element_bytes * (m * k + k * n + m * n)
+    vector = HALVES
+    error_metric = HALF_METRIC
+    report_sections = (SECTION,)  # the seed's ladder beside this GPU's (study/report/seed_ladder.py)
 
     def bytes_needed(self, shape, precision) -> int:
         m, n, k = shape["M"], shape["N"], shape["K"]
@@ -142,189 +93,106 @@ class HGEMM(Problem):
         # temporaries of the comparison.
         return precision.element_bytes * (m * k + k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n
 
-    def check(self, shape, precision) -> str | None:
-        return super().check(shape, precision) or operands_reason(shape)
 
-    # ---- data -----------------------------------------------------------------
-    def make_inputs(self, shape, precision, seed, device):
-        """Uniform in [−1, 1), drawn in FP32 and rounded to the storage type: the reference is the
-        exact product of the values the kernels read."""
-        a, b = uniform_operands(shape, DTYPES[precision.dtype], torch.Generator().manual_seed(seed))
-        return {"A": a.to(device), "B": b.to(device)}
+# ---- launchers ---------------------------------------------------------------------------------------
 
-    def structured_inputs(self, shape, precision, device):
-        """Small random integers in [−2, 2] (a fixed seed), exact in FP16 and BF16; every product
-        and partial sum is exact in FP32, so the reference is the exact answer and a misplaced
-        element is off by whole units (rounding C to the storage type is exact while |C| ≤ 2048 in
-        FP16, 256 in BF16, and within the tolerance beyond)."""
-        a, b = integer_operands(shape, DTYPES[precision.dtype], torch.Generator().manual_seed(STRUCTURED_SEED))
-        return {"A": a.to(device), "B": b.to(device)}
-
-    def make_output(self, shape, precision, device):
-        # Poisoned: an element the kernel never writes stays NaN and fails the gate.
-        return torch.full((shape["M"], shape["N"]), float("nan"), dtype=DTYPES[precision.dtype], device=device)
-
-    def reference(self, tensors, precision):
-        a = tensors["A"].to(torch.float64)
-        b = tensors["B"].to(torch.float64)
-        return a @ b, a.abs() @ b.abs() + SMALLEST_NORMAL[precision.name]
-
-    # ---- CUDA glue ------------------------------------------------------------
-    def axis_multiples(self, rung: str) -> dict[str, int]:
-        return {"N": VECTOR, "K": VECTOR} if rung in TMA_RUNGS else {}
-
-    def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        persistent = rung in TMA_RUNGS and TMA_RUNGS[rung].persistent  # a persistent grid is 1-D
-        if not persistent and cdiv(shape["M"], params["BM"]) > GRID_Y:
-            return f"M={shape['M']} needs more than {GRID_Y} row blocks of BM={params['BM']} (grid.y limit)"
-        return tma_reason(self, shape, rung, "TMA reads")
-
-    def cuda_defines(self, config, tensors, out, shape, precision):
-        """The config, the storage macro and ALIGNED: 1 when every row of A, B and C starts on 16
-        bytes (K, N and the leading dimensions multiples of 8 halves, the base addresses aligned),
-        so that 16-byte loads, cp.async copies and stores may be used; 0 selects the scalar paths."""
-        a, b = tensors["A"], tensors["B"]
-        leading = (a.stride(-2), b.stride(-2), out.stride(-2))
-        aligned = (shape["K"] % VECTOR == 0 and shape["N"] % VECTOR == 0 and all(ld % VECTOR == 0 for ld in leading)
-                   and all(t.data_ptr() % 16 == 0 for t in (a, b, out)))
-        return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
-
-    def cuda_launch(self, rung, defines, tensors, out, shape):
-        from study.backends.cuda import as_cupy
-
-        a, b = tensors["A"], tensors["B"]
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        grid = (cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), 1)
-        block = (defines["THREADS"], 1, 1)
-        if rung in TMA_RUNGS:
-            from study.backends.tma import tensor_map
-
-            if TMA_RUNGS[rung].persistent:  # v8
-                return persistent_tma_launch(defines, a, b, out, (m, n, k), tiles=grid[0] * grid[1])
-            reason = alignment_reason("C", out)
-            if reason:  # v7 stores C in 4-byte pairs: it needs what A and B need
-                raise Unsupported(reason)
-            args = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]),
-                    as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
-            return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines), keep=(a, b, out))
-        args = (as_cupy(a, padded_rows=True), as_cupy(b, padded_rows=True), as_cupy(out, padded_rows=True),
-                np.int32(m), np.int32(n), np.int32(k),
-                # leading dimensions: rows of A, B and C are this many elements apart (a padded view)
-                np.int32(a.stride(-2)), np.int32(b.stride(-2)), np.int32(out.stride(-2)))
-        return CudaLaunch(grid=grid, block=block, args=args, smem=shared_bytes(rung, defines))
-
-    # ---- Triton glue ----------------------------------------------------------
-    def triton_check(self, shape, precision, rung="") -> str | None:
-        return tma_reason(self, shape, rung, "Triton's tensor descriptors (TMA) read")
-
-    def triton_launch(self, kernel, tensors, out, shape, config, precision):
-        a, b = tensors["A"], tensors["B"]
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        meta = dict(config)
-
-        def grid(cfg):
-            return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
-
-        if "a_desc" in kernel.arg_names:  # the v7 and v8 twins: TMA descriptors, their boxes the config's tiles
-            a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
-
-            if "NUM_SMS" in kernel.arg_names:  # the v8 twin: persistent, one program per SM at most
-                sms = sm_count(a)
-
-                def fn():
-                    kernel[lambda cfg: (min(grid(cfg)[0] * grid(cfg)[1], sms),)](
-                        a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), sms, **meta)
-            else:
-                def fn():
-                    kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
-
-            return fn
-
-        def fn():
-            kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
-                         out.stride(-2), out.stride(-1), **meta)
-
-        return fn
-
-
-def persistent_tma_launch(defines, a, b, out, sizes, tiles: int) -> CudaLaunch:
-    """hgemm v8's launch, and bgemm v1's (v8's body over a batch): tensor maps of A (boxes BM rows of
-    64), B (BK rows of 64) and C (64 × 64), each a matrix or a batch of them (study/backends/tma.py),
-    then ``sizes`` as int32 arguments; one block per SM walks the ``tiles`` (fewer if fewer tiles).
-    C leaves by TMA stores, so it needs the 16-byte rows that A and B need."""
-    from study.backends.tma import tensor_map
-
+def wgmma_tma_launch(defines, tensors, out, shape, precision):
+    """v7: tensor maps of A (boxes BM rows of 64) and B (BK rows of 64), C by pointer, stored in
+    4-byte pairs: it needs the 16-byte rows that A and B need."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
     reason = alignment_reason("C", out)
     if reason:
         raise Unsupported(reason)
-    maps = (tensor_map("A", a, TMA_BOX, defines["BM"]), tensor_map("B", b, TMA_BOX, defines["BK"]),
-            tensor_map("C", out, TMA_BOX, TMA_BOX))
-    blocks = min(tiles, sm_count(a))
-    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=(*maps, *map(np.int32, sizes)),
-                      smem=shared_bytes("v8_warp_specialized", defines), facts={"blocks": blocks}, keep=(a, b, out))
+    args = (tma.tensor_map("A", a, HALF_BOX, defines["BM"]), tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
+            cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+    return CudaLaunch(grid=(cdiv(n, defines["BN"]), cdiv(m, defines["BM"]), 1), block=(defines["THREADS"], 1, 1),
+                      args=args, smem=wgmma_tma_smem(defines), keep=(a, b, out))
 
 
-def tensor_descriptors(a, b, shape, meta):
-    """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins, or of
-    batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
-    an entry's edges loads as zeros); a view whose rows TMA cannot read is refused
-    (:class:`Unsupported`). Under ``triton.autotune`` (no config in ``meta``)
-    triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
-    from triton.tools.tensor_descriptor import TensorDescriptor
+def rows_and_tma_check(params, shape, precision) -> str | None:
+    return grid_rows_check(params, shape, precision) or launch_check(TMA_HALVES)(params, shape, precision)
 
-    reason = alignment_reason("A", a) or alignment_reason("B", b)
-    if reason:
-        raise Unsupported(reason)
+
+TILED = tiled(vector=HALVES)                    # v0–v5: static shared memory
+MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
+WGMMA_TMA = CudaLauncher(launch=wgmma_tma_launch, check=rows_and_tma_check, defines=aligned_defines(HALVES))  # v7
+
+
+# ---- the Triton twins' launches -------------------------------------------------------------------
+
+def pointer_twin_launch(kernel, tensors, out, shape, config, precision):
+    """The pointer twins (v0–v6): pointers, sizes and strides; a block of programs over C's tiles."""
+    a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
-    lead = list(a.shape[:-2])  # [batch] or []
-    one = [1] * len(lead)
+    meta = dict(config)
 
-    def strides(t):
-        return [*t.stride()[:-1], 1]  # rows may be padded; elements contiguous
+    def grid(cfg):
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
-    a_desc = TensorDescriptor(a, [*lead, m, k], strides(a), [*one, meta.get("BM", 64), meta.get("BK", 64)])
-    b_desc = TensorDescriptor(b, [*lead, k, n], strides(b), [*one, meta.get("BK", 64), meta.get("BN", 64)])
-    return a_desc, b_desc
+    def fn():
+        kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                     out.stride(-2), out.stride(-1), **meta)
+
+    return fn
 
 
-# cuBLAS through torch.matmul on FP16/BF16 operands (FP32 accumulation: the backend switches
-# reduced-precision reductions off, study/backends/library.py) and cuBLASLt with COMPUTE_32F
-# (study/backends/cublaslt.py): SGEMM's baselines, which take the storage type as it comes.
-BASELINES = [Baseline("torch_matmul", "torch.matmul", "cuBLAS", "cublas", torch_matmul, "torch.matmul",
-                      reference=True), CUBLASLT]
+def descriptor_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v7's twin: TMA descriptors, the config's tiles as their boxes; a program per tile."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    meta = dict(config)
+    a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
+
+    def grid(cfg):
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
+
+    def fn():
+        kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
+
+    return fn
+
+
+def pointer_twin(kernel, fixed, space):
+    return twin(kernel, fixed, space, launch=pointer_twin_launch)
+
 
 register(
     HGEMM(),
     rungs=[
         Rung("v0_naive", "one thread per output, a warp's threads along M",
              "— (the baseline: a warp's A loads and C stores are a row apart, uncoalesced)",
-             cuda="00_naive.cu", triton=twin(tk.hgemm_naive, tk.V0_NAIVE, tk.NAIVE_SPACE)),
+             cuda="00_naive.cu", launch=TILED, triton=pointer_twin(tk.hgemm_naive, tk.V0_NAIVE, tk.NAIVE_SPACE)),
         Rung("v1_coalesced", "a warp's threads along N: 32 consecutive halves of a B row and of a C row",
-             "uncoalesced global loads and stores", cuda="01_coalesced.cu",
-             triton=twin(tk.hgemm_naive, tk.V1_COALESCED, tk.NAIVE_SPACE)),
+             "uncoalesced global loads and stores", cuda="01_coalesced.cu", launch=TILED,
+             triton=pointer_twin(tk.hgemm_naive, tk.V1_COALESCED, tk.NAIVE_SPACE)),
         Rung("v2_smem_tiling", "32×32×32 tiles of A and B in shared memory, one output per thread",
-             "re-reading every operand from global memory", cuda="02_smem_tiling.cu",
-             triton=twin(tk.hgemm_tiled, tk.V2_SMEM_TILING, tk.SINGLE_STAGE_SPACE)),
+             "re-reading every operand from global memory", cuda="02_smem_tiling.cu", launch=TILED,
+             triton=pointer_twin(tk.hgemm_tiled, tk.V2_SMEM_TILING, tk.SINGLE_STAGE_SPACE)),
         Rung("v3_register_tile", "128×128×32 tile, 8×8 FP32 outputs per thread, 16-byte loads; A k-contiguous in "
              "shared memory (4-way bank conflicts left on purpose)", "two shared loads and conversions per FFMA",
-             cuda="03_register_tile.cu", triton=twin(tk.hgemm_tiled, tk.V3_REGISTER_TILE, tk.SINGLE_STAGE_SPACE)),
+             cuda="03_register_tile.cu", launch=TILED,
+             triton=pointer_twin(tk.hgemm_tiled, tk.V3_REGISTER_TILE, tk.SINGLE_STAGE_SPACE)),
         Rung("v4_bank_conflicts", "A's shared rows padded (SWIZZLE=0) or XOR-swizzled (SWIZZLE=1)",
-             "bank conflicts on A's fragment reads", cuda="04_bank_conflicts.cu",
-             triton=twin(tk.hgemm_tiled, tk.V4_BANK_CONFLICTS, tk.SINGLE_STAGE_SPACE)),
+             "bank conflicts on A's fragment reads", cuda="04_bank_conflicts.cu", launch=TILED,
+             triton=pointer_twin(tk.hgemm_tiled, tk.V4_BANK_CONFLICTS, tk.SINGLE_STAGE_SPACE)),
         Rung("v5_double_buffer", "cp.async double buffering: load slice k+1 while computing slice k",
-             "waiting at the barrier for each slice's loads", cuda="05_double_buffer.cu",
-             triton=twin(tk.hgemm_tiled, tk.V5_DOUBLE_BUFFER, tk.TWO_STAGE_SPACE)),
+             "waiting at the barrier for each slice's loads", cuda="05_double_buffer.cu", launch=TILED,
+             triton=pointer_twin(tk.hgemm_tiled, tk.V5_DOUBLE_BUFFER, tk.TWO_STAGE_SPACE)),
         Rung("v6_mma_sync", "tensor cores: mma.sync m16n8k16 fed by ldmatrix(.trans), 3–4 cp.async stages, "
              "grouped block order", "the FFMA pipe (FP32 arithmetic) of v0–v5", cuda="06_mma_sync.cu",
-             triton=twin(tk.hgemm_grouped, tk.V6_MMA_SYNC, tk.MMA_SPACE)),
+             launch=MMA_TILED, triton=pointer_twin(tk.hgemm_grouped, tk.V6_MMA_SYNC, tk.MMA_SPACE)),
         Rung("v7_wgmma_tma", "Hopper wgmma m64nBNk16 from shared memory that TMA fills (128-byte swizzle), an mbarrier "
              "per stage, 3–6 stages", "v6's ldmatrix fragment loads and legacy HMMA issue", cuda="07_wgmma_tma.cu",
-             triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, pre_hook=tk.descriptor_blocks)),
-        Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) issue "
-             "wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles; C through shared "
+             launch=WGMMA_TMA, multiples=TMA_HALVES,
+             triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, launch=descriptor_twin_launch,
+                         check=twin_check(TMA_HALVES), pre_hook=tk.descriptor_blocks)),
+        Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) "
+             "issue wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles; C through shared "
              "memory and TMA stores", "v7's block barrier every K slice, its epilogue bubble and half-sector C stores",
-             cuda="08_warp_specialized.cu", triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE,
-                                                         pre_hook=tk.descriptor_blocks)),
+             cuda="08_warp_specialized.cu", launch=PERSISTENT, multiples=TMA_HALVES,
+             triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE,
+                         launch=persistent_twin_launch, check=twin_check(TMA_HALVES), pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
 )

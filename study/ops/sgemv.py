@@ -29,8 +29,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from study.backends import cuda
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, rows_vector_aligned, sm_count
+from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import sgemv as tk
 
@@ -117,50 +118,77 @@ class SGEMV(Problem):
         aligned = rows_vector_aligned(shape["N"], precision.element_bytes, (tensors["A"], tensors["x"]))
         return {**super().cuda_defines(config, tensors, out, shape, precision), "ALIGNED": int(aligned)}
 
-    def cuda_launch(self, rung, defines, tensors, out, shape):
-        """The grid follows from the kernel's declared parameters, not its name: LANES threads
-        share a row, each warp takes WARP_ROWS rows (default 1), and SPLIT=1 splits the columns
-        over gridDim.y with the partials and counters the kernel reduces with."""
-        from study.backends.cuda import as_cupy
 
-        m, n = shape["M"], shape["N"]
-        threads = defines["THREADS"]
-        rows = threads // defines["LANES"] * defines.get("WARP_ROWS", 1)
-        args = [as_cupy(tensors["A"]), as_cupy(tensors["x"]), as_cupy(out), np.int32(m), np.int32(n)]
-        grid = (cdiv(m, rows), 1, 1)
-        if defines.get("SPLIT"):
-            splits, split_n = split_plan(m, n, out.element_size(), sm_count(out))
-            partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
-            counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
-            args += [np.int32(split_n), as_cupy(partial), as_cupy(counter)]
-            grid = (cdiv(m, rows), splits, 1)
-            return CudaLaunch(grid=grid, block=(threads, 1, 1), args=tuple(args),
-                              facts={"splits": splits, "split_n": split_n})
-        return CudaLaunch(grid=grid, block=(threads, 1, 1), args=tuple(args))
+# ---- launchers ---------------------------------------------------------------------------------------
 
-    # ---- Triton glue ----------------------------------------------------------
-    def triton_launch(self, kernel, tensors, out, shape, config, precision):
-        a, x = tensors["A"], tensors["x"]
-        m, n = shape["M"], shape["N"]
-        names = kernel.arg_names
-        meta = dict(config)
-        if "VEC" in names:
-            meta["VEC"] = 16 // precision.element_bytes
-        extra = ()
-        if "SPLITS" in names:
-            splits, split_n = split_plan(m, n, precision.element_bytes, sm_count(out))
-            partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
-            counter = torch.zeros(m, dtype=torch.int32, device=out.device)  # ≥ one per program of any ROWS
-            meta["SPLITS"] = splits
-            extra = (split_n, partial, counter)
+def row_blocks(defines) -> int:
+    """Rows a block takes: LANES threads share a row, each warp takes WARP_ROWS rows (default 1)."""
+    return defines["THREADS"] // defines["LANES"] * defines.get("WARP_ROWS", 1)
 
-        def grid(cfg):
-            return (cdiv(m, cfg["BM"] if "BM" in cfg else cfg["ROWS"]), meta.get("SPLITS", 1))
 
-        def fn():
-            kernel[grid](a, x, out, m, n, a.stride(0), *extra, **meta)
+def rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v0–v2: a block per ``row_blocks`` rows."""
+    m, n = shape["M"], shape["N"]
+    args = (cuda.as_cupy(tensors["A"]), cuda.as_cupy(tensors["x"]), cuda.as_cupy(out), np.int32(m), np.int32(n))
+    return CudaLaunch(grid=(cdiv(m, row_blocks(defines)), 1, 1), block=(defines["THREADS"], 1, 1), args=args)
 
-        return fn
+
+def split_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v3: the columns split over gridDim.y (split_plan), with the partials and counters the kernel
+    reduces with."""
+    m, n = shape["M"], shape["N"]
+    rows = row_blocks(defines)
+    splits, split_n = split_plan(m, n, out.element_size(), sm_count(out))
+    partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    counter = torch.zeros(cdiv(m, rows), dtype=torch.int32, device=out.device)
+    args = (cuda.as_cupy(tensors["A"]), cuda.as_cupy(tensors["x"]), cuda.as_cupy(out), np.int32(m), np.int32(n),
+            np.int32(split_n), cuda.as_cupy(partial), cuda.as_cupy(counter))
+    return CudaLaunch(grid=(cdiv(m, rows), splits, 1), block=(defines["THREADS"], 1, 1), args=args,
+                      facts={"splits": splits, "split_n": split_n})
+
+
+ROWS = CudaLauncher(launch=rows_launch)
+SPLIT = CudaLauncher(launch=split_launch)
+
+
+# ---- the Triton twins' launches -------------------------------------------------------------------
+
+def twin_launch(kernel, tensors, out, shape, config, precision, rows: str = "ROWS", vector: bool = False,
+                split: bool = False):
+    """A program per ``config[rows]`` rows; ``vector`` (v2, v3): VEC elements in 16 bytes; ``split`` (v3):
+    the columns split as the CUDA rung splits them (split_plan), partials and counters beside."""
+    a, x = tensors["A"], tensors["x"]
+    m, n = shape["M"], shape["N"]
+    meta = dict(config)
+    if vector:
+        meta["VEC"] = 16 // precision.element_bytes
+    extra = ()
+    if split:
+        splits, split_n = split_plan(m, n, precision.element_bytes, sm_count(out))
+        partial = torch.empty(splits * m if splits > 1 else 1, dtype=torch.float32, device=out.device)
+        counter = torch.zeros(m, dtype=torch.int32, device=out.device)  # ≥ one per program of any ROWS
+        meta["SPLITS"] = splits
+        extra = (split_n, partial, counter)
+
+    def grid(cfg):
+        return (cdiv(m, cfg[rows]), meta.get("SPLITS", 1))
+
+    def fn():
+        kernel[grid](a, x, out, m, n, a.stride(0), *extra, **meta)
+
+    return fn
+
+
+def thread_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, rows="BM")
+
+
+def vector_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, vector=True)
+
+
+def split_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, vector=True, split=True)
 
 
 def torch_mv(tensors, out, precision):
@@ -173,16 +201,18 @@ register(
     rungs=[
         Rung("v0_thread_per_row", "one thread per row, FP32 accumulator",
              "— (the baseline: a warp's loads are a row apart, uncoalesced)",
-             cuda="00_thread_per_row.cu", triton=twin(tk.sgemv_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE)),
+             cuda="00_thread_per_row.cu", launch=ROWS,
+             triton=twin(tk.sgemv_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE, launch=thread_twin_launch)),
         Rung("v1_warp_per_row", "one warp per row: lanes read consecutive elements, shuffle reduction",
-             "uncoalesced loads", cuda="01_warp_per_row.cu",
-             triton=twin(tk.sgemv_warp, tk.V1_WARP_PER_ROW, tk.WARP_SPACE)),
+             "uncoalesced loads", cuda="01_warp_per_row.cu", launch=ROWS,
+             triton=twin(tk.sgemv_warp, tk.V1_WARP_PER_ROW, tk.WARP_SPACE, launch=twin_launch)),
         Rung("v2_vector_loads", "16-byte loads per lane, 2 rows per warp sharing each load of x",
-             "narrow loads (4 or 2 bytes per lane per instruction)", cuda="02_vector_loads.cu",
-             triton=twin(tk.sgemv_vector, tk.V2_VECTOR_LOADS, tk.VECTOR_SPACE)),
+             "narrow loads (4 or 2 bytes per lane per instruction)", cuda="02_vector_loads.cu", launch=ROWS,
+             triton=twin(tk.sgemv_vector, tk.V2_VECTOR_LOADS, tk.VECTOR_SPACE, launch=vector_twin_launch)),
         Rung("v3_split_n", "more loads in flight per lane; columns split over blocks when rows are few, "
              "ordered last-block reduction", "too few bytes in flight (latency-bound), idle SMs on short-wide A",
-             cuda="03_split_n.cu", triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE)),
+             cuda="03_split_n.cu", launch=SPLIT,
+             triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE, launch=split_twin_launch)),
     ],
     baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True)],
 )

@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from study.backends import cuda
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, CudaLaunch, Problem, cdiv, offsets_reason, rows_vector_aligned
+from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import softmax as tk
 
@@ -107,51 +108,81 @@ class Softmax(Problem):
         return {**super().cuda_defines(config, tensors, out, shape, precision),
                 "ALIGNED": int(aligned), "PEEL": int(peel)}
 
-    def cuda_launch(self, rung, defines, tensors, out, shape):
-        """v0: THREADS rows per block, one a thread. v5: THREADS/32 rows per block, one a warp.
-        The others: one block of THREADS per row. Blocks run along grid.x; grid.y takes what 65535
-        cannot. v4 and v5 record whether the row fits in the registers of its team (ON_CHIP slots a
-        thread) or took the two-pass fallback."""
-        from study.backends.cuda import as_cupy
 
+# ---- launchers ---------------------------------------------------------------------------------------
+
+def thread_rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v0: THREADS rows per block, one a thread."""
+    threads = defines["THREADS"]
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(shape["M"]), np.int32(shape["N"]))
+    return CudaLaunch(grid=(cdiv(shape["M"], threads), 1, 1), block=(threads, 1, 1), args=args)
+
+
+def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
+    """A team of threads per row: the block (v1–v4) or a warp, THREADS/32 rows a block (v5). Blocks run
+    along grid.x; grid.y takes what 65535 cannot. ``on_chip`` (v4, v5): whether the row fits in the
+    registers of its team (ON_CHIP slots a thread) or took the two-pass fallback is recorded."""
+    def team(defines) -> int:
+        return 32 if warp_per_row else defines["THREADS"]
+
+    def launch(defines, tensors, out, shape, precision):
         m, n = shape["M"], shape["N"]
         threads = defines["THREADS"]
-        args = (as_cupy(tensors["X"]), as_cupy(out), np.int32(m), np.int32(n))
-        if defines.get("ROW_PER_THREAD"):
-            return CudaLaunch(grid=(cdiv(m, threads), 1, 1), block=(threads, 1, 1), args=args)
-        team = 32 if defines.get("WARP_PER_ROW") else threads
-        blocks = cdiv(m, threads // team)
-        grid = (min(blocks, 65535), cdiv(blocks, 65535), 1)
+        args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n))
+        blocks = cdiv(m, threads // team(defines))
         facts = {}
-        if "ON_CHIP" in defines:
+        if on_chip:
             slot = 16 // out.element_size() if defines["ALIGNED"] or defines.get("PEEL") else 4
-            facts = {"on_chip": int(fits_on_chip(n, team, defines["ON_CHIP"], slot))}
-        return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, facts=facts)
+            facts = {"on_chip": int(fits_on_chip(n, team(defines), defines["ON_CHIP"], slot))}
+        return CudaLaunch(grid=(min(blocks, 65535), cdiv(blocks, 65535), 1), block=(threads, 1, 1), args=args,
+                          facts=facts)
 
-    def cuda_check(self, params, shape, precision, rung="") -> str | None:
-        rows_per_block = params["THREADS"] // 32 if params.get("WARP_PER_ROW") else 1
-        if not params.get("ROW_PER_THREAD") and cdiv(cdiv(shape["M"], rows_per_block), 65535) > 65535:
+    def check(params, shape, precision):
+        if cdiv(cdiv(shape["M"], params["THREADS"] // team(params)), 65535) > 65535:
             return f"M={shape['M']} rows need more than 65535 × 65535 blocks"
         return None
 
-    # ---- Triton glue ----------------------------------------------------------
-    def triton_launch(self, kernel, tensors, out, shape, config, precision):
-        x = tensors["X"]
-        m, n = shape["M"], shape["N"]
-        meta = dict(config)
-        names = kernel.arg_names
-        if "WHOLE" in names:  # v4's and v5's twins: whole rows of a power of two, when they fit
-            meta["WHOLE"] = triton_next_pow2(n)
-            limit = tk.MAX_WARP_ROW_BYTES if "ROWS" in names else tk.MAX_WHOLE_BYTES
-            meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= limit
+    return CudaLauncher(launch=launch, check=check)
 
-        def grid(cfg):
-            return (cdiv(m, cfg["ROWS"]),) if "ROWS" in cfg else (m,)
 
-        def fn():
-            kernel[grid](x, out, m, n, **meta)
+THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
+BLOCK_ROWS = team_rows(warp_per_row=False, on_chip=False)   # v1–v3
+ON_CHIP_ROWS = team_rows(warp_per_row=False, on_chip=True)  # v4
+WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
 
-        return fn
+
+# ---- the Triton twins' launches -------------------------------------------------------------------
+
+def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = False, whole_limit: int | None = None):
+    """A twin's launch: a program per row, or per ROWS rows (``rows``: v0's and v5's); ``whole_limit``
+    (v4's and v5's): the row whole, a power of two, when it fits in that many bytes (else the
+    kernel's two-pass fallback)."""
+    x = tensors["X"]
+    m, n = shape["M"], shape["N"]
+    meta = dict(config)
+    if whole_limit is not None:
+        meta["WHOLE"] = triton_next_pow2(n)
+        meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= whole_limit
+
+    def grid(cfg):
+        return (cdiv(m, cfg["ROWS"]),) if rows else (m,)
+
+    def fn():
+        kernel[grid](x, out, m, n, **meta)
+
+    return fn
+
+
+def rows_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True)
+
+
+def whole_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, whole_limit=tk.MAX_WHOLE_BYTES)
+
+
+def warp_rows_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True, whole_limit=tk.MAX_WARP_ROW_BYTES)
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
@@ -175,22 +206,24 @@ register(
     rungs=[
         Rung("v0_thread_per_row", "one thread per row, three passes (max, sum, normalise)",
              "— (the baseline: a warp's loads are a row apart, uncoalesced)",
-             cuda="00_thread_per_row.cu", triton=twin(tk.softmax_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE)),
+             cuda="00_thread_per_row.cu", launch=THREAD_ROWS,
+             triton=twin(tk.softmax_rows, tk.V0_THREAD_PER_ROW, tk.ROWS_SPACE, launch=rows_twin_launch)),
         Rung("v1_block_per_row", "one block per row, shared-memory tree reductions, three passes",
-             "uncoalesced loads", cuda="01_block_per_row.cu",
-             triton=twin(tk.softmax_passes, tk.V1_BLOCK_PER_ROW, tk.BLOCK_SPACE)),
+             "uncoalesced loads", cuda="01_block_per_row.cu", launch=BLOCK_ROWS,
+             triton=twin(tk.softmax_passes, tk.V1_BLOCK_PER_ROW, tk.BLOCK_SPACE, launch=twin_launch)),
         Rung("v2_shuffle_vector", "warp-shuffle reductions and 16-byte loads, three passes",
-             "barrier-bound tree reductions and narrow loads", cuda="02_shuffle_vector.cu",
-             triton=twin(tk.softmax_passes, tk.V2_SHUFFLE_VECTOR, tk.BLOCK_SPACE)),
+             "barrier-bound tree reductions and narrow loads", cuda="02_shuffle_vector.cu", launch=BLOCK_ROWS,
+             triton=twin(tk.softmax_passes, tk.V2_SHUFFLE_VECTOR, tk.BLOCK_SPACE, launch=twin_launch)),
         Rung("v3_online", "online softmax: running maximum and rescaled sum in one pass, then normalise",
-             "a third pass over HBM", cuda="03_online.cu",
-             triton=twin(tk.softmax_online, tk.V3_ONLINE, tk.BLOCK_SPACE)),
+             "a third pass over HBM", cuda="03_online.cu", launch=BLOCK_ROWS,
+             triton=twin(tk.softmax_online, tk.V3_ONLINE, tk.BLOCK_SPACE, launch=twin_launch)),
         Rung("v4_on_chip", "the row held in registers: one read, one write (rows that fit; else v3)",
-             "the second read of the row", cuda="04_on_chip.cu",
-             triton=twin(tk.softmax_whole, tk.V4_ON_CHIP, tk.WHOLE_SPACE)),
+             "the second read of the row", cuda="04_on_chip.cu", launch=ON_CHIP_ROWS,
+             triton=twin(tk.softmax_whole, tk.V4_ON_CHIP, tk.WHOLE_SPACE, launch=whole_twin_launch)),
         Rung("v5_warp_per_row", "a warp per row, the row in its registers, shuffles only; THREADS/32 rows a block "
              "(rows that fit; else v3 on the warp)", "v4's idle threads and block barriers on short rows",
-             cuda="05_warp_per_row.cu", triton=twin(tk.softmax_warp_rows, tk.V5_WARP_PER_ROW, tk.WARP_ROWS_SPACE)),
+             cuda="05_warp_per_row.cu", launch=WARP_ROWS,
+             triton=twin(tk.softmax_warp_rows, tk.V5_WARP_PER_ROW, tk.WARP_ROWS_SPACE, launch=warp_rows_twin_launch)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],

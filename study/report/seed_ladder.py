@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from study import metrics
+from study.report.page import Section
 
 OP = "hgemm"
 SHAPE = {"M": 4096, "N": 4096, "K": 4096}
@@ -70,3 +71,6 @@ def section(measurements: list[dict], figure_path: Path | None, folder: Path) ->
                 "`python -m study profile --table` rendered it from the saved ncu output:", "",
                 profiles.read_text().strip(), ""]
     return out
+
+
+SECTION = Section("seed", section)  # hgemm's (Problem.report_sections)

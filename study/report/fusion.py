@@ -1,7 +1,7 @@
 """What fusion bought (the fusion study, docs/ladders/gemm_bias_relu.md): for each shape, precision,
 backend and autotune setting of ``gemm_bias_relu``, its unfused rung (v0: the GEMM, then a pass over
 C), its best fused rung and the bare GEMM both build on (the ``hgemm`` or ``sgemm`` rung named in
-study/ops/gemm_bias_relu.py BARE, measured in the same results file), side by side: times, the
+BARE below, measured in the same results file), side by side: times, the
 bytes each moves at least, unfused / fused and the fused rung's cost over the bare GEMM (its
 epilogue), and the eager-torch and cuBLASLt rows of the same case. From results alone; a bare GEMM
 that was not measured is a dash, never a guess.
@@ -12,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from study.precision import STORAGE
+from study.report.labels import BACKEND_LABEL, num, shape_label
+from study.report.page import Section
 
 OP = "gemm_bias_relu"
 # The GEMM each precision's unfused rung runs and its fused rungs build on: the fastest handwritten rung
@@ -69,22 +71,21 @@ def rows(measurements: list[dict]) -> list[dict]:
 
 
 def _ms(m) -> str:
-    return "—" if m is None else f"{m['median_ms']:.4f}"
+    return num(None if m is None else m["median_ms"], ".4f")
 
 
-def _ratio(a, b, fmt=".2f", suffix="×") -> str:
-    return "—" if a is None or b is None else f"{a['median_ms'] / b['median_ms']:{fmt}}{suffix}"
+def _ratio(a, b) -> str:
+    return num(None if a is None or b is None else a["median_ms"] / b["median_ms"], ".2f", "×")
 
 
 def table(measured: list[dict]) -> str:
     from tabulate import tabulate
 
-    from study.report import BACKEND_LABEL, shape_label
-
     body = []
     for r in measured:
         fused, bare = r["fused"], r["bare"]
-        cost = "—" if fused is None or bare is None else f"{100 * (fused['median_ms'] / bare['median_ms'] - 1):+.1f} %"
+        cost = num(None if fused is None or bare is None else 100 * (fused["median_ms"] / bare["median_ms"] - 1),
+                   "+.1f", " %")
         body.append([shape_label(r["shape"]), r["precision"], BACKEND_LABEL.get(r["backend"], r["backend"]), r["autotune"],
                      _ms(r["unfused"]), _ms(fused) + (f" ({fused['rung'].split('_')[0]})" if fused else ""), _ms(bare),
                      _ratio(r["unfused"], fused), cost, f"{r['bytes']['unfused'] / 1e6:,.0f}",
@@ -105,8 +106,6 @@ def figure(measured: list[dict], path: Path) -> Path | None:
     import matplotlib.pyplot as plt
     import pandas as pd
     import seaborn as sns
-
-    from study.report import BACKEND_LABEL, shape_label
 
     points = []
     for r in measured:
@@ -155,3 +154,6 @@ def section(measurements: list[dict], figure_path: Path | None, folder: Path) ->
         if drawn is not None:
             out += [f"![{OP} fusion]({drawn.relative_to(folder).as_posix()})", ""]
     return out
+
+
+SECTION = Section("fusion", section)  # gemm_bias_relu's (Problem.report_sections)

@@ -1,0 +1,41 @@
+"""What every backend's ``prepare`` returns and may raise, and what a search of its own is given
+(the interface: :mod:`study.backends`)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Callable, ContextManager
+
+
+class Unsupported(ValueError):
+    """Raised by ``prepare`` when a rung cannot run these particular tensors (found only once the
+    tensors exist: a padded view whose rows break an alignment the rung needs, say). The session
+    records the case as skipped with this reason; it is never a crash and never a number."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tuning:
+    """What a backend's own search needs from the session: the ``timer`` that times every sample
+    (a CUDA point gets ``timer.settings.tune_reps`` of them, L2 flushed before each where ``flush``),
+    the timing ``mode`` and the ``device`` that key the cache of picks, and the reference (``ref``,
+    ``scale``) that gates every point."""
+
+    timer: Any
+    device: Any
+    mode: str
+    flush: bool
+    ref: Any
+    scale: Any
+
+
+@dataclasses.dataclass
+class Launch:
+    fn: Callable[[], Any]
+    out: Any
+    config: dict
+    context: Callable[[], ContextManager] = contextlib.nullcontext
+    chosen: Callable[[], dict] | None = None  # a tuner's pick, known only after the first launch
+    keep: Any = None  # what the launch needs alive (workspaces) that fn does not hold itself
+    log: dict | None = None  # the CUDA search's trials (every point, its time or why it failed)
+    point: dict | None = None  # the point of the space a CUDA launch runs: launched again, it needs no search

@@ -1,0 +1,1 @@
+"""The command line: its parser (parser.py) and one function per subcommand (commands.py)."""

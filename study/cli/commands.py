@@ -1,0 +1,352 @@
+"""One function per subcommand: it turns the parsed options into a flow's arguments, calls the flow
+and returns the exit code. Glue only: every flow lives in its own module (study/compare.py,
+sweep.py, align.py, sanitize.py, profile.py, validate.py, ceilings.py, cublas_study.py, diff.py,
+shards.py) and can be called without the command line.
+
+Exit codes: 0 success, 1 a measurement was wrong or crashed (or a diff found a regression, or a
+sanitizer run was not clean), 2 bad usage, no GPU or a missing tool, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tabulate import tabulate
+
+from study import (align, catalog, ceilings, compare, cublas_study, diff, hardware, metrics, pages, profile,
+                   profile_table, results, sanitize, shards, sweep, validate, worker)
+from study.keys import shape_text
+from study.paths import report_dir
+from study.registry import implementations_of
+from study.select import UsageError, cases as select_cases, one_op, ops_named, parse_dtypes, parse_shapes
+from study.timing import TimerSettings, TimingConfigError
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def no_gpu_reason() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to torch"
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "cupy is not installed (pip install -e '.[cuda]')"
+    return None
+
+
+def gpu_or_exit(command: str) -> bool:
+    reason = no_gpu_reason()
+    if reason:
+        say(f"study {command} needs a CUDA GPU: {reason}.\nTo render a report from an existing results file, run: "
+            f"python -m study report reports/<gpu>/compare.json")
+    return reason is None
+
+
+def load(path: Path) -> dict:
+    try:
+        return results.load(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+# ---- measuring -----------------------------------------------------------------------------------------
+
+def settings(args) -> TimerSettings:
+    try:
+        return TimerSettings(mode=(args.mode or ["cold"])[0], reps=args.reps, noise=args.noise / 100,
+                             ci=args.ci / 100, gate_trials=args.trials, min_samples=args.min_samples,
+                             min_time_s=args.min_time, timeout_s=args.timeout,
+                             throttle_threshold=args.throttle_threshold, discard_throttled=not args.keep_throttled,
+                             graph_launches=args.graph_launches)
+    except TimingConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def shard(args) -> tuple[int, int] | None:
+    try:
+        return shards.parse_shard(args.shard) if args.shard else None
+    except shards.ShardError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def gpus(args) -> list | None:
+    """The GPU indices ``--gpus`` names (after the GPU check: it counts the GPUs), or None."""
+    if not args.gpus:
+        return None
+    import torch
+
+    try:
+        return worker.parse_gpus(args.gpus, torch.cuda.device_count())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
+    """compare's, sweep's and align's common end: shard, GPUs, then the compare flow."""
+    timer_settings = settings(args)
+    part = shard(args)
+    cases, name = compare.sharded(cases, part, args.name, stem or command)
+    if part:
+        say(f"shard {part[0]}/{part[1]}: {len(cases)} cases")
+    if not gpu_or_exit(command):
+        return 2
+    lanes = gpus(args)
+    if lanes and args.no_isolate and len(lanes) > 1:
+        raise UsageError("--gpus with several GPUs needs a worker per GPU: drop --no-isolate")
+    options = compare.RunOptions(timer_settings, out=args.out, name=name, seed=args.seed, isolate=not args.no_isolate,
+                                 fresh=args.fresh, gpus=lanes, shard=part, what=f"autotune {args.autotune}")
+    code, _ = compare.run(cases, options, finish=finish)
+    return code
+
+
+def cmd_compare(args) -> int:
+    cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode, say=say)
+    return run(args, cases, "compare")  # usage errors came first: they need no GPU to be told
+
+
+def page_writer(module):
+    """A flow's own page in place of the comparison report (a sweep's, an align run's)."""
+    def finish(doc, json_path, md_path):
+        csv_path, md = module.write_outputs(doc, json_path)
+        say(f"wrote {csv_path} and {md}")
+
+    return finish
+
+
+def cmd_align(args) -> int:
+    cases, line = align.cases(args.op, args.base, args.rung, args.dtype, args.backend, args.autotune, args.mode)
+    say(line)
+    return run(args, cases, "align", stem=f"align-{args.op}-{args.base}", finish=page_writer(align))
+
+
+def cmd_sweep(args) -> int:
+    problem = one_op(args.op)[1]
+    given = [(a, v) for a, v in (("m", args.m), ("n", args.n), ("k", args.k), ("batch", args.batch)) if v is not None]
+    for item in args.axis or []:
+        axis, sep, value = item.partition("=")
+        if not sep or not axis.strip():
+            raise UsageError(f"--axis {item!r}: expected NAME=SPEC, e.g. --axis batch=32:256:x2")
+        given.append((axis.strip(), value))
+    cases, line = sweep.cases(args.op, sweep.axis_specs(problem, given), args.dtype, args.backend, args.rung,
+                              args.autotune, args.mode)
+    say(line)
+    limit = sweep.CASE_LIMIT if args.limit is None else args.limit
+    mine = len(compare.sharded(cases, shard(args), None, "")[0])  # the limit is about what this process measures
+    if mine > limit and not args.yes:
+        say(f"study sweep: {mine} cases{' in this shard' if mine != len(cases) else ''} is above the limit of "
+            f"{limit}; narrow the ranges, or pass --yes (or --limit N) to run them")
+        return 2
+    return run(args, cases, "sweep", stem=f"sweep-{args.op}", finish=page_writer(sweep))
+
+
+def cmd_rerun(args) -> int:
+    old = load(args.results)
+    planned = compare.rerun_plan(old)  # usage errors before the GPU check
+    if not gpu_or_exit("rerun"):
+        return 2
+    out = args.out or Path(args.results.stem + "-rerun.json")  # here, not beside a committed report
+    return compare.rerun(old, planned, args.results, out)
+
+
+def cmd_cublas_study(args) -> int:
+    out = args.out
+    if args.page_only:
+        if out is None:
+            raise UsageError("--page-only needs --out: the folder of the study's results, e.g. "
+                             "reports/h200/cublas-study")
+        try:
+            print(f"wrote {cublas_study.write_page(out)}")
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+        return 0
+    if not gpu_or_exit("cublas-study"):
+        return 2
+    out = out or report_dir(hardware.current_device().slug) / "cublas-study"
+    code = cublas_study.run(out, say=say, gpus=gpus(args), gpus_text=args.gpus)
+    if code not in (2, 130):
+        print(f"wrote {cublas_study.write_page(out)}")
+    return code
+
+
+def cmd_ceilings(args) -> int:
+    if not gpu_or_exit("ceilings"):
+        return 2
+    device = hardware.current_device()
+    measured, source = ceilings.load_or_measure(device, TimerSettings(), hardware.Clocks(), remeasure=args.remeasure)
+    if args.copy_sizes and source != "measured now":  # a fresh measurement has the curve already
+        measured = ceilings.add_copy_by_size(measured, device, TimerSettings(), hardware.Clocks())
+        results.write(ceilings.cache_path(device), measured)
+        source += " + the copy by size measured now"
+    out_dir = args.out or report_dir(device.slug)
+    results.write(out_dir / "ceilings.json", measured)
+    text = ceilings.markdown(measured)
+    (out_dir / "ceilings.md").write_text(text)
+    print(text)
+    say(f"ceilings: {source}" + ("" if source == "measured now" else " (--remeasure to measure again)")
+        + f"; wrote {out_dir / 'ceilings.json'} and ceilings.md")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    for name, text in args.kernel or ():  # usage errors before the GPU check, as in compare
+        try:
+            catalog.ladder(catalog.implementation(name).op).problem.parse_shape(text)
+        except KeyError:
+            raise UsageError(f"unknown implementation {name}; see python -m study list --json") from None
+        except ValueError as exc:
+            raise UsageError(f"{name} {text}: {exc}") from None
+    if not gpu_or_exit("validate"):
+        return 2
+    return validate.main(args.out, use_ncu=not args.no_ncu, kernels=[tuple(k) for k in args.kernel or validate.KERNELS])
+
+
+def cmd_sanitize(args) -> int:
+    all_ops, ops = ops_named(args.op)
+    shapes = parse_shapes(args.shape, ops, all_ops) if args.shape else None
+    precisions = parse_dtypes(args.dtype, ops, all_ops) if args.dtype else None
+    backends = set(args.backend or ["cuda"])
+    wanted = set(args.rung or [])
+    impls = [i for op in ops for i in implementations_of(all_ops[op]) if i.backend in backends and i.rung
+             and (not wanted or {i.rung, f"v{i.rung_index}"} & wanted)]
+    if not impls:
+        raise UsageError("no implementation matches --op/--rung/--backend")
+    try:
+        tool_path = sanitize.find_tool()
+    except sanitize.SanitizerMissing as exc:
+        say(f"study sanitize: {exc}")
+        return 2
+    if not gpu_or_exit("sanitize"):
+        return 2
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1; got {args.jobs}")
+    device = hardware.current_device()
+    names = sorted({n for per_op in (precisions or {}).values() for n in per_op}) or None
+    _, code = sanitize.run(impls, args.tool or sanitize.TOOLS, tool_path, args.out or report_dir(device.slug), device,
+                           results.python_argv(), names, shapes, jobs=args.jobs, say=say)
+    return code
+
+
+def cmd_profile(args) -> int:
+    if args.source or args.table:  # rendered from saved files, no GPU
+        if args.config:
+            raise UsageError("--config chooses what to profile; --table and --source render saved files")
+        files = [] if args.source else profile_table.saved_files(args.targets)
+        if args.table and not files:
+            raise UsageError("no saved profiles (ncu-*.csv) there; make one with python -m study profile IMPL SHAPE")
+        try:
+            text = (profile_table.render_source_table(args.source) if args.source
+                    else profile_table.render_table(files))
+        except (OSError, ValueError) as exc:
+            raise UsageError(str(exc)) from None
+        if args.md:
+            args.md.parent.mkdir(parents=True, exist_ok=True)
+            args.md.write_text(text)
+            say(f"wrote {args.md}")
+        else:
+            print(text)
+        return 0
+    if len(args.targets) != 2:
+        raise UsageError("profile takes IMPL SHAPE (e.g. sgemm/v4_double_buffer/cuda 4096x4096x4096), or --table")
+    try:
+        impl, _ = profile.resolve(*args.targets, args.precision)  # usage errors before the tool and GPU checks
+        config = profile.parse_config(args.config, impl.params)
+        profile.find_ncu()
+    except profile.ProfileError as exc:
+        say(f"study profile: {exc}")
+        return exc.code
+    if not gpu_or_exit("profile"):
+        return 2
+    try:
+        path = profile.run_profile(*args.targets, precision=args.precision, launches=args.launches, out_dir=args.out,
+                                   say=say, config=config)
+    except profile.ProfileError as exc:
+        say(f"study profile: {exc}")
+        return exc.code
+    print(profile_table.render_table([path]))
+    say(f"wrote {path} and {path.with_suffix('.json').name}")
+    return 0
+
+
+# ---- files: no GPU ---------------------------------------------------------------------------------------
+
+def cmd_list(args) -> int:
+    problems = catalog.check_integrity()
+    ladders = catalog.ladders()
+    if args.json:
+        print(json.dumps([impl.to_json() for lad in ladders.values() for impl in implementations_of(lad)], indent=1))
+    else:
+        for op, lad in ladders.items():
+            have = {(i.rung, i.backend) for i in implementations_of(lad)}
+            p = lad.problem
+            rows = [[f"v{n}", r.key, r.idea, r.removes, "✓" if (r.key, "cuda") in have else "—",
+                     "✓" if (r.key, "triton") in have else "—"] for n, r in enumerate(lad.rungs)]
+            rows += [["", f"{b.key} ({'reference' if b.reference else 'baseline'})", f"{b.title} → {b.library}",
+                      "", "", ""] for b in lad.baselines]
+            print(f"{op}  ({p.bound}-bound, {metrics.unit(p.bound)}; shape {p.shape_form}; precisions "
+                  f"{', '.join(f'{x.name} ({x.dtype}, {x.math})' for x in p.precisions)}; default shapes "
+                  f"{', '.join(shape_text(s) for s in p.default_shapes)}; modes {', '.join(p.default_modes)})")
+            print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
+            print()
+    for p in problems:
+        say(f"registry problem: {p}")
+    return 2 if problems else 0
+
+
+def cmd_report(args) -> int:
+    print(f"wrote {pages.write_page(load(args.results), args.results, args.md)}")
+    return 0
+
+
+def cmd_diff(args) -> int:
+    a, b = load(args.a), load(args.b)
+    threshold = args.threshold / 100
+    if args.floor < 0:
+        raise UsageError(f"--floor must be at least 0; got {args.floor}")
+    floor = args.floor / 100
+    pairs = diff.pair_runs(a, b, threshold, floor)
+    if not any(p.a is not None and p.b is not None for p in pairs):
+        ops = lambda d: ", ".join(sorted({m["op"] for m in d["measurements"]})) or "none"  # noqa: E731
+        say(f"nothing to pair: {args.a} measured {ops(a)}, {args.b} measured {ops(b)}; every case is only in "
+            f"one of them")
+        return 2
+    print(diff.terminal(a, b, pairs, threshold))
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(diff.markdown(args.a, args.b, a, b, pairs, threshold, floor))
+        say(f"wrote {args.md}")
+    return 1 if diff.regressions(pairs, threshold) else 0
+
+
+def cmd_merge(args) -> int:
+    try:
+        doc = shards.merge(args.files, allow_mixed=args.allow_mixed)
+    except (shards.ShardError, OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    results.write(args.out, doc)
+    md = pages.write_page(doc, args.out)
+    say(f"merged {len(doc['measurements'])} measurements from {len(args.files)} files into {args.out} and {md}"
+        + (" (mixed environments: see the report)" if doc["environment"].get("mixed") else ""))
+    return 0
+
+
+def cmd_env(args) -> int:
+    env = results.machine_environment()
+    if args.json:
+        print(json.dumps(env, indent=1))
+    else:
+        print(tabulate([[k, "—" if v is None else v] for k, v in results.flatten(env)], tablefmt="plain"))
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "compare": cmd_compare, "sweep": cmd_sweep, "align": cmd_align,
+            "cublas-study": cmd_cublas_study, "report": cmd_report, "ceilings": cmd_ceilings,
+            "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
+            "env": cmd_env, "sanitize": cmd_sanitize, "profile": cmd_profile}

@@ -1,0 +1,271 @@
+"""The command line's parser: every subcommand, its options and its examples. Parsing only: what
+a subcommand does is study/cli/commands.py's."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from study.diff import DEFAULT_THRESHOLD
+from study.registry import BACKENDS
+
+EXAMPLES_COMPARE = """examples:
+  python -m study compare                                   every op, its default shapes, precisions, modes
+  python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
+  python -m study compare --op sgemm --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
+  python -m study compare --op sgemv --dtype fp16 --shape 16384x16384 --mode cold --mode hot
+  python -m study compare --shape sgemm:2048x2048x2048 --shape sgemv:8192x1024
+  python -m study compare --out /tmp/reports --name trial
+  python -m study compare --mode graph --op sgemm --shape 256x256x256 --noise 1
+  python -m study compare --reps 50 --fresh
+"""
+EXAMPLES_SWEEP = """examples:
+  python -m study sweep --op sgemm --m 256:8192:x2 --n 256:8192:x2 --k 4096 --backend cuda --rung v4
+  python -m study sweep --op sgemv --m 1024:16384:x2 --n 1024,4096,65536 --dtype fp16 --mode cold
+  python -m study sweep --op sgemm --m 64 --n 64 --k 4096:65536:x2 --autotune on --yes
+"""
+EXAMPLES_ALIGN = """examples:
+  python -m study align                                 sgemm at 4096³, leading dimensions 4096 … 4111
+  python -m study align --base 2048 --rung v3 --autotune on
+  python -m study align --dtype tf32 --backend cublas --backend cublaslt --backend triton
+"""
+EXAMPLES_CUBLAS_STUDY = """examples:
+  python -m study cublas-study                 measure what is missing, then write reports/<gpu>/cublas-study.md
+  python -m study cublas-study --gpus all
+  python -m study cublas-study --page-only --out reports/h200/cublas-study
+"""
+EXAMPLES_REPORT = """examples:
+  python -m study report reports/h200/compare.json
+  python -m study report reports/h200/compare.json --md /tmp/compare.md
+"""
+EXAMPLES_CEILINGS = """examples:
+  python -m study ceilings
+  python -m study ceilings --remeasure
+  python -m study ceilings --copy-sizes          add the device copy at 4 MiB … 2 GiB to the cached ones
+"""
+EXAMPLES_VALIDATE = """examples:
+  python -m study validate
+  python -m study validate --no-ncu
+  python -m study validate --kernel sgemm/v1_naive/cuda 4096x4096x4096
+"""
+EXAMPLES_DIFF = """examples:
+  python -m study diff before.json after.json
+  python -m study diff reports/h200/compare.json /tmp/compare.json --threshold 3 --md /tmp/diff.md
+"""
+EXAMPLES_MERGE = """examples:
+  python -m study merge shard-0.json shard-1.json --out reports/h200/compare.json
+  python -m study merge a.json b.json --out mixed.json --allow-mixed
+"""
+EXAMPLES_RERUN = """examples:
+  python -m study rerun reports/h200/compare.json
+  python -m study rerun reports/h200/sgemv-16384.json --out /tmp/again.json
+"""
+EXAMPLES_SANITIZE = """examples:
+  python -m study sanitize
+  python -m study sanitize --op sgemv --rung v3 --tool racecheck
+  python -m study sanitize --backend cuda --backend triton --dtype fp16
+"""
+EXAMPLES_PROFILE = """examples:
+  python -m study profile sgemm/v4_double_buffer/cuda 4096x4096x4096       ncu's raw CSV to reports/<gpu>/profiles/
+  python -m study profile sgemm/v4_double_buffer/triton 4096x4096x4096 --launches 3
+  python -m study profile hgemm/v6_mma_sync/cuda 4096x4096x4096 --precision fp16 --config HOIST=1
+  python -m study profile sgemv/v2_vector_loads/cuda 16384x16384 --precision fp16 --out /tmp/profiles
+  python -m study profile --table reports/h200/profiles --md /tmp/profiles.md   the Markdown table (no GPU)
+  python -m study profile --source reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv
+                                                                           stall samples by SASS opcode (no GPU)
+"""
+EXAMPLES_ENV = """examples:
+  python -m study env
+  python -m study env --json
+"""
+EXAMPLES_LIST = """examples:
+  python -m study list
+  python -m study list --json
+"""
+
+
+
+def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
+    """What compare and sweep share: precisions, autotune, modes, the timer, where results go, GPUs."""
+    p.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
+                   help="precision (repeatable; default: each op's own; an op lists those it accepts)")
+    p.add_argument("--autotune", choices=("off", "on", "both"), default="off",
+                   help="off: declared configs; on: search each rung's space; both: measure each way")
+    p.add_argument("--mode", action="append", choices=("cold", "hot", "graph"),
+                   help="cold: L2 flushed before each sample; hot: back-to-back launches; graph: N launches "
+                        "replayed from one CUDA graph (repeatable; default: each op's, e.g. cold and hot for sgemv)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="a fixed number of timed repetitions (≥ 20) instead of stopping by noise")
+    p.add_argument("--noise", type=float, default=0.5,
+                   help="stop when the relative stdev of the samples is at most this many %% (default 0.5)")
+    p.add_argument("--ci", type=float, default=0.1,
+                   help="or stop when the median's 95%% confidence interval is within ± this many %% of it "
+                        "(default 0.1): kernels with an intrinsic jitter")
+    p.add_argument("--trials", type=int, default=3,
+                   help="correctness trials before timing: this many random-input trials (fresh seeds), then "
+                        "one on structured inputs (default 3)")
+    p.add_argument("--min-samples", type=int, default=20, help="at least this many samples (≥ 10; default 20)")
+    p.add_argument("--min-time", type=float, default=0.1, help="at least this much GPU time, s (default 0.1)")
+    p.add_argument("--timeout", type=float, default=15.0,
+                   help="stop sampling a measurement after this many s and flag it (default 15)")
+    p.add_argument("--throttle-threshold", type=float, default=0.75,
+                   help="discard samples taken below this fraction of the max SM clock (default 0.75)")
+    p.add_argument("--keep-throttled", action="store_true", help="keep throttled samples (flag them only)")
+    p.add_argument("--graph-launches", type=int, default=None,
+                   help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
+    p.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="measure in this process instead of a worker (a faulting kernel then ends the run)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder of the results and report (default: reports/<gpu>/)")
+    p.add_argument("--name", default=None,
+                   help=f"file stem of results and report (default: {name}, or {name}-shard-i-of-n)")
+    p.add_argument("--gpus", default=None, metavar="0,1,…|all",
+                   help="measure on these GPUs at once, one worker each, groups handed to whichever is free; "
+                        "one results file")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="measure only shard I of N (0 <= I < N): whole (op, shape, precision) groups; "
+                        "merge the shards' files with `study merge` (docs/cluster.md)")
+
+
+def parser(description: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m study", description=description,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ls = sub.add_parser("list", help="print each ladder", epilog=EXAMPLES_LIST,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ls.add_argument("--json", action="store_true", help="one JSON object per implementation")
+
+    cmp = sub.add_parser("compare", help="measure CUDA, Triton and library baselines side by side (GPU)",
+                         epilog=EXAMPLES_COMPARE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cmp.add_argument("--op", action="append", help="op to run (repeatable; default: all)")
+    cmp.add_argument("--backend", action="append", choices=BACKENDS,
+                     help="backend to run (repeatable; the reference baseline always runs)")
+    cmp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
+    cmp.add_argument("--shape", action="append",
+                     help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
+                          "ops run (repeatable; default: each op's shapes)")
+    add_run_options(cmp, "compare")
+
+    aln = sub.add_parser("align", help="one square GEMM with its rows padded by 0…15 elements: throughput over the "
+                                       "leading dimension (GPU)", epilog=EXAMPLES_ALIGN,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    aln.add_argument("--op", default="sgemm", help="an op of axes M, N, K (default sgemm)")
+    aln.add_argument("--base", type=int, default=4096, help="M = N = K = BASE; leading dimensions BASE … BASE+15")
+    aln.add_argument("--rung", default=None, help="the CUDA rung and Triton twin to measure (default: the last rung)")
+    aln.add_argument("--backend", action="append", choices=BACKENDS,
+                     help="backends (repeatable; default all; the reference baseline always runs)")
+    add_run_options(aln, "align-<op>-<base>")
+
+    swp = sub.add_parser("sweep", help="one op over a grid of shapes: tidy CSV, heatmaps per backend (GPU)",
+                         epilog=EXAMPLES_SWEEP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    swp.add_argument("--op", required=True, help="the op to sweep")
+    for axis in ("m", "n", "k", "batch"):
+        label = axis if axis == "batch" else axis.upper()
+        swp.add_argument(f"--{axis}", default=None, metavar="SPEC",
+                         help=f"values of axis {label}: e.g. 4096, 64,100,4096, 64:8192:x2 or 256:2048:256")
+    swp.add_argument("--axis", action="append", metavar="NAME=SPEC", help="values of any other axis of the op")
+    swp.add_argument("--backend", action="append", choices=BACKENDS,
+                     help="backend to run (repeatable; the reference baseline always runs)")
+    swp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
+    swp.add_argument("--yes", action="store_true", help="run even above the case limit")
+    swp.add_argument("--limit", type=int, default=None,
+                     help="refuse above this many cases without --yes (default 300)")
+    add_run_options(swp, "sweep-<op>")
+
+    cei = sub.add_parser("ceilings", help="measure (once per GPU, cached) FFMA, tensor-core, copy and launch ceilings",
+                         epilog=EXAMPLES_CEILINGS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cei.add_argument("--remeasure", action="store_true", help="measure again instead of using the cache")
+    cei.add_argument("--out", type=Path, default=None, help="folder of ceilings.{json,md} (default: reports/<gpu>/)")
+    cei.add_argument("--copy-sizes", action="store_true",
+                     help="measure the device copy at 4 MiB … 2 GiB and add the curve to the ceilings (the rest "
+                          "as cached, unless --remeasure)")
+
+    val = sub.add_parser("validate", help="time a fixed set of kernels with the study, do_bench and ncu",
+                         epilog=EXAMPLES_VALIDATE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    val.add_argument("--out", type=Path, default=None, help="folder of validate.{json,md} (default: reports/<gpu>/)")
+    val.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even where it is installed")
+    val.add_argument("--kernel", nargs=2, action="append", metavar=("IMPL", "SHAPE"),
+                     help="validate these (repeatable) instead of the fixed set")
+
+    dif = sub.add_parser("diff", help="compare two results files case by case, with noise-aware verdicts",
+                         epilog=EXAMPLES_DIFF, formatter_class=argparse.RawDescriptionHelpFormatter)
+    dif.add_argument("a", type=Path)
+    dif.add_argument("b", type=Path)
+    dif.add_argument("--threshold", type=float, default=100 * DEFAULT_THRESHOLD,
+                     help="exit 1 when a pair is slower by more than this many %% beyond noise (default 5)")
+    dif.add_argument("--floor", type=float, default=0.0,
+                     help="also call a pair the same when its shift is within this many %% (a run-to-run spread "
+                          "you declare, e.g. 1 for runs on two GPUs of one model: docs/method.md §6; default 0)")
+    dif.add_argument("--md", type=Path, default=None, help="also write the diff as Markdown here")
+
+    mrg = sub.add_parser("merge", help="join the results files of shards (or runs) into one",
+                         epilog=EXAMPLES_MERGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    mrg.add_argument("files", type=Path, nargs="+")
+    mrg.add_argument("--out", type=Path, required=True, help="the merged results file (its report is written beside)")
+    mrg.add_argument("--allow-mixed", action="store_true",
+                     help="merge runs whose environments differ (each is kept; the report says so)")
+
+    rer = sub.add_parser("rerun", help="measure again exactly the cases of a results file, then diff (GPU)",
+                         epilog=EXAMPLES_RERUN, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rer.add_argument("results", type=Path)
+    rer.add_argument("--out", type=Path, default=None,
+                     help="the new results file (default: NAME-rerun.json in the current folder; an interrupted "
+                          "rerun resumes when run again)")
+
+    san = sub.add_parser("sanitize", help="run CUDA rungs under compute-sanitizer (memcheck, racecheck, synccheck, "
+                                          "initcheck)", epilog=EXAMPLES_SANITIZE,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    san.add_argument("--op", action="append", help="op (repeatable; default: all)")
+    san.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
+    san.add_argument("--tool", action="append", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+                     help="tool (repeatable; default: all four)")
+    san.add_argument("--shape", action="append", help="shapes instead of each op's small awkward ones (op form or op:shape)")
+    san.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
+                     help="precisions (repeatable; default: each op's first)")
+    san.add_argument("--backend", action="append", choices=("cuda", "triton"),
+                     help="backends (default: cuda; triton adds the twins)")
+    san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
+    san.add_argument("--jobs", type=int, default=4,
+                     help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
+
+    prf = sub.add_parser("profile", help="Nsight Compute on one implementation at one shape, raw output saved under "
+                                          "reports/<gpu>/profiles/ (GPU); --table renders saved ones (no GPU)",
+                         epilog=EXAMPLES_PROFILE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    prf.add_argument("targets", nargs="*", metavar="IMPL SHAPE | FILE",
+                     help="an implementation and a shape; with --table, saved CSVs or their folders "
+                          "(default: every reports/*/profiles/)")
+    prf.add_argument("--precision", default=None, help="precision (default: the op's first)")
+    prf.add_argument("--launches", type=int, default=1, help="launches profiled, one row each (default 1)")
+    prf.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                     help="a parameter in place of the declared config's (repeatable, or comma-separated): "
+                          "profile a point of the autotune space")
+    prf.add_argument("--out", type=Path, default=None, help="folder of the CSV and its JSON (default: "
+                                                            "reports/<gpu>/profiles/)")
+    prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
+    prf.add_argument("--source", type=Path, default=None, metavar="CSV",
+                     help="render stall samples by SASS opcode from a saved ncu source page (ncu --import R.ncu-rep "
+                          "--page source --csv --print-source sass; no GPU)")
+    prf.add_argument("--md", type=Path, default=None, help="with --table or --source: write it here instead of "
+                                                           "printing it")
+
+    envp = sub.add_parser("env", help="print what reproduces a number on this machine",
+                          epilog=EXAMPLES_ENV, formatter_class=argparse.RawDescriptionHelpFormatter)
+    envp.add_argument("--json", action="store_true")
+
+    cbs = sub.add_parser("cublas-study", help="the cuBLAS study's tables on this GPU: GEMM at the seed's shapes "
+                                              "and precisions, GEMV, alignment, sweeps, one page (GPU)",
+                         epilog=EXAMPLES_CUBLAS_STUDY, formatter_class=argparse.RawDescriptionHelpFormatter)
+    cbs.add_argument("--out", type=Path, default=None,
+                     help="folder of the steps' results (default reports/<gpu>/cublas-study/); the page goes "
+                          "beside it as cublas-study.md")
+    cbs.add_argument("--page-only", action="store_true", help="rewrite the page from the results there (no GPU)")
+    cbs.add_argument("--gpus", default=None, metavar="0,1,…|all", help="passed to every step")
+
+    rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
+                         epilog=EXAMPLES_REPORT, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument("results", type=Path)
+    rep.add_argument("--md", type=Path, default=None, help="Markdown path (default: beside the JSON)")
+    return p

@@ -1,0 +1,79 @@
+"""Labels and formatters every page shares: backend names, shapes as reports show them, numbers
+with a dash for "none", the informative line of a reason, the flags that ask for a second look.
+A leaf: pure functions of records, no framework import but :mod:`study.metrics`."""
+
+from __future__ import annotations
+
+from study import metrics
+
+BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
+                 "inductor": "Inductor"}
+RUNG_BACKENDS = ("cuda", "triton")
+MODE_ORDER = ("cold", "hot", "graph")
+
+
+def shape_label(shape: dict) -> str:
+    return "×".join(str(v) for v in shape.values())
+
+
+def reason_line(reason: str | None) -> str:
+    """The informative line of a (possibly multi-line) reason: compiler errors end with
+    the actual message, after the source excerpt."""
+    lines = [line.strip() for line in (reason or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    head = lines[0].split(":", 1)[0]
+    return lines[0] if len(lines) == 1 else f"{head}: {lines[-1]}"
+
+
+def num(value, fmt: str, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:{fmt}}{suffix}"
+
+
+def unit_of(ms: list[dict]) -> str:
+    return metrics.unit((ms[0].get("work") or {}).get("bound", "compute")) if ms else "GFLOPS"
+
+
+def flags(m: dict) -> list[str]:
+    """Why a number deserves a second look: noise above target, throttling, launch-bound,
+    above the memory peak (served from L2)."""
+    out = []
+    timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
+    if timing.get("above_target"):
+        out.append("noisy")
+    if timing.get("discarded_throttled") or clocks.get("below_threshold"):
+        out.append("throttled")
+    if m.get("launch_bound"):
+        out.append("launch-bound")
+    if timing.get("host_bound_batches"):
+        out.append("host-bound")
+    if m.get("sanitizer"):
+        out.append("sanitizer")
+    if (m.get("work") or {}).get("bound") == "memory" and (m.get("pct_peak") or 0) > 100:
+        out.append("L2")
+    return out
+
+
+def modes_of(ms) -> list[str]:
+    present = {m.get("mode") or "cold" for m in ms}
+    return [mode for mode in MODE_ORDER if mode in present]
+
+
+def tunes_of(ms) -> list[str]:
+    return sorted({m["autotune"] for m in ms if m["autotune"] != "n/a"}) or ["off"]
+
+
+def headline_cell(m: dict | None) -> str:
+    if m is None:
+        return "—"
+    if m["status"] != "ok":
+        return f"**{m['status']}**"
+    return num(metrics.headline(m), ",.0f") + "".join(f" ⚑{f}" for f in flags(m))
+
+
+# Math modes that emulate a precision on other units: their rows say so, so that a tensor-core
+# rung in an FP32 table is never read as FFMA (its % peak is of the emulation's own peak).
+EMULATION = {"3xtf32": "3xTF32: FP32-accurate tensor-core emulation"}
+EMULATION_PEAK = {"3xtf32": "a **3xTF32** row (FP32 problem, FP32 gate, three TF32 tensor-core products per product) "
+                            "counts the FP32 problem's FLOPs; its % peak is of a third of the TF32 peak"}
+

@@ -1,0 +1,106 @@
+"""The one selection of what a run measures: ops, shapes (``--shape``, in each op's form or
+``op:shape``), precisions (``--dtype``), rungs, backends, autotune settings and timing modes, turned
+into the plan's cases (:func:`study.plan.plan`). What cannot be selected is a :class:`UsageError`
+with the sentence that says why: the CLI prints it and exits 2, and the flows that select for
+themselves (study/cublas_study.py) get the same sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from study import catalog
+from study.plan import Case, plan
+from study.precision import NAMES
+
+
+class UsageError(ValueError):
+    """Bad usage: an op, shape, precision, rung or option that cannot be run as asked."""
+
+
+def ops_named(names: list[str] | None) -> tuple[dict, list[str]]:
+    """(every ladder, the ops named, in order; all of them when none is)."""
+    all_ops = catalog.ladders()
+    for op in names or ():
+        if op not in all_ops:
+            raise UsageError(f"unknown op {op!r}; known: {', '.join(all_ops)}")
+    return all_ops, list(names or all_ops)
+
+
+def one_op(name: str):
+    """(every ladder, the problem of op ``name``); a usage error naming the known ops otherwise."""
+    all_ops, _ = ops_named([name])
+    return all_ops, all_ops[name].problem
+
+
+def parse_shapes(texts: list[str], ops: list[str], all_ops) -> dict:
+    """op -> shapes from ``--shape`` values: ``op:shape`` goes to that op; a bare shape to every
+    op of the run whose form it fits. A shape that fits none names each op's form."""
+    shapes: dict = {op: [] for op in ops}
+    for text in texts:
+        op, sep, body = text.partition(":")
+        if sep:
+            if op not in ops:
+                raise UsageError(f"--shape {text}: {op!r} is not an op of this run ({', '.join(ops)})")
+            try:
+                shapes[op].append(all_ops[op].problem.parse_shape(body))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+            continue
+        fitted, errors = 0, []
+        for op in ops:
+            try:
+                shapes[op].append(all_ops[op].problem.parse_shape(text))
+                fitted += 1
+            except ValueError as exc:
+                errors.append(str(exc))
+        if not fitted:
+            raise UsageError("; ".join(errors) if len(ops) == 1 else
+                             f"--shape {text} fits none of the ops of this run: " + "; ".join(errors))
+    return shapes
+
+
+def parse_dtypes(names: list[str], ops: list[str], all_ops) -> dict:
+    """op -> the --dtype names it accepts. Each name must be known and accepted by some op of
+    the run; an op that accepts none of them is left out by the caller."""
+    for name in names:
+        if name not in NAMES:
+            raise UsageError(f"unknown dtype {name!r}; known: {', '.join(NAMES)}")
+    accepted = {op: [p.name for p in all_ops[op].problem.precisions] for op in ops}
+    for name in names:
+        if not any(name in accepted[op] for op in ops):
+            raise UsageError("; ".join(f"{op} does not accept {name!r}; {op} accepts: {', '.join(accepted[op])}"
+                                       for op in ops))
+    return {op: [n for n in names if n in accepted[op]] for op in ops if any(n in accepted[op] for n in names)}
+
+
+def planned(ops, shapes=None, precisions=None, backends=None, rungs=None, autotune: str = "off",
+            modes=None) -> list[Case]:
+    """:func:`study.plan.plan`, its errors usage errors."""
+    try:
+        return plan(ops, shapes=shapes, precisions=precisions, backends=backends, rungs=rungs, autotune=autotune,
+                    modes=modes)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(exc.args[0] if exc.args else str(exc)) from None
+
+
+def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes: list[str] | None = None,
+          backends=None, rungs=None, autotune: str = "off", modes=None,
+          say: Callable[[str], None] = lambda text: None) -> list[Case]:
+    """The cases of a selection as ``compare`` takes it: ops (default all), shape texts, --dtype names,
+    backends, rungs, autotune and modes. An op left with no shape or precision of the selection is
+    dropped, and ``say`` tells why."""
+    all_ops, ops = ops_named(ops)
+    per_op_shapes = None
+    if shapes:
+        per_op_shapes = parse_shapes(shapes, ops, all_ops)
+        for op in [op for op in ops if not per_op_shapes[op]]:
+            say(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given; not run")
+        ops = [op for op in ops if per_op_shapes[op]]
+    precisions = None
+    if dtypes:
+        precisions = parse_dtypes(dtypes, ops, all_ops)
+        for op in [op for op in ops if op not in precisions]:
+            say(f"{op}: accepts none of --dtype {', '.join(dtypes)}; not run")
+        ops = [op for op in ops if op in precisions]
+    return planned(ops, per_op_shapes, precisions, backends, rungs, autotune, modes)

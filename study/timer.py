@@ -1,0 +1,237 @@
+"""The GPU side of timing: samples between CUDA events on the stream the kernel runs on, the L2
+flush, the lead kernel, warm-up, CUDA graphs, the SM clock read batch by batch, and the loop that
+samples until :func:`study.timing.stop_rule` says so (:class:`study.timing.TimerSettings` states the
+rules). One set of instruments per GPU per process (:func:`for_gpu`), whoever times.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import numpy as np
+
+from study import hardware, stats
+from study.backends.cuda import StreamCache, load_function
+from study.paths import MICROBENCH_DIR
+from study.timing import TimerSettings, stop_rule
+
+LEAD_MIN_S = 200e-6        # the shortest lead: covers the first launches of any batch
+LEAD_MAX_S = 20e-3         # the longest: a full launch queue blocks the host behind the lead itself
+HOST_S_PER_SAMPLE = 50e-6  # first guess of the host's time to queue one sample; then measured
+FLUSH_MS_ESTIMATE = 0.04   # a cold sample's flush, as the batch size reckons it (2 × 60 MB read)
+BATCH_TARGET_MS = 10.0     # GPU time of one batch: the SM clock is read once a batch
+MAX_BATCH = 256            # samples a batch, whatever the kernel's length
+MAX_WARMUP_LAUNCHES = 10_000
+GRAPH_TARGET_MS = 1.0      # work one graph replays, when the settings name no launch count
+MAX_GRAPH_LAUNCHES = 200
+
+
+def _lead_kernel():
+    try:
+        return load_function(MICROBENCH_DIR / "delay.cu", "delay_kernel", {"THREADS": 32}), StreamCache()
+    except ImportError:  # no CuPy: batches start without lead work (first samples may carry launch latency)
+        return None
+
+
+class Instruments:
+    """What timing needs on one GPU, made once per process: the flush buffer, the lead kernel, the
+    host's measured pace and the count of host-bound batches, the flush's own duration."""
+
+    def __init__(self, device, flush_factor: int):
+        import torch
+
+        # The flush READS 2 × L2 of its own buffer (written once, here): L2 is left full of clean
+        # lines of no use to the kernel. A write flush (a memset, as do_bench and nvbench do) left
+        # 60 MB of dirty lines that the timed kernel had to write back as it evicted them: on the
+        # H200 that added ~9 µs to every memory-bound kernel (an FP16 16384² GEMV 130.8 µs after a
+        # write flush, 121.9 µs after a read, 121.7 µs hot), 40 % at 4096² (docs/method.md §3).
+        self.flush_factor = flush_factor
+        self.flush_buffer = torch.zeros(flush_factor * device.l2_bytes // 8, dtype=torch.int64, device="cuda")
+        self.flush_sum = torch.zeros((), dtype=torch.int64, device="cuda")
+        self.lead = _lead_kernel()
+        self.host_s_per_sample = HOST_S_PER_SAMPLE
+        self.host_bound_batches = 0
+        self.flush_ms = None
+
+
+_INSTRUMENTS: dict = {}
+
+
+def for_gpu(settings: TimerSettings, device, clocks=None) -> "Timer":
+    """The timer of the current GPU with ``settings``: every timer of a process on one GPU shares its
+    :class:`Instruments` (the 2 × L2 flush buffer is allocated once), whoever times — the session,
+    the ceilings, validate, the CUDA tuner."""
+    import torch
+
+    index = torch.cuda.current_device()
+    found = _INSTRUMENTS.get(index)
+    if found is None or found.flush_factor != settings.flush_factor:
+        found = _INSTRUMENTS[index] = Instruments(device, settings.flush_factor)
+    return Timer(settings, device, clocks, found)
+
+
+class Timer:
+    """Events, the L2 flush, warm-up, graphs, clocks and the stopping rule, under one set of
+    settings, on one GPU's :class:`Instruments` (made by :func:`for_gpu`)."""
+
+    def __init__(self, settings: TimerSettings, device, clocks, instruments: Instruments):
+        self.settings = settings
+        self.device = device
+        self.clocks = clocks
+        self.instruments = instruments
+
+    @property
+    def host_bound_batches(self) -> int:
+        return self.instruments.host_bound_batches
+
+    @property
+    def flush_bytes(self) -> int:
+        return self.instruments.flush_buffer.numel() * 8
+
+    def lead(self, seconds: float) -> None:
+        """Keep the GPU busy while the host queues a batch (cuda_kernels/microbench/delay.cu)."""
+        if self.instruments.lead is not None:
+            kernel, streams = self.instruments.lead
+            kernel((1, 1, 1), (32, 1, 1), (np.uint64(int(seconds * 1e9)),), stream=streams.current())
+
+    def samples(self, fn: Callable[[], object], reps: int, flush: bool = True, per_call: int = 1):
+        """``reps`` event-timed calls (ms per launch), each after an untimed L2 flush if asked.
+        Returns (samples, lowest SM clock seen while they ran or None, clock-event reasons
+        read while they ran).
+
+        The lead kernel before the batch lasts as long as the host needs to queue the whole
+        batch (measured on the previous batch, 1.5× for margin): then the GPU never waits for
+        the host between two samples. Without it, back-to-back launches of a few µs (hot mode)
+        were timed with the host's launch latency inside them: on the H200, a 16 MB GEMV read
+        about half as fast hot as cold. A batch whose queueing still outlasted the lead plus its
+        own GPU time is counted in ``host_bound_batches``."""
+        import torch
+
+        kit = self.instruments
+        if flush and kit.flush_ms is None:
+            kit.flush_ms = self._time_flush()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+        lead_s = min(LEAD_MAX_S, max(LEAD_MIN_S, 1.5 * reps * kit.host_s_per_sample))
+        self.lead(lead_s)
+        queued = time.perf_counter()
+        for start, end in zip(starts, ends):
+            if flush:
+                self.flush()
+            start.record()
+            fn()
+            end.record()
+        queued = time.perf_counter() - queued
+        during = self.clocks.sm_mhz() if self.clocks else None  # the batch is still running
+        reasons = self.clocks.reasons() if self.clocks else 0
+        torch.cuda.synchronize()
+        after = self.clocks.sm_mhz() if self.clocks else None
+        seen = [c for c in (during, after) if c is not None]
+        samples = [s.elapsed_time(e) / per_call for s, e in zip(starts, ends)]
+        # At most double per batch: a host blocked behind a full launch queue measures the GPU's
+        # time, not its own, and must not lengthen the next lead without bound.
+        kit.host_s_per_sample = min(queued / reps, 2 * kit.host_s_per_sample)
+        gpu_s = (sum(samples) * per_call + (reps * kit.flush_ms if flush else 0.0)) * 1e-3
+        if kit.lead is not None and queued > lead_s + gpu_s:
+            kit.host_bound_batches += 1
+        return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
+
+    def flush(self) -> None:
+        """Evict L2 by reading 2 × its size, leaving no dirty line behind (see __init__)."""
+        import torch
+
+        torch.sum(self.instruments.flush_buffer, dim=0, out=self.instruments.flush_sum)
+
+    def _time_flush(self) -> float:
+        """Milliseconds of one L2 flush (the GPU time between two samples of cold mode)."""
+        import torch
+
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush()
+        start.record()
+        self.flush()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end)
+
+    def warm_up(self, fn: Callable[[], object], flush: bool = True) -> tuple[int, float]:
+        """Launch until the count and duration rules are met; returns (launches, first sample ms)."""
+        import torch
+
+        first = self.samples(fn, 1, flush)[0][0]
+        extra = max(self.settings.min_warmup - 1, math.ceil(self.settings.warmup_ms / max(first, 1e-3)) - 1)
+        for _ in range(min(extra, MAX_WARMUP_LAUNCHES)):
+            fn()
+        torch.cuda.synchronize()
+        return extra + 1, first
+
+    def time(self, fn: Callable[[], object]) -> dict:
+        """Warm-up, then sampling, in the settings' mode (graphs excepted: see Session)."""
+        flush = self.settings.flush_l2
+        warm, first = self.warm_up(fn, flush)
+        return {**self.measure(fn, first, flush, mode=self.settings.mode), "warmup_launches": warm, "first_ms": first}
+
+    def capture(self, fn: Callable[[], object], per_launch_ms: float):
+        """A CUDA graph of N launches (N from the settings, or enough for about GRAPH_TARGET_MS)."""
+        import torch
+
+        n = self.settings.graph_launches or max(1, min(MAX_GRAPH_LAUNCHES,
+                                                       math.ceil(GRAPH_TARGET_MS / max(per_launch_ms, 1e-3))))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm up on a side stream before capture, as torch advises
+            fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(n):
+                fn()
+        return graph, n
+
+    def measure(self, fn: Callable[[], object], per_launch_ms: float, flush: bool, per_call: int = 1,
+                mode: str = "cold") -> dict:
+        """Sample until the stopping rule says so; the kept samples and how sampling went."""
+        st = self.settings
+        max_clock = self.device.max_sm_clock_mhz
+        threshold = st.throttle_threshold * max_clock
+        per_sample = per_launch_ms * per_call + (FLUSH_MS_ESTIMATE if flush else 0.0)
+        batch = max(1, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(per_sample, 1e-3))))
+        kept, discarded, readings, reasons = [], 0, [], 0
+        stop, started, host_bound = None, time.perf_counter(), self.host_bound_batches
+        while stop is None:
+            want = batch if st.reps is None else min(batch, st.reps - len(kept))
+            got, clock, seen_reasons = self.samples(fn, want, flush, per_call)
+            reasons |= seen_reasons
+            if clock is not None:
+                readings.append(clock)
+            if clock is not None and clock < threshold and st.discard_throttled:
+                discarded += len(got)
+                time.sleep(st.recovery_s)
+            else:
+                kept.extend(got)
+            stop = stop_rule(st, kept, time.perf_counter() - started)
+        summary = stats.summarize(kept) if kept else None
+        noise = summary.noise if summary else None
+        ci = summary.median_ci if summary else None
+        ordered = sorted(readings)
+        return {
+            "samples": kept,
+            "timing": {"mode": mode, "stop": stop, "noise": noise, "median_ci": None if ci == math.inf else ci,
+                       "resolution_ms": summary.resolution if summary else None,
+                       "noise_target": None if st.reps else st.noise, "ci_target": None if st.reps else st.ci,
+                       "above_target": st.reps is None and stop not in ("noise", "ci"),
+                       "kept": len(kept), "outliers": summary.outliers if summary else None,
+                       "discarded_throttled": discarded,
+                       "host_bound_batches": self.host_bound_batches - host_bound,
+                       "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
+                       "wall_s": time.perf_counter() - started},
+            "clocks": {"available": bool(self.clocks and self.clocks.available),
+                       "sm_mhz_min": ordered[0] if ordered else None,
+                       "sm_mhz_median": ordered[len(ordered) // 2] if ordered else None,
+                       "sm_mhz_max": ordered[-1] if ordered else None,
+                       "readings": len(ordered), "threshold_mhz": threshold,
+                       "below_threshold": sum(1 for c in ordered if c < threshold),
+                       "throttle_reasons": hardware.decode_reasons(reasons)},
+        }

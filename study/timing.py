@@ -1,0 +1,121 @@
+"""How samples are taken and when sampling stops: the settings written beside every result, and the
+stopping rule (:func:`stop_rule`). Pure: the GPU side is :mod:`study.timer`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from study import stats
+
+MODES = ("cold", "hot", "graph")
+
+
+class TimingConfigError(ValueError):
+    """A timing configuration that cannot produce a sound measurement."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TimerSettings:
+    """How every sample is taken and when sampling stops; written beside every result.
+
+    Modes: ``cold`` reads a buffer of ``flush_factor`` × L2 before each sample (not timed; a
+    read, so that no dirty line is left for the kernel to write back) and brackets each launch
+    with its own events; ``hot`` launches back to back without a flush; ``graph`` captures N
+    launches in one CUDA graph and times each replay (per-launch time = replay / N; no flush, so
+    hot caches).
+
+    Stopping: with ``reps`` set, exactly that many samples are kept; otherwise sampling
+    continues, with at least ``min_samples`` samples and ``min_time_s`` of GPU time, until
+    the relative standard deviation of the kept samples inside Tukey's fences is at most
+    ``noise`` (a steady kernel: stop ``noise``) or the median's 95 % confidence interval is
+    within ± ``ci`` of it, or within one timer tick (a kernel with an intrinsic jitter that more
+    samples cannot lower, but whose median they pin down: stop ``ci``), or until ``timeout_s``
+    (wall) has passed, which the report flags (see :mod:`study.stats`). Batches whose SM clock
+    (NVML, read while the batch runs and after it) is below ``throttle_threshold`` × the
+    maximum SM clock are discarded, followed by a ``recovery_s`` pause, unless
+    ``discard_throttled`` is off.
+    """
+
+    mode: str = "cold"
+    reps: int | None = None
+    noise: float = 0.005
+    ci: float = 0.001
+    min_samples: int = 20
+    min_time_s: float = 0.1
+    timeout_s: float = 15.0
+    max_samples: int = 20_000  # µs kernels with heavy tails never meet a target: docs/method.md §3
+    warmup_ms: float = 25.0
+    min_warmup: int = 3
+    flush_factor: int = 2
+    throttle_threshold: float = 0.75
+    discard_throttled: bool = True
+    recovery_s: float = 0.05
+    graph_launches: int | None = None
+    tune_reps: int = 10
+    gate_trials: int = 3  # correctness trials before timing: fresh random inputs, then structured ones
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise TimingConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        if self.reps is not None and self.reps < 20:
+            raise TimingConfigError(f"a fixed repetition count needs at least 20 timed repetitions "
+                                    f"for a stable median; got {self.reps}")
+        if not 0 < self.noise < 1:
+            raise TimingConfigError(f"the noise target is a relative standard deviation in (0, 1); "
+                                    f"got {self.noise}")
+        if not 0 < self.ci < 1:
+            raise TimingConfigError(f"the confidence target is a relative half-width in (0, 1); got {self.ci}")
+        if self.min_samples < 10:
+            raise TimingConfigError(f"at least 10 samples are needed before the noise can be judged; "
+                                    f"got {self.min_samples}")
+        if self.min_time_s < 0 or self.timeout_s <= 0:
+            raise TimingConfigError("the minimum GPU time must be ≥ 0 and the timeout > 0")
+        if self.timeout_s < self.min_time_s:
+            raise TimingConfigError(f"the timeout ({self.timeout_s} s) is shorter than the minimum GPU "
+                                    f"time ({self.min_time_s} s): no measurement could finish")
+        if self.max_samples < max(self.min_samples, self.reps or 0):
+            raise TimingConfigError("max_samples is below the samples the other settings require")
+        if self.min_warmup < 1 or self.warmup_ms < 0:
+            raise TimingConfigError("warm-up needs at least one launch and a non-negative duration")
+        if self.flush_factor < 1 or self.tune_reps < 3:
+            raise TimingConfigError("flush_factor must be ≥ 1 and tune_reps ≥ 3")
+        if not 0 <= self.throttle_threshold <= 1 or self.recovery_s < 0:
+            raise TimingConfigError("the throttle threshold is a fraction of the max clock in [0, 1]")
+        if self.graph_launches is not None and self.graph_launches < 1:
+            raise TimingConfigError("a graph needs at least one launch")
+        if self.gate_trials < 1:
+            raise TimingConfigError(f"the correctness gate needs at least one trial; got {self.gate_trials}")
+
+    @property
+    def flush_l2(self) -> bool:
+        return flushes(self.mode)
+
+    def to_json(self) -> dict:
+        """The settings as results record them. ``mode`` is the mode of :meth:`Timer.time`
+        (ceilings, validate); a compare run records each case's mode with the case instead."""
+        return {**dataclasses.asdict(self), "flush_l2": self.flush_l2, "flush": "read of flush_factor × L2",
+                "timer": "torch.cuda.Event pairs on the stream the kernel runs on",
+                "headline": "median", "stop": "reps" if self.reps else "noise or ci"}
+
+
+def flushes(mode: str) -> bool:
+    """Whether samples of this timing mode start from a flushed L2."""
+    return mode == "cold"
+
+
+def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | None:
+    """Why sampling stops now (``reps``, ``noise``, ``ci``, ``max_samples``, ``timeout``), or None."""
+    if st.reps is not None:
+        if len(kept) >= st.reps:
+            return "reps"
+    elif len(kept) >= st.min_samples and sum(kept) * 1e-3 >= st.min_time_s:
+        summary = stats.summarize(kept)
+        if summary.noise <= st.noise:
+            return "noise"
+        tick = summary.resolution / summary.median if summary.median > 0 else 0.0
+        if summary.median_ci <= max(st.ci, tick):  # within one timer tick: as narrow as the instrument allows
+            return "ci"
+    if st.reps is None and len(kept) >= st.max_samples:
+        return "max_samples"
+    return "timeout" if elapsed_s > st.timeout_s else None
