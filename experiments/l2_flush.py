@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from study.backends import backend  # noqa: E402
-from study.registry import implementation, ladder  # noqa: E402
+from study.catalog import implementation, ladder  # noqa: E402
 
 CASES = [("sgemv/v2_vector_loads/cuda", "16384x16384", "fp16", {"THREADS": 256, "WARP_ROWS": 1, "LANES": 32}),
          ("sgemv/torch_mv/cublas", "16384x16384", "fp16", None),

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from study.validate import _launch  # noqa: E402  (the implementation prepared at its declared config)
+from study.child import ready_launch as _launch  # noqa: E402  (the implementation prepared at its declared config)
 
 WARM, SECONDS = 1.0, 3.0
 IMPLEMENTATIONS = ["gemm_bias_relu/v2_fused_wgmma/cuda", "gemm_bias_relu/v2_fused_wgmma/triton",

@@ -23,7 +23,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 from study.backends import backend  # noqa: E402
-from study.registry import implementation, ladder  # noqa: E402
+from study.catalog import implementation, ladder  # noqa: E402
 
 SAMPLES = 100
 # (BM, BN, BK, warps, stages): the ladder's twins' points first, then what a tensor-core kernel wants.

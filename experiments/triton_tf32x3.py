@@ -20,7 +20,7 @@ import torch  # noqa: E402
 
 from experiments.triton_tf32 import _last_compiled, setup, timed  # noqa: E402
 from study.backends import backend  # noqa: E402
-from study.registry import implementation  # noqa: E402
+from study.catalog import implementation  # noqa: E402
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ def shape(problem, base: int) -> dict:
 
 
 def cases(op: str, base: int, rung: str | None = None, dtypes=None, backends=None, autotune: str = "off",
-          modes=None) -> tuple[list, str]:
+          modes=None, paired: bool = False) -> tuple[list, str]:
     """(the cases of an align run — its rung the op's last unless named —, a line that counts them): one
     precision and one timing mode at a time; a usage error says what cannot be aligned."""
     all_ops, problem = select.one_op(op)
@@ -48,7 +48,7 @@ def cases(op: str, base: int, rung: str | None = None, dtypes=None, backends=Non
         raise UsageError("align measures one precision and one timing mode at a time (one --dtype, one --mode)")
     rung = rung or f"v{len(all_ops[op].rungs) - 1}"
     precisions = select.parse_dtypes(dtypes, [op], all_ops) if dtypes else None
-    cases = padded(select.planned([op], {op: [square]}, precisions, backends, [rung], autotune, modes))
+    cases = padded(select.planned([op], {op: [square]}, precisions, backends, [rung], autotune, modes, paired))
     return cases, (f"align {op} at {base}³, rung {rung}: leading dimensions {base} … {base + 15}, "
                    f"{len(cases)} cases")
 

@@ -14,7 +14,7 @@ from typing import Callable
 
 from study import ceilings, diff, hardware, metrics, pages, plan, results
 from study.keys import CaseKey
-from study.measure import LaneDead, run_compare, run_interruptibly
+from study.measure import LaneDead, measured_before_extension, run_compare, run_interruptibly
 from study.paths import report_dir
 from study.report.labels import reason_line
 from study.report.tables import summary_table
@@ -35,8 +35,9 @@ def say(text: str) -> None:
 class RunOptions:
     """How a run measures and where it writes: the timer's settings, the results folder (default
     ``reports/<gpu>/``) and file stem, the inputs' seed, a worker per case (``isolate``), a fresh start
-    instead of resuming, the GPUs (several: one worker each), the shard (i, n) and the command the
-    results record (default: this process's)."""
+    instead of resuming, the GPUs (several: one worker each), the shard (i, n), whether the best rung of
+    each series is timed again paired with the reference (``pair_best``, for the report's best-rung
+    table: study.plan.best_pairs) and the command the results record (default: this process's)."""
 
     settings: TimerSettings
     out: Path | None = None
@@ -48,6 +49,7 @@ class RunOptions:
     shard: tuple[int, int] | None = None
     what: str = ""
     argv: list | None = None
+    pair_best: bool = True
 
 
 class Progress:
@@ -131,7 +133,27 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         else:
             pools.append(WorkerPool(settings, seed=options.seed, launch_overhead_ms=overhead))
             measure = pool_measure(pools[0])
-        return run_compare(cases, env, json_path, measure, progress=Progress(), fresh=options.fresh, say=say)
+        doc = first_phase(env, lambda: run_compare(cases, env, json_path, measure, progress=Progress(),
+                                                   fresh=options.fresh, say=say))
+        return pair_the_best(doc, env, measure)
+
+    def first_phase(env: dict, measure_all) -> dict:
+        """Every planned case measured, unless a run of this plan already was and only its pairing was cut."""
+        done = None
+        if options.pair_best and not options.fresh:
+            done = measured_before_extension(json_path, [c.key for c in plan.ordered(cases)], env)
+        if done is not None:
+            say("every case was measured before; the pairing that was cut short goes on")
+        return done if done is not None else measure_all()
+
+    def pair_the_best(doc: dict, env: dict, measure) -> dict:
+        """The best rung of each series timed again, paired with the reference: the same file, extended."""
+        pairs = plan.best_pairs(cases, doc["measurements"]) if options.pair_best else []
+        if not pairs:
+            return doc
+        say(f"pairing the best rung of each series with the reference: {len(pairs)} more cases")
+        return run_compare(plan.ordered(cases) + plan.ordered(pairs), env, json_path, measure, progress=Progress(),
+                           say=say, extend=True)
 
     def work_on_gpus() -> dict:
         pools.extend(WorkerPool(settings, seed=options.seed, gpu_index=g) for g in gpus)
@@ -148,8 +170,10 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         env = _environment(device, options, cases)
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"])
         say(f"{len(cases)} cases on {len(ready)} {models[0]}, {options.what}; results to {json_path}")
-        return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready], progress=Progress(),
-                           fresh=options.fresh, say=say)
+        lanes = [pool_measure(p, len(ready)) for p in ready]
+        doc = first_phase(env, lambda: run_compare(cases, env, json_path, lanes, progress=Progress(),
+                                                   fresh=options.fresh, say=say))
+        return pair_the_best(doc, env, lanes)
 
     def cleanup() -> None:
         for pool in pools:
@@ -164,7 +188,7 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         say(f"\nwrote {json_path} and {md_path}")
     else:
         finish(doc, json_path, md_path)
-    return (1 if any(m["status"] in ("wrong", "crashed") for m in doc["measurements"]) else 0), doc
+    return (1 if any(m["status"] in ("wrong", "crashed", "impossible") for m in doc["measurements"]) else 0), doc
 
 
 def sharded(cases: list, shard: tuple[int, int] | None, name: str | None, stem: str) -> tuple[list, str]:
@@ -199,7 +223,8 @@ def rerun(old: dict, planned: tuple, source: Path, out: Path) -> int:
     """Measure the cases of ``old`` (read from ``source``; ``planned``: its :func:`rerun_plan`) again into
     ``out``, then print the diff."""
     cases, settings, seed = planned
-    code, new = run(cases, RunOptions(settings, out=out.parent, name=out.stem, seed=seed, what=f"rerun of {source}"))
+    code, new = run(cases, RunOptions(settings, out=out.parent, name=out.stem, seed=seed, what=f"rerun of {source}",
+                                      pair_best=False))  # the file's own plan: its paired cases are in it
     if new is None:
         return code
     pairs = diff.pair_runs(old, new)

@@ -153,7 +153,7 @@ def run(out: Path, say=print, gpus: list | None = None, gpus_text: str | None = 
         except select.UsageError as exc:
             say(f"error: {exc}")
             return 2
-        options = compare.RunOptions(TimerSettings(), out=out, name=step.name, gpus=gpus,
+        options = compare.RunOptions(TimerSettings(), out=out, name=step.name, gpus=gpus, pair_best=step.flow == "compare",
                                      what=f"autotune {step.autotune}", argv=["python", "-m", "study", *argv])
         code, _ = compare.run(cases, options, finish=finish)
         if code in (2, 130):

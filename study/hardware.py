@@ -183,12 +183,14 @@ def decode_reasons(mask: int) -> list[str]:
 
 
 class Clocks:
-    """Current SM clock and clock-event reasons through NVML; ``available`` is False (and
-    every reading None) where NVML does not answer, with one warning, never an error."""
+    """Current SM clock, board power and clock-event reasons through NVML, and the power limit;
+    ``available`` is False (and every reading None) where NVML does not answer, with one warning,
+    never an error."""
 
     def __init__(self):
         self.available = False
         self._handle = None
+        self.power_limit_w = None
         try:
             import pynvml
             import torch
@@ -199,14 +201,25 @@ class Clocks:
                 pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
             self.sm_mhz()
             self.available = True
+            self.power_limit_w = pynvml.nvmlDeviceGetPowerManagementLimit(self._handle) / 1000
         except Exception as exc:
-            warnings.warn(f"NVML cannot read clocks ({exc}): clocks are recorded as unknown")
+            if not self.available:
+                warnings.warn(f"NVML cannot read clocks ({exc}): clocks are recorded as unknown")
 
     def sm_mhz(self) -> float | None:
         if self._handle is None:
             return None
         try:
             return float(self._nvml.nvmlDeviceGetClockInfo(self._handle, self._nvml.NVML_CLOCK_SM))
+        except Exception:
+            return None
+
+    def power_w(self) -> float | None:
+        """The board's power draw now (W), or None where NVML cannot tell."""
+        if self._handle is None:
+            return None
+        try:
+            return self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000
         except Exception:
             return None
 

@@ -22,17 +22,22 @@ from study.plan import Case, group_of, ordered
 from study.session import crashed_record
 
 
-def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None, str]:
-    """The unfinished results document at ``path`` that this run may continue, and why (not)."""
+def resumable(path: Path, plan_keys: list[str], env: dict, extend: bool = False) -> tuple[dict | None, str]:
+    """The unfinished results document at ``path`` that this run may continue, and why (not). With
+    ``extend`` (a run adding cases to its own finished plan: the paired cases of compare's best-rung
+    table), a complete document whose plan begins this one's is continued too; and an unfinished one
+    whose plan begins with this one's (an extension cut short) is continued for the cases they share."""
     if not path.is_file():
         return None, "no earlier results"
     try:
         old = results.load(path)
     except (OSError, ValueError) as exc:
         return None, f"earlier results unreadable ({exc})"
-    if old.get("complete", True):
+    planned = old.get("plan") or []
+    prefix = extend and (planned == plan_keys[:len(planned)] or plan_keys == planned[:len(plan_keys)])
+    if old.get("complete", True) and not (extend and planned == plan_keys[:len(planned)]):
         return None, "the earlier run was complete"
-    if old.get("plan") != plan_keys:
+    if planned != plan_keys and not prefix:
         return None, "the earlier run planned other cases"
     changed = results.differences(old["environment"], env, ("GPU", "commit", "dirty tree", "timer settings"))
     if changed:
@@ -40,7 +45,22 @@ def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None,
     journaled = results.Journal(path).records(old["environment"].get("utc")) or []
     have = {m.get("case") for m in old["measurements"]}
     old["measurements"] += [m for m in journaled if m.get("case") in set(plan_keys) - have]
+    old["measurements"] = [m for m in old["measurements"] if m.get("case") in set(plan_keys)]
     return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
+
+
+def measured_before_extension(path: Path, plan_keys: list[str], env: dict) -> dict | None:
+    """The document of a run whose plan ``plan_keys`` was all measured and whose extension (compare's
+    paired cases) was cut short: the same command continues with the extension, not the first phase."""
+    try:
+        old = results.load(path) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
+    planned = (old or {}).get("plan") or []
+    if old is None or old.get("complete", True) or planned[:len(plan_keys)] != plan_keys or len(planned) == len(plan_keys):
+        return None
+    old, _ = resumable(path, plan_keys, env, extend=True)
+    return old if old and {m.get("case") for m in old["measurements"]} >= set(plan_keys) else None
 
 
 REWRITE_S = 30.0  # the whole document is rewritten at most this often while cases complete
@@ -52,16 +72,16 @@ class LaneDead(Exception):
 
 def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
                 progress: Callable[[int, int, Case, dict], None] | None = None,
-                fresh: bool = False, say: Callable[[str], None] = print) -> dict:
+                fresh: bool = False, say: Callable[[str], None] = print, extend: bool = False) -> dict:
     """Measure what the results file lacks, journaling every case and rewriting the file every
     ``REWRITE_S`` and on exit; returns the document.
 
     ``measure`` measures one case; a list of them (one per GPU) measures (op, shape, precision)
     groups in parallel, a group to whichever GPU is free next, so that a rung and its reference
     baseline always share a GPU. The file is written after every case either way."""
-    cases = ordered(cases)
+    cases = cases if extend else ordered(cases)  # an extension keeps its plan's order: the old plan first
     plan_keys = [c.key for c in cases]
-    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env)
+    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env, extend)
     say(why)
     if old is not None:
         env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}

@@ -90,7 +90,7 @@ def derive(record: dict, env: dict) -> dict:
     if flops and nbytes:
         out["intensity"] = flops / nbytes
     median = record.get("median_ms")
-    if record.get("status") != "ok" or not median:
+    if record.get("status") not in ("ok", "impossible") or not median:  # an impossible figure is shown, not ranked
         return out
     seconds = median * 1e-3
     out["gflops"] = flops / seconds / 1e9 if flops else None
@@ -128,11 +128,18 @@ def group_key(record: dict) -> tuple:
 
 def with_x_ref(records: list[dict]) -> list[dict]:
     """``x_ref`` = the reference baseline's median / this median in the same group (> 1:
-    faster than the reference); None when either is not ok. Pure: returns new records."""
+    faster than the reference); None when either is not ok. A paired record's is its own pairing's
+    (the median of the rounds' ratios), with ``x_ref_ci`` and ``paired_rounds``. Pure: returns new records."""
     reference = {group_key(r): r["median_ms"] for r in records
-                 if r.get("reference") and r["status"] == "ok" and r.get("median_ms")}
+                 if r.get("reference") and r["status"] == "ok" and r.get("median_ms") and not r.get("paired")}
     out = []
     for r in records:
+        pairing = r.get("paired")
+        if pairing:
+            ok = r["status"] == "ok"
+            out.append({**r, "x_ref": pairing["ratio"] if ok else None, "x_ref_ci": pairing["ci"] if ok else None,
+                        "paired_rounds": pairing["rounds"]})
+            continue
         base = reference.get(group_key(r))
         out.append({**r, "x_ref": base / r["median_ms"] if base and r["status"] == "ok" and r.get("median_ms") else None})
     return out

@@ -26,6 +26,7 @@ class Case:
     autotune: str  # "off", "on", or "n/a" (a baseline without a search of its own)
     mode: str = "cold"
     pad: int = 0   # rows of every matrix this many elements further apart than their length (align)
+    paired: bool = False  # timed in rounds alternating with its op's reference (study.timer.Timer.paired)
 
     @property
     def shape_text(self) -> str:
@@ -33,7 +34,8 @@ class Case:
 
     @property
     def case_key(self) -> keys.CaseKey:
-        return keys.CaseKey(self.impl.name, self.shape_text, self.precision.name, self.autotune, self.mode, self.pad)
+        return keys.CaseKey(self.impl.name, self.shape_text, self.precision.name, self.autotune, self.mode, self.pad,
+                            self.paired)
 
     @property
     def key(self) -> str:
@@ -52,14 +54,15 @@ def case_of(key: keys.CaseKey | str) -> Case:
     impl = catalog.implementation(key.implementation)
     problem = catalog.ladder(impl.op).problem
     return Case(impl, problem.parse_shape(key.shape), problem.precision(key.precision), key.autotune, key.mode,
-                key.pad)
+                key.pad, key.paired)
 
 
 def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None = None,
          backends: Iterable[str] | None = None, rungs: Iterable[str] | None = None,
-         autotune: str = "off", modes: Iterable[str] | None = None) -> list[Case]:
+         autotune: str = "off", modes: Iterable[str] | None = None, paired: bool = False) -> list[Case]:
     """The product of the named axes: shapes × precisions × timing modes × implementations ×
-    autotune modes. Baselines are always included so that × ref is defined.
+    autotune modes. Baselines are always included so that × ref is defined; with ``paired`` every
+    rung is timed in rounds alternating with the reference.
 
     ``shapes``/``precisions`` map op → list (shape dicts / --dtype names); missing ops use
     the problem's defaults. ``modes`` (cold, hot, graph) default to each op's own. Unknown
@@ -99,8 +102,26 @@ def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None
                             continue
                         if wanted_rungs and not ({impl.rung, f"v{impl.rung_index}"} & wanted_rungs):
                             continue
-                        cases.extend(Case(impl, shape, precision, tune, mode) for tune in tunes)
+                        cases.extend(Case(impl, shape, precision, tune, mode, paired=paired) for tune in tunes)
     return cases
+
+
+def best_pairs(cases: list[Case], records: list[dict]) -> list[Case]:
+    """The paired cases a report's best-rung table needs: per op, shape, precision and timing mode, the
+    fastest ok rung of each series (a backend, or a backend and a math mode not the precision's own:
+    3xTF32 in FP32), by the figures of ``records`` (the unpaired run of ``cases``), timed again in
+    rounds alternating with the reference. Cases already paired are left out."""
+    by_key = {c.key: c for c in cases}
+    best: dict = {}
+    for m in records:
+        case = by_key.get(m.get("case"))
+        if case is None or case.paired or case.impl.rung is None or m["status"] != "ok" or not m.get("median_ms"):
+            continue
+        series = (case.impl.op, case.shape_text, case.precision.name, case.mode, case.pad, case.impl.backend,
+                  case.impl.math_of(case.precision))
+        if series not in best or m["median_ms"] < best[series][1]:
+            best[series] = (case, m["median_ms"])
+    return [dataclasses.replace(case, paired=True) for case, _ in best.values()]
 
 
 def ordered(cases: list[Case]) -> list[Case]:

@@ -75,18 +75,18 @@ def parse_dtypes(names: list[str], ops: list[str], all_ops) -> dict:
 
 
 def planned(ops, shapes=None, precisions=None, backends=None, rungs=None, autotune: str = "off",
-            modes=None) -> list[Case]:
+            modes=None, paired: bool = False) -> list[Case]:
     """:func:`study.plan.plan`, its errors usage errors."""
     try:
         return plan(ops, shapes=shapes, precisions=precisions, backends=backends, rungs=rungs, autotune=autotune,
-                    modes=modes)
+                    modes=modes, paired=paired)
     except (KeyError, ValueError) as exc:
         raise UsageError(exc.args[0] if exc.args else str(exc)) from None
 
 
 def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes: list[str] | None = None,
           backends=None, rungs=None, autotune: str = "off", modes=None,
-          say: Callable[[str], None] = lambda text: None) -> list[Case]:
+          say: Callable[[str], None] = lambda text: None, paired: bool = False) -> list[Case]:
     """The cases of a selection as ``compare`` takes it: ops (default all), shape texts, --dtype names,
     backends, rungs, autotune and modes. An op left with no shape or precision of the selection is
     dropped, and ``say`` tells why."""
@@ -103,4 +103,4 @@ def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes:
         for op in [op for op in ops if op not in precisions]:
             say(f"{op}: accepts none of --dtype {', '.join(dtypes)}; not run")
         ops = [op for op in ops if op in precisions]
-    return planned(ops, per_op_shapes, precisions, backends, rungs, autotune, modes)
+    return planned(ops, per_op_shapes, precisions, backends, rungs, autotune, modes, paired)

@@ -20,6 +20,7 @@ from study import catalog, stats, timer
 from study.backends import Tuning, Unsupported, backend, cuda
 from study.backends.cuda_tune import one_line
 from study.plan import Case, ordered
+from study.registry import implementations_of
 from study.problem import check_output, error_record, pad_rows
 from study.timing import TimerSettings, TimingConfigError, flushes
 
@@ -45,6 +46,7 @@ def _record(case: Case, **fields) -> dict:
         "config": {}, "autotune_log": None, "error": None, "samples_ms": [], "median_ms": None,
         "min_ms": None, "q1_ms": None, "q3_ms": None, "mean_ms": None, "rel_stdev": None,
         "outliers": None, "warmup_launches": None, "timing": None, "clocks": None, "launch_bound": None,
+        "steady": None, "paired": None,
     }
     record.update(fields)
     return record
@@ -152,63 +154,141 @@ class Session:
                                    "error": error_record(verdict, problem, precision)}}
         return {"count": len(runs) + 1, "structured": structured, "failed": None}
 
-    def _measure(self, case, problem, tensors, ref, scale) -> dict:
+    def _ready(self, case, impl, autotune: str, problem, tensors, ref, scale, trials: bool = True) -> dict:
+        """Prepare ``impl`` for the case's shape and precision (its own search where ``autotune`` is on),
+        launch it once (compilation, Triton's search), gate it and, with ``trials``, run the extra gate
+        trials. Returns the launch and its record's fields; without a launch, the fields of a wrong
+        record (never timed)."""
         import torch
 
-        impl, shape, precision, mode = case.impl, case.shape, case.precision, case.mode
-        flush = flushes(mode)
-        tuning = Tuning(self.timer, self.device, mode, flush, ref, scale) if case.autotune == "on" else None
-        launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, tune=tuning, pad=case.pad)
+        flush = flushes(case.mode)
+        tuning = Tuning(self.timer, self.device, case.mode, flush, ref, scale) if autotune == "on" else None
+        launch = backend(impl.backend).prepare(impl, problem, tensors, case.shape, case.precision, tune=tuning,
+                                               pad=case.pad)
         # The CUDA search's pick, for the extra gate trials: they launch it, not a search of their own.
         config, log = (launch.point, launch.log) if launch.log is not None else (None, None)
         with launch.context():
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
-            verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
-            error = error_record(verdict, problem, precision)
-            if not verdict.ok:
-                return _record(case, status="wrong", reason=verdict.message, config=chosen, autotune_log=log,
-                               error=error, trials={"count": 1, "failed": {"trial": 1, "inputs": "random",
-                                                                           "seed": self.seed, "error": error}})
-            trials = self._trials(case, problem, config, tensors, tuning)
-            if trials["failed"]:
-                failed = trials["failed"]
-                return _record(case, status="wrong", config=chosen, autotune_log=log, error=failed["error"],
-                               trials=trials, reason=f"{failed['inputs']} inputs (trial {failed['trial']}"
-                               + (f", seed {failed['seed']}" if failed["seed"] is not None else "")
-                               + f"): {failed['error']['message']}")
-            warm, first = self.timer.warm_up(launch.fn, flush)
-            if first * 1e-3 > self.settings.timeout_s:
-                raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
-                                        f"sample ({first * 1e-3:.3f} s)")
-            fn, per_call = launch.fn, 1
-            if mode == "graph":
-                graph, per_call = self.timer.capture(launch.fn, first)
-                # A launch outside the capture stream records nothing and only warns: the
-                # replay must produce the output by itself before it is timed.
-                replayed = check_output(graph.replay, launch.out, problem, ref, scale, precision)
-                if not replayed.ok:
-                    raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
-                                       f"({replayed.message}): a launch escaped the capture stream")
-                fn = graph.replay
-            sampling = self.timer.measure(fn, first, flush, per_call, mode=mode)
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, case.precision)
+        error = error_record(verdict, problem, case.precision)
+        fields = {"config": chosen, "autotune_log": log, "error": error}
+        if not verdict.ok:
+            return {"launch": None, **fields, "status": "wrong", "reason": verdict.message,
+                    "trials": {"count": 1, "failed": {"trial": 1, "inputs": "random", "seed": self.seed, "error": error}}}
+        if not trials:
+            return {"launch": launch, **fields}
+        with launch.context():
+            done = self._trials(case, problem, config, tensors, tuning)
+        if done["failed"]:
+            failed = done["failed"]
+            return {"launch": None, **fields, "status": "wrong", "error": failed["error"], "trials": done,
+                    "reason": f"{failed['inputs']} inputs (trial {failed['trial']}"
+                              + (f", seed {failed['seed']}" if failed["seed"] is not None else "")
+                              + f"): {failed['error']['message']}"}
+        return {"launch": launch, **fields, "trials": done}
+
+    def _timed(self, launch, case, problem, ref, scale) -> dict:
+        """Warm up, settle (study.timer.Timer.settle) and, in graph mode, capture: what the samples run."""
+        flush = flushes(case.mode)
+        warm, first = self.timer.warm_up(launch.fn, flush)
+        if first * 1e-3 > self.settings.timeout_s:
+            raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
+                                    f"sample ({first * 1e-3:.3f} s)")
+        steady = self.timer.settle(launch.fn, first)
+        fn, per_call = launch.fn, 1
+        if case.mode == "graph":
+            graph, per_call = self.timer.capture(launch.fn, first)
+            # A launch outside the capture stream records nothing and only warns: the
+            # replay must produce the output by itself before it is timed.
+            replayed = check_output(graph.replay, launch.out, problem, ref, scale, case.precision)
+            if not replayed.ok:
+                raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
+                                   f"({replayed.message}): a launch escaped the capture stream")
+            fn = graph.replay
+        return {"fn": fn, "per_call": per_call, "first": first, "warm": warm, "steady": steady, "flush": flush}
+
+    def _measure(self, case, problem, tensors, ref, scale) -> dict:
+        impl = case.impl
+        mine = self._ready(case, impl, case.autotune, problem, tensors, ref, scale)
+        launch = mine.pop("launch")
+        if launch is None:
+            return _record(case, **mine)
+        paired = None
+        with launch.context():
+            run = self._timed(launch, case, problem, ref, scale)
+            if case.paired:
+                sampling, paired = self._paired(case, problem, tensors, ref, scale, run)
+            else:
+                sampling = self.timer.measure(run["fn"], run["first"], run["flush"], run["per_call"], mode=case.mode)
+            # Checked again after the timing: a kernel whose work stops once the gate has passed (an
+            # output cached, a loop skipped after its first launches) is caught here, never ranked.
+            again = check_output(run["fn"], launch.out, problem, ref, scale, case.precision)
         # Kept to the nanosecond: the events tick in 32 ns steps on the H200, and 17 digits per sample made
         # results files three times larger for nothing. A graph replay's time is divided by its launches,
         # whose tick is 32 ns / N: those keep picoseconds.
-        digits = 6 if per_call == 1 else 9
+        digits = 6 if run["per_call"] == 1 else 9
         samples = [round(s, digits) for s in sampling["samples"]]
         if not samples:
             raise RuntimeError("every sample was discarded as throttled before the timeout; "
                                f"clocks seen: {sampling['clocks']}")
         summary = stats.summarize(samples)
-        return _record(case, status="ok", config=chosen, autotune_log=log, error=error, trials=trials,
-                       samples_ms=samples, median_ms=summary.median, min_ms=summary.min,
-                       q1_ms=summary.q1, q3_ms=summary.q3, mean_ms=summary.mean,
-                       rel_stdev=summary.rel_stdev, outliers=summary.outliers, warmup_launches=warm,
-                       timing=sampling["timing"], clocks=sampling["clocks"],
+        status, reason = "ok", ""
+        if not again.ok:
+            status, reason = "wrong", f"the output changed after the gate: {again.message}"
+        else:
+            reason = impossible(problem.work(case.shape, case.precision), summary.median, self.device,
+                                impl.math_of(case.precision), case.mode)
+            status = "impossible" if reason else "ok"
+        return _record(case, status=status, reason=reason, **mine, samples_ms=samples, median_ms=summary.median,
+                       min_ms=summary.min, q1_ms=summary.q1, q3_ms=summary.q3, mean_ms=summary.mean,
+                       rel_stdev=summary.rel_stdev, outliers=summary.outliers, warmup_launches=run["warm"],
+                       timing=sampling["timing"], clocks=sampling["clocks"], steady=run["steady"], paired=paired,
                        launch_bound=(None if self.launch_overhead_ms is None
                                      else summary.median < 2 * self.launch_overhead_ms))
+
+    def _paired(self, case, problem, tensors, ref, scale, run) -> tuple[dict, dict]:
+        """Alternating rounds of the case's implementation and its op's reference (study.timer.Timer.paired),
+        the reference ready, gated and settled as the implementation was: (the implementation's sampling, the
+        pairing's record)."""
+        reference = next(i for i in implementations_of(catalog.ladder(case.impl.op)) if i.reference)
+        autotune = case.autotune if reference.target.tunable else "n/a"
+        theirs = self._ready(case, reference, autotune, problem, tensors, ref, scale, trials=False)
+        if theirs["launch"] is None:
+            raise RuntimeError(f"the reference {reference.name} failed the gate: {theirs['reason']}")
+        with theirs["launch"].context():
+            other = self._timed(theirs["launch"], case, problem, ref, scale)
+            pairing = self.timer.paired((run["fn"], other["fn"]), (run["first"], other["first"]), run["flush"],
+                                        (run["per_call"], other["per_call"]))
+        ref_median = stats.summarize(pairing["reference_samples"]).median
+        mhz = (pairing["clocks"]["sm_mhz_median"], pairing["reference_clocks"]["sm_mhz_median"])
+        spread = abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None
+        sampling = {"samples": pairing["samples"], "clocks": pairing["clocks"],
+                    "timing": {"mode": case.mode, "stop": pairing["stop"], "rounds": pairing["rounds"],
+                               "kept": len(pairing["samples"]), "launches_per_sample": run["per_call"],
+                               "wall_s": pairing["wall_s"]}}
+        paired = {"reference": reference.name, "reference_autotune": autotune, "ratio": pairing["ratio"],
+                  "ci": pairing["ci"], "rounds": pairing["rounds"], "ratios": pairing["ratios"], "stop": pairing["stop"],
+                  "reference_median_ms": ref_median, "reference_clocks": pairing["reference_clocks"],
+                  "reference_steady": other["steady"], "clock_spread": spread}
+        return sampling, paired
+
+
+def impossible(work: dict, median_ms: float, device, math: str, mode: str) -> str:
+    """Why a median cannot be: FLOP/s above the theoretical peak of the math mode (at the max SM clock),
+    or, cold, bytes/s above the theoretical memory bandwidth (the data came from HBM); "" when it can.
+    Such a figure is recorded with status ``impossible``, shown and never ranked."""
+    seconds = median_ms * 1e-3
+    peak = device.peak_flops(math) if device is not None else None
+    if peak and work.get("flops") and work["flops"] / seconds > peak:
+        return (f"{work['flops'] / seconds / 1e9:,.0f} GFLOPS is above the theoretical peak of {math}, "
+                f"{peak / 1e9:,.0f} GFLOPS: work left out of the timed launch")
+    bandwidth = device.memory_peak_bytes if device is not None and mode == "cold" else None
+    if bandwidth and work.get("bytes") and work["bytes"] / seconds > bandwidth:
+        return (f"{work['bytes'] / seconds / 1e9:,.0f} GB/s from a flushed L2 is above the memory's theoretical "
+                f"{bandwidth / 1e9:,.0f} GB/s: work left out of the timed launch")
+    return ""
 
 
 def crashed_record(case: Case, reason: str) -> dict:

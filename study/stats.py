@@ -103,3 +103,18 @@ def _mean_stdev(xs: Sequence[float]) -> tuple[float, float]:
 
 def _relative(mean: float, stdev: float) -> float:
     return stdev / mean if mean > 0 else 0.0
+
+
+def median_interval(values: Sequence[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+    """(median, 2.5th and 97.5th percentiles of the median over bootstrap resamples): the 95 % interval
+    of a median of few values (a paired measurement's round ratios), with no assumption on their
+    distribution. The resamples are drawn from a fixed seed: the same values give the same interval."""
+    import random
+
+    xs = sorted(float(x) for x in values)
+    if not xs:
+        raise ValueError("no values")
+    rng = random.Random(seed)
+    n = len(xs)
+    medians = sorted(_quantile(sorted(rng.choices(xs, k=n)), 0.5) for _ in range(resamples))
+    return _quantile(xs, 0.5), _quantile(medians, 0.025), _quantile(medians, 0.975)

@@ -108,7 +108,7 @@ def axis_specs(problem, given: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def cases(op: str, specs: dict[str, str], dtypes=None, backends=None, rungs=None, autotune: str = "off",
-          modes=None) -> tuple[list, str]:
+          modes=None, paired: bool = False) -> tuple[list, str]:
     """(the cases of a sweep of ``op`` over the product of its axes' values, a line that counts them)."""
     all_ops, problem = select.one_op(op)
     try:
@@ -116,7 +116,7 @@ def cases(op: str, specs: dict[str, str], dtypes=None, backends=None, rungs=None
     except RangeError as exc:
         raise UsageError(f"sweep {op}: {exc}") from None
     precisions = select.parse_dtypes(dtypes, [op], all_ops) if dtypes else None
-    planned = select.planned([op], {op: shapes}, precisions, backends, rungs, autotune, modes)
+    planned = select.planned([op], {op: shapes}, precisions, backends, rungs, autotune, modes, paired)
     counts = " × ".join(f"{len(parse_values(specs[a]))} {a}" for a in problem.axes)
     return planned, f"sweep {op}: {len(shapes)} shapes ({counts}) → {len(planned)} cases"
 

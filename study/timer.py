@@ -15,7 +15,7 @@ import numpy as np
 from study import hardware, stats
 from study.backends.cuda import StreamCache, load_function
 from study.paths import MICROBENCH_DIR
-from study.timing import TimerSettings, stop_rule
+from study.timing import TimerSettings, pair_stop, stop_rule
 
 LEAD_MIN_S = 200e-6        # the shortest lead: covers the first launches of any batch
 LEAD_MAX_S = 20e-3         # the longest: a full launch queue blocks the host behind the lead itself
@@ -26,6 +26,31 @@ MAX_BATCH = 256            # samples a batch, whatever the kernel's length
 MAX_WARMUP_LAUNCHES = 10_000
 GRAPH_TARGET_MS = 1.0      # work one graph replays, when the settings name no launch count
 MAX_GRAPH_LAUNCHES = 200
+SETTLE_CHUNK_MS = 50.0     # back-to-back work between two readings of clock and power while settling
+SETTLE_MIN_S = 0.15        # settling runs at least this long: a kernel's first chunk says nothing yet
+SETTLE_CLOCK = 0.01        # settled: the last SETTLE_WINDOW SM clocks within 1 % of each other
+SETTLE_POWER = 0.03        # ... and the power draws within 3 %
+SETTLE_WINDOW = 3
+AT_CAP = 0.97              # a median draw at 97 % of the power limit or more: the samples ran at the cap
+
+
+def clock_summary(readings: list, power: list, threshold: float, reasons: int, clocks) -> dict:
+    """The clocks and power a record keeps: SM clock min/median/max of the batches, the median and
+    largest draw, the limit, and whether the samples ran at the power cap (a median draw at AT_CAP of
+    the limit, or the driver's own power-cap reason)."""
+    ordered, watts = sorted(readings), sorted(power)
+    limit = getattr(clocks, "power_limit_w", None) if clocks else None
+    median_w = watts[len(watts) // 2] if watts else None
+    capped = bool(reasons & 0x4) or bool(limit and median_w and median_w >= AT_CAP * limit)
+    return {"available": bool(clocks and clocks.available),
+            "sm_mhz_min": ordered[0] if ordered else None,
+            "sm_mhz_median": ordered[len(ordered) // 2] if ordered else None,
+            "sm_mhz_max": ordered[-1] if ordered else None,
+            "readings": len(ordered), "threshold_mhz": threshold,
+            "below_threshold": sum(1 for c in ordered if c < threshold),
+            "throttle_reasons": hardware.decode_reasons(reasons),
+            "power_w_median": median_w, "power_w_max": watts[-1] if watts else None, "power_limit_w": limit,
+            "at_power_cap": capped if watts or reasons else None}
 
 
 def _lead_kernel():
@@ -59,28 +84,30 @@ class Instruments:
 _INSTRUMENTS: dict = {}
 
 
-def for_gpu(settings: TimerSettings, device, clocks=None) -> "Timer":
+def for_gpu(settings: TimerSettings, device, clocks=None, write_flush: bool = False) -> "Timer":
     """The timer of the current GPU with ``settings``: every timer of a process on one GPU shares its
     :class:`Instruments` (the 2 × L2 flush buffer is allocated once), whoever times — the session,
-    the ceilings, validate, the CUDA tuner."""
+    the ceilings, validate, the CUDA tuner. ``write_flush``: flush by writing the buffer, as do_bench
+    does (validate measures what that costs a kernel; the study's own flush reads)."""
     import torch
 
     index = torch.cuda.current_device()
     found = _INSTRUMENTS.get(index)
     if found is None or found.flush_factor != settings.flush_factor:
         found = _INSTRUMENTS[index] = Instruments(device, settings.flush_factor)
-    return Timer(settings, device, clocks, found)
+    return Timer(settings, device, clocks, found, write_flush)
 
 
 class Timer:
     """Events, the L2 flush, warm-up, graphs, clocks and the stopping rule, under one set of
     settings, on one GPU's :class:`Instruments` (made by :func:`for_gpu`)."""
 
-    def __init__(self, settings: TimerSettings, device, clocks, instruments: Instruments):
+    def __init__(self, settings: TimerSettings, device, clocks, instruments: Instruments, write_flush: bool = False):
         self.settings = settings
         self.device = device
         self.clocks = clocks
         self.instruments = instruments
+        self.write_flush = write_flush
 
     @property
     def host_bound_batches(self) -> int:
@@ -99,7 +126,7 @@ class Timer:
     def samples(self, fn: Callable[[], object], reps: int, flush: bool = True, per_call: int = 1):
         """``reps`` event-timed calls (ms per launch), each after an untimed L2 flush if asked.
         Returns (samples, lowest SM clock seen while they ran or None, clock-event reasons
-        read while they ran).
+        read while they ran, the board's power draw read while they ran or None).
 
         The lead kernel before the batch lasts as long as the host needs to queue the whole
         batch (measured on the previous batch, 1.5× for margin): then the GPU never waits for
@@ -125,6 +152,7 @@ class Timer:
             end.record()
         queued = time.perf_counter() - queued
         during = self.clocks.sm_mhz() if self.clocks else None  # the batch is still running
+        power = self.clocks.power_w() if self.clocks else None
         reasons = self.clocks.reasons() if self.clocks else 0
         torch.cuda.synchronize()
         after = self.clocks.sm_mhz() if self.clocks else None
@@ -136,13 +164,18 @@ class Timer:
         gpu_s = (sum(samples) * per_call + (reps * kit.flush_ms if flush else 0.0)) * 1e-3
         if kit.lead is not None and queued > lead_s + gpu_s:
             kit.host_bound_batches += 1
-        return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE
+        return samples, (min(seen) if seen else None), reasons & ~hardware.IDLE, power
 
     def flush(self) -> None:
-        """Evict L2 by reading 2 × its size, leaving no dirty line behind (see __init__)."""
-        import torch
+        """Evict L2 by reading 2 × its size, leaving no dirty line behind (see Instruments); with
+        ``write_flush``, by writing it, as do_bench does."""
+        kit = self.instruments
+        if self.write_flush:
+            kit.flush_buffer.zero_()
+        else:
+            import torch
 
-        torch.sum(self.instruments.flush_buffer, dim=0, out=self.instruments.flush_sum)
+            torch.sum(kit.flush_buffer, dim=0, out=kit.flush_sum)
 
     def _time_flush(self) -> float:
         """Milliseconds of one L2 flush (the GPU time between two samples of cold mode)."""
@@ -198,12 +231,14 @@ class Timer:
         threshold = st.throttle_threshold * max_clock
         per_sample = per_launch_ms * per_call + (FLUSH_MS_ESTIMATE if flush else 0.0)
         batch = max(1, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(per_sample, 1e-3))))
-        kept, discarded, readings, reasons = [], 0, [], 0
+        kept, discarded, readings, power, reasons = [], 0, [], [], 0
         stop, started, host_bound = None, time.perf_counter(), self.host_bound_batches
         while stop is None:
             want = batch if st.reps is None else min(batch, st.reps - len(kept))
-            got, clock, seen_reasons = self.samples(fn, want, flush, per_call)
+            got, clock, seen_reasons, watts = self.samples(fn, want, flush, per_call)
             reasons |= seen_reasons
+            if watts is not None:
+                power.append(watts)
             if clock is not None:
                 readings.append(clock)
             if clock is not None and clock < threshold and st.discard_throttled:
@@ -215,7 +250,6 @@ class Timer:
         summary = stats.summarize(kept) if kept else None
         noise = summary.noise if summary else None
         ci = summary.median_ci if summary else None
-        ordered = sorted(readings)
         return {
             "samples": kept,
             "timing": {"mode": mode, "stop": stop, "noise": noise, "median_ci": None if ci == math.inf else ci,
@@ -227,11 +261,68 @@ class Timer:
                        "host_bound_batches": self.host_bound_batches - host_bound,
                        "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
                        "wall_s": time.perf_counter() - started},
-            "clocks": {"available": bool(self.clocks and self.clocks.available),
-                       "sm_mhz_min": ordered[0] if ordered else None,
-                       "sm_mhz_median": ordered[len(ordered) // 2] if ordered else None,
-                       "sm_mhz_max": ordered[-1] if ordered else None,
-                       "readings": len(ordered), "threshold_mhz": threshold,
-                       "below_threshold": sum(1 for c in ordered if c < threshold),
-                       "throttle_reasons": hardware.decode_reasons(reasons)},
+            "clocks": clock_summary(readings, power, threshold, reasons, self.clocks),
         }
+
+    def settle(self, fn: Callable[[], object], per_launch_ms: float) -> dict:
+        """Run ``fn`` back to back until the SM clock and the power draw settle (the last SETTLE_WINDOW
+        readings within SETTLE_CLOCK and SETTLE_POWER of each other, after at least SETTLE_MIN_S), for at
+        most ``settle_max_s``: at the power cap a compute-bound kernel's clock falls for its first few
+        hundred milliseconds of work, and sampling from a cold start would time it above the clock it
+        holds in a loop. What happened is recorded; without NVML nothing is run."""
+        import torch
+
+        limit = self.settings.settle_max_s
+        if not limit or not (self.clocks and self.clocks.available):
+            return {"settled": None, "seconds": 0.0, "launches": 0}
+        chunk = max(1, math.ceil(SETTLE_CHUNK_MS / max(per_launch_ms, 1e-3)))
+        clocks, power, launches, started = [], [], 0, time.perf_counter()
+        settled = False
+        while True:
+            for _ in range(chunk):
+                fn()
+            launches += chunk
+            clocks.append(self.clocks.sm_mhz() or 0.0)  # read while the chunk runs
+            power.append(self.clocks.power_w() or 0.0)
+            torch.cuda.synchronize()
+            elapsed = time.perf_counter() - started
+            last_c, last_p = clocks[-SETTLE_WINDOW:], power[-SETTLE_WINDOW:]
+            settled = (elapsed >= SETTLE_MIN_S and len(last_c) == SETTLE_WINDOW
+                       and max(last_c) <= (1 + SETTLE_CLOCK) * min(last_c)
+                       and max(last_p) <= (1 + SETTLE_POWER) * min(last_p))
+            if settled or elapsed >= limit:
+                break
+        return {"settled": settled, "seconds": elapsed, "launches": launches, "sm_mhz": clocks, "power_w": power}
+
+    def paired(self, fns: tuple, firsts: tuple, flush: bool, per_calls: tuple = (1, 1)) -> dict:
+        """Alternating rounds of two implementations of one case, A (the measured one) and B (its op's
+        reference): each round a batch of A and a batch of B, in the order ABBA (so that a drift of the
+        GPU's state weighs on both alike), both in the same power state; the ratio of each round is
+        B's median over A's (> 1: A is faster); rounds until :func:`study.timing.pair_stop`. Returns both
+        sides' samples and clocks, every round's ratio, and the median ratio with its 95 % interval."""
+        st = self.settings
+        per_sample = [first * n + (FLUSH_MS_ESTIMATE if flush else 0.0) for first, n in zip(firsts, per_calls)]
+        batches = [max(3, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(p, 1e-3)))) for p in per_sample]
+        kept = ([], [])
+        readings, power, reasons = ([], []), ([], []), [0, 0]
+        ratios, stop, started = [], None, time.perf_counter()
+        while stop is None:
+            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
+            medians = [0.0, 0.0]
+            for side in order:
+                got, clock, seen, watts = self.samples(fns[side], batches[side], flush, per_calls[side])
+                kept[side].extend(got)
+                medians[side] = stats.summarize(got).median
+                reasons[side] |= seen
+                if clock is not None:
+                    readings[side].append(clock)
+                if watts is not None:
+                    power[side].append(watts)
+            ratios.append(medians[1] / medians[0] if medians[0] > 0 else math.inf)
+            stop = pair_stop(st, ratios, time.perf_counter() - started)
+        ratio, low, high = stats.median_interval(ratios)
+        threshold = st.throttle_threshold * self.device.max_sm_clock_mhz
+        return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio, "ci": [low, high],
+                "rounds": len(ratios), "stop": stop, "wall_s": time.perf_counter() - started,
+                "clocks": clock_summary(readings[0], power[0], threshold, reasons[0], self.clocks),
+                "reference_clocks": clock_summary(readings[1], power[1], threshold, reasons[1], self.clocks)}

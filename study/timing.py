@@ -35,6 +35,16 @@ class TimerSettings:
     (NVML, read while the batch runs and after it) is below ``throttle_threshold`` × the
     maximum SM clock are discarded, followed by a ``recovery_s`` pause, unless
     ``discard_throttled`` is off.
+
+    Steady state: before its samples, a kernel runs back to back until its SM clock and power
+    settle (the last three readings within 1 % and 3 %), for at most ``settle_max_s`` (0: not at
+    all); at the 700 W cap a compute-bound kernel's clock falls for the first few hundred
+    milliseconds, and it is compared at the clock it holds in a loop (docs/method.md §3).
+
+    Pairing (a case measured against its op's reference, ``--paired``): rounds of a batch each,
+    alternating the implementation and the reference (ABBA), at least ``min_rounds``, until the
+    median of the rounds' ratios has a 95 % interval within ± ``pair_ci`` of it, or ``max_rounds``,
+    or ``timeout_s``.
     """
 
     mode: str = "cold"
@@ -54,6 +64,10 @@ class TimerSettings:
     graph_launches: int | None = None
     tune_reps: int = 10
     gate_trials: int = 3  # correctness trials before timing: fresh random inputs, then structured ones
+    settle_max_s: float = 2.0
+    pair_ci: float = 0.004
+    min_rounds: int = 10
+    max_rounds: int = 400
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -86,6 +100,10 @@ class TimerSettings:
             raise TimingConfigError("a graph needs at least one launch")
         if self.gate_trials < 1:
             raise TimingConfigError(f"the correctness gate needs at least one trial; got {self.gate_trials}")
+        if self.settle_max_s < 0:
+            raise TimingConfigError("the steady-state bound is a duration in s, at least 0")
+        if not 0 < self.pair_ci < 1 or not 3 <= self.min_rounds <= self.max_rounds:
+            raise TimingConfigError("pairing needs a relative half-width in (0, 1) and 3 <= min_rounds <= max_rounds")
 
     @property
     def flush_l2(self) -> bool:
@@ -119,3 +137,13 @@ def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | N
     if st.reps is None and len(kept) >= st.max_samples:
         return "max_samples"
     return "timeout" if elapsed_s > st.timeout_s else None
+
+
+def pair_stop(st: TimerSettings, ratios: list[float], elapsed_s: float) -> str | None:
+    """Why a paired measurement stops now (``ci``, ``max_rounds``, ``timeout``), or None: the median of
+    the round ratios known within ± ``pair_ci`` (order statistics, as :func:`stop_rule`'s ``ci``)."""
+    if len(ratios) >= st.min_rounds and stats.summarize(ratios).median_ci <= st.pair_ci:
+        return "ci"
+    if len(ratios) >= st.max_rounds:
+        return "max_rounds"
+    return "timeout" if elapsed_s > st.timeout_s and len(ratios) >= st.min_rounds else None

@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from study import hardware, ncu, results, stats
+from study import hardware, ncu, results, stats, validate_pairs
 from study.ceilings import launch_overhead
 from study.child import EMPTY, ready_launch
 from study.ncu import parse_ncu_csv
@@ -49,9 +49,9 @@ TARGETS = {"min_ms": 0.05, "do_bench": 0.02, "ncu": 0.03, "spread": 0.01}
 NCU_LAUNCHES = 20
 
 
-def ncu_time(name: str, shape_text: str, tool: str = "ncu") -> dict:
+def ncu_time(name: str, shape_text: str, tool: str = "ncu", precision: str | None = None) -> dict:
     cmd = [tool, "--clock-control", "none", "--profile-from-start", "off", "--metrics", "gpu__time_duration.sum",
-           "--csv", *ncu.ncu_target(name, shape_text, NCU_LAUNCHES)]
+           "--csv", *ncu.ncu_target(name, shape_text, NCU_LAUNCHES, precision)]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"ncu exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}")
@@ -187,14 +187,16 @@ def markdown(doc: dict) -> str:
         tabulate(rows, ["kernel", "shape", "study ms", "do_bench ms", "study/do_bench", "ncu ms", "study/ncu",
                         "run-to-run"], tablefmt="github", disable_numparse=True), "",
         "## What the misses come from", "", *(notes or ["- No target was missed."]), "",
+        *validate_pairs.markdown(doc.get("pairs") or []),
         f"Commit `{env['git'].get('commit')}`, {env['utc']}, driver {env['gpu']['driver']}, "
         f"torch {env['torch']}, triton {env['triton']}.", ""])
 
 
-def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
+def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS, pairs=validate_pairs.PAIRS) -> int:
     device = hardware.current_device()
     settings = TimerSettings()
-    timer = for_gpu(settings, device, hardware.Clocks())
+    clocks = hardware.Clocks()
+    timer = for_gpu(settings, device, clocks)
     tool = ncu.find_tool("ncu") if use_ncu else None
     have_ncu = tool is not None
     if use_ncu and not have_ncu:
@@ -220,6 +222,13 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS) -> int:
                                    "reason": f"{type(exc).__name__}: {exc}"})
         results.write(out_dir / "validate.json", doc)  # after every kernel: an interruption loses nothing
         (out_dir / "validate.md").write_text(markdown(doc))
+
+    def save():
+        results.write(out_dir / "validate.json", doc)
+        (out_dir / "validate.md").write_text(markdown(doc))
+
+    timed = (lambda name, shape, precision: ncu_time(name, shape, tool, precision)) if have_ncu else None
+    validate_pairs.run(pairs, timer, for_gpu(settings, device, clocks, write_flush=True), timed, doc, save)
     doc["complete"] = True
     results.write(out_dir / "validate.json", doc)
     text = markdown(doc)

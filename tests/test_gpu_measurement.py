@@ -198,3 +198,35 @@ def test_align_runs_every_leading_dimension_and_the_scalar_path_stays_correct(tm
     assert cuda == {p: int(p % 4 == 0) for p in range(16)}
     assert (tmp_path / "figures" / "align-sgemm-96.png").is_file()
     assert "| 97" in (tmp_path / "align-sgemm-96.md").read_text()
+
+
+def test_work_skipped_after_the_gate_or_hidden_on_another_stream_is_never_ranked(tmp_path, cache):
+    # tests/cheating_op.py: a closure that stops working after its gate, and one that works on a stream
+    # the events are not on. Both pass the gate; neither may be ranked.
+    proc = _study(["compare", "--op", "cheat", "--out", str(tmp_path), "--reps", "20", "--paired", "off"], cache,
+                  STUDY_PLUGINS="cheating_op")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    by = {m["implementation"]: m for m in json.loads((tmp_path / "compare.json").read_text())["measurements"]}
+    assert by["cheat/torch_mv/cublas"]["status"] == "ok"
+    lazy = by["cheat/lazy/torch"]
+    assert lazy["status"] == "wrong" and lazy["reason"].startswith("the output changed after the gate"), lazy["reason"]
+    hidden = by["cheat/side_stream/torch"]
+    assert hidden["status"] == "impossible" and "above the memory's theoretical" in hidden["reason"], hidden["reason"]
+    page = (tmp_path / "compare.md").read_text()
+    assert "**Impossible figures**" in page and "cheat/side_stream/torch" in page
+
+
+def test_a_paired_run_times_the_best_rungs_against_the_reference_at_steady_clocks(tmp_path, cache):
+    proc = _study(["compare", "--op", "sgemm", "--rung", "v4", "--shape", "1024x1024x1024", "--out", str(tmp_path)],
+                  cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    paired = [m for m in doc["measurements"] if m.get("paired")]
+    assert {m["backend"] for m in paired} == {"cuda", "triton"}  # the best rung of each series, paired
+    for m in paired:
+        pairing = m["paired"]
+        assert m["status"] == "ok" and pairing["rounds"] >= 10 and pairing["reference"] == "sgemm/torch_matmul/cublas"
+        assert pairing["ci"][0] <= pairing["ratio"] <= pairing["ci"][1]
+        assert m["steady"]["launches"] > 0 and pairing["reference_steady"]["launches"] > 0
+        assert m["clocks"]["power_w_median"] > 0 and m["clocks"]["power_limit_w"] > 0
+    assert "Paired against the reference" in (tmp_path / "compare.md").read_text()

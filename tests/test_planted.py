@@ -33,3 +33,10 @@ def test_the_planted_kernels_compile(path, tmp_path):
     cmd = nvcc_command(path, {**header.params, "STORAGE_FP32": 1}, "sm_90a", tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_cheating_op_registers_with_a_sound_registry():
+    env = {**ENV, "STUDY_PLUGINS": "cheating_op"}
+    proc = subprocess.run([sys.executable, "-m", "study", "list"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "lazy (baseline)" in proc.stdout and "side_stream (baseline)" in proc.stdout

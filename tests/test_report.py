@@ -334,3 +334,30 @@ def test_the_hgemm_ladder_sets_the_seeds_steps_beside_its_rungs_and_embeds_the_s
     assert "~310 · 95 %+" in text and "700.0 · 70.0 % (torch_matmul)" in text
     assert "| `hgemm/v6/cuda` | 0.44 |" in text  # the saved ncu table, embedded
     assert seed_ladder.section(ms[:3], None, tmp_path) == []  # three of the seed's steps are no ladder
+
+
+def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_never_ranked(doc):
+    gemv = _gemv_doc(doc)
+    records = [dict(m) for m in gemv["measurements"]]
+    fast = next(m for m in records if m["implementation"] == "sgemv/v1_b/cuda" and m["mode"] == "cold")
+    pairing = {"reference": "sgemv/torch_mv/cublas", "ratio": 1.004, "ci": [0.997, 1.011], "rounds": 24,
+               "stop": "ci", "ratios": [1.0] * 24, "reference_median_ms": 0.002, "clock_spread": 0.05,
+               "reference_clocks": {"sm_mhz_median": 1900.0, "power_w_median": 400.0}}
+    records.append({**fast, "paired": pairing, "median_ms": 0.00199,
+                    "clocks": {"sm_mhz_median": 1995.0, "power_w_median": 410.0, "at_power_cap": False}})
+    wild = next(m for m in records if m["implementation"] == "sgemv/v0_a/triton" and m["mode"] == "cold")
+    wild.update(status="impossible", median_ms=1e-5, reason="400,600 GB/s from a flushed L2 is above the memory's "
+                                                            "theoretical 3,072 GB/s: work left out of the timed launch")
+    text = report.render(results.document(gemv["environment"], records), Path("x.md"), draw=False)
+    row = next(l for l in text.splitlines() if l.startswith("| `sgemv/v1_b/cuda`") and "24" in l)
+    assert "1.00× [0.997, 1.011] same within noise" in row and "1995 / 1900" in row and "410 / 400" in row
+    assert "Paired against the reference" in text
+    ladder = [l for l in text.splitlines() if l.startswith("| v1")]  # the unpaired record keeps the ladder's row
+    assert len(ladder) == 1 and "2.00×" not in ladder[0].split("|")[4]
+    assert "**impossible** 400,600" in text and "**Impossible figures**" in text
+    impossible = next(m for m in results.document(gemv["environment"], records)["measurements"]
+                      if m["status"] == "impossible")
+    assert impossible["gbps"] > 100_000 and impossible["x_ref"] is None  # shown, never ranked
+    from study.report.labels import flags
+
+    assert "clocks" in flags(records[-1]) and "clocks" not in flags(fast)  # 5 % apart: beyond 3 %

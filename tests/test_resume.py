@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from study import results
-from study.measure import resumable, run_compare
+from study.measure import measured_before_extension, resumable, run_compare
 from study.plan import plan
 from study.session import crashed_record
 
@@ -258,3 +258,36 @@ def test_samples_are_stored_as_a_histogram_without_losing_a_sample():
     assert packed == {"value": [0.005088, 0.00512, 0.0061], "count": [3, 2, 1]}
     assert results.unpack_samples({"samples_ms": packed})["samples_ms"] == sorted(samples)
     assert results.unpack_samples({"samples_ms": [2.0, 1.0]})["samples_ms"] == [2.0, 1.0]  # older files
+
+
+def test_the_best_rungs_paired_extend_the_finished_run_and_a_cut_extension_resumes(tmp_path):
+    # compare's second phase: the same file, its plan extended by the paired cases of the best rungs;
+    # killed during the extension, the same command resumes both phases from the file.
+    from study.plan import best_pairs, ordered
+
+    path = tmp_path / "compare.json"
+    calls = []
+    cases = _cases()
+    doc = run_compare(cases, ENV, path, _fake(calls), say=lambda _: None)
+    pairs = best_pairs(cases, doc["measurements"])
+    assert {(c.impl.backend, c.paired) for c in pairs} == {("cuda", True), ("triton", True)}  # one per series
+    assert all(c.key.endswith("|paired") for c in pairs)
+    extended = ordered(cases) + ordered(pairs)
+    first, said = len(calls), []
+
+    def cut(case):
+        if case.paired and len(calls) > first:
+            raise KeyboardInterrupt
+        return _fake(calls)(case)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_compare(extended, ENV, path, cut, say=said.append, extend=True)
+    assert said[0].startswith(f"resuming: {len(cases)} of {len(extended)} cases")  # the finished run, extended
+    assert resumable(path, [c.key for c in ordered(cases)], ENV)[0] is None  # phase 1 alone resumes nothing
+    old = measured_before_extension(path, [c.key for c in ordered(cases)], ENV)  # the command again: phase 2
+    assert old is not None and len(old["measurements"]) == len(cases)
+    again = run_compare(extended, ENV, path, _fake(calls), say=lambda _: None, extend=True)
+    assert again["complete"] and len(again["measurements"]) == len(extended)
+    assert [m["case"] for m in again["measurements"]] == [c.key for c in extended]
+    finished, why = resumable(path, [c.key for c in ordered(cases)], ENV)
+    assert finished is None and why == "the earlier run was complete"  # a finished run is measured afresh

@@ -32,21 +32,41 @@ class FakeTimer:
         self.calls.append(("warm_up", flush))
         return 3, 0.5
 
+    def settle(self, fn, first):
+        self.calls.append(("settle",))
+        return {"settled": True, "seconds": 0.2, "launches": 40}
+
     def measure(self, fn, first, flush, per_call=1, mode="cold"):
         self.calls.append(("measure", mode))
+        for _ in range(3):
+            fn()  # the samples launch the kernel: a kernel that stops working does so here
         return {"samples": [0.5, 0.5, 0.6], "timing": {"mode": mode, "stop": "reps"}, "clocks": {"available": False}}
 
+    def paired(self, fns, firsts, flush, per_calls=(1, 1)):
+        self.calls.append(("paired", len(fns)))
+        return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.6, 0.6, 0.7], "ratios": [1.2, 1.18, 1.22],
+                "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
+                "clocks": {"available": True, "sm_mhz_median": 1500.0},
+                "reference_clocks": {"available": True, "sm_mhz_median": 1560.0}}
 
-def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False):
-    """A backend whose launch writes the right answer (or a wrong one, always or for some inputs),
-    or raises."""
+
+def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False, works=None):
+    """A backend whose launch writes the right answer (or a wrong one, always or for some inputs;
+    or, with ``works``, only for its first that many launches), or raises."""
     def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pad=0):
         if fail:
             raise fail
         out = problem.make_output(shape, precision, "cpu")
         off = 1.0 if wrong or wrong_when(tensors) else 0.0
         answer = (tensors["A"].double() @ tensors["x"].double()).float() + off
-        return Launch(fn=lambda: out.copy_(answer), out=out, config={"fake": 1})
+        calls = [0]
+
+        def fn():
+            calls[0] += 1
+            if works is None or calls[0] <= works:
+                out.copy_(answer)
+
+        return Launch(fn=fn, out=out, config={"fake": 1})
 
     return types.SimpleNamespace(check=lambda *a: check, prepare=prepare)
 
@@ -92,7 +112,7 @@ def test_an_exception_is_recorded_as_crashed_with_its_message(session, monkeypat
 def test_a_correct_output_is_timed_in_the_cases_mode_and_summarised(session, monkeypatch):
     record = _measure(session, monkeypatch, _backend(), mode="hot", precision=PROBLEM.precision("fp16"))
     assert record["status"] == "ok" and record["median_ms"] == 0.5 and record["samples_ms"] == [0.5, 0.5, 0.6]
-    assert session.timer.calls == [("warm_up", False), ("measure", "hot")]  # hot: no flush
+    assert session.timer.calls == [("warm_up", False), ("settle",), ("measure", "hot")]  # hot: no flush
     assert (record["precision"], record["dtype"], record["math"], record["mode"]) == ("fp16", "float16", "ieee", "hot")
     assert record["work"] == {"flops": 2 * 8 * 16, "bytes": 2 * (8 * 16 + 16 + 8), "bound": "memory"}
     assert record["launch_bound"] is True
@@ -150,3 +170,39 @@ def test_structured_inputs_do_not_cancel_out(op, shape):
     ref, scale = problem.reference(t, precision)
     zeros = torch.zeros_like(ref, dtype=torch.float32)
     assert not problem.verify(zeros, ref, scale, precision).ok
+
+
+def test_work_that_stops_once_the_gate_has_passed_is_caught_after_the_timing(session, monkeypatch):
+    # Right at its first launches (the gate, the trials' fresh launches), then nothing: the samples time
+    # no work, and the output checked again after them is still the poison.
+    record = _measure(session, monkeypatch, _backend(works=2))
+    assert record["status"] == "wrong" and record["reason"].startswith("the output changed after the gate: ")
+    assert "never written" in record["reason"] and record["samples_ms"] == [0.5, 0.5, 0.6]
+
+
+def test_a_figure_above_the_physical_peak_is_impossible_and_shown():
+    from study.session import impossible
+
+    h200 = types.SimpleNamespace(peak_flops=lambda math: {"ieee": 66.9e12, "bf16": 1070e12}.get(math),
+                                 memory_peak_bytes=4.8e12)
+    gemm = {"flops": 2 * 8192**3, "bytes": 3 * 2 * 8192**2, "bound": "compute"}
+    assert impossible(gemm, 1.4, h200, "bf16", "cold") == ""  # 785 TFLOPS: below the BF16 peak
+    assert "above the theoretical peak of bf16" in impossible(gemm, 0.5, h200, "bf16", "cold")  # 2,199 TFLOPS
+    gemv = {"flops": 2 * 16384**2, "bytes": 2 * 16384**2, "bound": "memory"}
+    assert impossible(gemv, 0.12, h200, "ieee", "cold") == ""  # 4.5 TB/s from HBM
+    assert "memory's theoretical" in impossible(gemv, 0.05, h200, "ieee", "cold")  # 10.7 TB/s cold: impossible
+    assert impossible(gemv, 0.05, h200, "ieee", "hot") == ""  # hot: served from the L2, as ⚑L2 says
+
+
+def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatch):
+    monkeypatch.setattr(session_module, "backend", lambda name: _backend())
+    record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
+    assert record["status"] == "ok" and ("paired", 2) in session.timer.calls
+    pairing = record["paired"]
+    assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
+    assert pairing["ci"] == [1.18, 1.22] and pairing["clock_spread"] == pytest.approx(60 / 1560)
+    assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
+    from study import metrics
+
+    [derived] = metrics.with_x_ref([record])
+    assert derived["x_ref"] == 1.2 and derived["x_ref_ci"] == [1.18, 1.22] and derived["paired_rounds"] == 3

@@ -75,3 +75,29 @@ def test_a_quantised_median_known_to_one_tick_stops_by_ci():
     assert stop_rule(st, body + tail, 0.1) == "ci"
     wide = [k * tick for k in range(50, 150)] * 4  # the median's interval spans about ten ticks
     assert stop_rule(st, wide, 0.1) is None
+
+
+def test_the_interval_of_a_median_holds_it_and_narrows_with_more_rounds():
+    from study.stats import median_interval
+
+    few = [1.02, 0.99, 1.01, 1.0, 1.03, 0.98, 1.0, 1.01, 0.99, 1.02]
+    median, low, high = median_interval(few)
+    assert median == 1.005 and low <= median <= high and high - low < 0.04
+    many = few * 10
+    _, low_many, high_many = median_interval(many)
+    assert high_many - low_many < high - low  # ten times the rounds: a narrower interval
+    assert median_interval(few) == (median, low, high)  # seeded: the same values, the same interval
+
+
+def test_pairing_stops_when_the_median_ratio_is_known_or_at_a_bound():
+    from study.timing import TimerSettings, pair_stop
+
+    st = TimerSettings(pair_ci=0.004, min_rounds=10, max_rounds=40, timeout_s=5)
+    steady = [1.01] * 9
+    assert pair_stop(st, steady, 0.1) is None  # fewer rounds than the minimum
+    assert pair_stop(st, steady + [1.01], 0.1) == "ci"
+    noisy = [1.0, 1.1] * 5
+    assert pair_stop(st, noisy, 0.1) is None and pair_stop(st, noisy, 6.0) == "timeout"
+    assert pair_stop(st, noisy * 4, 0.1) == "max_rounds"
+    with pytest.raises(ValueError):
+        TimerSettings(min_rounds=2)

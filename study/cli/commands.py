@@ -16,7 +16,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from study import (align, catalog, ceilings, compare, cublas_study, diff, hardware, metrics, pages, profile,
-                   profile_table, results, sanitize, shards, sweep, validate, worker)
+                   profile_table, results, sanitize, shards, sweep, validate, validate_pairs, worker)
 from study.keys import shape_text
 from study.paths import report_dir
 from study.registry import implementations_of
@@ -90,7 +90,8 @@ def gpus(args) -> list | None:
 
 
 def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
-    """compare's, sweep's and align's common end: shard, GPUs, then the compare flow."""
+    """compare's, sweep's and align's common end: shard, GPUs, then the compare flow (the best rungs paired
+    with the reference afterwards where ``--paired`` is best: compare's default)."""
     timer_settings = settings(args)
     part = shard(args)
     cases, name = compare.sharded(cases, part, args.name, stem or command)
@@ -101,14 +102,17 @@ def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
     lanes = gpus(args)
     if lanes and args.no_isolate and len(lanes) > 1:
         raise UsageError("--gpus with several GPUs needs a worker per GPU: drop --no-isolate")
+    pair_best = (args.paired or ("best" if command == "compare" else "off")) == "best"
     options = compare.RunOptions(timer_settings, out=args.out, name=name, seed=args.seed, isolate=not args.no_isolate,
-                                 fresh=args.fresh, gpus=lanes, shard=part, what=f"autotune {args.autotune}")
+                                 fresh=args.fresh, gpus=lanes, shard=part, what=f"autotune {args.autotune}",
+                                 pair_best=pair_best)
     code, _ = compare.run(cases, options, finish=finish)
     return code
 
 
 def cmd_compare(args) -> int:
-    cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode, say=say)
+    cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode, say=say,
+                         paired=args.paired == "all")
     return run(args, cases, "compare")  # usage errors came first: they need no GPU to be told
 
 
@@ -122,7 +126,8 @@ def page_writer(module):
 
 
 def cmd_align(args) -> int:
-    cases, line = align.cases(args.op, args.base, args.rung, args.dtype, args.backend, args.autotune, args.mode)
+    cases, line = align.cases(args.op, args.base, args.rung, args.dtype, args.backend, args.autotune, args.mode,
+                              paired=args.paired == "all")
     say(line)
     return run(args, cases, "align", stem=f"align-{args.op}-{args.base}", finish=page_writer(align))
 
@@ -136,7 +141,7 @@ def cmd_sweep(args) -> int:
             raise UsageError(f"--axis {item!r}: expected NAME=SPEC, e.g. --axis batch=32:256:x2")
         given.append((axis.strip(), value))
     cases, line = sweep.cases(args.op, sweep.axis_specs(problem, given), args.dtype, args.backend, args.rung,
-                              args.autotune, args.mode)
+                              args.autotune, args.mode, paired=args.paired == "all")
     say(line)
     limit = sweep.CASE_LIMIT if args.limit is None else args.limit
     mine = len(compare.sharded(cases, shard(args), None, "")[0])  # the limit is about what this process measures
@@ -196,16 +201,25 @@ def cmd_ceilings(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    for name, text in args.kernel or ():  # usage errors before the GPU check, as in compare
+    named = [(name, text, None) for name, text in args.kernel or ()]
+    named += [(n, text, precision) for name, ref, text, precision in args.pair or () for n in (name, ref)]
+    for name, text, precision in named:  # usage errors before the GPU check, as in compare
         try:
-            catalog.ladder(catalog.implementation(name).op).problem.parse_shape(text)
+            problem = catalog.ladder(catalog.implementation(name).op).problem
         except KeyError:
             raise UsageError(f"unknown implementation {name}; see python -m study list --json") from None
-        except ValueError as exc:
-            raise UsageError(f"{name} {text}: {exc}") from None
+        try:
+            problem.parse_shape(text)
+            if precision:
+                problem.precision(precision)
+        except (KeyError, ValueError) as exc:
+            raise UsageError(f"{name} {text}: {exc.args[0]}") from None
     if not gpu_or_exit("validate"):
         return 2
-    return validate.main(args.out, use_ncu=not args.no_ncu, kernels=[tuple(k) for k in args.kernel or validate.KERNELS])
+    chosen = args.kernel or args.pair
+    return validate.main(args.out, use_ncu=not args.no_ncu,
+                         kernels=[tuple(k) for k in args.kernel or ([] if chosen else validate.KERNELS)],
+                         pairs=[tuple(p) for p in args.pair or ([] if chosen else validate_pairs.PAIRS)])
 
 
 def cmd_sanitize(args) -> int:

@@ -47,6 +47,7 @@ EXAMPLES_VALIDATE = """examples:
   python -m study validate
   python -m study validate --no-ncu
   python -m study validate --kernel sgemm/v1_naive/cuda 4096x4096x4096
+  python -m study validate --pair hgemm/v8_warp_specialized/cuda hgemm/torch_matmul/cublas 8192x8192x8192 bf16
 """
 EXAMPLES_DIFF = """examples:
   python -m study diff before.json after.json
@@ -113,6 +114,11 @@ def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--keep-throttled", action="store_true", help="keep throttled samples (flag them only)")
     p.add_argument("--graph-launches", type=int, default=None,
                    help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
+    p.add_argument("--paired", nargs="?", const="all", default=None, choices=("all", "best", "off"),
+                   help="time rungs in rounds alternating with the op's reference, both in the same power state, "
+                        "× ref the median of the rounds' ratios with its 95 %% interval: all (--paired alone) "
+                        "every rung; best (compare's default) the best rung of each series again, for the "
+                        "report's best-rung table; off (sweep's and align's default) none")
     p.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")
     p.add_argument("--no-isolate", action="store_true",
                    help="measure in this process instead of a worker (a faulting kernel then ends the run)")
@@ -189,6 +195,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     val.add_argument("--no-ncu", action="store_true", help="skip Nsight Compute even where it is installed")
     val.add_argument("--kernel", nargs=2, action="append", metavar=("IMPL", "SHAPE"),
                      help="validate these (repeatable) instead of the fixed set")
+    val.add_argument("--pair", nargs=4, action="append", metavar=("IMPL", "REFERENCE", "SHAPE", "PRECISION"),
+                     help="compare the study's paired ratio of IMPL to REFERENCE with do_bench's and ncu's "
+                          "(repeatable) instead of the fixed pairs; with --kernel or --pair only those run")
 
     dif = sub.add_parser("diff", help="compare two results files case by case, with noise-aware verdicts",
                          epilog=EXAMPLES_DIFF, formatter_class=argparse.RawDescriptionHelpFormatter)

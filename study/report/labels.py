@@ -4,6 +4,8 @@ A leaf: pure functions of records, no framework import but :mod:`study.metrics`.
 
 from __future__ import annotations
 
+import json
+
 from study import metrics
 
 BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
@@ -34,9 +36,12 @@ def unit_of(ms: list[dict]) -> str:
     return metrics.unit((ms[0].get("work") or {}).get("bound", "compute")) if ms else "GFLOPS"
 
 
+PAIR_CLOCK_SPREAD = 0.03  # a pair whose median SM clocks are further apart is flagged: ratio and clock mixed
+
+
 def flags(m: dict) -> list[str]:
     """Why a number deserves a second look: noise above target, throttling, launch-bound,
-    above the memory peak (served from L2)."""
+    above the memory peak (served from L2), run at the power cap, a pair at clocks apart."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -51,7 +56,32 @@ def flags(m: dict) -> list[str]:
         out.append("sanitizer")
     if (m.get("work") or {}).get("bound") == "memory" and (m.get("pct_peak") or 0) > 100:
         out.append("L2")
+    if clocks.get("at_power_cap"):
+        out.append("power-cap")
+    if ((m.get("paired") or {}).get("clock_spread") or 0) > PAIR_CLOCK_SPREAD:
+        out.append("clocks")
     return out
+
+
+def primary(ms: list[dict]) -> list[dict]:
+    """The records a ladder table and figure show: a paired record (timed again against the reference
+    for the best-rung table) stands in only where its case has no unpaired record."""
+    plain = {_unpaired_key(m) for m in ms if not m.get("paired")}
+    return [m for m in ms if not m.get("paired") or _unpaired_key(m) not in plain]
+
+
+def _unpaired_key(m: dict) -> tuple:
+    return (m["implementation"], json.dumps(m["shape"]), m.get("precision"), m["autotune"], m.get("mode"),
+            m.get("pad") or 0)
+
+
+def ratio_cell(m: dict) -> str:
+    """× reference, with the interval of a paired record (``same within noise`` when it holds 1)."""
+    text = num(m.get("x_ref"), ".2f", "×")
+    ci = m.get("x_ref_ci")
+    if ci:
+        text += f" [{ci[0]:.3f}, {ci[1]:.3f}]" + (" same within noise" if ci[0] <= 1 <= ci[1] else "")
+    return text
 
 
 def modes_of(ms) -> list[str]:
@@ -66,6 +96,8 @@ def tunes_of(ms) -> list[str]:
 def headline_cell(m: dict | None) -> str:
     if m is None:
         return "—"
+    if m["status"] == "impossible":  # shown with its figure, never ranked
+        return f"**impossible** {num(metrics.headline(m), ',.0f')}"
     if m["status"] != "ok":
         return f"**{m['status']}**"
     return num(metrics.headline(m), ",.0f") + "".join(f" ⚑{f}" for f in flags(m))

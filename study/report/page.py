@@ -14,8 +14,10 @@ from typing import Callable
 
 from study import metrics
 from study.report.figures import best_figure, figure, roofline
-from study.report.labels import EMULATION, EMULATION_PEAK, flags, modes_of, reason_line, shape_label, tunes_of, unit_of
-from study.report.tables import CLOCK_SPREAD, best_table, clock_table, detail_table, device_block, ladder_table
+from study.report.labels import (EMULATION, EMULATION_PEAK, flags, modes_of, primary, reason_line, shape_label, tunes_of,
+                                 unit_of)
+from study.report.tables import (CLOCK_SPREAD, best_table, clock_table, detail_table, device_block, ladder_table,
+                                 paired_table)
 
 MODE_TEXT = {
     "cold": "`cold`: the L2 flushed before each sample by {how} {flush}× the L2 size (not timed), each launch "
@@ -95,6 +97,14 @@ def legend(env: dict, ms: list[dict]) -> str:
            "include the host's launch latency (this run predates the lead sized to the batch). ")
         + ("⚑sanitizer: `python -m study sanitize` (sanitize.json beside this report) found hazards in the very "
            "kernel source this measurement ran. " if any(m.get("sanitizer") for m in ms) else "")
+        + (f"Before its samples each kernel ran back to back until its SM clock and power draw settled (at most "
+           f"{t.get('settle_max_s', 0):g} s), so that it is timed at the clock it holds in a loop; after them its "
+           "output was poisoned and checked once more (work that stops once the gate has passed: `wrong`), and a "
+           "figure above the theoretical peak (or, cold, the memory's bandwidth) is `impossible`, never ranked. "
+           "⚑power-cap: the median power draw while the samples ran was 97 % of the limit or more, or the driver "
+           "reported its power cap (two kernels at the cap hold different clocks); ⚑clocks: a paired measurement "
+           "whose two sides ran at median SM clocks more than 3 % apart. "
+           if any("steady" in m for m in ms) else "")
         + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
         "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
         "Library GEMM baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "
@@ -155,20 +165,26 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
     if env.get("mixed"):
         out += ["> **Mixed environments** (merged with `--allow-mixed`; the block above is the first file's):", ""]
         out += [f"> - {line}" for line in env["mixed"]] + [""]
-    for op, groups in _groups(ms).items():
+    shown = primary(ms)  # a paired record stands in a ladder table only where its case has no unpaired one
+    for op, groups in _groups(shown).items():
         op_ms = [m for m in ms if m["op"] == op]
         out += [f"## {op}", "", f"Headline unit: **{unit_of(op_ms)}**.", ""]
         if draw:
             figures = md_path.parent / "figures"
-            for kind, fig in (("ladder", figure(ms, op, figures / f"{md_path.stem}-{op}.png")),
+            for kind, fig in (("ladder", figure(shown, op, figures / f"{md_path.stem}-{op}.png")),
                               ("best against the reference", best_figure(ms, op, figures / f"{md_path.stem}-{op}-best.png")),
-                              ("roofline", roofline(ms, op, env, figures / f"{md_path.stem}-{op}-roofline.png"))):
+                              ("roofline", roofline(shown, op, env, figures / f"{md_path.stem}-{op}-roofline.png"))):
                 if fig is not None:
                     out += [f"![{op} {kind}]({fig.relative_to(md_path.parent).as_posix()})", ""]
         best = best_table(ms, op)
         if best:
             out += [f"Best handwritten rung against the reference, by shape (the best figure's numbers; each "
                     f"cell: rung (autotune), {unit_of(op_ms)} · × reference):", "", best, ""]
+        pairs = paired_table(op_ms)
+        if pairs:
+            out += ["Paired against the reference: timed in rounds alternating with the reference (ABBA), both in "
+                    "the same power state; × ref is the median of the rounds' ratios, with its 95 % bootstrap "
+                    "interval (`same within noise` where it holds 1):", "", pairs, ""]
         for section in (sections or {}).get(op, ()):
             out += section.write(ms, md_path.parent / "figures" / f"{md_path.stem}-{op}-{section.name}.png"
                                  if draw else None, md_path.parent)
@@ -197,7 +213,14 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
                     f"reasons {', '.join((m['clocks'] or {}).get('throttle_reasons') or []) or 'none'})"
                     for m in flagged]
             out.append("")
-        problems = [m for m in op_ms if m["status"] != "ok"]
+        wild = [m for m in op_ms if m["status"] == "impossible"]
+        if wild:
+            out += ["**Impossible figures** (above the physical peak: work left out of the timed launch; shown, never "
+                    "ranked):", ""]
+            out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m.get('precision')} {m.get('mode')} "
+                    f"autotune {m['autotune']}: {reason_line(m['reason'])}" for m in wild]
+            out.append("")
+        problems = [m for m in op_ms if m["status"] not in ("ok", "impossible")]
         if problems:
             out += ["**Not measured** (never ranked):", ""]
             out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m.get('precision') or m['dtype']} "

@@ -8,7 +8,7 @@ from tabulate import tabulate
 
 from study import metrics
 from study.report.labels import (BACKEND_LABEL, EMULATION, RUNG_BACKENDS, flags, headline_cell, modes_of, num,
-                                 shape_label, unit_of)
+                                 ratio_cell, shape_label, unit_of)
 
 def ladder_table(ms: list[dict], tune: str) -> str:
     """One (op, shape, precision) at one autotune setting: rows are rungs, then baselines;
@@ -73,7 +73,8 @@ def detail_table(ms: list[dict]) -> str:
             stop += f" ({timing['discarded_throttled']} throttled discarded)"
         rows.append([
             f"`{m['implementation']}`", shape_label(m["shape"]), f"{m.get('precision')} ({m['dtype']}, {m.get('math')})",
-            m["autotune"], m.get("mode") or "—", m["status"], num(m["median_ms"], ".4f"),
+            m["autotune"], (m.get("mode") or "—") + (" paired" if m.get("paired") else ""), m["status"],
+            num(m["median_ms"], ".4f"),
             num(m["min_ms"], ".4f"), q, str(len(m["samples_ms"])) if m["samples_ms"] else "—", stop,
             num(None if timing.get("noise") is None else 100 * timing["noise"], ".2f", " %"),
             num(None if timing.get("median_ci") is None else 100 * timing["median_ci"], ".3f", " %"),
@@ -144,7 +145,9 @@ def best_by_shape(measurements: list[dict], op: str) -> tuple[str, dict] | None:
     """(timing mode, {(shape, precision, series): record}): per shape and precision the rung of each
     series with the highest × reference, in the first timing mode, either autotune setting. A series
     is a backend, or a backend and a math mode other than the precision's own (3xTF32 in an FP32
-    table), so FFMA is never credited with tensor-core speed. None below two shapes."""
+    table), so FFMA is never credited with tensor-core speed. Where the series' best was timed again
+    paired with the reference (study.plan.best_pairs), the paired record stands for it. None below two
+    shapes."""
     ok = [m for m in measurements if m["op"] == op and m["status"] == "ok" and m["rung"] is not None
           and m.get("x_ref") and not m.get("pad")]  # a padded layout (align) is another problem
     first = (modes_of(ok) or ["cold"])[0]
@@ -152,11 +155,13 @@ def best_by_shape(measurements: list[dict], op: str) -> tuple[str, dict] | None:
     if len({shape_label(m["shape"]) for m in ok}) < 2:
         return None
     best: dict = {}
-    for m in ok:
+    for m in sorted(ok, key=lambda m: bool(m.get("paired"))):  # unpaired first: a paired best replaces them
         own = (m.get("math") or "ieee") in EMULATION
         series = BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
         key = (shape_label(m["shape"]), m.get("precision") or m["dtype"], series)
-        if key not in best or m["x_ref"] > best[key]["x_ref"]:
+        held = best.get(key)
+        if held is None or (m.get("paired") and not held.get("paired")) or \
+                (bool(m.get("paired")) == bool(held.get("paired")) and m["x_ref"] > held["x_ref"]):
             best[key] = m
     return first, best
 
@@ -179,7 +184,7 @@ def best_table(measurements: list[dict], op: str) -> str | None:
         for name in series:
             m = best.get((shape, precision, name))
             cells.append(f"v{m['rung_index']} ({m['autotune']}) {num(metrics.headline(m), ',.0f')} · "
-                         f"{m['x_ref']:.2f}×" if m else "—")
+                         f"{ratio_cell(m)}" + ("".join(f" ⚑{f}" for f in flags(m) if f == "clocks")) if m else "—")
         reference = f"{num(metrics.headline(ref), ',.0f')} ({ref.get('baseline')})" if ref else "—"
         rows.append([shape, precision, reference, *cells])
     return tabulate(rows, ["shape", "precision", f"reference {unit}", *series], tablefmt="github", disable_numparse=True)
@@ -223,3 +228,26 @@ def summary_table(doc: dict) -> str:
              "" if m["x_ref"] is None else f"{m['x_ref']:.2f}"] for m in doc["measurements"]]
     return tabulate(rows, ["implementation", "shape", "precision", "mode", "autotune", "status", "median",
                            "% peak", "× ref"], tablefmt="simple")
+
+
+def paired_table(ms: list[dict]) -> str | None:
+    """Every paired record of an op: its ratio to the reference as the median of alternating rounds,
+    the 95 % interval and rounds, the figure, and each side's median SM clock and power while the rounds
+    ran (both sides at the same power state). None without paired records."""
+    rows = []
+    for m in ms:
+        pairing = m.get("paired")
+        if not pairing:
+            continue
+        mine, theirs = m.get("clocks") or {}, pairing.get("reference_clocks") or {}
+        rows.append([f"`{m['implementation']}`", shape_label(m["shape"]), m.get("precision"), m.get("mode"),
+                     m["autotune"], headline_cell(m), ratio_cell(m) if m["status"] == "ok" else f"**{m['status']}**",
+                     str(pairing["rounds"]), f"{num(mine.get('sm_mhz_median'), '.0f')} / "
+                     f"{num(theirs.get('sm_mhz_median'), '.0f')}",
+                     f"{num(mine.get('power_w_median'), '.0f')} / {num(theirs.get('power_w_median'), '.0f')}",
+                     f"`{pairing['reference']}`"])
+    if not rows:
+        return None
+    unit = unit_of(ms)
+    return tabulate(rows, ["implementation", "shape", "precision", "mode", "autotune", unit, "× ref [95 %]", "rounds",
+                           "SM MHz (it / ref)", "W (it / ref)", "reference"], tablefmt="github", disable_numparse=True)

@@ -1,0 +1,142 @@
+"""``python -m study validate``, the pairs: the study's paired ratio of an implementation to its op's
+reference against two other instruments' ratios, and the absolute figures with the L2 flush's cost
+measured rather than assumed.
+
+For each pair (a tensor-core GEMM at the power cap, a memory-bound softmax and GEMV, the 3xTF32 GEMM
+against cuBLAS FP32):
+- the study's ratio: rounds alternating the two kernels (study.timer.Timer.paired), each settled
+  first, the median of the rounds' ratios and its 95 % interval;
+- a do_bench-interleaved ratio: ``triton.testing.do_bench`` (median, its own write flush) on each
+  kernel in turn, ROUNDS times, alternating which goes first; the median of the rounds' ratios;
+- an ncu ratio: ``gpu__time_duration`` medians of NCU_LAUNCHES launches of each (``--clock-control
+  none``: each at the clock it reaches, launched one at a time);
+- absolute: each kernel's median by the study's timer with its read flush, by the same timer with a
+  write flush (what do_bench and nvbench do), by do_bench and by ncu: the flush's cost is the
+  difference of the first two.
+
+Goal: the paired ratio within 2 % of the do_bench-interleaved one (TARGET).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+
+from study import stats
+from study.child import ready_launch
+from study.problem import check_output
+
+PAIRS = (
+    ("hgemm/v8_warp_specialized/cuda", "hgemm/torch_matmul/cublas", "8192x8192x8192", "bf16"),
+    ("softmax/v4_on_chip/cuda", "softmax/torch_softmax/torch", "16384x4096", "fp32"),
+    ("sgemv/v2_vector_loads/cuda", "sgemv/torch_mv/cublas", "16384x16384", "fp16"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", "sgemm/torch_matmul/cublas", "8192x8192x8192", "fp32"),
+)
+ROUNDS = 10         # do_bench rounds of each kernel, alternating which goes first
+TARGET = 0.02       # the paired ratio within 2 % of the do_bench-interleaved one
+
+
+def _do_bench(fn) -> float:
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+
+def measure(name: str, reference: str, shape_text: str, precision: str, timer, write_timer, ncu_time) -> dict:
+    """One pair measured every way (``ncu_time(name, shape, precision)`` or None without ncu)."""
+    row = {"implementation": name, "reference": reference, "shape": shape_text, "precision": precision}
+    ready = [ready_launch(n, shape_text, precision_name=precision) for n in (name, reference)]
+    launches = [r[3] for r in ready]
+    for impl, problem, _, launch, ref, scale, chosen in ready:
+        with launch.context():
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, chosen)
+        if not verdict.ok:
+            return {**row, "status": "wrong", "reason": f"{impl.name}: {verdict.message}"}
+    with launches[0].context(), launches[1].context():
+        firsts = [timer.warm_up(launch.fn, True)[1] for launch in launches]
+        steady = [timer.settle(launch.fn, first) for launch, first in zip(launches, firsts)]
+        pairing = timer.paired(tuple(launch.fn for launch in launches), tuple(firsts), True)
+        absolute = {}
+        for side, launch in zip(("implementation", "reference"), launches):
+            read = stats.summarize(timer.time(launch.fn)["samples"]).median
+            write = stats.summarize(write_timer.time(launch.fn)["samples"]).median
+            absolute[side] = {"study_read_flush_ms": read, "study_write_flush_ms": write}
+        rounds = []
+        for r in range(ROUNDS):
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            times = [0.0, 0.0]
+            for side in order:
+                times[side] = _do_bench(launches[side].fn)
+            rounds.append(times)
+    do_bench_ratios = [b / a for a, b in rounds]
+    for i, side in enumerate(("implementation", "reference")):
+        absolute[side]["do_bench_ms"] = statistics.median(t[i] for t in rounds)
+    row.update(status="ok", steady=[{k: v for k, v in s.items() if k in ("settled", "seconds", "launches")}
+                                    for s in steady],
+               paired={k: pairing[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
+               clocks={"implementation": pairing["clocks"], "reference": pairing["reference_clocks"]},
+               do_bench={"ratio": statistics.median(do_bench_ratios), "ratios": do_bench_ratios,
+                         "min": min(do_bench_ratios), "max": max(do_bench_ratios)}, absolute=absolute)
+    if ncu_time is not None:
+        try:
+            times = [ncu_time(n, shape_text, precision)["median_ms"] for n in (name, reference)]
+            row["ncu"] = {"ratio": times[1] / times[0], "implementation_ms": times[0], "reference_ms": times[1]}
+            absolute["implementation"]["ncu_ms"], absolute["reference"]["ncu_ms"] = times
+        except Exception as exc:
+            row["ncu"] = {"error": f"{type(exc).__name__}: {exc}"}
+    row["within_target"] = abs(row["paired"]["ratio"] / row["do_bench"]["ratio"] - 1) <= TARGET
+    return row
+
+
+def markdown(rows: list[dict]) -> list[str]:
+    """The pairs' section of validate.md."""
+    from tabulate import tabulate
+
+    if not rows:
+        return []
+    ratio_rows, absolute_rows = [], []
+    for r in rows:
+        if r.get("status") != "ok":
+            ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
+                               f"**{r.get('status')}**: {r.get('reason', '')}", "", "", "", ""])
+            continue
+        p, d, n = r["paired"], r["do_bench"], r.get("ncu") or {}
+        ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
+                           f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)",
+                           f"{d['ratio']:.3f} ({d['min']:.3f}–{d['max']:.3f})",
+                           f"{n['ratio']:.3f}" if "ratio" in n else "—",
+                           f"{100 * (p['ratio'] / d['ratio'] - 1):+.2f} % " + ("✓" if r["within_target"] else "✗"),
+                           f"{r['clocks']['implementation'].get('sm_mhz_median')} / "
+                           f"{r['clocks']['reference'].get('sm_mhz_median')}"])
+        for side in ("implementation", "reference"):
+            a = r["absolute"][side]
+            absolute_rows.append([f"`{r[side]}`", r["shape"], r["precision"], f"{a['study_read_flush_ms']:.4f}",
+                                  f"{a['study_write_flush_ms']:.4f}",
+                                  f"{100 * (a['study_write_flush_ms'] / a['study_read_flush_ms'] - 1):+.2f} %",
+                                  f"{a['do_bench_ms']:.4f}", f"{a['ncu_ms']:.4f}" if "ncu_ms" in a else "—"])
+    return ["## Pairs: the study's ratio against do_bench's and ncu's", "",
+            "× ref of each implementation to its op's reference (> 1: faster). *study*: rounds alternating the two "
+            "(ABBA), each settled first, the median of the rounds' ratios with its 95 % bootstrap interval; "
+            f"*do_bench*: `triton.testing.do_bench` (median, write flush) on each in turn, {ROUNDS} rounds "
+            "alternating which goes first, the median ratio (min–max); *ncu*: the ratio of the "
+            "`gpu__time_duration` medians. Goal: study within "
+            f"{100 * TARGET:.0f} % of do_bench.", "",
+            tabulate(ratio_rows, ["implementation", "reference", "shape", "precision", "study", "do_bench", "ncu",
+                                  "study / do_bench", "SM MHz (it / ref)"], tablefmt="github", disable_numparse=True),
+            "", "Absolute medians (ms): the study's timer with its read flush, the same with a write flush (what "
+            "do_bench does), the difference (the flush's cost to the kernel), do_bench and ncu:", "",
+            tabulate(absolute_rows, ["kernel", "shape", "precision", "study (read flush)", "study (write flush)",
+                                     "write − read", "do_bench", "ncu"], tablefmt="github", disable_numparse=True), ""]
+
+
+def run(pairs, timer, write_timer, ncu_time, doc: dict, save) -> None:
+    """Every pair, the document saved after each (an interruption loses nothing)."""
+    doc.setdefault("pairs", [])
+    for name, reference, shape, precision in pairs:
+        print(f"validating {name} against {reference} {shape} {precision} ...", file=sys.stderr, flush=True)
+        try:
+            doc["pairs"].append(measure(name, reference, shape, precision, timer, write_timer, ncu_time))
+        except Exception as exc:
+            doc["pairs"].append({"implementation": name, "reference": reference, "shape": shape,
+                                 "precision": precision, "status": "crashed", "reason": f"{type(exc).__name__}: {exc}"})
+        save()
