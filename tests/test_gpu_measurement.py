@@ -72,8 +72,10 @@ def test_an_interrupted_run_keeps_every_result_and_the_same_command_resumes(tmp_
     again = _study(args, cache)
     assert again.returncode == 0, again.stderr[-3000:]
     assert f"resuming: {kept} of {planned} cases" in again.stderr
-    second = json.loads(path.read_text())
-    assert second["complete"] is True and len(second["measurements"]) == planned
+    second = json.loads(path.read_text())  # its plan extended by the best rungs paired with the reference
+    assert second["complete"] is True and second["plan"][:planned] == first["plan"]
+    assert len(second["measurements"]) == len(second["plan"]) > planned
+    assert all(key.endswith("|paired") for key in second["plan"][planned:])
     for old, new in zip(first["measurements"], second["measurements"]):
         assert old["samples_ms"] == new["samples_ms"] and old["case"] == new["case"]
 
