@@ -1,6 +1,7 @@
 """Session.measure's control flow without a GPU: a fake backend and a fake timer drive each
 outcome — skipped (with the reason), wrong (never timed), crashed (with the error), ok."""
 
+import itertools
 import types
 
 import pytest
@@ -206,3 +207,31 @@ def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatc
 
     [derived] = metrics.with_x_ref([record])
     assert derived["x_ref"] == 1.2 and derived["x_ref_ci"] == [1.18, 1.22] and derived["paired_rounds"] == 3
+
+
+class _Readings:
+    """NVML as settle() reads it: a steady SM clock and the power draws given, in turn."""
+
+    available, power_limit_w = True, 700.0
+
+    def __init__(self, watts):
+        self.watts = itertools.cycle(watts)
+
+    def sm_mhz(self):
+        return 1980.0
+
+    def power_w(self):
+        return next(self.watts)
+
+
+@pytest.mark.parametrize("watts, settles", [((150.0, 260.0), True),    # a short kernel's launch gaps, far from the cap
+                                            ((690.0, 697.0), True),    # at the cap, steady
+                                            ((560.0, 690.0), False)])  # ramping up to the cap
+def test_settling_waits_for_the_power_state_only_near_the_cap(monkeypatch, watts, settles):
+    from study.timing import TimerSettings
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    timer = timer_module.Timer(TimerSettings(settle_max_s=0.4), None, _Readings(watts), None)
+    steady = timer.settle(lambda: None, per_launch_ms=50.0)
+    assert steady["settled"] is settles and steady["launches"] == len(steady["power_w"])
+    assert (steady["seconds"] < 0.4) is settles
