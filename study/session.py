@@ -22,7 +22,7 @@ from study.backends.cuda_tune import one_line
 from study.plan import Case, ordered
 from study.registry import implementations_of
 from study.problem import check_output, error_record, pad_rows
-from study.timing import TimerSettings, TimingConfigError, flushes
+from study.timing import TimerSettings, TimingConfigError, flushes, power_mix
 
 SEED_STRIDE = 7919  # the extra gate trials draw seeds seed + SEED_STRIDE·t, t = 1, 2, …
 
@@ -63,10 +63,8 @@ class Session:
         self.seed = seed
         self.timer = timer.for_gpu(settings, device, clocks)
         self.launch_overhead_ms = launch_overhead_ms
-        self._key = None
-        self._data = None
-        self._trial_key = None
-        self._trial_data = None
+        self._key = self._data = None  # the inputs and reference of the current group
+        self._trial_key = self._trial_data = None  # those of the current correctness trial
 
     @staticmethod
     def _group(problem, shape, precision, pad=0) -> tuple:
@@ -271,7 +269,8 @@ class Session:
         paired = {"reference": reference.name, "reference_autotune": autotune, "ratio": pairing["ratio"],
                   "ci": pairing["ci"], "rounds": pairing["rounds"], "ratios": pairing["ratios"], "stop": pairing["stop"],
                   "reference_median_ms": ref_median, "reference_clocks": pairing["reference_clocks"],
-                  "reference_steady": other["steady"], "clock_spread": spread}
+                  "reference_steady": other["steady"], "clock_spread": spread,
+                  **power_mix((run["steady"], other["steady"]), (pairing["clocks"], pairing["reference_clocks"]))}
         return sampling, paired
 
 

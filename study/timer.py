@@ -15,7 +15,7 @@ import numpy as np
 from study import hardware, stats
 from study.backends.cuda import StreamCache, load_function
 from study.paths import MICROBENCH_DIR
-from study.timing import TimerSettings, pair_stop, stop_rule
+from study.timing import SETTLE_WINDOW, TimerSettings, pair_stop, stop_rule
 
 LEAD_MIN_S = 200e-6        # the shortest lead: covers the first launches of any batch
 LEAD_MAX_S = 20e-3         # the longest: a full launch queue blocks the host behind the lead itself
@@ -31,7 +31,6 @@ SETTLE_MIN_S = 0.15        # settling runs at least this long: a kernel's first 
 SETTLE_CLOCK = 0.01        # settled: the last SETTLE_WINDOW SM clocks within 1 % of each other
 SETTLE_POWER = 0.03        # ... and the power draws within 3 %,
 SETTLE_FAR_FROM_CAP = 0.8  # or all below 80 % of the power limit: far from the cap, nothing cuts the clock
-SETTLE_WINDOW = 3
 AT_CAP = 0.97              # a median draw at 97 % of the power limit or more: the samples ran at the cap
 
 

@@ -5,6 +5,7 @@ stopping rule (:func:`stop_rule`). Pure: the GPU side is :mod:`study.timer`.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from study import stats
 
@@ -147,3 +148,23 @@ def pair_stop(st: TimerSettings, ratios: list[float], elapsed_s: float) -> str |
     if len(ratios) >= st.max_rounds:
         return "max_rounds"
     return "timeout" if elapsed_s > st.timeout_s and len(ratios) >= st.min_rounds else None
+
+
+SETTLE_WINDOW = 3  # settled: the last this many readings of clock and power agree (study.timer.Timer.settle)
+
+
+def power_mix(steadies: tuple, clocks: tuple) -> dict:
+    """How far each side of a pair ran from the SM clock it settled at alone (:meth:`study.timer.Timer.settle`): two
+    kernels of unlike power lend each other headroom under the cap, and their paired ratio is then the
+    ratio at clocks neither holds in a loop of its own. On the H200, sgemm v11 (3xTF32 on wgmma) settled
+    at 1740 MHz alone and ran at 1950 beside cuBLAS's SIMT FP32 GEMM: its paired × cuBLAS 2.48, the
+    ratio of the two timed each alone 2.21 (docs/method.md §8). ``power_mix``: the larger gap, or None."""
+    alone = [_settled_mhz(s) for s in steadies]
+    paired = [(c or {}).get("sm_mhz_median") for c in clocks]
+    gaps = [abs(p - a) / a for a, p in zip(alone, paired) if a and p]
+    return {"alone_mhz": alone, "paired_mhz": paired, "power_mix": max(gaps) if gaps else None}
+
+
+def _settled_mhz(steady: dict | None) -> float | None:
+    readings = [c for c in (steady or {}).get("sm_mhz") or [] if c]
+    return statistics.median(readings[-SETTLE_WINDOW:]) if readings else None

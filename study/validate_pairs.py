@@ -25,6 +25,8 @@ import sys
 from study import stats
 from study.child import ready_launch
 from study.problem import check_output
+from study.report.labels import PAIR_CLOCK_SPREAD
+from study.timing import power_mix
 
 PAIRS = (
     ("hgemm/v8_warp_specialized/cuda", "hgemm/torch_matmul/cublas", "8192x8192x8192", "bf16"),
@@ -73,7 +75,8 @@ def measure(name: str, reference: str, shape_text: str, precision: str, timer, w
         absolute[side]["do_bench_ms"] = statistics.median(t[i] for t in rounds)
     row.update(status="ok", steady=[{k: v for k, v in s.items() if k in ("settled", "seconds", "launches")}
                                     for s in steady],
-               paired={k: pairing[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
+               paired={**{k: pairing[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
+                       **power_mix(steady, (pairing["clocks"], pairing["reference_clocks"]))},
                clocks={"implementation": pairing["clocks"], "reference": pairing["reference_clocks"]},
                do_bench={"ratio": statistics.median(do_bench_ratios), "ratios": do_bench_ratios,
                          "min": min(do_bench_ratios), "max": max(do_bench_ratios)}, absolute=absolute)
@@ -102,7 +105,9 @@ def markdown(rows: list[dict]) -> list[str]:
             continue
         p, d, n = r["paired"], r["do_bench"], r.get("ncu") or {}
         ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
-                           f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)",
+                           f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)"
+                           + (f" ⚑power-mix {100 * p['power_mix']:.0f} %" if (p.get("power_mix") or 0) > PAIR_CLOCK_SPREAD
+                              else ""),
                            f"{d['ratio']:.3f} ({d['min']:.3f}–{d['max']:.3f})",
                            f"{n['ratio']:.3f}" if "ratio" in n else "—",
                            f"{100 * (p['ratio'] / d['ratio'] - 1):+.2f} % " + ("✓" if r["within_target"] else "✗"),

@@ -361,3 +361,5 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
     from study.report.labels import flags
 
     assert "clocks" in flags(records[-1]) and "clocks" not in flags(fast)  # 5 % apart: beyond 3 %
+    assert "power-mix" not in flags(records[-1])
+    assert "power-mix" in flags({**records[-1], "paired": {**pairing, "power_mix": 0.13}})

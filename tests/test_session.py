@@ -13,7 +13,7 @@ from study.backends import Launch
 from study.catalog import implementation, ladder
 from study.plan import Case
 from study.session import Session
-from study.timing import TimerSettings
+from study.timing import TimerSettings, power_mix
 
 IMPL = implementation("sgemv/v1_warp_per_row/cuda")
 PROBLEM = ladder("sgemv").problem
@@ -35,7 +35,7 @@ class FakeTimer:
 
     def settle(self, fn, first):
         self.calls.append(("settle",))
-        return {"settled": True, "seconds": 0.2, "launches": 40}
+        return {"settled": True, "seconds": 0.2, "launches": 40, "sm_mhz": [1980.0, 1500.0, 1500.0, 1500.0]}
 
     def measure(self, fn, first, flush, per_call=1, mode="cold"):
         self.calls.append(("measure", mode))
@@ -203,6 +203,7 @@ def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatc
     assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
     assert pairing["ci"] == [1.18, 1.22] and pairing["clock_spread"] == pytest.approx(60 / 1560)
     assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
+    assert pairing["alone_mhz"] == [1500.0, 1500.0] and pairing["power_mix"] == pytest.approx(60 / 1500)
     from study import metrics
 
     [derived] = metrics.with_x_ref([record])
@@ -235,3 +236,14 @@ def test_settling_waits_for_the_power_state_only_near_the_cap(monkeypatch, watts
     steady = timer.settle(lambda: None, per_launch_ms=50.0)
     assert steady["settled"] is settles and steady["launches"] == len(steady["power_w"])
     assert (steady["seconds"] < 0.4) is settles
+
+
+def test_a_pair_whose_kernels_lend_each_other_clock_headroom_is_told_apart():
+    # sgemm v11 beside cuBLAS's FP32 GEMM on the H200: alone it settled at 1740 MHz, paired it ran at 1965
+    mix = power_mix(({"sm_mhz": [1980.0, 1980.0, 1740.0, 1740.0, 1740.0]}, {"sm_mhz": [1950.0, 1965.0]}),
+                                 ({"sm_mhz_median": 1965.0}, {"sm_mhz_median": 1875.0}))
+    assert mix["alone_mhz"] == [1740.0, 1957.5] and mix["power_mix"] == pytest.approx(225 / 1740)
+    even = power_mix(({"sm_mhz": [1860.0, 1515.0, 1515.0, 1500.0]}, {"sm_mhz": [1530.0] * 3}),
+                                  ({"sm_mhz_median": 1545.0}, {"sm_mhz_median": 1530.0}))  # hgemm v8 and cuBLAS
+    assert even["power_mix"] == pytest.approx(30 / 1515)
+    assert power_mix(({"settled": None}, {}), ({}, {}))["power_mix"] is None  # no NVML: unknown

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from study import metrics
+from study.timing import power_mix
 
 BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
                  "inductor": "Inductor"}
@@ -41,7 +42,8 @@ PAIR_CLOCK_SPREAD = 0.03  # a pair whose median SM clocks are further apart is f
 
 def flags(m: dict) -> list[str]:
     """Why a number deserves a second look: noise above target, throttling, launch-bound,
-    above the memory peak (served from L2), run at the power cap, a pair at clocks apart."""
+    above the memory peak (served from L2), run at the power cap, a pair at clocks apart, a pair
+    whose kernels ran at clocks they do not hold alone (study.timer.power_mix)."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -60,6 +62,8 @@ def flags(m: dict) -> list[str]:
         out.append("power-cap")
     if ((m.get("paired") or {}).get("clock_spread") or 0) > PAIR_CLOCK_SPREAD:
         out.append("clocks")
+    if (pair_power_mix(m) or 0) > PAIR_CLOCK_SPREAD:
+        out.append("power-mix")
     return out
 
 
@@ -73,6 +77,16 @@ def primary(ms: list[dict]) -> list[dict]:
 def _unpaired_key(m: dict) -> tuple:
     return (m["implementation"], json.dumps(m["shape"]), m.get("precision"), m["autotune"], m.get("mode"),
             m.get("pad") or 0)
+
+
+def pair_power_mix(m: dict) -> float | None:
+    """A paired record's power mix (study.timing.power_mix), from its settled and paired clocks where it
+    was measured before the field was recorded."""
+    pairing = m.get("paired") or {}
+    if "power_mix" in pairing or not pairing:
+        return pairing.get("power_mix")
+    return power_mix((m.get("steady"), pairing.get("reference_steady")),
+                     (m.get("clocks"), pairing.get("reference_clocks")))["power_mix"]
 
 
 def ratio_cell(m: dict) -> str:
