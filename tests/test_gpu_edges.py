@@ -10,6 +10,7 @@ from study.edge_shapes import edge_shapes
 from study.problem import cdiv
 from study.catalog import implementations, ladder
 from study.problem import check_output
+from study.report.labels import shape_label
 
 pytestmark = pytest.mark.gpu
 INDUCTOR_SHAPES = 8  # the first edge shapes a torch.compile baseline runs (each one a compilation)
@@ -45,11 +46,11 @@ def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
                 with launch.context():
                     verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
             except Exception as exc:  # a crash is a failure here, with what it said
-                failures.append(f"{problem.shape_label(shape)} {precision.name}: crashed: {exc}")
+                failures.append(f"{shape_label(shape)} {precision.name}: crashed: {exc}")
                 continue
             ran += 1
             if not verdict.ok:
-                failures.append(f"{problem.shape_label(shape)} {precision.name}: {verdict.message}")
+                failures.append(f"{shape_label(shape)} {precision.name}: {verdict.message}")
     print(f"{impl.name}: {ran} edge cases correct, {skipped} skipped with a reason")
     assert not failures, failures[:10]
     assert ran > 0
