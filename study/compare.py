@@ -14,7 +14,7 @@ from typing import Callable
 
 from study import ceilings, diff, hardware, metrics, pages, plan, results
 from study.keys import CaseKey
-from study.measure import LaneDead, measured_before_extension, run_compare, run_interruptibly
+from study.measure import LaneDead, run_compare, run_interruptibly
 from study.paths import report_dir
 from study.report.labels import reason_line
 from study.report.tables import summary_table
@@ -133,27 +133,15 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         else:
             pools.append(WorkerPool(settings, seed=options.seed, launch_overhead_ms=overhead))
             measure = pool_measure(pools[0])
-        doc = first_phase(env, lambda: run_compare(cases, env, json_path, measure, progress=Progress(),
-                                                   fresh=options.fresh, say=say))
-        return pair_the_best(doc, env, measure)
+        return run_compare(cases, env, json_path, measure, progress=Progress(), fresh=options.fresh, say=say,
+                           extension=pairing)
 
-    def first_phase(env: dict, measure_all) -> dict:
-        """Every planned case measured, unless a run of this plan already was and only its pairing was cut."""
-        done = None
-        if options.pair_best and not options.fresh:
-            done = measured_before_extension(json_path, [c.key for c in plan.ordered(cases)], env)
-        if done is not None:
-            say("every case was measured before; the pairing that was cut short goes on")
-        return done if done is not None else measure_all()
-
-    def pair_the_best(doc: dict, env: dict, measure) -> dict:
-        """The best rung of each series timed again, paired with the reference: the same file, extended."""
-        pairs = plan.best_pairs(cases, doc["measurements"]) if options.pair_best else []
-        if not pairs:
-            return doc
-        say(f"pairing the best rung of each series with the reference: {len(pairs)} more cases")
-        return run_compare(plan.ordered(cases) + plan.ordered(pairs), env, json_path, measure, progress=Progress(),
-                           say=say, extend=True)
+    def pairing(records: list[dict]) -> list:
+        """The best rung of each series timed again, paired with the reference, in the same file."""
+        pairs = plan.best_pairs(cases, records) if options.pair_best else []
+        if pairs:
+            say(f"pairing the best rung of each series with the reference: {len(pairs)} more cases")
+        return pairs
 
     def work_on_gpus() -> dict:
         pools.extend(WorkerPool(settings, seed=options.seed, gpu_index=g) for g in gpus)
@@ -170,10 +158,8 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         env = _environment(device, options, cases)
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"])
         say(f"{len(cases)} cases on {len(ready)} {models[0]}, {options.what}; results to {json_path}")
-        lanes = [pool_measure(p, len(ready)) for p in ready]
-        doc = first_phase(env, lambda: run_compare(cases, env, json_path, lanes, progress=Progress(),
-                                                   fresh=options.fresh, say=say))
-        return pair_the_best(doc, env, lanes)
+        return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready], progress=Progress(),
+                           fresh=options.fresh, say=say, extension=pairing)
 
     def cleanup() -> None:
         for pool in pools:

@@ -36,14 +36,13 @@ from study import results, stats
 from study.keys import CaseKey
 from study.report.labels import num
 
-BOOTSTRAP = 1000        # resamples
 MAX_RESAMPLED = 1000    # a side with more samples is first thinned to this many, evenly spaced in rank:
                         # the interval widens a little (conservative) and a diff of 500 pairs takes seconds
 DEFAULT_THRESHOLD = 0.05
 
 
 def bootstrap_ratio(a: list[float], b: list[float], seed: int = 0,
-                    resamples: int = BOOTSTRAP) -> tuple[float, float, float]:
+                    resamples: int = stats.BOOTSTRAP_RESAMPLES) -> tuple[float, float, float]:
     """(median(b) / median(a), 2.5th and 97.5th percentiles of that ratio over resamples)."""
     rng = np.random.default_rng(seed)
 
@@ -52,9 +51,8 @@ def bootstrap_ratio(a: list[float], b: list[float], seed: int = 0,
         return xs[np.linspace(0, len(xs) - 1, MAX_RESAMPLED).astype(int)] if len(xs) > MAX_RESAMPLED else xs
 
     xa, xb = thin(a), thin(b)
-    ma = np.median(xa[rng.integers(0, len(xa), (resamples, len(xa)))], axis=1)
-    mb = np.median(xb[rng.integers(0, len(xb), (resamples, len(xb)))], axis=1)
-    ratios = mb / ma
+    ma = stats.bootstrap_medians(xa, rng, resamples)  # a first, then b: the generator's draws as before
+    ratios = stats.bootstrap_medians(xb, rng, resamples) / ma
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     return float(np.median(b) / np.median(a)), float(lo), float(hi)
 

@@ -176,6 +176,7 @@ THROTTLE_REASONS = {
 
 
 IDLE = 0x1  # "the GPU is idle": not a throttle
+SW_POWER_CAP = 0x4  # the driver holds the clock down to keep the board under its power limit
 
 
 def decode_reasons(mask: int) -> list[str]:

@@ -22,45 +22,30 @@ from study.plan import Case, group_of, ordered
 from study.session import crashed_record
 
 
-def resumable(path: Path, plan_keys: list[str], env: dict, extend: bool = False) -> tuple[dict | None, str]:
-    """The unfinished results document at ``path`` that this run may continue, and why (not). With
-    ``extend`` (a run adding cases to its own finished plan: the paired cases of compare's best-rung
-    table), a complete document whose plan begins this one's is continued too; and an unfinished one
-    whose plan begins with this one's (an extension cut short) is continued for the cases they share."""
+def resumable(path: Path, plan_keys: list[str], env: dict) -> tuple[dict | None, str]:
+    """The unfinished results document at ``path`` that this run may continue, and why (not). Its
+    plan is this run's, or this run's followed by the extension the run added once its own plan was
+    measured (compare's paired cases, ``extended_at``): an extension cut short goes on too."""
     if not path.is_file():
         return None, "no earlier results"
     try:
         old = results.load(path)
     except (OSError, ValueError) as exc:
         return None, f"earlier results unreadable ({exc})"
-    planned = old.get("plan") or []
-    prefix = extend and (planned == plan_keys[:len(planned)] or plan_keys == planned[:len(plan_keys)])
-    if old.get("complete", True) and not (extend and planned == plan_keys[:len(planned)]):
+    if old.get("complete", True):
         return None, "the earlier run was complete"
-    if planned != plan_keys and not prefix:
+    planned = old.get("plan") or []
+    if planned[:old.get("extended_at", len(planned))] != plan_keys:
         return None, "the earlier run planned other cases"
     changed = results.differences(old["environment"], env, ("GPU", "commit", "dirty tree", "timer settings"))
     if changed:
         return None, "the earlier run differs in " + ", ".join(label for label, _, _ in changed)
     journaled = results.Journal(path).records(old["environment"].get("utc")) or []
+    wanted = set(planned)
     have = {m.get("case") for m in old["measurements"]}
-    old["measurements"] += [m for m in journaled if m.get("case") in set(plan_keys) - have]
-    old["measurements"] = [m for m in old["measurements"] if m.get("case") in set(plan_keys)]
-    return old, f"resuming: {len(old['measurements'])} of {len(plan_keys)} cases were already measured"
-
-
-def measured_before_extension(path: Path, plan_keys: list[str], env: dict) -> dict | None:
-    """The document of a run whose plan ``plan_keys`` was all measured and whose extension (compare's
-    paired cases) was cut short: the same command continues with the extension, not the first phase."""
-    try:
-        old = results.load(path) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
-    planned = (old or {}).get("plan") or []
-    if old is None or old.get("complete", True) or planned[:len(plan_keys)] != plan_keys or len(planned) == len(plan_keys):
-        return None
-    old, _ = resumable(path, plan_keys, env, extend=True)
-    return old if old and {m.get("case") for m in old["measurements"]} >= set(plan_keys) else None
+    old["measurements"] += [m for m in journaled if m.get("case") in wanted - have]
+    old["measurements"] = [m for m in old["measurements"] if m.get("case") in wanted]
+    return old, f"resuming: {len(old['measurements'])} of {len(planned)} cases were already measured"
 
 
 REWRITE_S = 30.0  # the whole document is rewritten at most this often while cases complete
@@ -72,19 +57,26 @@ class LaneDead(Exception):
 
 def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable[[Case], dict] | list,
                 progress: Callable[[int, int, Case, dict], None] | None = None,
-                fresh: bool = False, say: Callable[[str], None] = print, extend: bool = False) -> dict:
+                fresh: bool = False, say: Callable[[str], None] = print,
+                extension: Callable[[list[dict]], list[Case]] | None = None) -> dict:
     """Measure what the results file lacks, journaling every case and rewriting the file every
     ``REWRITE_S`` and on exit; returns the document.
 
     ``measure`` measures one case; a list of them (one per GPU) measures (op, shape, precision)
     groups in parallel, a group to whichever GPU is free next, so that a rung and its reference
-    baseline always share a GPU. The file is written after every case either way."""
-    cases = cases if extend else ordered(cases)  # an extension keeps its plan's order: the old plan first
+    baseline always share a GPU. The file is written after every case either way.
+
+    ``extension`` (compare's pairing of the best rungs, study.plan.best_pairs): once every planned
+    case is measured, the cases it returns for their records are added to the same plan and file
+    (``extended_at`` marks where) and measured too; a run cut short there resumes there."""
+    cases = ordered(cases)
     plan_keys = [c.key for c in cases]
-    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env, extend)
+    own = len(plan_keys)
+    old, why = (None, "--fresh") if fresh else resumable(json_path, plan_keys, env)
     say(why)
     if old is not None:
         env = {**old["environment"], "resumed_utc": [*old["environment"].get("resumed_utc", []), env["utc"]]}
+        plan_keys = list(old["plan"])  # with an extension cut short, its cases too: none is lost meanwhile
     done = {m["case"]: m for m in (old["measurements"] if old else []) if "case" in m}
     lock = threading.RLock()  # the exit path saves under it, possibly from a thread already inside
     stopping = threading.Event()
@@ -94,6 +86,8 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     def save(complete: bool) -> dict:
         doc = results.document(env, [done[k] for k in plan_keys if k in done])
         doc["plan"], doc["complete"] = plan_keys, complete and len(doc["measurements"]) == len(plan_keys)
+        if len(plan_keys) > own:
+            doc["extended_at"] = own
         results.write(json_path, doc)
         last_write[0] = time.monotonic()
         if doc["complete"]:
@@ -123,7 +117,14 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
     save(False)
     journal.start(env["utc"])
     try:
-        return _measure_all(cases, done, measure, one, lock, stopping, save)
+        _measure_all(cases, done, measure, one, lock, stopping)
+        more = ordered(extension([done[k] for k in plan_keys[:own] if k in done])) if extension else []
+        plan_keys[own:] = [c.key for c in more]  # the same cases as a cut extension's: they follow from the records
+        if more:
+            cases.extend(more)  # the progress line counts them from now on
+            save(False)
+            _measure_all(more, done, measure, one, lock, stopping)
+        return save(True)
     except BaseException:
         stopping.set()
         with lock:
@@ -131,13 +132,13 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         raise
 
 
-def _measure_all(cases, done, measure, one, lock, stopping, save) -> dict:
+def _measure_all(cases, done, measure, one, lock, stopping) -> None:
     todo = [c for c in cases if c.key not in done]
     lanes = measure if isinstance(measure, list) else [measure]
     if len(lanes) == 1:
         for case in todo:
             one(lanes[0], case)
-        return save(True)
+        return
     groups: dict = {}
     for case in todo:
         groups.setdefault(group_of(case), []).append(case)
@@ -177,7 +178,6 @@ def _measure_all(cases, done, measure, one, lock, stopping, save) -> dict:
     for group in queue:  # every lane's worker failed to start: say so for each case left
         for case in group:
             one(lambda c: crashed_record(c, f"no GPU lane could measure it: {dead[-1]}"), case)
-    return save(True)
 
 
 INTERRUPTED = 130  # the shell's code for a process ended by SIGINT

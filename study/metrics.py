@@ -15,13 +15,16 @@ GPU, measured ceilings) :func:`derive` computes:
 - ``intensity``: FLOP per minimum byte, the roofline's x axis.
 
 ``x_ref`` needs every record of a run (the reference baseline on the same op, shape,
-precision and timing mode) and is filled by :func:`with_x_ref`.
+precision and timing mode) and is filled by :func:`with_x_ref`. A paired record's clock spread
+and power mix (:func:`pair_gaps`) come from the clocks it stores.
 """
 
 from __future__ import annotations
 
 import json
 import math
+
+from study.timing import power_mix
 
 UNITS = {"compute": "GFLOPS", "memory": "GB/s"}
 PEAK_NAMES = {"ieee": "FP32 FFMA", "tf32": "TF32 tensor cores", "3xtf32": "TF32 tensor cores ÷ 3",
@@ -124,6 +127,22 @@ def group_key(record: dict) -> tuple:
     """What a record is compared within: op, shape, precision, timing mode, padding of the rows."""
     return (record["op"], json.dumps(record["shape"], sort_keys=True), record.get("precision"), record.get("mode"),
             record.get("pad") or 0)
+
+
+PAIR_CLOCK_GAP = 0.03  # a pair whose sides ran further apart, or further from their own clocks, is flagged
+
+
+def pair_gaps(record: dict) -> dict:
+    """A paired record's ``clock_spread`` (its two sides' median SM clocks while the rounds ran, apart
+    by this fraction of the reference's) and ``power_mix`` (study.timing.power_mix: how far a side ran
+    from the clock it settled at alone); each None where unknown, {} for an unpaired record."""
+    pairing = record.get("paired")
+    if not pairing:
+        return {}
+    mine, theirs = record.get("clocks") or {}, pairing.get("reference_clocks") or {}
+    mhz = (mine.get("sm_mhz_median"), theirs.get("sm_mhz_median"))
+    mix = power_mix((record.get("steady"), pairing.get("reference_steady")), (mine, theirs))
+    return {"clock_spread": abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None, "power_mix": mix["power_mix"]}
 
 
 def with_x_ref(records: list[dict]) -> list[dict]:

@@ -110,7 +110,8 @@ def best_pairs(cases: list[Case], records: list[dict]) -> list[Case]:
     """The paired cases a report's best-rung table needs: per op, shape, precision and timing mode, the
     fastest ok rung of each series (a backend, or a backend and a math mode not the precision's own:
     3xTF32 in FP32), by the figures of ``records`` (the unpaired run of ``cases``), timed again in
-    rounds alternating with the reference. Cases already paired are left out."""
+    rounds alternating with the reference. Cases already paired are left out. Every timing mode and
+    padding is paired: the best-rung table reads the first mode, the paired table shows them all."""
     by_key = {c.key: c for c in cases}
     best: dict = {}
     for m in records:

@@ -195,9 +195,20 @@ def lookup(name: str) -> Implementation:
     return found[name]
 
 
+_IMPLEMENTATIONS: dict[int, tuple] = {}  # id(ladder) -> (ladder, its implementations): headers read once
+
+
 def implementations_of(lad: Ladder) -> list[Implementation]:
     """The ladder's implementations in report order: rung by rung, CUDA then Triton, then
-    the baselines (the reference first)."""
+    the baselines (the reference first). Built once per ladder: a worker looks a case's
+    implementation up for every case, and each build reads every kernel header of the op."""
+    held = _IMPLEMENTATIONS.get(id(lad))
+    if held is None or held[0] is not lad:
+        held = _IMPLEMENTATIONS[id(lad)] = (lad, _implementations(lad))
+    return list(held[1])
+
+
+def _implementations(lad: Ladder) -> list[Implementation]:
     op_precisions = tuple(p.name for p in lad.problem.precisions)
     impls = []
     for index, rung in enumerate(lad.rungs):

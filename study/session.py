@@ -22,7 +22,7 @@ from study.backends.cuda_tune import one_line
 from study.plan import Case, ordered
 from study.registry import implementations_of
 from study.problem import check_output, error_record, pad_rows
-from study.timing import TimerSettings, TimingConfigError, flushes, power_mix
+from study.timing import TimerSettings, TimingConfigError, flushes
 
 SEED_STRIDE = 7919  # the extra gate trials draw seeds seed + SEED_STRIDE·t, t = 1, 2, …
 
@@ -91,6 +91,17 @@ class Session:
         record = self._outcome(case)
         record["gpu"] = self.gpu
         return record
+
+    def ready(self, case: Case):
+        """The case's gated launch on the session's inputs (no extra trials, no timing): for instruments
+        other than the study's timer (validate's do_bench and write-flush timings) to run exactly what the
+        session measures. A RuntimeError says why the gate failed."""
+        problem = catalog.ladder(case.impl.op).problem
+        tensors, ref, scale = self._inputs(problem, case.shape, case.precision, case.pad)
+        got = self._ready(case, case.impl, case.autotune, problem, tensors, ref, scale, trials=False)
+        if got["launch"] is None:
+            raise RuntimeError(f"{case.impl.name}: {got['reason']}")
+        return got["launch"]
 
     def _outcome(self, case: Case) -> dict:
         impl = case.impl
@@ -194,7 +205,7 @@ class Session:
         if first * 1e-3 > self.settings.timeout_s:
             raise TimingConfigError(f"the timeout ({self.settings.timeout_s} s) is shorter than one "
                                     f"sample ({first * 1e-3:.3f} s)")
-        steady = self.timer.settle(launch.fn, first)
+        steady = self.timer.settle(launch.fn, first, flush)
         fn, per_call = launch.fn, 1
         if case.mode == "graph":
             graph, per_call = self.timer.capture(launch.fn, first)
@@ -249,8 +260,10 @@ class Session:
     def _paired(self, case, problem, tensors, ref, scale, run) -> tuple[dict, dict]:
         """Alternating rounds of the case's implementation and its op's reference (study.timer.Timer.paired),
         the reference ready, gated and settled as the implementation was: (the implementation's sampling, the
-        pairing's record)."""
-        reference = next(i for i in implementations_of(catalog.ladder(case.impl.op)) if i.reference)
+        pairing's record: raw figures only; the clock spread and power mix are derived, study.metrics)."""
+        reference = next((i for i in implementations_of(catalog.ladder(case.impl.op)) if i.reference), None)
+        if reference is None:
+            raise RuntimeError(f"{case.impl.op} has no reference baseline to pair with")
         autotune = case.autotune if reference.target.tunable else "n/a"
         theirs = self._ready(case, reference, autotune, problem, tensors, ref, scale, trials=False)
         if theirs["launch"] is None:
@@ -259,18 +272,20 @@ class Session:
             other = self._timed(theirs["launch"], case, problem, ref, scale)
             pairing = self.timer.paired((run["fn"], other["fn"]), (run["first"], other["first"]), run["flush"],
                                         (run["per_call"], other["per_call"]))
-        ref_median = stats.summarize(pairing["reference_samples"]).median
-        mhz = (pairing["clocks"]["sm_mhz_median"], pairing["reference_clocks"]["sm_mhz_median"])
-        spread = abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None
+        if not pairing["ratios"]:
+            raise RuntimeError("every round was discarded as throttled before the timeout; clocks seen: "
+                               f"{pairing['clocks']}, the reference's {pairing['reference_clocks']}")
+        mine, theirs_discarded = pairing["discarded_throttled"]
         sampling = {"samples": pairing["samples"], "clocks": pairing["clocks"],
-                    "timing": {"mode": case.mode, "stop": pairing["stop"], "rounds": pairing["rounds"],
-                               "kept": len(pairing["samples"]), "launches_per_sample": run["per_call"],
+                    "timing": {"mode": case.mode, "stop": pairing["stop"], "above_target": pairing["stop"] != "ci",
+                               "rounds": pairing["rounds"], "kept": len(pairing["samples"]),
+                               "discarded_throttled": mine, "launches_per_sample": run["per_call"],
                                "wall_s": pairing["wall_s"]}}
         paired = {"reference": reference.name, "reference_autotune": autotune, "ratio": pairing["ratio"],
                   "ci": pairing["ci"], "rounds": pairing["rounds"], "ratios": pairing["ratios"], "stop": pairing["stop"],
-                  "reference_median_ms": ref_median, "reference_clocks": pairing["reference_clocks"],
-                  "reference_steady": other["steady"], "clock_spread": spread,
-                  **power_mix((run["steady"], other["steady"]), (pairing["clocks"], pairing["reference_clocks"]))}
+                  "reference_median_ms": stats.summarize(pairing["reference_samples"]).median,
+                  "reference_discarded_throttled": theirs_discarded, "reference_clocks": pairing["reference_clocks"],
+                  "reference_steady": other["steady"]}
         return sampling, paired
 
 

@@ -105,16 +105,25 @@ def _relative(mean: float, stdev: float) -> float:
     return stdev / mean if mean > 0 else 0.0
 
 
-def median_interval(values: Sequence[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """(median, 2.5th and 97.5th percentiles of the median over bootstrap resamples): the 95 % interval
-    of a median of few values (a paired measurement's round ratios), with no assumption on their
-    distribution. The resamples are drawn from a fixed seed: the same values give the same interval."""
-    import random
+BOOTSTRAP_RESAMPLES = 1000  # resamples of a bootstrap interval (study.diff, a pair's round ratios)
 
-    xs = sorted(float(x) for x in values)
-    if not xs:
+
+def bootstrap_medians(xs: Sequence[float], rng, resamples: int = BOOTSTRAP_RESAMPLES):
+    """The medians of ``resamples`` resamples of ``xs`` (with replacement, drawn by the numpy
+    generator ``rng``): a bootstrap of the median, assuming nothing of the distribution."""
+    import numpy as np
+
+    xs = np.asarray(xs, dtype=float)
+    return np.median(xs[rng.integers(0, len(xs), (resamples, len(xs)))], axis=1)
+
+
+def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, 2.5th and 97.5th percentiles of the bootstrapped median): the 95 % interval of a
+    median of few values (a paired measurement's round ratios). Seeded: the same values give the
+    same interval."""
+    import numpy as np
+
+    if not len(values):
         raise ValueError("no values")
-    rng = random.Random(seed)
-    n = len(xs)
-    medians = sorted(_quantile(sorted(rng.choices(xs, k=n)), 0.5) for _ in range(resamples))
-    return _quantile(xs, 0.5), _quantile(medians, 0.025), _quantile(medians, 0.975)
+    low, high = np.percentile(bootstrap_medians(values, np.random.default_rng(0)), [2.5, 97.5])
+    return float(np.median(values)), float(low), float(high)

@@ -41,7 +41,7 @@ def clock_summary(readings: list, power: list, threshold: float, reasons: int, c
     ordered, watts = sorted(readings), sorted(power)
     limit = getattr(clocks, "power_limit_w", None) if clocks else None
     median_w = watts[len(watts) // 2] if watts else None
-    capped = bool(reasons & 0x4) or bool(limit and median_w and median_w >= AT_CAP * limit)
+    capped = bool(reasons & hardware.SW_POWER_CAP) or bool(limit and median_w and median_w >= AT_CAP * limit)
     return {"available": bool(clocks and clocks.available),
             "sm_mhz_min": ordered[0] if ordered else None,
             "sm_mhz_median": ordered[len(ordered) // 2] if ordered else None,
@@ -51,6 +51,39 @@ def clock_summary(readings: list, power: list, threshold: float, reasons: int, c
             "throttle_reasons": hardware.decode_reasons(reasons),
             "power_w_median": median_w, "power_w_max": watts[-1] if watts else None, "power_limit_w": limit,
             "at_power_cap": capped if watts or reasons else None}
+
+
+def batch_size(per_launch_ms: float, per_call: int, flush: bool, least: int = 1) -> int:
+    """Samples in one batch: about BATCH_TARGET_MS of GPU time (the SM clock is read once a batch),
+    at least ``least``, at most MAX_BATCH."""
+    per_sample = per_launch_ms * per_call + (FLUSH_MS_ESTIMATE if flush else 0.0)
+    return max(least, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(per_sample, 1e-3))))
+
+
+class Readings:
+    """What the batches of one kernel saw: SM clocks, power draws, clock-event reasons, and the
+    samples discarded because their batch ran below the throttle threshold."""
+
+    def __init__(self, settings: TimerSettings, max_clock_mhz: float):
+        self.settings = settings
+        self.threshold = settings.throttle_threshold * max_clock_mhz
+        self.clocks, self.power, self.reasons, self.discarded = [], [], 0, 0
+
+    def keep(self, got: list, clock: float | None, reasons: int, watts: float | None) -> bool:
+        """Note one batch; False when it ran throttled and is to be discarded (after the recovery pause)."""
+        self.reasons |= reasons
+        if watts is not None:
+            self.power.append(watts)
+        if clock is not None:
+            self.clocks.append(clock)
+        if clock is not None and clock < self.threshold and self.settings.discard_throttled:
+            self.discarded += len(got)
+            time.sleep(self.settings.recovery_s)
+            return False
+        return True
+
+    def summary(self, clocks) -> dict:
+        return clock_summary(self.clocks, self.power, self.threshold, self.reasons, clocks)
 
 
 def _lead_kernel():
@@ -227,24 +260,13 @@ class Timer:
                 mode: str = "cold") -> dict:
         """Sample until the stopping rule says so; the kept samples and how sampling went."""
         st = self.settings
-        max_clock = self.device.max_sm_clock_mhz
-        threshold = st.throttle_threshold * max_clock
-        per_sample = per_launch_ms * per_call + (FLUSH_MS_ESTIMATE if flush else 0.0)
-        batch = max(1, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(per_sample, 1e-3))))
-        kept, discarded, readings, power, reasons = [], 0, [], [], 0
+        batch = batch_size(per_launch_ms, per_call, flush)
+        seen, kept = Readings(st, self.device.max_sm_clock_mhz), []
         stop, started, host_bound = None, time.perf_counter(), self.host_bound_batches
         while stop is None:
             want = batch if st.reps is None else min(batch, st.reps - len(kept))
-            got, clock, seen_reasons, watts = self.samples(fn, want, flush, per_call)
-            reasons |= seen_reasons
-            if watts is not None:
-                power.append(watts)
-            if clock is not None:
-                readings.append(clock)
-            if clock is not None and clock < threshold and st.discard_throttled:
-                discarded += len(got)
-                time.sleep(st.recovery_s)
-            else:
+            got, *batch_seen = self.samples(fn, want, flush, per_call)
+            if seen.keep(got, *batch_seen):
                 kept.extend(got)
             stop = stop_rule(st, kept, time.perf_counter() - started)
         summary = stats.summarize(kept) if kept else None
@@ -257,31 +279,36 @@ class Timer:
                        "noise_target": None if st.reps else st.noise, "ci_target": None if st.reps else st.ci,
                        "above_target": st.reps is None and stop not in ("noise", "ci"),
                        "kept": len(kept), "outliers": summary.outliers if summary else None,
-                       "discarded_throttled": discarded,
+                       "discarded_throttled": seen.discarded,
                        "host_bound_batches": self.host_bound_batches - host_bound,
                        "launches_per_sample": per_call, "gpu_time_s": sum(kept) * per_call * 1e-3,
                        "wall_s": time.perf_counter() - started},
-            "clocks": clock_summary(readings, power, threshold, reasons, self.clocks),
+            "clocks": seen.summary(self.clocks),
         }
 
-    def settle(self, fn: Callable[[], object], per_launch_ms: float) -> dict:
+    def settle(self, fn: Callable[[], object], per_launch_ms: float, flush: bool = False) -> dict:
         """Run ``fn`` back to back until the SM clock and the power draw settle (the last SETTLE_WINDOW
         readings within SETTLE_CLOCK and SETTLE_POWER of each other, after at least SETTLE_MIN_S), for at
         most ``settle_max_s``: at the power cap a compute-bound kernel's clock falls for its first few
         hundred milliseconds of work, and sampling from a cold start would time it above the clock it
         holds in a loop. A short kernel's draw swings with its launch gaps: far below the cap, a steady
-        clock suffices. What happened is recorded; without NVML nothing is run."""
+        clock suffices. With ``flush``, each launch follows an L2 flush, as cold samples do: the clock
+        it settles at is the one of the loop it is timed in. What happened is recorded; without NVML
+        nothing is run."""
         import torch
 
         limit = self.settings.settle_max_s
         if not limit or not (self.clocks and self.clocks.available):
             return {"settled": None, "seconds": 0.0, "launches": 0}
-        chunk = max(1, math.ceil(SETTLE_CHUNK_MS / max(per_launch_ms, 1e-3)))
+        per_launch = per_launch_ms + (FLUSH_MS_ESTIMATE if flush else 0.0)
+        chunk = max(1, math.ceil(SETTLE_CHUNK_MS / max(per_launch, 1e-3)))
         clocks, power, launches, started = [], [], 0, time.perf_counter()
         settled = False
         far_from_cap = SETTLE_FAR_FROM_CAP * (getattr(self.clocks, "power_limit_w", None) or 0.0)
         while True:
             for _ in range(chunk):
+                if flush:
+                    self.flush()
                 fn()
             launches += chunk
             clocks.append(self.clocks.sm_mhz() or 0.0)  # read while the chunk runs
@@ -298,33 +325,30 @@ class Timer:
 
     def paired(self, fns: tuple, firsts: tuple, flush: bool, per_calls: tuple = (1, 1)) -> dict:
         """Alternating rounds of two implementations of one case, A (the measured one) and B (its op's
-        reference): each round a batch of A and a batch of B, in the order ABBA (so that a drift of the
-        GPU's state weighs on both alike), both in the same power state; the ratio of each round is
-        B's median over A's (> 1: A is faster); rounds until :func:`study.timing.pair_stop`. Returns both
-        sides' samples and clocks, every round's ratio, and the median ratio with its 95 % interval."""
+        reference): each round a batch of A and a batch of B, A first and B first in turn (ABBA: a
+        drift of the GPU's state weighs on both alike), both in the same power state; the ratio of each
+        round is B's median over A's (> 1: A is faster). A round in which either batch ran throttled is
+        discarded whole, as :meth:`measure` discards a batch. Rounds until :func:`study.timing.pair_stop`.
+        Returns both sides' samples and clocks, every kept round's ratio, and the median ratio with its
+        95 % bootstrap interval (None without a kept round)."""
         st = self.settings
-        per_sample = [first * n + (FLUSH_MS_ESTIMATE if flush else 0.0) for first, n in zip(firsts, per_calls)]
-        batches = [max(3, min(MAX_BATCH, math.ceil(BATCH_TARGET_MS / max(p, 1e-3)))) for p in per_sample]
-        kept = ([], [])
-        readings, power, reasons = ([], []), ([], []), [0, 0]
-        ratios, stop, started = [], None, time.perf_counter()
+        batches = [batch_size(first, n, flush, least=3) for first, n in zip(firsts, per_calls)]
+        seen = (Readings(st, self.device.max_sm_clock_mhz), Readings(st, self.device.max_sm_clock_mhz))
+        kept, ratios, stop, started = ([], []), [], None, time.perf_counter()
         while stop is None:
-            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)
-            medians = [0.0, 0.0]
+            got = [[], []]
+            order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)  # kept rounds alternate: an even count is balanced
             for side in order:
-                got, clock, seen, watts = self.samples(fns[side], batches[side], flush, per_calls[side])
-                kept[side].extend(got)
-                medians[side] = stats.summarize(got).median
-                reasons[side] |= seen
-                if clock is not None:
-                    readings[side].append(clock)
-                if watts is not None:
-                    power[side].append(watts)
-            ratios.append(medians[1] / medians[0] if medians[0] > 0 else math.inf)
+                got[side], *batch_seen = self.samples(fns[side], batches[side], flush, per_calls[side])
+                if not seen[side].keep(got[side], *batch_seen):
+                    got[side] = None
+            if got[0] and got[1]:
+                kept[0].extend(got[0])
+                kept[1].extend(got[1])
+                ratios.append(stats.summarize(got[1]).median / stats.summarize(got[0]).median)
             stop = pair_stop(st, ratios, time.perf_counter() - started)
-        ratio, low, high = stats.median_interval(ratios)
-        threshold = st.throttle_threshold * self.device.max_sm_clock_mhz
-        return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio, "ci": [low, high],
-                "rounds": len(ratios), "stop": stop, "wall_s": time.perf_counter() - started,
-                "clocks": clock_summary(readings[0], power[0], threshold, reasons[0], self.clocks),
-                "reference_clocks": clock_summary(readings[1], power[1], threshold, reasons[1], self.clocks)}
+        ratio, low, high = stats.median_interval(ratios) if ratios else (None, None, None)
+        return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio,
+                "ci": None if ratio is None else [low, high], "rounds": len(ratios), "stop": stop,
+                "discarded_throttled": [s.discarded for s in seen], "wall_s": time.perf_counter() - started,
+                "clocks": seen[0].summary(self.clocks), "reference_clocks": seen[1].summary(self.clocks)}

@@ -142,12 +142,15 @@ def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | N
 
 def pair_stop(st: TimerSettings, ratios: list[float], elapsed_s: float) -> str | None:
     """Why a paired measurement stops now (``ci``, ``max_rounds``, ``timeout``), or None: the median of
-    the round ratios known within ± ``pair_ci`` (order statistics, as :func:`stop_rule`'s ``ci``)."""
-    if len(ratios) >= st.min_rounds and stats.summarize(ratios).median_ci <= st.pair_ci:
+    the kept rounds' ratios known within ± ``pair_ci`` (order statistics, as :func:`stop_rule`'s
+    ``ci``) over an even count of them (as many A-first as B-first), or ``timeout_s`` passed, however
+    few rounds were kept (a stop other than ``ci`` is above target)."""
+    balanced = len(ratios) % 2 == 0
+    if balanced and len(ratios) >= st.min_rounds and stats.summarize(ratios).median_ci <= st.pair_ci:
         return "ci"
-    if len(ratios) >= st.max_rounds:
+    if balanced and len(ratios) >= st.max_rounds:
         return "max_rounds"
-    return "timeout" if elapsed_s > st.timeout_s and len(ratios) >= st.min_rounds else None
+    return "timeout" if elapsed_s > st.timeout_s else None
 
 
 SETTLE_WINDOW = 3  # settled: the last this many readings of clock and power agree (study.timer.Timer.settle)

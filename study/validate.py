@@ -33,6 +33,7 @@ from study.ncu import parse_ncu_csv
 from study.paths import ROOT, report_dir
 from study.problem import check_output
 from study.report.labels import shape_label
+from study.session import Session
 from study.timer import for_gpu
 from study.timing import TimerSettings
 
@@ -213,6 +214,11 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS, pairs=vali
         except Exception as exc:
             doc["ncu_empty"] = {"error": f"{type(exc).__name__}: {exc}"}
     offset = instrument_offset(doc)
+
+    def save():  # after every kernel and pair: an interruption loses nothing
+        results.write(out_dir / "validate.json", doc)
+        (out_dir / "validate.md").write_text(markdown(doc))
+
     for name, shape in kernels:
         print(f"validating {name} {shape} ...", file=sys.stderr, flush=True)
         try:
@@ -220,18 +226,11 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS, pairs=vali
         except Exception as exc:
             doc["kernels"].append({"implementation": name, "shape": {"text": shape}, "status": "crashed",
                                    "reason": f"{type(exc).__name__}: {exc}"})
-        results.write(out_dir / "validate.json", doc)  # after every kernel: an interruption loses nothing
-        (out_dir / "validate.md").write_text(markdown(doc))
-
-    def save():
-        results.write(out_dir / "validate.json", doc)
-        (out_dir / "validate.md").write_text(markdown(doc))
-
+        save()
     timed = (lambda name, shape, precision: ncu_time(name, shape, tool, precision)) if have_ncu else None
-    validate_pairs.run(pairs, timer, for_gpu(settings, device, clocks, write_flush=True), timed, doc, save)
+    session = Session(settings, device, clocks=clocks, launch_overhead_ms=overhead)
+    validate_pairs.run(pairs, session, for_gpu(settings, device, clocks, write_flush=True), timed, doc, save)
     doc["complete"] = True
-    results.write(out_dir / "validate.json", doc)
-    text = markdown(doc)
-    (out_dir / "validate.md").write_text(text)
-    print(text)
+    save()
+    print(markdown(doc))
     return 0

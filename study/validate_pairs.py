@@ -3,30 +3,30 @@ reference against two other instruments' ratios, and the absolute figures with t
 measured rather than assumed.
 
 For each pair (a tensor-core GEMM at the power cap, a memory-bound softmax and GEMV, the 3xTF32 GEMM
-against cuBLAS FP32):
-- the study's ratio: rounds alternating the two kernels (study.timer.Timer.paired), each settled
-  first, the median of the rounds' ratios and its 95 % interval;
+against cuBLAS FP32), measured by the study's own session (study.session.Session: the gate, settling,
+the paired rounds), so that what is validated is what ``compare`` runs:
+- the study's ratio: the paired case (rounds alternating the two kernels, study.timer.Timer.paired),
+  the median of the rounds' ratios and its 95 % interval;
 - a do_bench-interleaved ratio: ``triton.testing.do_bench`` (median, its own write flush) on each
   kernel in turn, ROUNDS times, alternating which goes first; the median of the rounds' ratios;
 - an ncu ratio: ``gpu__time_duration`` medians of NCU_LAUNCHES launches of each (``--clock-control
   none``: each at the clock it reaches, launched one at a time);
-- absolute: each kernel's median by the study's timer with its read flush, by the same timer with a
-  write flush (what do_bench and nvbench do), by do_bench and by ncu: the flush's cost is the
-  difference of the first two.
+- absolute: each kernel's median as the study measures it alone (read flush, settled), by the study's
+  timer with a write flush (what do_bench and nvbench do) on the session's own gated launch, by
+  do_bench and by ncu: the flush's cost is the difference of the first two.
 
 Goal: the paired ratio within 2 % of the do_bench-interleaved one (TARGET).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import statistics
 import sys
 
-from study import stats
-from study.child import ready_launch
-from study.problem import check_output
-from study.report.labels import PAIR_CLOCK_SPREAD
-from study.timing import power_mix
+from study import catalog, metrics, stats
+from study.plan import plan
 
 PAIRS = (
     ("hgemm/v8_warp_specialized/cuda", "hgemm/torch_matmul/cublas", "8192x8192x8192", "bf16"),
@@ -44,40 +44,50 @@ def _do_bench(fn) -> float:
     return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
 
 
-def measure(name: str, reference: str, shape_text: str, precision: str, timer, write_timer, ncu_time) -> dict:
+def pair_cases(name: str, reference: str, shape_text: str, precision: str) -> tuple:
+    """(the implementation's case, the reference's case), cold, autotune off, as compare plans them."""
+    impl = catalog.implementation(name)
+    lad = catalog.ladder(impl.op)
+    if impl.rung is None:
+        raise ValueError(f"{name} is no rung: a pair is a rung and its op's reference")
+    if lad.reference is None or f"{impl.op}/{lad.reference.key}/{lad.reference.backend}" != reference:
+        raise ValueError(f"{reference} is not the reference of {impl.op}: the study pairs a rung with its op's "
+                         "reference")
+    shape = lad.problem.parse_shape(shape_text)
+    planned = plan([impl.op], {impl.op: [shape]}, {impl.op: [precision]}, rungs=[impl.rung], modes=["cold"])
+    return tuple(next(c for c in planned if c.impl.name == n) for n in (name, reference))
+
+
+def measure(name: str, reference: str, shape_text: str, precision: str, session, write_timer, ncu_time) -> dict:
     """One pair measured every way (``ncu_time(name, shape, precision)`` or None without ncu)."""
     row = {"implementation": name, "reference": reference, "shape": shape_text, "precision": precision}
-    ready = [ready_launch(n, shape_text, precision_name=precision) for n in (name, reference)]
-    launches = [r[3] for r in ready]
-    for impl, problem, _, launch, ref, scale, chosen in ready:
-        with launch.context():
-            verdict = check_output(launch.fn, launch.out, problem, ref, scale, chosen)
-        if not verdict.ok:
-            return {**row, "status": "wrong", "reason": f"{impl.name}: {verdict.message}"}
-    with launches[0].context(), launches[1].context():
-        firsts = [timer.warm_up(launch.fn, True)[1] for launch in launches]
-        steady = [timer.settle(launch.fn, first) for launch, first in zip(launches, firsts)]
-        pairing = timer.paired(tuple(launch.fn for launch in launches), tuple(firsts), True)
-        absolute = {}
-        for side, launch in zip(("implementation", "reference"), launches):
-            read = stats.summarize(timer.time(launch.fn)["samples"]).median
+    cases = pair_cases(name, reference, shape_text, precision)
+    paired = session.measure(dataclasses.replace(cases[0], paired=True))
+    alone = [session.measure(case) for case in cases]
+    for record in (paired, *alone):
+        if record["status"] != "ok":
+            return {**row, "status": record["status"], "reason": f"{record['implementation']}: {record['reason']}"}
+    launches = [session.ready(case) for case in cases]
+    absolute, rounds = {}, []
+    with contextlib.ExitStack() as stack:
+        for launch in launches:
+            stack.enter_context(launch.context())
+        for side, launch, record in zip(("implementation", "reference"), launches, alone):
             write = stats.summarize(write_timer.time(launch.fn)["samples"]).median
-            absolute[side] = {"study_read_flush_ms": read, "study_write_flush_ms": write}
-        rounds = []
+            absolute[side] = {"study_read_flush_ms": record["median_ms"], "study_write_flush_ms": write}
         for r in range(ROUNDS):
-            order = (0, 1) if r % 2 == 0 else (1, 0)
             times = [0.0, 0.0]
-            for side in order:
+            for side in ((0, 1) if r % 2 == 0 else (1, 0)):
                 times[side] = _do_bench(launches[side].fn)
             rounds.append(times)
     do_bench_ratios = [b / a for a, b in rounds]
     for i, side in enumerate(("implementation", "reference")):
         absolute[side]["do_bench_ms"] = statistics.median(t[i] for t in rounds)
-    row.update(status="ok", steady=[{k: v for k, v in s.items() if k in ("settled", "seconds", "launches")}
-                                    for s in steady],
+    pairing = paired["paired"]
+    row.update(status="ok", steady=[paired["steady"], pairing["reference_steady"]],
                paired={**{k: pairing[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
-                       **power_mix(steady, (pairing["clocks"], pairing["reference_clocks"]))},
-               clocks={"implementation": pairing["clocks"], "reference": pairing["reference_clocks"]},
+                       **metrics.pair_gaps(paired)},
+               clocks={"implementation": paired["clocks"], "reference": pairing["reference_clocks"]},
                do_bench={"ratio": statistics.median(do_bench_ratios), "ratios": do_bench_ratios,
                          "min": min(do_bench_ratios), "max": max(do_bench_ratios)}, absolute=absolute)
     if ncu_time is not None:
@@ -106,8 +116,8 @@ def markdown(rows: list[dict]) -> list[str]:
         p, d, n = r["paired"], r["do_bench"], r.get("ncu") or {}
         ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
                            f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)"
-                           + (f" ⚑power-mix {100 * p['power_mix']:.0f} %" if (p.get("power_mix") or 0) > PAIR_CLOCK_SPREAD
-                              else ""),
+                           + (f" ⚑power-mix {100 * p['power_mix']:.0f} %"
+                              if (p.get("power_mix") or 0) > metrics.PAIR_CLOCK_GAP else ""),
                            f"{d['ratio']:.3f} ({d['min']:.3f}–{d['max']:.3f})",
                            f"{n['ratio']:.3f}" if "ratio" in n else "—",
                            f"{100 * (p['ratio'] / d['ratio'] - 1):+.2f} % " + ("✓" if r["within_target"] else "✗"),
@@ -128,19 +138,20 @@ def markdown(rows: list[dict]) -> list[str]:
             f"{100 * TARGET:.0f} % of do_bench.", "",
             tabulate(ratio_rows, ["implementation", "reference", "shape", "precision", "study", "do_bench", "ncu",
                                   "study / do_bench", "SM MHz (it / ref)"], tablefmt="github", disable_numparse=True),
-            "", "Absolute medians (ms): the study's timer with its read flush, the same with a write flush (what "
-            "do_bench does), the difference (the flush's cost to the kernel), do_bench and ncu:", "",
+            "", "Absolute medians (ms): the study's, each kernel measured alone as compare measures it (read flush, "
+            "settled), the study's timer with a write flush (what do_bench does), the difference (the flush's cost "
+            "to the kernel), do_bench and ncu:", "",
             tabulate(absolute_rows, ["kernel", "shape", "precision", "study (read flush)", "study (write flush)",
                                      "write − read", "do_bench", "ncu"], tablefmt="github", disable_numparse=True), ""]
 
 
-def run(pairs, timer, write_timer, ncu_time, doc: dict, save) -> None:
+def run(pairs, session, write_timer, ncu_time, doc: dict, save) -> None:
     """Every pair, the document saved after each (an interruption loses nothing)."""
     doc.setdefault("pairs", [])
     for name, reference, shape, precision in pairs:
         print(f"validating {name} against {reference} {shape} {precision} ...", file=sys.stderr, flush=True)
         try:
-            doc["pairs"].append(measure(name, reference, shape, precision, timer, write_timer, ncu_time))
+            doc["pairs"].append(measure(name, reference, shape, precision, session, write_timer, ncu_time))
         except Exception as exc:
             doc["pairs"].append({"implementation": name, "reference": reference, "shape": shape,
                                  "precision": precision, "status": "crashed", "reason": f"{type(exc).__name__}: {exc}"})

@@ -341,7 +341,7 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
     records = [dict(m) for m in gemv["measurements"]]
     fast = next(m for m in records if m["implementation"] == "sgemv/v1_b/cuda" and m["mode"] == "cold")
     pairing = {"reference": "sgemv/torch_mv/cublas", "ratio": 1.004, "ci": [0.997, 1.011], "rounds": 24,
-               "stop": "ci", "ratios": [1.0] * 24, "reference_median_ms": 0.002, "clock_spread": 0.05,
+               "stop": "ci", "ratios": [1.0] * 24, "reference_median_ms": 0.002,
                "reference_clocks": {"sm_mhz_median": 1900.0, "power_w_median": 400.0}}
     records.append({**fast, "paired": pairing, "median_ms": 0.00199,
                     "clocks": {"sm_mhz_median": 1995.0, "power_w_median": 410.0, "at_power_cap": False}})
@@ -362,4 +362,4 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
 
     assert "clocks" in flags(records[-1]) and "clocks" not in flags(fast)  # 5 % apart: beyond 3 %
     assert "power-mix" not in flags(records[-1])
-    assert "power-mix" in flags({**records[-1], "paired": {**pairing, "power_mix": 0.13}})
+    assert "power-mix" in flags({**records[-1], "steady": {"sm_mhz": [1760.0] * 3}})  # alone 1760, paired 1995 MHz

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from study import results
-from study.measure import measured_before_extension, resumable, run_compare
+from study.measure import resumable, run_compare
 from study.plan import plan
 from study.session import crashed_record
 
@@ -261,19 +261,17 @@ def test_samples_are_stored_as_a_histogram_without_losing_a_sample():
 
 
 def test_the_best_rungs_paired_extend_the_finished_run_and_a_cut_extension_resumes(tmp_path):
-    # compare's second phase: the same file, its plan extended by the paired cases of the best rungs;
-    # killed during the extension, the same command resumes both phases from the file.
+    # compare's pairing: once every planned case is measured, the paired cases of the best rungs extend the
+    # same plan and file; killed during the extension, the same command resumes it from the file.
     from study.plan import best_pairs, ordered
 
     path = tmp_path / "compare.json"
     calls = []
     cases = _cases()
-    doc = run_compare(cases, ENV, path, _fake(calls), say=lambda _: None)
-    pairs = best_pairs(cases, doc["measurements"])
-    assert {(c.impl.backend, c.paired) for c in pairs} == {("cuda", True), ("triton", True)}  # one per series
-    assert all(c.key.endswith("|paired") for c in pairs)
-    extended = ordered(cases) + ordered(pairs)
-    first, said = len(calls), []
+    first = len(cases)
+
+    def extension(records):
+        return best_pairs(cases, records)
 
     def cut(case):
         if case.paired and len(calls) > first:
@@ -281,13 +279,18 @@ def test_the_best_rungs_paired_extend_the_finished_run_and_a_cut_extension_resum
         return _fake(calls)(case)
 
     with pytest.raises(KeyboardInterrupt):
-        run_compare(extended, ENV, path, cut, say=said.append, extend=True)
-    assert said[0].startswith(f"resuming: {len(cases)} of {len(extended)} cases")  # the finished run, extended
-    assert resumable(path, [c.key for c in ordered(cases)], ENV)[0] is None  # phase 1 alone resumes nothing
-    old = measured_before_extension(path, [c.key for c in ordered(cases)], ENV)  # the command again: phase 2
-    assert old is not None and len(old["measurements"]) == len(cases)
-    again = run_compare(extended, ENV, path, _fake(calls), say=lambda _: None, extend=True)
+        run_compare(cases, ENV, path, cut, say=lambda _: None, extension=extension)
+    cut_short = results.load(path)
+    pairs = best_pairs(cases, cut_short["measurements"])
+    assert {(c.impl.backend, c.paired) for c in pairs} == {("cuda", True), ("triton", True)}  # one per series
+    assert all(c.key.endswith("|paired") for c in pairs)
+    extended = ordered(cases) + ordered(pairs)
+    assert cut_short["plan"] == [c.key for c in extended] and cut_short["extended_at"] == first
+    old, why = resumable(path, [c.key for c in ordered(cases)], ENV)  # the command again: the extension goes on
+    assert old is not None and why.startswith(f"resuming: {first + 1} of {len(extended)} cases"), why
+    again = run_compare(cases, ENV, path, _fake(calls), say=lambda _: None, extension=extension)
     assert again["complete"] and len(again["measurements"]) == len(extended)
     assert [m["case"] for m in again["measurements"]] == [c.key for c in extended]
+    assert len(calls) == len(extended)  # nothing measured twice
     finished, why = resumable(path, [c.key for c in ordered(cases)], ENV)
     assert finished is None and why == "the earlier run was complete"  # a finished run is measured afresh

@@ -33,7 +33,7 @@ class FakeTimer:
         self.calls.append(("warm_up", flush))
         return 3, 0.5
 
-    def settle(self, fn, first):
+    def settle(self, fn, first, flush=False):
         self.calls.append(("settle",))
         return {"settled": True, "seconds": 0.2, "launches": 40, "sm_mhz": [1980.0, 1500.0, 1500.0, 1500.0]}
 
@@ -47,6 +47,7 @@ class FakeTimer:
         self.calls.append(("paired", len(fns)))
         return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.6, 0.6, 0.7], "ratios": [1.2, 1.18, 1.22],
                 "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
+                "discarded_throttled": [0, 0],
                 "clocks": {"available": True, "sm_mhz_median": 1500.0},
                 "reference_clocks": {"available": True, "sm_mhz_median": 1560.0}}
 
@@ -201,10 +202,14 @@ def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatc
     assert record["status"] == "ok" and ("paired", 2) in session.timer.calls
     pairing = record["paired"]
     assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
-    assert pairing["ci"] == [1.18, 1.22] and pairing["clock_spread"] == pytest.approx(60 / 1560)
-    assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
-    assert pairing["alone_mhz"] == [1500.0, 1500.0] and pairing["power_mix"] == pytest.approx(60 / 1500)
     from study import metrics
+
+    gaps = metrics.pair_gaps(record)  # derived from the clocks the record keeps, not stored beside them
+    assert pairing["ci"] == [1.18, 1.22] and gaps["clock_spread"] == pytest.approx(60 / 1560)
+    assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
+    assert power_mix((record["steady"], pairing["reference_steady"]),
+                     (record["clocks"], pairing["reference_clocks"]))["alone_mhz"] == [1500.0, 1500.0]
+    assert gaps["power_mix"] == pytest.approx(60 / 1500)
 
     [derived] = metrics.with_x_ref([record])
     assert derived["x_ref"] == 1.2 and derived["x_ref_ci"] == [1.18, 1.22] and derived["paired_rounds"] == 3
@@ -247,3 +252,24 @@ def test_a_pair_whose_kernels_lend_each_other_clock_headroom_is_told_apart():
                                   ({"sm_mhz_median": 1545.0}, {"sm_mhz_median": 1530.0}))  # hgemm v8 and cuBLAS
     assert even["power_mix"] == pytest.approx(30 / 1515)
     assert power_mix(({"settled": None}, {}), ({}, {}))["power_mix"] is None  # no NVML: unknown
+
+
+def test_a_paired_round_with_a_throttled_batch_is_dropped_whole_and_rounds_stay_balanced():
+    from study.timing import TimerSettings
+
+    clocks = iter([1900.0, 1900.0, 1900.0, 1000.0] + [1900.0] * 400)  # the second round (B, A): A's batch throttles
+    calls = []
+
+    def samples(fn, reps, flush, per_call):
+        calls.append(fn)
+        return [fn()] * reps, next(clocks), 0, 650.0
+
+    settings = TimerSettings(min_rounds=10, max_rounds=40, recovery_s=0.0)
+    timer = timer_module.Timer(settings, types.SimpleNamespace(max_sm_clock_mhz=1980.0), None, None)
+    timer.samples = samples
+    pairing = timer.paired((lambda: 1.0, lambda: 1.25), (1.0, 1.25), flush=False)
+    assert pairing["discarded_throttled"] == [10, 0] and pairing["rounds"] == 10 and pairing["stop"] == "ci"
+    assert pairing["ratio"] == 1.25 and pairing["ci"] == [1.25, 1.25] and len(pairing["samples"]) == 10 * 10
+    # kept rounds alternate which side goes first: A B, B A (dropped), B A, A B, B A, …: five of each
+    firsts = [calls[i]() for i in range(0, len(calls), 2)]
+    assert firsts[:5] == [1.0, 1.25, 1.25, 1.0, 1.25] and len(firsts) == 11

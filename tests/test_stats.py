@@ -99,5 +99,7 @@ def test_pairing_stops_when_the_median_ratio_is_known_or_at_a_bound():
     noisy = [1.0, 1.1] * 5
     assert pair_stop(st, noisy, 0.1) is None and pair_stop(st, noisy, 6.0) == "timeout"
     assert pair_stop(st, noisy * 4, 0.1) == "max_rounds"
+    assert pair_stop(st, steady * 3 + [1.01, 1.01], 0.1) is None  # 29 rounds: one more A-first than B-first
+    assert pair_stop(st, steady[:3], 6.0) == "timeout"  # the timeout holds however few rounds were kept
     with pytest.raises(ValueError):
         TimerSettings(min_rounds=2)

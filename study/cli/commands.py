@@ -214,6 +214,12 @@ def cmd_validate(args) -> int:
                 problem.precision(precision)
         except (KeyError, ValueError) as exc:
             raise UsageError(f"{name} {text}: {exc.args[0]}") from None
+    for name, ref, text, precision in args.pair or ():
+        try:
+            validate_pairs.pair_cases(name, ref, text, precision)  # a rung and its op's reference, as compare pairs
+        except (KeyError, ValueError, StopIteration) as exc:
+            raise UsageError(f"--pair {name} {ref} {text} {precision}: "
+                             f"{exc.args[0] if exc.args else 'not a case compare plans'}") from None
     if not gpu_or_exit("validate"):
         return 2
     chosen = args.kernel or args.pair

@@ -1,13 +1,11 @@
 """Labels and formatters every page shares: backend names, shapes as reports show them, numbers
 with a dash for "none", the informative line of a reason, the flags that ask for a second look.
-A leaf: pure functions of records, no framework import but :mod:`study.metrics`."""
+A leaf: pure functions of records, no framework import but :mod:`study.metrics` and :mod:`study.keys`."""
 
 from __future__ import annotations
 
-import json
-
 from study import metrics
-from study.timing import power_mix
+from study.keys import CaseKey
 
 BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
                  "inductor": "Inductor"}
@@ -37,13 +35,10 @@ def unit_of(ms: list[dict]) -> str:
     return metrics.unit((ms[0].get("work") or {}).get("bound", "compute")) if ms else "GFLOPS"
 
 
-PAIR_CLOCK_SPREAD = 0.03  # a pair whose median SM clocks are further apart is flagged: ratio and clock mixed
-
-
 def flags(m: dict) -> list[str]:
     """Why a number deserves a second look: noise above target, throttling, launch-bound,
     above the memory peak (served from L2), run at the power cap, a pair at clocks apart, a pair
-    whose kernels ran at clocks they do not hold alone (study.timer.power_mix)."""
+    whose kernels ran at clocks they do not hold alone (study.metrics.pair_gaps)."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -60,9 +55,10 @@ def flags(m: dict) -> list[str]:
         out.append("L2")
     if clocks.get("at_power_cap"):
         out.append("power-cap")
-    if ((m.get("paired") or {}).get("clock_spread") or 0) > PAIR_CLOCK_SPREAD:
+    gaps = metrics.pair_gaps(m)
+    if (gaps.get("clock_spread") or 0) > metrics.PAIR_CLOCK_GAP:
         out.append("clocks")
-    if (pair_power_mix(m) or 0) > PAIR_CLOCK_SPREAD:
+    if (gaps.get("power_mix") or 0) > metrics.PAIR_CLOCK_GAP:
         out.append("power-mix")
     return out
 
@@ -70,23 +66,8 @@ def flags(m: dict) -> list[str]:
 def primary(ms: list[dict]) -> list[dict]:
     """The records a ladder table and figure show: a paired record (timed again against the reference
     for the best-rung table) stands in only where its case has no unpaired record."""
-    plain = {_unpaired_key(m) for m in ms if not m.get("paired")}
-    return [m for m in ms if not m.get("paired") or _unpaired_key(m) not in plain]
-
-
-def _unpaired_key(m: dict) -> tuple:
-    return (m["implementation"], json.dumps(m["shape"]), m.get("precision"), m["autotune"], m.get("mode"),
-            m.get("pad") or 0)
-
-
-def pair_power_mix(m: dict) -> float | None:
-    """A paired record's power mix (study.timing.power_mix), from its settled and paired clocks where it
-    was measured before the field was recorded."""
-    pairing = m.get("paired") or {}
-    if "power_mix" in pairing or not pairing:
-        return pairing.get("power_mix")
-    return power_mix((m.get("steady"), pairing.get("reference_steady")),
-                     (m.get("clocks"), pairing.get("reference_clocks")))["power_mix"]
+    plain = {CaseKey.of_record(m) for m in ms if not m.get("paired")}
+    return [m for m in ms if not m.get("paired") or CaseKey.of_record(m)._replace(paired=False) not in plain]
 
 
 def ratio_cell(m: dict) -> str:

@@ -154,16 +154,16 @@ def best_by_shape(measurements: list[dict], op: str) -> tuple[str, dict] | None:
     ok = [m for m in ok if (m.get("mode") or "cold") == first]
     if len({shape_label(m["shape"]) for m in ok}) < 2:
         return None
-    best: dict = {}
-    for m in sorted(ok, key=lambda m: bool(m.get("paired"))):  # unpaired first: a paired best replaces them
+    candidates: dict = {}
+    for m in ok:
         own = (m.get("math") or "ieee") in EMULATION
         series = BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
-        key = (shape_label(m["shape"]), m.get("precision") or m["dtype"], series)
-        held = best.get(key)
-        if held is None or (m.get("paired") and not held.get("paired")) or \
-                (bool(m.get("paired")) == bool(held.get("paired")) and m["x_ref"] > held["x_ref"]):
-            best[key] = m
-    return first, best
+        candidates.setdefault((shape_label(m["shape"]), m.get("precision") or m["dtype"], series), []).append(m)
+    # a paired record (the series' best timed again against the reference) stands before any unpaired one
+    return first, {key: max(ms, key=lambda m: (bool(m.get("paired")), m["x_ref"])) for key, ms in candidates.items()}
+
+
+PAIR_FLAGS = ("clocks", "power-mix")  # what a best-rung cell repeats of its record's flags: the ratio's own
 
 
 def best_table(measurements: list[dict], op: str) -> str | None:
@@ -184,7 +184,7 @@ def best_table(measurements: list[dict], op: str) -> str | None:
         for name in series:
             m = best.get((shape, precision, name))
             cells.append(f"v{m['rung_index']} ({m['autotune']}) {num(metrics.headline(m), ',.0f')} · "
-                         f"{ratio_cell(m)}" + ("".join(f" ⚑{f}" for f in flags(m) if f == "clocks")) if m else "—")
+                         f"{ratio_cell(m)}" + "".join(f" ⚑{f}" for f in flags(m) if f in PAIR_FLAGS) if m else "—")
         reference = f"{num(metrics.headline(ref), ',.0f')} ({ref.get('baseline')})" if ref else "—"
         rows.append([shape, precision, reference, *cells])
     return tabulate(rows, ["shape", "precision", f"reference {unit}", *series], tablefmt="github", disable_numparse=True)
