@@ -138,6 +138,11 @@ def cold_timer(device, settings, clocks):
     return for_gpu(dataclasses.replace(settings, mode="cold", graph_launches=None), device, clocks)
 
 
+def launch_overhead_ms(device, settings, clocks) -> float:
+    """The empty kernel's event-timed launch, as every run records it (:func:`cold_timer`)."""
+    return launch_overhead(cold_timer(device, settings, clocks))["median_ms"]
+
+
 def add_copy_by_size(ceilings: dict, device, settings, clocks) -> dict:
     """The ceilings with the copy-by-size curve measured now (the rest as they were)."""
     return {**ceilings, "copy_by_size": copy_by_size(cold_timer(device, settings, clocks))}

@@ -24,7 +24,7 @@ from study.profile import ProfileError, parse_config
 EMPTY = "microbench/empty"  # not a rung: the empty kernel that measures the events-vs-ncu offset
 
 
-def ready_launch(name: str, shape_text: str, seed: int = 0, precision_name: str | None = None, config=None):
+def ready_launch(name: str, shape_text: str, precision_name: str | None = None, config=None):
     """A ready launch of one implementation (autotune off), at the op's first precision (FP32 for the
     GEMM/GEMV ops) unless another is named, at its declared config with ``config``'s parameters in
     place of the declared ones: (implementation, problem, shape, launch, reference, scale, precision)."""
@@ -32,7 +32,7 @@ def ready_launch(name: str, shape_text: str, seed: int = 0, precision_name: str 
     problem = catalog.ladder(impl.op).problem
     shape = problem.parse_shape(shape_text)
     precision = problem.precision(precision_name) if precision_name else problem.precisions[0]
-    tensors = problem.make_inputs(shape, precision, seed, "cuda")
+    tensors = problem.make_inputs(shape, precision, 0, "cuda")
     ref, scale = problem.reference(tensors, precision)
     launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision,
                                            config={**impl.params, **config} if config else None)

@@ -22,7 +22,6 @@ from study.select import UsageError
 from study.session import Session, crashed_record
 from study.shards import shard_cases
 from study.sweep import eta_text
-from study.timer import for_gpu
 from study.timing import TimerSettings, TimingConfigError
 from study.worker import WorkerPool, start_all
 
@@ -114,8 +113,7 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         clocks = hardware.Clocks()
         measured, source = ceilings.load_or_measure(device, settings, clocks)
         say(f"ceilings: {source}")
-        cold = dataclasses.replace(settings, mode="cold")
-        overhead = ceilings.launch_overhead(for_gpu(cold, device, clocks))["median_ms"]
+        overhead = ceilings.launch_overhead_ms(device, settings, clocks)
         env = _environment(device, options, cases)
         env["ceilings"] = {**ceilings.summary(measured), "source": source, "measured_utc": measured.get("utc")}
         env["launch_overhead_ms"] = overhead

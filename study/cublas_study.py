@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 
 from study import align, catalog, compare, keys, metrics, results, select, sweep
+from study.plan import rung_wanted
 from study.backends import cublaslt
 from study.report.labels import EMULATION, shape_label
 from study.timing import TimerSettings
@@ -304,8 +305,7 @@ def _missing_rungs(doc: dict, step: Step) -> list[str]:
     better rung. Its table's "best" is then the best of the rungs it had, and the page says which
     are missing rather than let the reader take it for the ladder's best."""
     named = step.rungs
-    keys = [r.key for r in catalog.ladder(step.op).rungs
-            if not named or any(r.key == n or r.key.split("_")[0] == n for n in named)]
+    keys = [r.key for index, r in enumerate(catalog.ladder(step.op).rungs) if rung_wanted(r.key, index, named)]
     seen = {m.get("rung") for m in doc["measurements"]}
     return [k for k in keys if k not in seen]
 

@@ -19,6 +19,7 @@ from typing import Callable
 
 from study import results
 from study.plan import Case, group_of, ordered
+from study.problem import one_line
 from study.session import crashed_record
 
 
@@ -101,7 +102,7 @@ def run_compare(cases: list[Case], env: dict, json_path: Path, measure: Callable
         except LaneDead:
             raise
         except Exception as exc:  # the pool itself failed: record it, keep going
-            record = crashed_record(case, f"{type(exc).__name__}: {exc}")
+            record = crashed_record(case, one_line(exc))
         record["case"] = case.key
         record["wall_s"] = time.perf_counter() - started
         with lock:

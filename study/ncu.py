@@ -52,6 +52,14 @@ def ncu_target(impl: str, shape: str, launches: int, precision: str | None = Non
                          *(["--config", config_text(config)] if config else []))
 
 
+def command(tool: str, target: list[str], metrics, raw: bool = False) -> list[str]:
+    """ncu around a child (:func:`ncu_target`): the card's own clocks, only the child's profiler range,
+    CSV, ``metrics``; ``raw``: the raw page (a row per kernel, a column per metric) in base units, so
+    that a column's scale does not depend on its values."""
+    return [tool, "--clock-control", "none", "--profile-from-start", "off", "--csv",
+            *(["--page", "raw", "--print-units", "base"] if raw else []), "--metrics", ",".join(metrics), *target]
+
+
 def version(tool: str) -> str:
     """The last line a tool prints for ``--version`` (its version), or an empty string."""
     try:
@@ -137,11 +145,13 @@ def ghz(value, unit: str):
 
 def parse_ncu_csv(text: str, launches: int) -> tuple[list[float], int]:
     """Per-launch durations (ms) from ncu's CSV, summing the kernels of each launch."""
-    start = text.find('"ID"')
-    if start < 0:
+    table, _ = split_output(text)
+    if not table:
         raise ValueError("no CSV table in ncu's output")
-    rows = [r for r in csv.DictReader(io.StringIO(text[start:])) if r.get("Metric Name") == "gpu__time_duration.sum"]
-    durations = [float(r["Metric Value"].replace(",", "")) * MS_PER_UNIT[r["Metric Unit"]] for r in rows]
+    rows = [r for r in csv.DictReader(io.StringIO(table)) if r.get("Metric Name") == "gpu__time_duration.sum"]
+    durations = [ms(float(r["Metric Value"].replace(",", "")), r["Metric Unit"]) for r in rows]
+    if None in durations:
+        raise ValueError(f"ncu printed a duration in a unit not in {sorted(MS_PER_UNIT)}")
     if not durations or len(durations) % launches:
         raise ValueError(f"ncu reported {len(durations)} kernels for {launches} launches")
     per = len(durations) // launches

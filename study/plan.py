@@ -100,10 +100,15 @@ def plan(ops: Iterable[str], shapes: dict | None = None, precisions: dict | None
                             continue
                         if backends and impl.backend not in backends:
                             continue
-                        if wanted_rungs and not ({impl.rung, f"v{impl.rung_index}"} & wanted_rungs):
+                        if not rung_wanted(impl.rung, impl.rung_index, wanted_rungs):
                             continue
                         cases.extend(Case(impl, shape, precision, tune, mode, paired=paired) for tune in tunes)
     return cases
+
+
+def rung_wanted(key: str, index: int, wanted) -> bool:
+    """Whether ``--rung`` names the rung (by its key or ``vN``); every rung when it names none."""
+    return not wanted or bool({key, f"v{index}"} & set(wanted))
 
 
 def best_pairs(cases: list[Case], records: list[dict]) -> list[Case]:

@@ -259,6 +259,12 @@ class Problem:
                        unwritten=unwritten, message=msg)
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as a record's reason: its type and message, at most 4000 characters."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return text if len(text) < 4000 else text[:4000] + " …"
+
+
 def error_record(verdict: Verdict, problem: Problem, precision: Precision) -> dict:
     """The gate's verdict as a record stores it."""
     return {"err": verdict.err, "tolerance": verdict.tolerance, "max_abs": verdict.max_abs, "max_rel": verdict.max_rel,

@@ -98,10 +98,7 @@ def ncu_command(impl: str, shape: str, precision: str | None, launches: int, met
     """ncu around ``python -m study.child ncu``: only the profiler range (the ``launches`` launches)
     is profiled, one row per kernel with one column per metric. ``config``: parameters that replace
     the declared config's (a point of the autotune space, say)."""
-    target = tools.ncu_target(impl, shape, launches, precision, config)
-    return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--csv", "--page", "raw",
-            "--print-units", "base",  # fixed units: a column's scale does not depend on its values
-            "--metrics", ",".join(metrics), *target]
+    return tools.command(ncu, tools.ncu_target(impl, shape, launches, precision, config), metrics, raw=True)
 
 
 def _base(metric: str) -> str:

@@ -31,7 +31,7 @@ from pathlib import Path
 from study import catalog, keys, ncu, results
 from study.backends import backend
 from study.paths import ROOT
-from study.session import source_hash
+from study.backends.cuda import source_hash_of
 from study.timing import TimerSettings
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
@@ -137,7 +137,7 @@ def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) ->
         status = "failed"
     else:
         status = "clean" if count == 0 else "hazards"
-    return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash(impl), "tool": tool,
+    return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash_of(impl), "tool": tool,
             "shape": shape_text, "precision": precision, "status": status, "count": count, "first": first,
             "exit_code": code, "outside_kernel": outside, "seconds": time.perf_counter() - started,
             "output_tail": output[-2000:] if status == "failed" else ""}
@@ -234,7 +234,7 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     def one(row_plan):
         impl, tool, shape_text, precision, reason = row_plan
         if reason:
-            return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash(impl),
+            return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash_of(impl),
                     "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
                     "count": None, "first": [], "seconds": 0.0}
         return run_one(tool_path, tool, impl, shape_text, precision)

@@ -18,18 +18,12 @@ from typing import Callable
 
 from study import catalog, stats, timer
 from study.backends import Tuning, Unsupported, backend, cuda
-from study.backends.cuda_tune import one_line
-from study.plan import Case, ordered
+from study.plan import Case, group_of, ordered
 from study.registry import implementations_of
-from study.problem import check_output, error_record, pad_rows
+from study.problem import check_output, error_record, one_line, pad_rows
 from study.timing import TimerSettings, TimingConfigError, flushes
 
 SEED_STRIDE = 7919  # the extra gate trials draw seeds seed + SEED_STRIDE·t, t = 1, 2, …
-
-
-def source_hash(impl) -> str | None:
-    """What a CUDA rung compiled, so that sanitizer results of that very source can be matched."""
-    return cuda.source_hash(impl.target.path) if impl.backend == "cuda" else None
 
 
 def _record(case: Case, **fields) -> dict:
@@ -38,7 +32,7 @@ def _record(case: Case, **fields) -> dict:
     record = {
         "op": impl.op, "rung": impl.rung, "rung_index": impl.rung_index, "baseline": impl.baseline,
         "backend": impl.backend, "library": impl.library, "reference": impl.reference,
-        "implementation": impl.name, "source": impl.source, "source_hash": source_hash(impl),
+        "implementation": impl.name, "source": impl.source, "source_hash": cuda.source_hash_of(impl),
         "shape": dict(case.shape),
         "precision": case.precision.name, "dtype": case.precision.dtype, "math": impl.math_of(case.precision),
         "autotune": case.autotune, "mode": case.mode, "pad": case.pad, "status": None, "reason": "",
@@ -66,13 +60,9 @@ class Session:
         self._key = self._data = None  # the inputs and reference of the current group
         self._trial_key = self._trial_data = None  # those of the current correctness trial
 
-    @staticmethod
-    def _group(problem, shape, precision, pad=0) -> tuple:
-        """What the inputs and reference are built once for: op, shape, precision, padding."""
-        return problem.name, tuple(shape.items()), precision.name, pad
-
-    def _inputs(self, problem, shape, precision, pad=0):
-        key = self._group(problem, shape, precision, pad)
+    def _inputs(self, problem, case: Case):
+        """The inputs and reference of the case's group (plan.group_of), built once for all its cases."""
+        shape, precision, pad, key = case.shape, case.precision, case.pad, group_of(case)
         if key != self._key:
             import torch
 
@@ -97,7 +87,7 @@ class Session:
         other than the study's timer (validate's do_bench and write-flush timings) to run exactly what the
         session measures. A RuntimeError says why the gate failed."""
         problem = catalog.ladder(case.impl.op).problem
-        tensors, ref, scale = self._inputs(problem, case.shape, case.precision, case.pad)
+        tensors, ref, scale = self._inputs(problem, case)
         got = self._ready(case, case.impl, case.autotune, problem, tensors, ref, scale, trials=False)
         if got["launch"] is None:
             raise RuntimeError(f"{case.impl.name}: {got['reason']}")
@@ -113,12 +103,12 @@ class Session:
                 impl, problem, case.shape, case.precision)
             if reason is None and case.pad and not problem.paddable:
                 reason = f"{problem.name}'s kernels take no leading dimensions: padded rows (pad={case.pad}) are not run"
-            if reason is None and self._key != self._group(problem, case.shape, case.precision, case.pad):
+            if reason is None and self._key != group_of(case):
                 reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0],
                                               trial_sets=self.settings.gate_trials)
             if reason:
                 return _record(case, status="skipped", reason=reason)
-            tensors, ref, scale = self._inputs(problem, case.shape, case.precision, case.pad)
+            tensors, ref, scale = self._inputs(problem, case)
             return self._measure(case, problem, tensors, ref, scale)
         except TimingConfigError as exc:
             return _record(case, status="skipped", reason=f"timing configuration: {exc}")
@@ -127,10 +117,10 @@ class Session:
         except Exception as exc:
             return _record(case, status="crashed", reason=one_line(exc), traceback=traceback.format_exc(limit=6))
 
-    def _trial_inputs(self, problem, shape, precision, device, pad=0) -> list[tuple]:
-        """(kind, seed, inputs, reference, scale) of the extra gate trials, built once per op, shape
-        and precision and kept while the cases of that group run."""
-        key = (*self._group(problem, shape, precision, pad), self.settings.gate_trials)
+    def _trial_inputs(self, problem, case: Case, device) -> list[tuple]:
+        """(kind, seed, inputs, reference, scale) of the extra gate trials, built once per group
+        (plan.group_of) and kept while its cases run."""
+        shape, precision, pad, key = case.shape, case.precision, case.pad, group_of(case)
         if key != self._trial_key:
             self._trial_key, self._trial_data = None, None
             runs = [("random", self.seed + SEED_STRIDE * t,
@@ -150,7 +140,7 @@ class Session:
         (small integers whose exact answer the float64 reference has, where a misplaced element has
         no rounding to hide in). Stops at the first failing trial."""
         impl, shape, precision = case.impl, case.shape, case.precision
-        runs = self._trial_inputs(problem, shape, precision, next(iter(tensors.values())).device, case.pad)
+        runs = self._trial_inputs(problem, case, next(iter(tensors.values())).device)
         structured = any(kind == "structured" for kind, *_ in runs)
         for trial, (kind, seed, inputs, ref, scale) in enumerate(runs, 2):
             launch = backend(impl.backend).prepare(impl, problem, inputs, shape, precision, config=config,
@@ -170,8 +160,7 @@ class Session:
         record (never timed)."""
         import torch
 
-        flush = flushes(case.mode)
-        tuning = Tuning(self.timer, self.device, case.mode, flush, ref, scale) if autotune == "on" else None
+        tuning = Tuning(self.timer, case.mode, ref, scale) if autotune == "on" else None
         launch = backend(impl.backend).prepare(impl, problem, tensors, case.shape, case.precision, tune=tuning,
                                                pad=case.pad)
         # The CUDA search's pick, for the extra gate trials: they launch it, not a search of their own.

@@ -146,10 +146,6 @@ class Timer:
     def host_bound_batches(self) -> int:
         return self.instruments.host_bound_batches
 
-    @property
-    def flush_bytes(self) -> int:
-        return self.instruments.flush_buffer.numel() * 8
-
     def lead(self, seconds: float) -> None:
         """Keep the GPU busy while the host queues a batch (cuda_kernels/microbench/delay.cu)."""
         if self.instruments.lead is not None:

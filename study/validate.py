@@ -31,7 +31,7 @@ from study.ceilings import launch_overhead
 from study.child import EMPTY, ready_launch
 from study.ncu import parse_ncu_csv
 from study.paths import ROOT, report_dir
-from study.problem import check_output
+from study.problem import check_output, one_line
 from study.report.labels import shape_label
 from study.session import Session
 from study.timer import for_gpu
@@ -51,8 +51,7 @@ NCU_LAUNCHES = 20
 
 
 def ncu_time(name: str, shape_text: str, tool: str = "ncu", precision: str | None = None) -> dict:
-    cmd = [tool, "--clock-control", "none", "--profile-from-start", "off", "--metrics", "gpu__time_duration.sum",
-           "--csv", *ncu.ncu_target(name, shape_text, NCU_LAUNCHES, precision)]
+    cmd = ncu.command(tool, ncu.ncu_target(name, shape_text, NCU_LAUNCHES, precision), ["gpu__time_duration.sum"])
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"ncu exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}")
@@ -81,7 +80,7 @@ def measure_one(name, shape_text, timer, tool: str | None) -> dict:
         try:
             row["ncu"] = ncu_time(name, shape_text, tool)
         except Exception as exc:
-            row["ncu"] = {"error": f"{type(exc).__name__}: {exc}"}
+            row["ncu"] = {"error": one_line(exc)}
     return row
 
 
@@ -212,7 +211,7 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS, pairs=vali
         try:
             doc["ncu_empty"] = ncu_time(EMPTY, "-", tool)
         except Exception as exc:
-            doc["ncu_empty"] = {"error": f"{type(exc).__name__}: {exc}"}
+            doc["ncu_empty"] = {"error": one_line(exc)}
     offset = instrument_offset(doc)
 
     def save():  # after every kernel and pair: an interruption loses nothing
@@ -225,7 +224,7 @@ def main(out_dir: Path | None, use_ncu: bool = True, kernels=KERNELS, pairs=vali
             doc["kernels"].append(judge(measure_one(name, shape, timer, tool), offset))
         except Exception as exc:
             doc["kernels"].append({"implementation": name, "shape": {"text": shape}, "status": "crashed",
-                                   "reason": f"{type(exc).__name__}: {exc}"})
+                                   "reason": one_line(exc)})
         save()
     timed = (lambda name, shape, precision: ncu_time(name, shape, tool, precision)) if have_ncu else None
     session = Session(settings, device, clocks=clocks, launch_overhead_ms=overhead)

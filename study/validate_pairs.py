@@ -27,6 +27,7 @@ import sys
 
 from study import catalog, metrics, stats
 from study.plan import plan
+from study.problem import one_line
 
 PAIRS = (
     ("hgemm/v8_warp_specialized/cuda", "hgemm/torch_matmul/cublas", "8192x8192x8192", "bf16"),
@@ -96,7 +97,7 @@ def measure(name: str, reference: str, shape_text: str, precision: str, session,
             row["ncu"] = {"ratio": times[1] / times[0], "implementation_ms": times[0], "reference_ms": times[1]}
             absolute["implementation"]["ncu_ms"], absolute["reference"]["ncu_ms"] = times
         except Exception as exc:
-            row["ncu"] = {"error": f"{type(exc).__name__}: {exc}"}
+            row["ncu"] = {"error": one_line(exc)}
     row["within_target"] = abs(row["paired"]["ratio"] / row["do_bench"]["ratio"] - 1) <= TARGET
     return row
 
@@ -154,5 +155,5 @@ def run(pairs, session, write_timer, ncu_time, doc: dict, save) -> None:
             doc["pairs"].append(measure(name, reference, shape, precision, session, write_timer, ncu_time))
         except Exception as exc:
             doc["pairs"].append({"implementation": name, "reference": reference, "shape": shape,
-                                 "precision": precision, "status": "crashed", "reason": f"{type(exc).__name__}: {exc}"})
+                                 "precision": precision, "status": "crashed", "reason": one_line(exc)})
         save()

@@ -58,7 +58,6 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
     import torch
 
     from study import ceilings, hardware
-    from study.timer import for_gpu
     from study.session import Session
 
     device = hardware.current_device()
@@ -71,7 +70,7 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
         cold = dataclasses.replace(settings, mode="cold")
         measured, source = ceilings.load_or_measure(device, cold, clocks, uuid=uuid)
         if launch_overhead_ms is None:  # a restarted worker reuses its first start's figure
-            launch_overhead_ms = ceilings.launch_overhead(for_gpu(cold, device, clocks))["median_ms"]
+            launch_overhead_ms = ceilings.launch_overhead_ms(device, settings, clocks)
         facts.update(launch_overhead_ms=launch_overhead_ms, ceilings={**ceilings.summary(measured), "source": source})
     session = Session(settings, device, seed=seed, clocks=clocks, launch_overhead_ms=launch_overhead_ms,
                       gpu={"index": facts["index"], "uuid": facts["uuid"]})

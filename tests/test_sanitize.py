@@ -99,7 +99,7 @@ def _fake_tool(tmp_path, text, code=0):
 def test_each_run_is_clean_hazards_or_failed(tmp_path, text, code, status):
     impl = implementation("sgemv/v1_warp_per_row/cuda")
     row = sanitize.run_one(_fake_tool(tmp_path, text, code), "racecheck", impl, "67x1031", "fp32")
-    assert row["status"] == status and row["source_hash"] == sanitize.source_hash(impl)
+    assert row["status"] == status and row["source_hash"] == sanitize.source_hash_of(impl)
     assert bool(row["output_tail"]) == (status == "failed")
 
 
@@ -132,8 +132,8 @@ def test_compare_marks_a_rung_whose_current_source_was_found_unclean(tmp_path):
     impl = implementation("sgemm/v0_naive_colmajor_b/cuda")
     for m in doc["measurements"]:
         m["source"] = impl.source if m["backend"] == "cuda" else m["source"]
-        m["source_hash"] = sanitize.source_hash(impl) if m["implementation"] == impl.name else "0" * 16
-    found = {"results": [{"source": impl.source, "source_hash": sanitize.source_hash(impl), "tool": "racecheck",
+        m["source_hash"] = sanitize.source_hash_of(impl) if m["implementation"] == impl.name else "0" * 16
+    found = {"results": [{"source": impl.source, "source_hash": sanitize.source_hash_of(impl), "tool": "racecheck",
                           "count": 7, "status": "hazards"}]}
     (tmp_path / "sanitize.json").write_text(json.dumps(found))
     text = report.render(doc, tmp_path / "compare.md", draw=False, marks=sanitize.marks_beside(tmp_path))

@@ -80,9 +80,9 @@ def session(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     s = Session(TimerSettings(reps=20), device=None, launch_overhead_ms=1.0)
 
-    def inputs(problem, shape, precision, pad=0):
-        tensors = problem.make_inputs(shape, precision, 0, "cpu")
-        return (tensors, *problem.reference(tensors, precision))
+    def inputs(problem, case):
+        tensors = problem.make_inputs(case.shape, case.precision, 0, "cpu")
+        return (tensors, *problem.reference(tensors, case.precision))
 
     monkeypatch.setattr(s, "_inputs", inputs)
     return s

@@ -70,6 +70,12 @@ def source_hash(path: Path) -> str:
     return hashlib.sha256(kernel_source(path).encode()).hexdigest()[:16]
 
 
+def source_hash_of(impl) -> str | None:
+    """What a CUDA rung compiled (:func:`source_hash` of its kernel file), so that sanitizer results of
+    that very source can be matched to its measurements; None for other backends."""
+    return source_hash(impl.target.path) if impl.backend == "cuda" else None
+
+
 def defines(config: Mapping[str, int]) -> tuple[str, ...]:
     return tuple(f"-D{k}={int(v)}" for k, v in sorted(config.items()))
 

@@ -14,7 +14,8 @@ from study import keys, stats
 from study.backends.cuda import kernel_source
 from study.backends.launch import Unsupported
 from study.paths import cache_dir
-from study.problem import check_output
+from study.problem import check_output, one_line
+from study.timing import flushes
 from study.results import update_entry
 
 
@@ -29,18 +30,13 @@ def tune_key(impl, device, shape, precision, mode, pad: int = 0) -> str:
             f"{precision.name}|{mode}|{digest}" + (f"|pad={pad}" if pad else ""))
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception as a record's reason: its type and message, at most 4000 characters."""
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) < 4000 else text[:4000] + " …"
-
-
 def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) -> tuple[dict, dict]:
     """(the fastest correct point, the log of every point tried); ``prepare`` is the CUDA backend's,
     called with each point. Raises Unsupported when the tensors refuse every point alike."""
     path = cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
-    key = tune_key(impl, tuning.device, shape, precision, tuning.mode, pad)
+    key = tune_key(impl, tuning.timer.device, shape, precision, tuning.mode, pad)
+    flush = flushes(tuning.mode)
     if key in cache:
         return dict(cache[key]["config"]), {"cached": True, **cache[key]}
     timer = tuning.timer
@@ -52,8 +48,8 @@ def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) ->
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue
-            timer.warm_up(launch.fn, tuning.flush)
-            median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, tuning.flush)[0]).median
+            timer.warm_up(launch.fn, flush)
+            median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
             trials.append({"config": dict(point), "status": "ok", "median_ms": median})
         except Unsupported:  # these tensors, not this point: every point would refuse them
             raise

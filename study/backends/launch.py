@@ -17,14 +17,12 @@ class Unsupported(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Tuning:
     """What a backend's own search needs from the session: the ``timer`` that times every sample
-    (a CUDA point gets ``timer.settings.tune_reps`` of them, L2 flushed before each where ``flush``),
-    the timing ``mode`` and the ``device`` that key the cache of picks, and the reference (``ref``,
+    (a CUDA point gets ``timer.settings.tune_reps`` of them, L2 flushed before each in cold mode), the
+    timing ``mode`` and the timer's device that key the cache of picks, and the reference (``ref``,
     ``scale``) that gates every point."""
 
     timer: Any
-    device: Any
     mode: str
-    flush: bool
     ref: Any
     scale: Any
 

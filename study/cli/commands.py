@@ -18,6 +18,7 @@ from tabulate import tabulate
 from study import (align, catalog, ceilings, compare, cublas_study, diff, hardware, metrics, pages, profile,
                    profile_table, results, sanitize, shards, sweep, validate, validate_pairs, worker)
 from study.keys import shape_text
+from study.plan import rung_wanted
 from study.paths import report_dir
 from study.registry import implementations_of
 from study.select import UsageError, cases as select_cases, one_op, ops_named, parse_dtypes, parse_shapes
@@ -235,7 +236,7 @@ def cmd_sanitize(args) -> int:
     backends = set(args.backend or ["cuda"])
     wanted = set(args.rung or [])
     impls = [i for op in ops for i in implementations_of(all_ops[op]) if i.backend in backends and i.rung
-             and (not wanted or {i.rung, f"v{i.rung_index}"} & wanted)]
+             and rung_wanted(i.rung, i.rung_index, wanted)]
     if not impls:
         raise UsageError("no implementation matches --op/--rung/--backend")
     try:

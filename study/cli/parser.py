@@ -7,7 +7,10 @@ import argparse
 from pathlib import Path
 
 from study.diff import DEFAULT_THRESHOLD
+from study.plan import AUTOTUNE_MODES
 from study.registry import BACKENDS
+from study.sanitize import TOOLS
+from study.timing import MODES
 
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   every op, its default shapes, precisions, modes
@@ -90,9 +93,9 @@ def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
     """What compare and sweep share: precisions, autotune, modes, the timer, where results go, GPUs."""
     p.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
                    help="precision (repeatable; default: each op's own; an op lists those it accepts)")
-    p.add_argument("--autotune", choices=("off", "on", "both"), default="off",
+    p.add_argument("--autotune", choices=AUTOTUNE_MODES, default="off",
                    help="off: declared configs; on: search each rung's space; both: measure each way")
-    p.add_argument("--mode", action="append", choices=("cold", "hot", "graph"),
+    p.add_argument("--mode", action="append", choices=MODES,
                    help="cold: L2 flushed before each sample; hot: back-to-back launches; graph: N launches "
                         "replayed from one CUDA graph (repeatable; default: each op's, e.g. cold and hot for sgemv)")
     p.add_argument("--reps", type=int, default=None,
@@ -229,7 +232,7 @@ def parser(description: str) -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     san.add_argument("--op", action="append", help="op (repeatable; default: all)")
     san.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
-    san.add_argument("--tool", action="append", choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+    san.add_argument("--tool", action="append", choices=TOOLS,
                      help="tool (repeatable; default: all four)")
     san.add_argument("--shape", action="append", help="shapes instead of each op's small awkward ones (op form or op:shape)")
     san.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",

@@ -23,9 +23,9 @@ import torch
 
 from study.backends.tma import twin_check
 from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
-                                   tensor_descriptors, tiled, tiled_twin_launch)
+                                   fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch)
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
-from study.problem import DEFAULT_SMS, cdiv, sm_count
+from study.problem import cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import bgemm as tkb
 from triton_kernels import hgemm as tkh
@@ -52,11 +52,8 @@ class BGEMM(Gemm):
     paddable = False  # align measures M, N, K ops; a padded batch would also need its 32-bit limit padded
 
     def bytes_needed(self, shape, precision) -> int:
-        """SGEMM's estimate, per entry: FP32 inputs, output and a re-laid B, float64 copies, reference
-        and temporaries; and its split-K workspace term (two blocks per SM of 128×256 tiles)."""
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n) \
-            + 4 * (m * n + 2 * DEFAULT_SMS * 128 * 256)
+        """SGEMM's estimate, per entry (an upper bound for the half storages)."""
+        return fp32_bytes_needed(self.batch(shape), shape["M"], shape["N"], shape["K"])
 
 
 def persistent_twin_launch(kernel, tensors, out, shape, config, precision):

@@ -42,8 +42,8 @@ from study import registry
 from study.backends import cuda, cuda_launch, triton_launch
 from study.backends.launch import Unsupported
 from study.backends.tma import twin_check
-from study.ops.gemm_common import (PERSISTENT, STRUCTURED_SEED, TMA_HALVES, Gemm, ffma_warp_tile_smem, integer_operands,
-                                   persistent_twin_launch, tiled, uniform_operands)
+from study.ops.gemm_common import (PERSISTENT, STRUCTURED_SEED, TMA_HALVES, Gemm, ffma_warp_tile_smem, grid_rows_check,
+                                   integer_operands, persistent_twin_launch, tiled, uniform_operands)
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
 from study.problem import DTYPES, CudaLaunch, CudaLauncher, KernelCall, cdiv, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -52,7 +52,6 @@ from triton_kernels import gemm_bias_relu as tk
 
 TOLERANCE = {"fp32": 2e-6, "fp16": 1.2e-3, "bf16": 9.5e-3}  # 1.2 × two roundings (module docstring)
 SMALLEST_NORMAL = {"fp32": 2.0**-126, "fp16": 2.0**-14, "bf16": 2.0**-126}
-GRID_Y = 65535  # CUDA's limit on gridDim.y: the Triton pass's row blocks (v0's twin)
 INDUCTOR_MODE = {False: "default", True: "max-autotune-no-cudagraphs"}
 
 
@@ -218,8 +217,9 @@ def unfused_twin_launch(kernel, tensors, out, shape, config, precision):
     m, n = shape["M"], shape["N"]
     meta = dict(config)
     smallest = meta.get("BM") or min(c["BM"] for c in tk.POINTWISE_SPACE)
-    if cdiv(m, smallest) > GRID_Y:
-        raise Unsupported(f"M={m} needs more than {GRID_Y} row blocks of BM={smallest} (grid.y limit)")
+    reason = grid_rows_check({"BM": smallest}, shape, precision)
+    if reason:
+        raise Unsupported(reason)
     impl = bare(precision.name, "triton")
     gemm = impl.target.launch(impl.target.kernel, _gemm_operands(tensors), out, shape, dict(impl.params), precision)
     bias = tensors["bias"]

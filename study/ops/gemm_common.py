@@ -19,7 +19,7 @@ import torch
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason, launch_check
-from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, sm_count
+from study.problem import DEFAULT_SMS, DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, sm_count
 from study.registry import Baseline
 
 GRID_Y = 65535   # CUDA's limit on gridDim.y: the row blocks of a launch
@@ -57,6 +57,17 @@ def integer_operands(shape, dtype, gen, lead=()):
     a = torch.randint(-2, 3, (*lead, shape["M"], shape["K"]), generator=gen).to(dtype)
     b = torch.randint(-2, 3, (*lead, shape["K"], shape["N"]), generator=gen).to(dtype)
     return a, b
+
+
+SPLIT_BLOCKS_PER_SM = 2  # sgemm's split-K plan: enough K ranges for two blocks per SM
+
+
+def fp32_bytes_needed(batch: int, m: int, n: int, k: int) -> int:
+    """GPU memory of an FP32 GEMM case: per entry FP32 inputs, output and a re-laid B, float64 copies
+    of A, B, |A|, |B|, the float64 reference, scale and the two temporaries of the comparison; and
+    split-K's workspace (fewer than M·N + two blocks per SM's tiles of partials, of up to 128×256)."""
+    return batch * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n) \
+        + 4 * (m * n + SPLIT_BLOCKS_PER_SM * DEFAULT_SMS * 128 * 256)
 
 
 class Gemm(Problem):

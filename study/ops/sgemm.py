@@ -33,11 +33,11 @@ import torch
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import launch_check
-from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, Gemm, aligned_defines,
-                                   ffma_warp_tile_smem, grid_rows_check, no_smem, tiled, tiled_args,
-                                   tiled_twin_launch)
+from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
+                                   aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
+                                   tiled, tiled_args, tiled_twin_launch)
 from study.precision import FP32, TF32
-from study.problem import DEFAULT_SMS, CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
+from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
 from study.registry import Rung, register, twin
 from triton_kernels import sgemm as tk
 
@@ -47,9 +47,9 @@ TMA_FLOATS = {"N": FLOATS, "K": FLOATS}
 TMA_BOX = 32     # floats in one 128-byte swizzled box row (cuda_kernels/sgemm/11_3xtf32_wgmma.cu)
 REDUCE_SYMBOL = "sgemm_v10_reduce_ranges"  # v10's second kernel, in its own file
 
-# The split-K plan of v5 and v9: enough blocks for two per SM (v5's launch bounds; v9's tiles hold one to
-# three), each K range at least four BK slices long (a shorter range is mostly pipeline fill and reduction).
-SPLIT_BLOCKS_PER_SM = 2
+# The split-K plan of v5 and v9: enough blocks for two per SM (SPLIT_BLOCKS_PER_SM: v5's launch bounds;
+# v9's tiles hold one to three), each K range at least four BK slices long (a shorter range is mostly
+# pipeline fill and reduction).
 MIN_SLICES_PER_SPLIT = 4
 
 
@@ -93,12 +93,7 @@ class SGEMM(Gemm):
     tolerance = FP32_TOLERANCE  # the module docstring derives them
 
     def bytes_needed(self, shape, precision) -> int:
-        m, n, k = shape["M"], shape["N"], shape["K"]
-        # fp32 inputs, output and a re-laid B; float64 copies of A, B, |A|, |B|;
-        # float64 reference, scale and the two temporaries of the comparison; v5's and v9's workspace
-        # (fewer than M·N + two blocks per SM's tiles of partials, tiles of up to 128×256).
-        return self.batch(shape) * (4 * (m * k + 2 * k * n + m * n) + 8 * 2 * (m * k + k * n) + 8 * 4 * m * n) \
-            + 4 * (m * n + SPLIT_BLOCKS_PER_SM * DEFAULT_SMS * 128 * 256)
+        return fp32_bytes_needed(self.batch(shape), shape["M"], shape["N"], shape["K"])
 
 
 # ---- launchers ---------------------------------------------------------------------------------------

@@ -1,16 +1,17 @@
 """Labels and formatters every page shares: backend names, shapes as reports show them, numbers
 with a dash for "none", the informative line of a reason, the flags that ask for a second look.
-A leaf: pure functions of records, no framework import but :mod:`study.metrics` and :mod:`study.keys`."""
+A leaf: pure functions of records, no framework import but :mod:`study.metrics`, :mod:`study.keys` and
+:mod:`study.timing`."""
 
 from __future__ import annotations
 
 from study import metrics
 from study.keys import CaseKey
+from study.timing import MODES
 
 BACKEND_LABEL = {"cuda": "CUDA", "triton": "Triton", "cublas": "cuBLAS", "cublaslt": "cuBLASLt", "torch": "PyTorch",
                  "inductor": "Inductor"}
 RUNG_BACKENDS = ("cuda", "triton")
-MODE_ORDER = ("cold", "hot", "graph")
 
 
 def shape_label(shape: dict) -> str:
@@ -81,7 +82,7 @@ def ratio_cell(m: dict) -> str:
 
 def modes_of(ms) -> list[str]:
     present = {m.get("mode") or "cold" for m in ms}
-    return [mode for mode in MODE_ORDER if mode in present]
+    return [mode for mode in MODES if mode in present]
 
 
 def tunes_of(ms) -> list[str]:
