@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 
-from study.timing import power_mix
+from study.timing import PAIR_CLOCK_GAP, power_mix
 
 UNITS = {"compute": "GFLOPS", "memory": "GB/s"}
 PEAK_NAMES = {"ieee": "FP32 FFMA", "tf32": "TF32 tensor cores", "3xtf32": "TF32 tensor cores ÷ 3",
@@ -127,9 +127,6 @@ def group_key(record: dict) -> tuple:
     """What a record is compared within: op, shape, precision, timing mode, padding of the rows."""
     return (record["op"], json.dumps(record["shape"], sort_keys=True), record.get("precision"), record.get("mode"),
             record.get("pad") or 0)
-
-
-PAIR_CLOCK_GAP = 0.03  # a pair whose sides ran further apart, or further from their own clocks, is flagged
 
 
 def pair_gaps(record: dict) -> dict:

@@ -319,22 +319,30 @@ class Timer:
                 break
         return {"settled": settled, "seconds": elapsed, "launches": launches, "sm_mhz": clocks, "power_w": power}
 
-    def paired(self, fns: tuple, firsts: tuple, flush: bool, per_calls: tuple = (1, 1)) -> dict:
+    def paired(self, fns: tuple, firsts: tuple, flush: bool, per_calls: tuple = (1, 1),
+               settle_each: bool = False) -> dict:
         """Alternating rounds of two implementations of one case, A (the measured one) and B (its op's
         reference): each round a batch of A and a batch of B, A first and B first in turn (ABBA: a
         drift of the GPU's state weighs on both alike), both in the same power state; the ratio of each
         round is B's median over A's (> 1: A is faster). A round in which either batch ran throttled is
         discarded whole, as :meth:`measure` discards a batch. Rounds until :func:`study.timing.pair_stop`.
-        Returns both sides' samples and clocks, every kept round's ratio, and the median ratio with its
-        95 % bootstrap interval (None without a kept round)."""
+        With ``settle_each``, each batch follows a :meth:`settle` of its own kernel: two kernels of unlike
+        power lend each other headroom under the cap when interleaved (study.timing.power_mix), and only a
+        kernel settled alone runs at the clock it holds in a loop of its own; ``settled_mhz`` keeps where
+        each settle ended. Returns both sides' samples and clocks, every kept round's ratio, and the median
+        ratio with its 95 % bootstrap interval (None without a kept round)."""
         st = self.settings
         batches = [batch_size(first, n, flush, least=3) for first, n in zip(firsts, per_calls)]
         seen = (Readings(st, self.device.max_sm_clock_mhz), Readings(st, self.device.max_sm_clock_mhz))
         kept, ratios, stop, started = ([], []), [], None, time.perf_counter()
+        settled_mhz = ([], [])
         while stop is None:
             got = [[], []]
             order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)  # kept rounds alternate: an even count is balanced
             for side in order:
+                if settle_each:
+                    ended = self.settle(fns[side], firsts[side], flush).get("sm_mhz") or [None]
+                    settled_mhz[side].append(ended[-1])
                 got[side], *batch_seen = self.samples(fns[side], batches[side], flush, per_calls[side])
                 if not seen[side].keep(got[side], *batch_seen):
                     got[side] = None
@@ -347,4 +355,5 @@ class Timer:
         return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio,
                 "ci": None if ratio is None else [low, high], "rounds": len(ratios), "stop": stop,
                 "discarded_throttled": [s.discarded for s in seen], "wall_s": time.perf_counter() - started,
-                "clocks": seen[0].summary(self.clocks), "reference_clocks": seen[1].summary(self.clocks)}
+                "clocks": seen[0].summary(self.clocks), "reference_clocks": seen[1].summary(self.clocks),
+                "settle_each": settle_each, **({"settled_mhz": list(settled_mhz)} if settle_each else {})}

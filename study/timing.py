@@ -153,6 +153,7 @@ def pair_stop(st: TimerSettings, ratios: list[float], elapsed_s: float) -> str |
     return "timeout" if elapsed_s > st.timeout_s else None
 
 
+PAIR_CLOCK_GAP = 0.03  # a pair whose sides ran further apart, or further from their own clocks, is flagged
 SETTLE_WINDOW = 3  # settled: the last this many readings of clock and power agree (study.timer.Timer.settle)
 
 

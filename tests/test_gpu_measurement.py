@@ -139,6 +139,20 @@ def test_validate_compares_the_timers_and_measures_the_instrument_offset(tmp_pat
         assert not doc["ncu_available"] and "not installed" in (tmp_path / "validate.md").read_text()
 
 
+def test_validate_pairs_a_rung_with_its_reference_under_both_flushes(tmp_path, cache):
+    proc = _study(["validate", "--out", str(tmp_path), "--no-ncu", "--pair", "sgemv/v2_vector_loads/cuda",
+                   "sgemv/torch_mv/cublas", "4096x4096", "fp32"], cache)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "validate.json").read_text())
+    (row,) = doc["pairs"]
+    assert doc["complete"] and row["status"] == "ok" and not doc["kernels"]
+    for pairing in (row["paired"], row["paired_write_flush"]):
+        assert pairing["rounds"] >= 10 and pairing["ci"][0] <= pairing["ratio"] <= pairing["ci"][1]
+    assert len(row["do_bench"]["ratios"]) == 10 and row["within_target"] == (
+        abs(row["paired_write_flush"]["ratio"] / row["do_bench"]["ratio"] - 1) <= 0.02)
+    assert "study, write flush / do_bench" in (tmp_path / "validate.md").read_text()
+
+
 def _gpu_count() -> int:
     import torch
 

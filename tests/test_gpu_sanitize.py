@@ -54,8 +54,9 @@ def test_compare_catches_the_output_defect_and_sanitize_the_others(tmp_path):
 
 
 def test_every_registered_cuda_rung_is_clean_under_memcheck_and_racecheck(tmp_path):
-    proc = _study(["sanitize", "--tool", "memcheck", "--tool", "racecheck", "--out", str(tmp_path)], tmp_path,
-                  plugins=False)
+    jobs = max(4, (os.cpu_count() or 8) // 2)  # each run is a process that mostly waits on the sanitizer
+    proc = _study(["sanitize", "--tool", "memcheck", "--tool", "racecheck", "--jobs", str(jobs), "--out",
+                   str(tmp_path)], tmp_path, plugins=False)
     rows = json.loads((tmp_path / "sanitize.json").read_text())["results"]
     unclean = [r for r in rows if r["status"] not in ("clean", "skipped")]
     assert proc.returncode == 0 and not unclean, [(r["implementation"], r["tool"], r["status"], r["first"])

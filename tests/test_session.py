@@ -43,13 +43,21 @@ class FakeTimer:
             fn()  # the samples launch the kernel: a kernel that stops working does so here
         return {"samples": [0.5, 0.5, 0.6], "timing": {"mode": mode, "stop": "reps"}, "clocks": {"available": False}}
 
-    def paired(self, fns, firsts, flush, per_calls=(1, 1)):
-        self.calls.append(("paired", len(fns)))
+    reference_mhz = 1530.0  # interleaved, the reference ran 2 % above the 1500 MHz it settled at alone
+
+    def paired(self, fns, firsts, flush, per_calls=(1, 1), settle_each=False):
+        self.calls.append(("paired", len(fns), settle_each))
+        if settle_each:  # each side settled before its batches: both back at the clock they hold alone
+            return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.55, 0.55, 0.6], "ratios": [1.1, 1.09, 1.11],
+                    "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3,
+                    "discarded_throttled": [0, 0], "settle_each": True, "settled_mhz": [[1500.0] * 4, [1500.0] * 4],
+                    "clocks": {"available": True, "sm_mhz_median": 1500.0},
+                    "reference_clocks": {"available": True, "sm_mhz_median": 1500.0}}
         return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.6, 0.6, 0.7], "ratios": [1.2, 1.18, 1.22],
                 "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
-                "discarded_throttled": [0, 0],
+                "discarded_throttled": [0, 0], "settle_each": False,
                 "clocks": {"available": True, "sm_mhz_median": 1500.0},
-                "reference_clocks": {"available": True, "sm_mhz_median": 1560.0}}
+                "reference_clocks": {"available": True, "sm_mhz_median": self.reference_mhz}}
 
 
 def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False, works=None):
@@ -199,20 +207,39 @@ def test_a_figure_above_the_physical_peak_is_impossible_and_shown():
 def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatch):
     monkeypatch.setattr(session_module, "backend", lambda name: _backend())
     record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
-    assert record["status"] == "ok" and ("paired", 2) in session.timer.calls
+    assert record["status"] == "ok" and [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False)]
     pairing = record["paired"]
     assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
     from study import metrics
+    from study.report.labels import flags
 
     gaps = metrics.pair_gaps(record)  # derived from the clocks the record keeps, not stored beside them
-    assert pairing["ci"] == [1.18, 1.22] and gaps["clock_spread"] == pytest.approx(60 / 1560)
+    assert pairing["ci"] == [1.18, 1.22] and gaps["clock_spread"] == pytest.approx(30 / 1530)
     assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
     assert power_mix((record["steady"], pairing["reference_steady"]),
                      (record["clocks"], pairing["reference_clocks"]))["alone_mhz"] == [1500.0, 1500.0]
-    assert gaps["power_mix"] == pytest.approx(60 / 1500)
+    assert gaps["power_mix"] == pytest.approx(30 / 1500) and "interleaved" not in pairing
+    assert not {"clocks", "power-mix", "re-settled"} & set(flags(record))
 
     [derived] = metrics.with_x_ref([record])
     assert derived["x_ref"] == 1.2 and derived["x_ref_ci"] == [1.18, 1.22] and derived["paired_rounds"] == 3
+
+
+def test_a_pair_that_lends_itself_clock_headroom_is_timed_again_each_side_settled(session, monkeypatch):
+    # as sgemm v11 beside cuBLAS's FP32 GEMM: interleaved, the reference ran 6 % above its own settled clock
+    monkeypatch.setattr(session_module, "backend", lambda name: _backend())
+    monkeypatch.setattr(FakeTimer, "reference_mhz", 1590.0)
+    record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
+    assert [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False), ("paired", 2, True)]
+    pairing = record["paired"]
+    assert pairing["ratio"] == 1.1 and pairing["ci"] == [1.09, 1.11] and pairing["rounds"] == 4  # the headline
+    assert pairing["interleaved"]["ratio"] == 1.2 and pairing["interleaved"]["power_mix"] == pytest.approx(0.06)
+    assert pairing["settle_each"] and pairing["settled_mhz"] == [[1500.0] * 4, [1500.0] * 4]
+    from study import metrics
+    from study.report.labels import flags
+
+    assert metrics.pair_gaps(record)["power_mix"] == 0.0 and "re-settled" in flags(record)
+    assert "power-mix" not in flags(record) and metrics.with_x_ref([record])[0]["x_ref"] == 1.1
 
 
 class _Readings:
@@ -273,3 +300,27 @@ def test_a_paired_round_with_a_throttled_batch_is_dropped_whole_and_rounds_stay_
     # kept rounds alternate which side goes first: A B, B A (dropped), B A, A B, B A, …: five of each
     firsts = [calls[i]() for i in range(0, len(calls), 2)]
     assert firsts[:5] == [1.0, 1.25, 1.25, 1.0, 1.25] and len(firsts) == 11
+    assert not pairing["settle_each"] and "settled_mhz" not in pairing
+
+
+def test_settled_rounds_settle_each_kernel_before_each_of_its_batches():
+    from study.timing import TimerSettings
+
+    events = []
+
+    def samples(fn, reps, flush, per_call):
+        events.append(("batch", fn()))
+        return [fn()] * reps, 1700.0, 0, 650.0
+
+    def settle(fn, first, flush=False):
+        events.append(("settle", fn()))
+        return {"settled": True, "sm_mhz": [1980.0, 1740.0 if fn() == 1.0 else 1950.0]}
+
+    settings = TimerSettings(min_rounds=10, max_rounds=40, recovery_s=0.0)
+    timer = timer_module.Timer(settings, types.SimpleNamespace(max_sm_clock_mhz=1980.0), None, None)
+    timer.samples, timer.settle = samples, settle
+    pairing = timer.paired((lambda: 1.0, lambda: 2.5), (1.0, 2.5), flush=True, settle_each=True)
+    assert pairing["ratio"] == 2.5 and pairing["rounds"] == 10 and pairing["settle_each"]
+    assert events[:4] == [("settle", 1.0), ("batch", 1.0), ("settle", 2.5), ("batch", 2.5)]
+    assert events[4:8] == [("settle", 2.5), ("batch", 2.5), ("settle", 1.0), ("batch", 1.0)]
+    assert pairing["settled_mhz"] == [[1740.0] * 10, [1950.0] * 10]

@@ -73,3 +73,30 @@ def test_a_bad_config_override_of_the_ncu_target_is_a_usage_error(capsys):
 
     assert child.ncu("hgemm/v6_mma_sync/cuda", "64x64x64", 1, config_text="FOO=1") == 2
     assert "FOO=1" in capsys.readouterr().err
+
+
+def _pair_row(read, written, do_bench, interleaved=None):
+    ci = lambda r: [r - 0.003, r + 0.003]  # noqa: E731
+    absolute = {"study_read_flush_ms": 1.0, "study_write_flush_ms": 1.04, "do_bench_ms": 1.05}
+    return {"implementation": "hgemm/v8_warp_specialized/cuda", "reference": "hgemm/torch_matmul/cublas",
+            "shape": "8192x8192x8192", "precision": "bf16", "status": "ok",
+            "paired": {"ratio": read, "ci": ci(read), "rounds": 20, "power_mix": 0.01, "interleaved": interleaved},
+            "paired_write_flush": {"ratio": written, "ci": ci(written), "rounds": 12},
+            "do_bench": {"ratio": do_bench, "min": do_bench - 0.01, "max": do_bench + 0.01},
+            "clocks": {"implementation": {"sm_mhz_median": 1530.0}, "reference": {"sm_mhz_median": 1530.0}},
+            "absolute": {"implementation": absolute, "reference": absolute},
+            "within_target": abs(written / do_bench - 1) <= 0.02}
+
+
+def test_a_pair_is_judged_against_do_bench_with_the_same_flush_and_both_are_shown():
+    from study.validate_pairs import markdown as pairs_markdown
+
+    # hgemm v8 on the H200: 2.3 % ahead with the study's read flush, level with do_bench's write flush
+    text = "\n".join(pairs_markdown([_pair_row(1.023, 1.004, 0.999)]))
+    cells = [c.strip() for c in text.splitlines()[[i for i, line in enumerate(text.splitlines())
+                                                     if "hgemm/v8" in line][0]].split("|")]
+    assert "+2.40 %" in cells and "+0.50 % ✓" in cells and "1.004 [1.001, 1.007]" in cells
+    missed = "\n".join(pairs_markdown([_pair_row(1.023, 1.050, 0.999)]))
+    assert "+5.11 % ✗" in missed
+    settled = "\n".join(pairs_markdown([_pair_row(2.21, 2.20, 2.206, {"ratio": 2.483, "power_mix": 0.13})]))
+    assert "⚑re-settled (interleaved 2.483, power mix 13 %)" in settled

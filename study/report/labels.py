@@ -39,7 +39,8 @@ def unit_of(ms: list[dict]) -> str:
 def flags(m: dict) -> list[str]:
     """Why a number deserves a second look: noise above target, throttling, launch-bound,
     above the memory peak (served from L2), run at the power cap, a pair at clocks apart, a pair
-    whose kernels ran at clocks they do not hold alone (study.metrics.pair_gaps)."""
+    whose kernels ran at clocks they do not hold alone (study.metrics.pair_gaps), such a pair timed
+    again with each side settled before its batches (study.session.Session._paired)."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -61,6 +62,8 @@ def flags(m: dict) -> list[str]:
         out.append("clocks")
     if (gaps.get("power_mix") or 0) > metrics.PAIR_CLOCK_GAP:
         out.append("power-mix")
+    if (m.get("paired") or {}).get("interleaved"):
+        out.append("re-settled")
     return out
 
 

@@ -163,7 +163,7 @@ def best_by_shape(measurements: list[dict], op: str) -> tuple[str, dict] | None:
     return first, {key: max(ms, key=lambda m: (bool(m.get("paired")), m["x_ref"])) for key, ms in candidates.items()}
 
 
-PAIR_FLAGS = ("clocks", "power-mix")  # what a best-rung cell repeats of its record's flags: the ratio's own
+PAIR_FLAGS = ("clocks", "power-mix", "re-settled")  # what a best-rung cell repeats of its record's flags: the ratio's own
 
 
 def best_table(measurements: list[dict], op: str) -> str | None:
