@@ -145,13 +145,15 @@ def run_one(tool_path: str, tool: str, impl, shape_text: str, precision: str) ->
 
 def plan(impls, tools, precision_names=None, shapes=None) -> list[tuple]:
     """(implementation, tool, shape text, precision name, skip reason or None) for every run:
-    each implementation at its op's sanitize shapes (or ``shapes[op]``), at the op's first
-    precision (or those named that the op accepts)."""
+    each implementation at its op's sanitize shapes (or ``shapes[op]``), at the first of the op's
+    precisions that the implementation implements (or those named that the op accepts): a rung
+    written for FP16 alone is checked at FP16, not skipped at the op's FP32."""
     rows = []
     for impl in impls:
         problem = catalog.ladder(impl.op).problem
         accepted = [p.name for p in problem.precisions]
-        for name in [n for n in (precision_names or accepted[:1]) if n in accepted]:
+        own = [n for n in accepted if n in impl.precisions][:1] or accepted[:1]
+        for name in [n for n in (precision_names or own) if n in accepted]:
             precision = problem.precision(name)
             chosen = (shapes or {}).get(impl.op) or problem.sanitize_shapes
             if not chosen:

@@ -236,7 +236,7 @@ def parser(description: str) -> argparse.ArgumentParser:
                      help="tool (repeatable; default: all four)")
     san.add_argument("--shape", action="append", help="shapes instead of each op's small awkward ones (op form or op:shape)")
     san.add_argument("--dtype", action="append", metavar="{fp32,tf32,fp16,bf16}",
-                     help="precisions (repeatable; default: each op's first)")
+                     help="precisions (repeatable; default: the first of its op's that each implementation implements)")
     san.add_argument("--backend", action="append", choices=("cuda", "triton"),
                      help="backends (default: cuda; triton adds the twins)")
     san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
