@@ -131,15 +131,17 @@ def group_key(record: dict) -> tuple:
 
 def pair_gaps(record: dict) -> dict:
     """A paired record's ``clock_spread`` (its two sides' median SM clocks while the rounds ran, apart
-    by this fraction of the reference's) and ``power_mix`` (study.timing.power_mix: how far a side ran
-    from the clock it settled at alone); each None where unknown, {} for an unpaired record."""
+    by this fraction of the reference's), ``power_mix`` and ``borrowed`` (study.timing.power_mix: how far
+    a side ran from, and above, the clock it settled at alone); each None where unknown, {} for an
+    unpaired record."""
     pairing = record.get("paired")
     if not pairing:
         return {}
     mine, theirs = record.get("clocks") or {}, pairing.get("reference_clocks") or {}
     mhz = (mine.get("sm_mhz_median"), theirs.get("sm_mhz_median"))
     mix = power_mix((record.get("steady"), pairing.get("reference_steady")), (mine, theirs))
-    return {"clock_spread": abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None, "power_mix": mix["power_mix"]}
+    return {"clock_spread": abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None, "power_mix": mix["power_mix"],
+            "borrowed": mix["borrowed"]}
 
 
 def with_x_ref(records: list[dict]) -> list[dict]:

@@ -250,8 +250,9 @@ class Session:
         """Alternating rounds of the case's implementation and its op's reference (study.timer.Timer.paired),
         the reference ready, gated and settled as the implementation was: (the implementation's sampling, the
         pairing's record: raw figures only; the clock spread and power mix are derived, study.metrics). A pair
-        whose interleaved rounds ran more than PAIR_CLOCK_GAP from the clocks its sides settled at alone is timed
-        again with each side settled before each batch, and that ratio is the headline (docs/method.md §8)."""
+        one of whose sides ran more than PAIR_CLOCK_GAP above the clock it settled at alone (study.timing.power_mix)
+        is timed again with each side settled before each batch, and that ratio is the headline
+        (docs/method.md §8)."""
         reference = next((i for i in implementations_of(catalog.ladder(case.impl.op)) if i.reference), None)
         if reference is None:
             raise RuntimeError(f"{case.impl.op} has no reference baseline to pair with")
@@ -266,13 +267,13 @@ class Session:
             pairing = self.timer.paired(fns, firsts, run["flush"], per_calls)
             interleaved = None
             mix = power_mix((run["steady"], other["steady"]), (pairing["clocks"], pairing["reference_clocks"]))
-            if pairing["ratios"] and (mix["power_mix"] or 0) > PAIR_CLOCK_GAP:
-                # Interleaved, the two lent each other headroom under the cap: the ratio is one at clocks
-                # neither holds in a loop of its own. The headline is the rounds in which each kernel is
-                # settled again before its batch; the interleaved pairing stays beside it.
+            if pairing["ratios"] and (mix["borrowed"] or 0) > PAIR_CLOCK_GAP:
+                # Interleaved, one ran above the clock it holds in a loop of its own, on headroom the other
+                # lent it under the cap. The headline is the rounds in which each kernel is settled again
+                # before its batch; the interleaved pairing stays beside it.
                 interleaved = {"ratio": pairing["ratio"], "ci": pairing["ci"], "rounds": pairing["rounds"],
                                "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"],
-                               "power_mix": mix["power_mix"]}
+                               "power_mix": mix["power_mix"], "borrowed": mix["borrowed"]}
                 pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, settle_each=True)
         if not pairing["ratios"]:
             raise RuntimeError("every round was discarded as throttled before the timeout; clocks seen: "
@@ -296,17 +297,20 @@ class Session:
 def impossible(work: dict, median_ms: float, device, math: str, mode: str) -> str:
     """Why a median cannot be: FLOP/s above the theoretical peak of the math mode (at the max SM clock),
     or, cold, bytes/s above the theoretical memory bandwidth (the data came from HBM); "" when it can.
-    Such a figure is recorded with status ``impossible``, shown and never ranked."""
+    Such a figure is recorded with status ``impossible``, shown and never ranked. Where both are
+    exceeded, a memory-bound op's reason is its bytes, a compute-bound op's its FLOP/s."""
     seconds = median_ms * 1e-3
+    reasons = []
     peak = device.peak_flops(math) if device is not None else None
     if peak and work.get("flops") and work["flops"] / seconds > peak:
-        return (f"{work['flops'] / seconds / 1e9:,.0f} GFLOPS is above the theoretical peak of {math}, "
-                f"{peak / 1e9:,.0f} GFLOPS: work left out of the timed launch")
+        reasons.append(f"{work['flops'] / seconds / 1e9:,.0f} GFLOPS is above the theoretical peak of {math}, "
+                       f"{peak / 1e9:,.0f} GFLOPS: work left out of the timed launch")
     bandwidth = device.memory_peak_bytes if device is not None and mode == "cold" else None
     if bandwidth and work.get("bytes") and work["bytes"] / seconds > bandwidth:
-        return (f"{work['bytes'] / seconds / 1e9:,.0f} GB/s from a flushed L2 is above the memory's theoretical "
-                f"{bandwidth / 1e9:,.0f} GB/s: work left out of the timed launch")
-    return ""
+        reasons.insert(len(reasons) if work.get("bound") != "memory" else 0,
+                       f"{work['bytes'] / seconds / 1e9:,.0f} GB/s from a flushed L2 is above the memory's "
+                       f"theoretical {bandwidth / 1e9:,.0f} GB/s: work left out of the timed launch")
+    return reasons[0] if reasons else ""
 
 
 def crashed_record(case: Case, reason: str) -> dict:

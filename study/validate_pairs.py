@@ -125,10 +125,12 @@ def markdown(rows: list[dict]) -> list[str]:
         mixed = p.get("interleaved") or {}
         ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
                            f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)"
-                           + (f" ⚑power-mix {100 * p['power_mix']:.0f} %"
-                              if (p.get("power_mix") or 0) > metrics.PAIR_CLOCK_GAP else "")
-                           + (f" ⚑re-settled (interleaved {mixed['ratio']:.3f}, power mix "
-                              f"{100 * mixed['power_mix']:.0f} %)" if mixed else ""),
+                           + (f" ⚑power-mix {100 * p['borrowed']:.0f} %"
+                              if (p.get("borrowed") or 0) > metrics.PAIR_CLOCK_GAP else "")
+                           + (f" ⚑re-settled (interleaved {mixed['ratio']:.3f}, a side "
+                              # pairs of 3cdb2b3 were re-settled on the gap either way and kept only that
+                              + (f"{100 * mixed['borrowed']:.0f} % above its own clock)" if "borrowed" in mixed
+                                 else f"{100 * mixed['power_mix']:.0f} % from its own clock)") if mixed else ""),
                            f"{w['ratio']:.3f} [{w['ci'][0]:.3f}, {w['ci'][1]:.3f}]" if w else "—",
                            f"{d['ratio']:.3f} ({d['min']:.3f}–{d['max']:.3f})",
                            f"{n['ratio']:.3f}" if "ratio" in n else "—",
@@ -146,8 +148,8 @@ def markdown(rows: list[dict]) -> list[str]:
     return ["## Pairs: the study's ratio against do_bench's and ncu's", "",
             "× ref of each implementation to its op's reference (> 1: faster). *study*: rounds alternating the two "
             "(ABBA), each settled first, the median of the rounds' ratios with its 95 % bootstrap interval, as "
-            "`compare` records it (read flush; ⚑re-settled: interleaved, the two ran more than "
-            f"{100 * metrics.PAIR_CLOCK_GAP:.0f} % from their own clocks, so each was settled again before each "
+            "`compare` records it (read flush; ⚑re-settled: interleaved, a side ran more than "
+            f"{100 * metrics.PAIR_CLOCK_GAP:.0f} % above its own clock, so each was settled again before each "
             "batch); *study, write flush*: the same rounds after do_bench's flush (writing the buffer); "
             f"*do_bench*: `triton.testing.do_bench` (median, write flush) on each in turn, {ROUNDS} rounds "
             "alternating which goes first, the median ratio (min–max); *ncu*: the ratio of the "

@@ -202,6 +202,10 @@ def test_a_figure_above_the_physical_peak_is_impossible_and_shown():
     assert impossible(gemv, 0.12, h200, "ieee", "cold") == ""  # 4.5 TB/s from HBM
     assert "memory's theoretical" in impossible(gemv, 0.05, h200, "ieee", "cold")  # 10.7 TB/s cold: impossible
     assert impossible(gemv, 0.05, h200, "ieee", "hot") == ""  # hot: served from the L2, as ⚑L2 says
+    # a GEMV whose work ran on another stream, as seen on the H200: 157 TFLOPS and far past the memory's
+    # bandwidth; a memory-bound op states its bytes, a compute-bound one its FLOP/s
+    assert "memory's theoretical" in impossible(gemv, 0.0034, h200, "ieee", "cold")
+    assert "peak of ieee" in impossible({**gemv, "bound": "compute"}, 0.0034, h200, "ieee", "cold")
 
 
 def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatch):
@@ -233,13 +237,28 @@ def test_a_pair_that_lends_itself_clock_headroom_is_timed_again_each_side_settle
     assert [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False), ("paired", 2, True)]
     pairing = record["paired"]
     assert pairing["ratio"] == 1.1 and pairing["ci"] == [1.09, 1.11] and pairing["rounds"] == 4  # the headline
-    assert pairing["interleaved"]["ratio"] == 1.2 and pairing["interleaved"]["power_mix"] == pytest.approx(0.06)
+    assert pairing["interleaved"]["ratio"] == 1.2 and pairing["interleaved"]["borrowed"] == pytest.approx(0.06)
     assert pairing["settle_each"] and pairing["settled_mhz"] == [[1500.0] * 4, [1500.0] * 4]
     from study import metrics
     from study.report.labels import flags
 
     assert metrics.pair_gaps(record)["power_mix"] == 0.0 and "re-settled" in flags(record)
     assert "power-mix" not in flags(record) and metrics.with_x_ref([record])[0]["x_ref"] == 1.1
+
+
+def test_a_pair_that_drifts_below_its_own_clock_is_not_timed_again(session, monkeypatch):
+    # hgemm v8 beside cuBLAS at 8192³ BF16, both at the cap: settled at 1530 MHz, 1470 in its rounds, and
+    # 1470 again when settled before each batch: drift as the GPU warms, not headroom lent by the other
+    monkeypatch.setattr(session_module, "backend", lambda name: _backend())
+    monkeypatch.setattr(FakeTimer, "reference_mhz", 1440.0)
+    record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
+    assert [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False)]
+    from study import metrics
+    from study.report.labels import flags
+
+    gaps = metrics.pair_gaps(record)
+    assert gaps["power_mix"] == pytest.approx(0.04) and gaps["borrowed"] == 0.0
+    assert record["paired"]["ratio"] == 1.2 and not {"power-mix", "re-settled"} & set(flags(record))
 
 
 class _Readings:
@@ -275,9 +294,13 @@ def test_a_pair_whose_kernels_lend_each_other_clock_headroom_is_told_apart():
     mix = power_mix(({"sm_mhz": [1980.0, 1980.0, 1740.0, 1740.0, 1740.0]}, {"sm_mhz": [1950.0, 1965.0]}),
                                  ({"sm_mhz_median": 1965.0}, {"sm_mhz_median": 1875.0}))
     assert mix["alone_mhz"] == [1740.0, 1957.5] and mix["power_mix"] == pytest.approx(225 / 1740)
+    assert mix["borrowed"] == pytest.approx(225 / 1740)
     even = power_mix(({"sm_mhz": [1860.0, 1515.0, 1515.0, 1500.0]}, {"sm_mhz": [1530.0] * 3}),
                                   ({"sm_mhz_median": 1545.0}, {"sm_mhz_median": 1530.0}))  # hgemm v8 and cuBLAS
-    assert even["power_mix"] == pytest.approx(30 / 1515)
+    assert even["power_mix"] == pytest.approx(30 / 1515) and even["borrowed"] == pytest.approx(30 / 1515)
+    drift = power_mix(({"sm_mhz": [1530.0] * 3}, {"sm_mhz": [1515.0] * 3}),
+                      ({"sm_mhz_median": 1470.0}, {"sm_mhz_median": 1515.0}))  # both at the cap, v8 drifting down
+    assert drift["power_mix"] == pytest.approx(60 / 1530) and drift["borrowed"] == 0.0
     assert power_mix(({"settled": None}, {}), ({}, {}))["power_mix"] is None  # no NVML: unknown
 
 

@@ -98,5 +98,5 @@ def test_a_pair_is_judged_against_do_bench_with_the_same_flush_and_both_are_show
     assert "+2.40 %" in cells and "+0.50 % ✓" in cells and "1.004 [1.001, 1.007]" in cells
     missed = "\n".join(pairs_markdown([_pair_row(1.023, 1.050, 0.999)]))
     assert "+5.11 % ✗" in missed
-    settled = "\n".join(pairs_markdown([_pair_row(2.21, 2.20, 2.206, {"ratio": 2.483, "power_mix": 0.13})]))
-    assert "⚑re-settled (interleaved 2.483, power mix 13 %)" in settled
+    settled = "\n".join(pairs_markdown([_pair_row(2.21, 2.20, 2.206, {"ratio": 2.483, "power_mix": 0.13, "borrowed": 0.13})]))
+    assert "⚑re-settled (interleaved 2.483, a side 13 % above its own clock)" in settled

@@ -60,7 +60,7 @@ def flags(m: dict) -> list[str]:
     gaps = metrics.pair_gaps(m)
     if (gaps.get("clock_spread") or 0) > metrics.PAIR_CLOCK_GAP:
         out.append("clocks")
-    if (gaps.get("power_mix") or 0) > metrics.PAIR_CLOCK_GAP:
+    if (gaps.get("borrowed") or 0) > metrics.PAIR_CLOCK_GAP:
         out.append("power-mix")
     if (m.get("paired") or {}).get("interleaved"):
         out.append("re-settled")

@@ -104,7 +104,7 @@ def legend(env: dict, ms: list[dict]) -> str:
            "⚑power-cap: the median power draw while the samples ran was 97 % of the limit or more, or the driver "
            "reported its power cap (two kernels at the cap hold different clocks); ⚑clocks: a paired measurement "
            "whose two sides ran at median SM clocks more than 3 % apart; ⚑power-mix: a side of a pair ran more than "
-           "3 % from the clock it settled at alone (kernels of unlike power lend each other headroom under the cap: "
+           "3 % above the clock it settled at alone (kernels of unlike power lend each other headroom under the cap: "
            "the ratio holds at clocks neither keeps in a loop of its own); ⚑re-settled: such a pair, timed again "
            "with each kernel settled alone before each of its batches, whose ratio is the one shown. "
            if any("steady" in m for m in ms) else "")
