@@ -103,18 +103,8 @@ def clocks_seen(doc: dict) -> str:
     return f"{min(lows):.0f}–{max(highs):.0f} MHz" if lows and highs else "unknown"
 
 
-def _only_changed(a, b):
-    """Of two settings dicts, the entries that differ (a key one lacks shows as None)."""
-    if not (isinstance(a, dict) and isinstance(b, dict)):
-        return a, b
-    absent = "(absent)"
-    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k, absent) != b.get(k, absent)]
-    return {k: a.get(k, absent) for k in keys}, {k: b.get(k, absent) for k in keys}
-
-
 def environment_differences(doc_a: dict, doc_b: dict) -> list[tuple[str, object, object]]:
-    found = [(label, *_only_changed(a, b))
-             for label, a, b in results.differences(doc_a["environment"], doc_b["environment"])]
+    found = results.differences(doc_a["environment"], doc_b["environment"])
     ca, cb = clocks_seen(doc_a), clocks_seen(doc_b)
     return found + ([("SM clocks seen", ca, cb)] if ca != cb else [])
 

@@ -198,6 +198,10 @@ def lookup(name: str) -> Implementation:
 _IMPLEMENTATIONS: dict[int, tuple] = {}  # id(ladder) -> (ladder, its implementations): headers read once
 
 
+class RegistryError(ValueError):
+    """A registered rung whose kernel file is missing or whose header cannot be read."""
+
+
 def implementations_of(lad: Ladder) -> list[Implementation]:
     """The ladder's implementations in report order: rung by rung, CUDA then Triton, then
     the baselines (the reference first). Built once per ladder: a worker looks a case's
@@ -215,7 +219,13 @@ def _implementations(lad: Ladder) -> list[Implementation]:
         layout, math = MappingProxyType(dict(rung.layout)), MappingProxyType(dict(rung.math))
         multiples = MappingProxyType(dict(rung.multiples))
         if rung.cuda is not None:
-            header = kernel_header.read(lad.kernel_dir / rung.cuda, lad.op)
+            try:
+                header = kernel_header.read(lad.kernel_dir / rung.cuda, lad.op)
+            except FileNotFoundError:
+                raise RegistryError(f"{lad.op} rung {rung.key}: its kernel {lad.kernel_dir / rung.cuda} does not "
+                                    "exist (the register() call's kernel_dir and the rung's cuda= name it)") from None
+            except (OSError, ValueError) as exc:
+                raise RegistryError(f"{lad.op} rung {rung.key}: {exc}") from None
             impls.append(Implementation(
                 op=lad.op, rung=rung.key, rung_index=index, baseline=None, backend="cuda",
                 title=f"{rung.key} (CUDA)", params=MappingProxyType(header.params), space=header.space,

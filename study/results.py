@@ -127,9 +127,18 @@ def _get(env: dict, path: tuple):
 
 
 def differences(env_a: dict, env_b: dict, labels: tuple[str, ...] | None = None) -> list[tuple[str, object, object]]:
-    """(label, A's value, B's value) for each ENV_KEYS entry (or those named) that differs."""
-    return [(label, _get(env_a, path), _get(env_b, path)) for label, path in ENV_KEYS
+    """(label, A's value, B's value) for each ENV_KEYS entry (or those named) that differs; of a
+    settings dict, only the entries that differ (one a side lacks reads "(absent)")."""
+    return [(label, *_only_changed(_get(env_a, path), _get(env_b, path))) for label, path in ENV_KEYS
             if (labels is None or label in labels) and _get(env_a, path) != _get(env_b, path)]
+
+
+def _only_changed(a, b):
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return a, b
+    absent = "(absent)"
+    keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k, absent) != b.get(k, absent)]
+    return {k: a.get(k, absent) for k in keys}, {k: b.get(k, absent) for k in keys}
 
 
 def upgrade(doc: dict) -> dict:
@@ -288,15 +297,35 @@ def update_entry(path: Path, key: str, value) -> None:
         write(path, data)
 
 
+RECORD_FIELDS = ("op", "implementation", "backend", "shape", "status")  # what every record of a results file has
+
+
 def load(path: Path) -> dict:
-    doc = json.loads(Path(path).read_text())
+    """A results file, upgraded to this schema and its figures derived; a ValueError naming the file
+    (and the record) when it cannot be one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(doc, dict) or "schema" not in doc:
         raise ValueError(f"{path}: not a study results file (no 'schema')")
+    if not isinstance(doc["schema"], int) or isinstance(doc["schema"], bool):
+        raise ValueError(f"{path}: 'schema' is {doc['schema']!r}, a {type(doc['schema']).__name__}; a results "
+                         f"file's schema is a number ({', '.join(map(str, READABLE))})")
     if doc["schema"] not in READABLE:
         raise ValueError(f"{path}: schema {doc['schema']} is not one this version reads ({', '.join(map(str, READABLE))})")
     for key in ("environment", "measurements"):
         if key not in doc:
             raise ValueError(f"{path}: missing {key!r}")
+    if not isinstance(doc["measurements"], list):
+        raise ValueError(f"{path}: 'measurements' is not a list")
+    for index, m in enumerate(doc["measurements"]):
+        missing = [k for k in RECORD_FIELDS if not isinstance(m, dict) or k not in m]
+        if not missing and m["status"] == "ok":
+            missing = [k for k in ("median_ms", "samples_ms") if k not in m]
+        if missing:
+            name = m.get("implementation", "?") if isinstance(m, dict) else "?"
+            raise ValueError(f"{path}: measurement {index} ({name}) lacks {', '.join(map(repr, missing))}")
     doc = upgrade(doc)
     measurements = [unpack_samples(m) for m in doc["measurements"]]
     return {**doc, "measurements": metrics.finalize(measurements, doc["environment"])}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing as mp
 import os
+import sys
 
 from study.plan import Case, case_of
 from study.timing import TimerSettings
@@ -78,7 +79,7 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
     while True:
         message = conn.recv()
         if message is None:
-            return
+            _leave()
         record = session.measure(case_of(message))
         lost = not _context_ok()
         if lost:
@@ -88,7 +89,16 @@ def _serve(conn, settings: dict, seed: int, launch_overhead_ms, gpu_index=None) 
             record["reason"] += " [the worker's CUDA context was lost; the run continued in a fresh worker]"
         conn.send(("record", record, lost))
         if lost:
-            return
+            _leave()
+
+
+def _leave() -> None:
+    """End the worker without the interpreter's teardown: every record has been sent, and CuPy's module
+    finalizers, run after a lost context (or after the driver has begun to unload), print a
+    ``moduleUnload`` traceback for nothing. The driver frees the context with the process."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class WorkerPool:
@@ -201,16 +211,26 @@ def start_all(pools: list[WorkerPool], say) -> list[WorkerPool]:
     return ready
 
 
-def parse_gpus(text: str, count: int) -> list[int]:
-    """``--gpus all`` or ``--gpus 0,1``: the GPU indices (as this process sees them) to use."""
-    if count < 1:
-        raise ValueError("--gpus: no CUDA GPU is visible")
+def gpu_spec(text: str) -> str | list[int]:
+    """``--gpus`` read without a GPU: "all", or the indices named (each once)."""
     if text.strip() == "all":
-        return list(range(count))
+        return "all"
     try:
         gpus = [int(g) for g in text.split(",") if g.strip()]
     except ValueError:
         raise ValueError(f"--gpus {text}: a comma-separated list of GPU indices, or all") from None
+    if not gpus or min(gpus) < 0 or len(set(gpus)) != len(gpus):
+        raise ValueError(f"--gpus {text}: GPU indices from 0, each named once, or all")
+    return gpus
+
+
+def parse_gpus(text: str, count: int) -> list[int]:
+    """``--gpus all`` or ``--gpus 0,1``: the GPU indices (as this process sees them) to use."""
+    gpus = gpu_spec(text)
+    if count < 1:
+        raise ValueError("--gpus: no CUDA GPU is visible")
+    if gpus == "all":
+        return list(range(count))
     bad = [g for g in gpus if not 0 <= g < count]
     if not gpus or bad or len(set(gpus)) != len(gpus):
         raise ValueError(f"--gpus {text}: this machine has {count} GPU{'s' if count > 1 else ''} "

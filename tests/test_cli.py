@@ -30,7 +30,7 @@ def test_compare_without_a_gpu_exits_2_and_points_to_report(capsys, monkeypatch)
     (["compare", "--op", "sgemv", "--dtype", "tf32"], "sgemv does not accept 'tf32'; sgemv accepts: fp32, fp16, bf16"),
     (["compare", "--op", "sgemm", "--dtype", "bf16"], "sgemm does not accept 'bf16'; sgemm accepts: fp32, tf32"),
     (["compare", "--reps", "3"], "at least 20 timed repetitions"),
-    (["compare", "--ci", "0"], "confidence target"),
+    (["compare", "--ci", "0"], "--ci is a percentage in (0, 100); got 0"),
     (["compare", "--trials", "0"], "at least one trial"),
     (["validate", "--kernel", "sgemm/v9_magic/cuda", "64x64x64"], "unknown implementation sgemm/v9_magic/cuda"),
     (["validate", "--kernel", "sgemm/v1_naive/cuda", "64x64"], "of the form MxNxK"),
@@ -54,7 +54,7 @@ def test_runs_from_the_repo_root_without_installing():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["compare", "--noise", "-1"], "noise target"),
+    (["compare", "--noise", "-1"], "--noise is a percentage in (0, 100); got -1"),
     (["compare", "--timeout", "0.01", "--min-time", "0.1"], "shorter than the minimum GPU time"),
     (["compare", "--min-samples", "2"], "at least 10 samples"),
     (["compare", "--reps", "0"], "at least 20"),

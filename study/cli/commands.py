@@ -61,6 +61,10 @@ def load(path: Path) -> dict:
 # ---- measuring -----------------------------------------------------------------------------------------
 
 def settings(args) -> TimerSettings:
+    for name in ("noise", "ci"):  # given in %, as their help says; TimerSettings holds fractions
+        value = getattr(args, name)
+        if not 0 < value < 100:
+            raise UsageError(f"--{name} is a percentage in (0, 100); got {value:g}")
     try:
         return TimerSettings(mode=(args.mode or ["cold"])[0], reps=args.reps, noise=args.noise / 100,
                              ci=args.ci / 100, gate_trials=args.trials, min_samples=args.min_samples,
@@ -76,6 +80,15 @@ def shard(args) -> tuple[int, int] | None:
         return shards.parse_shard(args.shard) if args.shard else None
     except shards.ShardError as exc:
         raise UsageError(str(exc)) from None
+
+
+def gpus_syntax(args) -> None:
+    """``--gpus`` spelled right, told before the GPU check (which GPUs exist is checked after it)."""
+    if args.gpus:
+        try:
+            worker.gpu_spec(args.gpus)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
 
 def gpus(args) -> list | None:
@@ -98,6 +111,7 @@ def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
     cases, name = compare.sharded(cases, part, args.name, stem or command)
     if part:
         say(f"shard {part[0]}/{part[1]}: {len(cases)} cases")
+    gpus_syntax(args)
     if not gpu_or_exit(command):
         return 2
     lanes = gpus(args)
@@ -173,6 +187,7 @@ def cmd_cublas_study(args) -> int:
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
         return 0
+    gpus_syntax(args)
     if not gpu_or_exit("cublas-study"):
         return 2
     out = out or report_dir(hardware.current_device().slug) / "cublas-study"
@@ -305,16 +320,20 @@ def cmd_list(args) -> int:
         print(json.dumps([impl.to_json() for lad in ladders.values() for impl in implementations_of(lad)], indent=1))
     else:
         for op, lad in ladders.items():
-            have = {(i.rung, i.backend) for i in implementations_of(lad)}
+            source = {(i.rung, i.backend): i.source for i in implementations_of(lad) if i.rung is not None}
             p = lad.problem
-            rows = [[f"v{n}", r.key, r.idea, r.removes, "✓" if (r.key, "cuda") in have else "—",
-                     "✓" if (r.key, "triton") in have else "—"] for n, r in enumerate(lad.rungs)]
+            # each rung's file (a twin's file::function), the folders they live in below the table
+            rows = [[f"v{n}", r.key, r.idea, r.removes,
+                     *(Path(source[(r.key, b)]).name if (r.key, b) in source else "—" for b in ("cuda", "triton"))]
+                    for n, r in enumerate(lad.rungs)]
+            folders = sorted({str(Path(text.split("::")[0]).parent) + "/" for text in source.values() if text})
             rows += [["", f"{b.key} ({'reference' if b.reference else 'baseline'})", f"{b.title} → {b.library}",
                       "", "", ""] for b in lad.baselines]
             print(f"{op}  ({p.bound}-bound, {metrics.unit(p.bound)}; shape {p.shape_form}; precisions "
                   f"{', '.join(f'{x.name} ({x.dtype}, {x.math})' for x in p.precisions)}; default shapes "
                   f"{', '.join(shape_text(s) for s in p.default_shapes)}; modes {', '.join(p.default_modes)})")
             print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
+            print(f"in {', '.join(folders)}" if folders else "")
             print()
     for p in problems:
         say(f"registry problem: {p}")
@@ -328,6 +347,9 @@ def cmd_report(args) -> int:
 
 def cmd_diff(args) -> int:
     a, b = load(args.a), load(args.b)
+    if args.threshold < 0:
+        raise UsageError(f"--threshold is how much slower, in %, counts as a regression: at least 0; got "
+                         f"{args.threshold:g}")
     threshold = args.threshold / 100
     if args.floor < 0:
         raise UsageError(f"--floor must be at least 0; got {args.floor}")
@@ -347,6 +369,9 @@ def cmd_diff(args) -> int:
 
 
 def cmd_merge(args) -> int:
+    if any(args.out.resolve() == Path(f).resolve() for f in args.files):
+        raise UsageError(f"--out {args.out} is one of the files to merge: it would be overwritten; write the "
+                         "merged file elsewhere")
     try:
         doc = shards.merge(args.files, allow_mixed=args.allow_mixed)
     except (shards.ShardError, OSError, ValueError) as exc:

@@ -12,6 +12,12 @@ from study.registry import BACKENDS
 from study.sanitize import TOOLS
 from study.timing import MODES
 
+EXIT_CODES = """exit codes:
+  0    success
+  1    a measurement was wrong, crashed or impossible; a diff found a regression; a sanitizer run was not clean
+  2    bad usage, a file that cannot be read, no GPU or a missing tool (one line on stderr says which)
+  130  interrupted (Ctrl-C): what was measured is kept, and the same command resumes
+"""
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   every op, its default shapes, precisions, modes
   python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
@@ -139,11 +145,11 @@ def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m study", description=description,
+    p = argparse.ArgumentParser(prog="python -m study", description=description, epilog=EXIT_CODES,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
-    ls = sub.add_parser("list", help="print each ladder", epilog=EXAMPLES_LIST,
+    ls = sub.add_parser("list", help="print each ladder and where its kernels live", epilog=EXAMPLES_LIST,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("--json", action="store_true", help="one JSON object per implementation")
 
@@ -273,7 +279,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     cbs.add_argument("--out", type=Path, default=None,
                      help="folder of the steps' results (default reports/<gpu>/cublas-study/); the page goes "
                           "beside it as cublas-study.md")
-    cbs.add_argument("--page-only", action="store_true", help="rewrite the page from the results there (no GPU)")
+    cbs.add_argument("--page-only", action="store_true", help="rewrite the page from the results in --out, which it needs (no GPU)")
     cbs.add_argument("--gpus", default=None, metavar="0,1,…|all", help="passed to every step")
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",

@@ -294,8 +294,13 @@ def compiled_relu_matmul_bias(tensors, out, precision, autotune=False):
     tries its Triton GEMM templates with the epilogue fused and keeps the fastest). ``fullgraph``:
     a graph break would be an error, never a silent partial fallback. Compiled (and tuned) at the
     first call, which the runner's gate makes before any timing."""
+    import warnings
+
     import torch._dynamo
 
+    # Inductor suggests TF32 at its first FP32 matmul, in the middle of a run's progress lines; the study
+    # chooses TF32 per precision (fp32 off, tf32 on) and records it.
+    warnings.filterwarnings("ignore", message="TensorFloat32 tensor cores for float32 matrix multiplication")
     mode = INDUCTOR_MODE[bool(autotune)]
     # Every (shape, dtype, mode) compiles once; past dynamo's default limit it would fall back to eager.
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
