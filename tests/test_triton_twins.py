@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from op_shapes import shapes_of
 from study.backends import backend
 from study.catalog import implementations, ladder
 from study.problem import check_output
@@ -23,7 +24,7 @@ SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv"
           "gemm_bias_relu": [(1, 1, 1), (33, 17, 20), (72, 136, 40)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # hgemm's rungs whose operands arrive by TMA
-CASES = [(impl, shape, p) for impl in TWINS for shape in SHAPES[impl.op]
+CASES = [(impl, shape, p) for impl in TWINS for shape in shapes_of(SHAPES, impl.op)
          for p in ladder(impl.op).problem.precisions if p.name in impl.precisions]
 
 
