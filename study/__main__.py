@@ -6,6 +6,7 @@ Exit status: 0 success, 1 a measurement was wrong, crashed or impossible, 2 bad 
 
 from __future__ import annotations
 
+import os
 import sys
 
 from study.catalog import PluginError
@@ -35,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     except (UsageError, PluginError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `python -m study list | head`: the reader left; no traceback for that
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ class RunOptions:
     ``reports/<gpu>/``) and file stem, the inputs' seed, a worker per case (``isolate``), a fresh start
     instead of resuming, the GPUs (several: one worker each), the shard (i, n), whether the best rung of
     each series is timed again paired with the reference (``pair_best``, for the report's best-rung
-    table: study.plan.best_pairs) and the command the results record (default: this process's)."""
+    table: study.plan.best_pairs), the command the results record (default: this process's) and the
+    suites its shapes came from (study.suites; the page adds their verdicts)."""
 
     settings: TimerSettings
     out: Path | None = None
@@ -49,6 +50,7 @@ class RunOptions:
     what: str = ""
     argv: list | None = None
     pair_best: bool = True
+    suites: tuple = ()
 
 
 class Progress:
@@ -91,6 +93,8 @@ def _environment(device, options: RunOptions, cases) -> dict:
         env["timer"].pop(per_case)
     env.update(modes=sorted({c.mode for c in cases}), seed=options.seed,
                shard=list(options.shard) if options.shard else None)
+    if options.suites:  # the page then adds each op's suite verdict (study/report/suite.py)
+        env["suites"] = list(options.suites)
     return env
 
 

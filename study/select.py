@@ -12,6 +12,7 @@ from typing import Callable
 from study import catalog
 from study.plan import Case, plan
 from study.precision import NAMES
+from study.suites import suite as suite_named
 
 
 class UsageError(ValueError):
@@ -86,16 +87,25 @@ def planned(ops, shapes=None, precisions=None, backends=None, rungs=None, autotu
 
 def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes: list[str] | None = None,
           backends=None, rungs=None, autotune: str = "off", modes=None,
-          say: Callable[[str], None] = lambda text: None, paired: bool = False) -> list[Case]:
-    """The cases of a selection as ``compare`` takes it: ops (default all), shape texts, --dtype names,
-    backends, rungs, autotune and modes. An op left with no shape or precision of the selection is
-    dropped, and ``say`` tells why."""
+          say: Callable[[str], None] = lambda text: None, paired: bool = False,
+          suites: list[str] | None = None) -> list[Case]:
+    """The cases of a selection as ``compare`` takes it: ops (default all), shape texts and suites
+    (study.suites: each op's shapes in them), --dtype names, backends, rungs, autotune and modes. An op
+    left with no shape or precision of the selection is dropped, and ``say`` tells why."""
     all_ops, ops = ops_named(ops)
     per_op_shapes = None
-    if shapes:
-        per_op_shapes = parse_shapes(shapes, ops, all_ops)
+    if shapes or suites:
+        per_op_shapes = parse_shapes(shapes or [], ops, all_ops)
+        for name in suites or []:
+            try:
+                found = suite_named(name)
+            except KeyError as exc:
+                raise UsageError(exc.args[0]) from None
+            for op in ops:
+                per_op_shapes[op] += [s for s in map(dict, found.shapes.get(op, ())) if s not in per_op_shapes[op]]
         for op in [op for op in ops if not per_op_shapes[op]]:
-            say(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given; not run")
+            say(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given"
+                + (" and no suite named has its shapes" if suites else "") + "; not run")
         ops = [op for op in ops if per_op_shapes[op]]
     precisions = None
     if dtypes:

@@ -120,14 +120,14 @@ def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
     pair_best = (args.paired or ("best" if command == "compare" else "off")) == "best"
     options = compare.RunOptions(timer_settings, out=args.out, name=name, seed=args.seed, isolate=not args.no_isolate,
                                  fresh=args.fresh, gpus=lanes, shard=part, what=f"autotune {args.autotune}",
-                                 pair_best=pair_best)
+                                 pair_best=pair_best, suites=tuple(getattr(args, "suite", None) or ()))
     code, _ = compare.run(cases, options, finish=finish)
     return code
 
 
 def cmd_compare(args) -> int:
     cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode, say=say,
-                         paired=args.paired == "all")
+                         paired=args.paired == "all", suites=args.suite)
     return run(args, cases, "compare")  # usage errors came first: they need no GPU to be told
 
 
@@ -314,6 +314,15 @@ def cmd_profile(args) -> int:
 # ---- files: no GPU ---------------------------------------------------------------------------------------
 
 def cmd_list(args) -> int:
+    if args.suites:
+        from study.suites import SUITES
+
+        for found in SUITES.values():
+            print(f"{found.name}: {found.about}\n  source: {found.source}")
+            for op, shapes in found.shapes.items():
+                print(f"  {op} ({len(shapes)}): {', '.join(shape_text(s) for s in shapes)}")
+            print()
+        return 0
     problems = catalog.check_integrity()
     ladders = catalog.ladders()
     if args.json:

@@ -10,6 +10,7 @@ from study.diff import DEFAULT_THRESHOLD
 from study.plan import AUTOTUNE_MODES
 from study.registry import BACKENDS
 from study.sanitize import TOOLS
+from study.suites import SUITES
 from study.timing import MODES
 
 EXIT_CODES = """exit codes:
@@ -24,6 +25,7 @@ EXAMPLES_COMPARE = """examples:
   python -m study compare --op sgemm --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
   python -m study compare --op sgemv --dtype fp16 --shape 16384x16384 --mode cold --mode hot
   python -m study compare --shape sgemm:2048x2048x2048 --shape sgemv:8192x1024
+  python -m study compare --op hgemm --suite llama2-7b --suite odd --autotune on
   python -m study compare --out /tmp/reports --name trial
   python -m study compare --mode graph --op sgemm --shape 256x256x256 --noise 1
   python -m study compare --reps 50 --fresh
@@ -152,6 +154,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="print each ladder and where its kernels live", epilog=EXAMPLES_LIST,
                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ls.add_argument("--json", action="store_true", help="one JSON object per implementation")
+    ls.add_argument("--suites", action="store_true", help="the suites of shapes (compare --suite) instead")
 
     cmp = sub.add_parser("compare", help="measure CUDA, Triton and library baselines side by side (GPU)",
                          epilog=EXAMPLES_COMPARE, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -162,6 +165,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     cmp.add_argument("--shape", action="append",
                      help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
                           "ops run (repeatable; default: each op's shapes)")
+    cmp.add_argument("--suite", action="append", choices=tuple(SUITES),
+                     help="the shapes of a suite for each op it covers (repeatable, with --shape too; "
+                          "list --suites shows them; the report adds each op's verdict over the suite)")
     add_run_options(cmp, "compare")
 
     aln = sub.add_parser("align", help="one square GEMM with its rows padded by 0…15 elements: throughput over the "

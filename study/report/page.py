@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from study import metrics
+from study.report import suite
 from study.report.figures import best_figure, figure, roofline
 from study.report.labels import (EMULATION, EMULATION_PEAK, flags, modes_of, primary, reason_line, shape_label, tunes_of,
                                  unit_of)
@@ -154,7 +155,10 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
     ms = with_sanitizer_marks(doc["measurements"], marks or {})
     incomplete = doc.get("complete") is False
     maths = sorted({m.get("math") or "ieee" for m in ms if (m.get("work") or {}).get("bound", "compute") == "compute"})
-    out = [f"# `study compare` on {env['gpu']['name']}", "",
+    suites = env.get("suites") or []
+    ops = ", ".join(dict.fromkeys(m["op"] for m in ms)) or "nothing"
+    out = [f"# {md_path.stem}: {ops} on {env['gpu']['name']}" + (f", suite {', '.join(suites)}" if suites else ""),
+           "",
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
            f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
            "regenerates it without a GPU. Do not edit by hand.", "",
@@ -183,6 +187,9 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
         if best:
             out += [f"Best handwritten rung against the reference, by shape (the best figure's numbers; each "
                     f"cell: rung (autotune), {unit_of(op_ms)} · × reference):", "", best, ""]
+        if suites:
+            out += suite.lines(ms, op, md_path.parent / "figures" / f"{md_path.stem}-{op}-suite.png" if draw else None,
+                               md_path.parent)
         pairs = paired_table(op_ms)
         if pairs:
             out += ["Paired against the reference: timed in rounds alternating with the reference (ABBA), both in "

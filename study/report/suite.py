@@ -1,0 +1,105 @@
+"""A suite run's verdict per op (``compare --suite``): for each precision and series (CUDA, Triton, a
+math mode of its own such as 3xTF32), the best rung per shape ÷ the reference, their geometric mean,
+the worst shape, and every shape the series did not run, with the reason it recorded. A geometric
+mean over shapes where a series skipped would flatter it, so the skipped are counted beside it."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from tabulate import tabulate
+
+from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, modes_of, reason_line, shape_label
+from study.report.tables import best_by_shape
+
+
+def _series(m: dict) -> str:
+    own = (m.get("math") or "ieee") in EMULATION
+    return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
+
+
+def summary(measurements: list[dict], op: str) -> dict:
+    """{(precision, series): {"ratios": {shape: × ref}, "skipped": {shape: reason}}} over every shape
+    the op ran at in the first timing mode (a series with no ok rung at a shape: its recorded reason)."""
+    found = best_by_shape(measurements, op)
+    if found is None:
+        return {}
+    first, best = found
+    mine = [m for m in measurements if m["op"] == op and (m.get("mode") or "cold") == first and not m.get("pad")]
+    shapes = {(shape_label(m["shape"]), m.get("precision") or m["dtype"]) for m in mine}
+    out: dict = {}
+    for (shape, precision, series), m in best.items():
+        out.setdefault((precision, series), {"ratios": {}, "skipped": {}})["ratios"][shape] = m["x_ref"]
+    for (precision, series), entry in out.items():
+        for shape in sorted({s for s, p in shapes if p == precision} - set(entry["ratios"])):
+            tried = [m for m in mine if m["backend"] in RUNG_BACKENDS and m["rung"] is not None
+                     and _series(m) == series and shape_label(m["shape"]) == shape
+                     and (m.get("precision") or m["dtype"]) == precision]
+            why = next((f"{m['status']}: {reason_line(m.get('reason') or '')}" for m in tried
+                        if m["status"] != "ok"), "not run")
+            entry["skipped"][shape] = why
+    return out
+
+
+def geomean(values) -> float | None:
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
+
+
+def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: Path) -> list[str]:
+    """The op's suite section: the table, the skipped shapes with their reasons, the sorted figure."""
+    found = summary(measurements, op)
+    if not found:
+        return []
+    rows, skipped = [], []
+    for (precision, series), entry in sorted(found.items()):
+        ratios = entry["ratios"]
+        worst = min(ratios.items(), key=lambda kv: kv[1]) if ratios else None
+        rows.append([precision, series, len(ratios), f"{geomean(ratios.values()):.3f}×" if ratios else "—",
+                     f"{worst[1]:.3f}× at {worst[0]}" if worst else "—", len(entry["skipped"])])
+        skipped += [f"- {series} {precision} {shape}: {why}" for shape, why in entry["skipped"].items()]
+    mode = (modes_of([m for m in measurements if m["op"] == op]) or ["cold"])[0]
+    out = [f"### {op}: the suite", "",
+           f"Best rung of each series per shape ÷ the reference ({mode}, either autotune setting; a paired "
+           "record where there is one), over the shapes it ran; the skipped ones are counted, not averaged:", "",
+           tabulate(rows, ["precision", "series", "shapes run", "geometric mean", "worst", "skipped"],
+                    tablefmt="github", disable_numparse=True), ""]
+    if skipped:
+        out += ["Skipped, with the reason each recorded:", "", *skipped, ""]
+    if figure_path is not None:
+        path = figure(found, op, figure_path)
+        if path is not None:
+            out += [f"![{op} suite]({path.relative_to(folder).as_posix()})", ""]
+    return out
+
+
+def figure(found: dict, op: str, path: Path) -> Path | None:
+    """Per precision, × reference per shape, shapes sorted by the first series' ratio; a line at 1."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    precisions = sorted({p for p, _ in found})
+    fig, axes = plt.subplots(len(precisions), 1, figsize=(10, 3.4 * len(precisions)), squeeze=False)
+    for ax, precision in zip(axes[:, 0], precisions):
+        series = sorted(s for p, s in found if p == precision)
+        lead = found[(precision, series[0])]["ratios"]
+        shapes = sorted({sh for s in series for sh in found[(precision, s)]["ratios"]},
+                        key=lambda sh: lead.get(sh, math.inf))
+        for s in series:
+            ratios = found[(precision, s)]["ratios"]
+            ax.plot(range(len(shapes)), [ratios.get(sh, math.nan) for sh in shapes], marker="o", linewidth=1,
+                    label=s)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
+        ax.set_xticks(range(len(shapes)), shapes, rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel("× reference")
+        ax.set_title(f"{op} {precision}: shapes sorted by {series[0]}'s × reference", fontsize=10)
+        ax.legend(loc="upper left", fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,84 @@
+"""Suites of shapes (study.suites): derived from published model dimensions or drawn with a fixed
+seed, each shape in its op's axes; compare --suite plans them; the page's suite verdict counts the
+skipped shapes beside the geometric mean instead of averaging over what ran."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from study import report, results, suites
+from study.catalog import ladder
+from study.report import suite as suite_report
+from study.select import cases
+
+DATA = Path(__file__).parent / "data" / "results_small.json"
+
+
+@pytest.mark.parametrize("name", list(suites.SUITES))
+def test_every_suite_shape_is_in_its_ops_axes(name):
+    for op, shapes in suites.SUITES[name].shapes.items():
+        axes = ladder(op).problem.axes
+        assert shapes and all(tuple(s) == axes and min(s.values()) >= 1 for s in shapes), (name, op)
+
+
+def test_a_model_suite_follows_from_the_models_dimensions():
+    llama = suites.suite("llama2-7b").shapes
+    assert {"M": 4096, "N": 12288, "K": 4096} in llama["hgemm"]          # the fused Q, K, V projection
+    assert {"M": 1, "N": 32000, "K": 4096} in llama["sgemm"]             # the LM head at one token
+    assert {"M": 16, "N": 4096, "K": 11008} in llama["hgemm"]            # the MLP's down projection
+    assert {"batch": 32, "M": 1, "N": 4096, "K": 128} in llama["bgemm"]  # a decode step's scores
+    assert {"M": 32000, "N": 4096} in llama["sgemv"] and {"M": 4096, "N": 32000} in llama["softmax"]
+    gpt2 = suites.suite("gpt2-xl").shapes
+    assert {"M": 16, "N": 50257, "K": 1600} in gpt2["hgemm"] and {"batch": 25, "M": 1024, "N": 64, "K": 1024} in gpt2["bgemm"]
+
+
+def test_the_odd_suite_is_seeded_and_mostly_no_multiple_of_8():
+    odd = suites.suite("odd").shapes
+    sizes = [v for s in odd["hgemm"] for v in s.values()]
+    assert len(odd["hgemm"]) == suites.ODD_COUNT and all(1 <= v <= suites.MAX_SIZE for v in sizes)
+    assert sum(v % 8 != 0 for v in sizes) >= 0.7 * len(sizes)
+    assert all(math.prod(s.values()) <= 2**36 for s in odd["sgemm"])
+    assert odd == suites._odd_suite().shapes  # the same draw every time
+
+
+def test_compare_plans_a_suites_shapes_for_the_ops_it_covers():
+    planned = cases(["hgemm"], suites=["gpt2-xl"], backends=["cuda"], rungs=["v8"], dtypes=["bf16"])
+    shapes = {tuple(c.shape.values()) for c in planned}
+    assert shapes == {tuple(s.values()) for s in suites.suite("gpt2-xl").shapes["hgemm"]}
+    with_extra = cases(["hgemm"], shapes=["64x64x64"], suites=["gpt2-xl"], backends=["cuda"], rungs=["v8"],
+                       dtypes=["bf16"])
+    assert len({tuple(c.shape.values()) for c in with_extra}) == len(shapes) + 1
+
+
+def _record(shape, backend, rung, x_ref, status="ok", reason=""):
+    return {"op": "hgemm", "implementation": f"hgemm/{rung}/{backend}", "backend": backend, "rung": rung,
+            "rung_index": 8, "shape": shape, "precision": "bf16", "dtype": "bfloat16", "mode": "cold",
+            "autotune": "off", "status": status, "reason": reason, "x_ref": x_ref if status == "ok" else None,
+            "math": "bf16"}
+
+
+def test_the_suite_verdict_counts_skipped_shapes_beside_the_geometric_mean(tmp_path):
+    a, b, c = ({"M": 1, "N": 4800, "K": 1600}, {"M": 4096, "N": 1600, "K": 1600}, {"M": 16, "N": 50257, "K": 1600})
+    ms = [_record(a, "cuda", "v8_ws", 0.5), _record(b, "cuda", "v8_ws", 1.0), _record(b, "cuda", "v7_tma", 0.9),
+          _record(c, "cuda", "v8_ws", None, "skipped", "TMA reads rows that start 16 bytes apart by a multiple"),
+          _record(a, "triton", "v8_ws", 0.8), _record(b, "triton", "v8_ws", 0.8), _record(c, "triton", "v8_ws", 0.2)]
+    found = suite_report.summary(ms, "hgemm")
+    cuda = found[("bf16", "CUDA")]
+    assert cuda["ratios"] == {"1×4800×1600": 0.5, "4096×1600×1600": 1.0}
+    assert cuda["skipped"] == {"16×50257×1600": "skipped: TMA reads rows that start 16 bytes apart by a multiple"}
+    lines = "\n".join(suite_report.lines(ms, "hgemm", tmp_path / "figures" / "s.png", tmp_path))
+    row = next(line for line in lines.splitlines() if "| CUDA" in line)
+    assert f"{math.sqrt(0.5):.3f}×" in row and "0.500× at 1×4800×1600" in row and row.rstrip(" |").endswith("1")
+    assert "- CUDA bf16 16×50257×1600: skipped: TMA reads" in lines and (tmp_path / "figures" / "s.png").is_file()
+    triton = next(line for line in lines.splitlines() if "| Triton" in line)
+    assert f"{(0.8 * 0.8 * 0.2) ** (1 / 3):.3f}×" in triton
+
+
+def test_a_suite_runs_page_is_titled_by_its_file_ops_and_suite():
+    doc = results.load(DATA)
+    doc["environment"]["suites"] = ["odd"]
+    doc["measurements"] += [{**m, "shape": {**m["shape"], "M": 101}} for m in doc["measurements"]]  # two shapes
+    text = report.render(doc, Path("hgemm-odd.md"), draw=False)
+    assert text.splitlines()[0] == f"# hgemm-odd: sgemm on {doc['environment']['gpu']['name']}, suite odd"
+    assert "### sgemm: the suite" in text
