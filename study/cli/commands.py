@@ -392,6 +392,18 @@ def cmd_merge(args) -> int:
     return 0
 
 
+def cmd_index(args) -> int:
+    from study import index
+    from study.paths import ROOT
+
+    folders = args.folders or sorted(p for p in (ROOT / "reports").iterdir() if p.is_dir())
+    for folder in folders:
+        if not folder.is_dir():
+            raise UsageError(f"{folder} is not a folder")
+        print(f"wrote {index.write(folder)}")
+    return 0
+
+
 def cmd_env(args) -> int:
     env = results.machine_environment()
     if args.json:
@@ -403,5 +415,5 @@ def cmd_env(args) -> int:
 
 COMMANDS = {"list": cmd_list, "compare": cmd_compare, "sweep": cmd_sweep, "align": cmd_align,
             "cublas-study": cmd_cublas_study, "report": cmd_report, "ceilings": cmd_ceilings,
-            "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun,
+            "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun, "index": cmd_index,
             "env": cmd_env, "sanitize": cmd_sanitize, "profile": cmd_profile}

@@ -19,6 +19,10 @@ EXIT_CODES = """exit codes:
   2    bad usage, a file that cannot be read, no GPU or a missing tool (one line on stderr says which)
   130  interrupted (Ctrl-C): what was measured is kept, and the same command resumes
 """
+EXAMPLES_INDEX = """examples:
+  python -m study index                        reports/<gpu>/README.md for every reports folder
+  python -m study index reports/h200
+"""
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   every op, its default shapes, precisions, modes
   python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
@@ -254,6 +258,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
     san.add_argument("--jobs", type=int, default=4,
                      help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
+
+    idx = sub.add_parser("index", help="write a reports folder's README: every results file, its page, command, "
+                                       "commit, date and headline (no GPU)",
+                         epilog=EXAMPLES_INDEX, formatter_class=argparse.RawDescriptionHelpFormatter)
+    idx.add_argument("folders", nargs="*", type=Path, help="reports folders (default: every reports/<gpu>/)")
 
     prf = sub.add_parser("profile", help="Nsight Compute on one implementation at one shape, raw output saved under "
                                           "reports/<gpu>/profiles/ (GPU); --table renders saved ones (no GPU)",
