@@ -146,6 +146,7 @@ class Problem:
     default_precisions: tuple[str, ...] = ()     # --dtype default; empty: the first precision
     default_shapes: tuple[Mapping[str, int], ...] = ()
     default_modes: tuple[str, ...] = ("cold",)   # --mode default
+    headline_shapes: tuple[Mapping[str, int], ...] = ()  # compare without a selection (default: the first default shape)
     sanitize_shapes: tuple[Mapping[str, int], ...] = ()  # small, with a tile tail in every dimension
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
     paddable: bool = False                       # kernels honour leading dimensions: --pad / align run here

@@ -155,6 +155,11 @@ class Ladder:
     rungs: tuple[Rung, ...]
     baselines: tuple[Baseline, ...]
     kernel_dir: Path
+    headline: tuple[str, ...] = ()  # the rungs `compare` runs without a selection (default: the last)
+
+    @property
+    def headline_rungs(self) -> tuple[str, ...]:
+        return self.headline or (self.rungs[-1].key,) if self.rungs else ()
 
     @property
     def op(self) -> str:
@@ -169,13 +174,15 @@ class Ladder:
 _LADDERS: dict[str, Ladder] = {}
 
 
-def register(problem, rungs, baselines, kernel_dir: Path | None = None) -> Ladder:
+def register(problem, rungs, baselines, kernel_dir: Path | None = None, headline=()) -> Ladder:
     """Register an op's ladder; a second op of the same name is an error, not an overwrite.
-    ``kernel_dir`` holds its ``.cu`` files (default ``cuda_kernels/<op>``)."""
+    ``kernel_dir`` holds its ``.cu`` files (default ``cuda_kernels/<op>``); ``headline``: the rung keys
+    ``python -m study compare`` runs when nothing is selected (the seed ladder's end point and each
+    backend's best; default: the last rung)."""
     if problem.name in _LADDERS:
         raise ValueError(f"op {problem.name!r} is registered twice")
     ladder_ = Ladder(problem, tuple(rungs), tuple(baselines),
-                     Path(kernel_dir) if kernel_dir is not None else CUDA_DIR / problem.name)
+                     Path(kernel_dir) if kernel_dir is not None else CUDA_DIR / problem.name, tuple(headline))
     _LADDERS[problem.name] = ladder_
     return ladder_
 
@@ -283,6 +290,8 @@ def check_integrity(all_ladders: Mapping[str, Ladder], cuda_dir: Path = CUDA_DIR
         keys = [r.key for r in lad.rungs] + [b.key for b in lad.baselines]
         for key in sorted({k for k in keys if keys.count(k) > 1}):
             problems.append(f"op {op!r}: {key!r} appears more than once")
+        for key in sorted(set(lad.headline) - {r.key for r in lad.rungs}):
+            problems.append(f"op {op!r}: its headline names {key!r}, which is not one of its rungs")
         for rung in lad.rungs:
             if rung.cuda is not None and rung.triton is None:
                 problems.append(f"op {op!r}: CUDA rung {rung.key!r} has no Triton twin")

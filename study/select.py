@@ -114,3 +114,23 @@ def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes:
             say(f"{op}: accepts none of --dtype {', '.join(dtypes)}; not run")
         ops = [op for op in ops if op in precisions]
     return planned(ops, per_op_shapes, precisions, backends, rungs, autotune, modes, paired)
+
+
+def headline(dtypes: list[str] | None = None, backends=None, autotune: str = "off", modes=None,
+             paired: bool = False) -> list[Case]:
+    """``python -m study compare`` with nothing selected: every op at its one or two defining shapes
+    (``Problem.headline_shapes``), its headline rungs (``register(headline=...)``: the seed ladders'
+    end points and each backend's best) against every baseline, in its first timing mode; the
+    precisions, backends, autotune and modes given still apply. ``--all`` plans the whole study."""
+    all_ops, ops = ops_named(None)
+    accepted = parse_dtypes(dtypes, ops, all_ops) if dtypes else None
+    out: list[Case] = []
+    for op in ops:
+        lad = all_ops[op]
+        if accepted is not None and op not in accepted:
+            continue
+        precisions = {op: accepted[op]} if accepted else None
+        shapes = [dict(s) for s in (lad.problem.headline_shapes or lad.problem.default_shapes[:1])]
+        out += planned([op], {op: shapes}, precisions, backends, list(lad.headline_rungs), autotune,
+                       modes or list(lad.problem.default_modes[:1]), paired)
+    return out

@@ -82,3 +82,4 @@ def test_a_suite_runs_page_is_titled_by_its_file_ops_and_suite():
     text = report.render(doc, Path("hgemm-odd.md"), draw=False)
     assert text.splitlines()[0] == f"# hgemm-odd: sgemm on {doc['environment']['gpu']['name']}, suite odd"
     assert "### sgemm: the suite" in text
+

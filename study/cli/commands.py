@@ -21,7 +21,8 @@ from study.keys import shape_text
 from study.plan import rung_wanted
 from study.paths import report_dir
 from study.registry import implementations_of
-from study.select import UsageError, cases as select_cases, one_op, ops_named, parse_dtypes, parse_shapes
+from study.select import UsageError, cases as select_cases, headline as headline_cases, one_op, ops_named, parse_dtypes, \
+    parse_shapes
 from study.timing import TimerSettings, TimingConfigError
 
 
@@ -126,8 +127,13 @@ def run(args, cases, command: str, stem: str | None = None, finish=None) -> int:
 
 
 def cmd_compare(args) -> int:
-    cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode, say=say,
-                         paired=args.paired == "all", suites=args.suite)
+    if args.all or args.op or args.shape or args.suite or args.rung:
+        cases = select_cases(args.op, args.shape, args.dtype, args.backend, args.rung, args.autotune, args.mode,
+                             say=say, paired=args.paired == "all", suites=args.suite)
+    else:
+        cases = headline_cases(args.dtype, args.backend, args.autotune, args.mode, paired=args.paired == "all")
+        say(f"the headline: {len(cases)} cases, each op's headline rungs at its defining shapes "
+            "(python -m study list; --all for the whole study)")
     return run(args, cases, "compare")  # usage errors came first: they need no GPU to be told
 
 
@@ -343,6 +349,8 @@ def cmd_list(args) -> int:
                   f"{', '.join(shape_text(s) for s in p.default_shapes)}; modes {', '.join(p.default_modes)})")
             print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
             print(f"in {', '.join(folders)}" if folders else "")
+            print(f"headline (compare without a selection): {', '.join(lad.headline_rungs)} at "
+                  f"{', '.join(shape_text(s) for s in (p.headline_shapes or p.default_shapes[:1]))}")
             print()
     for p in problems:
         say(f"registry problem: {p}")

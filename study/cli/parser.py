@@ -24,7 +24,8 @@ EXAMPLES_INDEX = """examples:
   python -m study index reports/h200
 """
 EXAMPLES_COMPARE = """examples:
-  python -m study compare                                   every op, its default shapes, precisions, modes
+  python -m study compare                                   the headline: each op's best rungs at its defining shapes
+  python -m study compare --all --autotune both             the whole study: every rung, shape, precision and mode
   python -m study compare --op sgemm --rung v3 --rung v4 --backend cuda
   python -m study compare --op sgemm --shape 4096x4096x4096 --shape 1000x1500x1700 --autotune both
   python -m study compare --op sgemv --dtype fp16 --shape 16384x16384 --mode cold --mode hot
@@ -169,6 +170,10 @@ def parser(description: str) -> argparse.ArgumentParser:
     cmp.add_argument("--shape", action="append",
                      help="a shape in the op's form (MxNxK for sgemm, MxN for sgemv), or op:shape when several "
                           "ops run (repeatable; default: each op's shapes)")
+    cmp.add_argument("--all", action="store_true",
+                     help="the whole study: every rung of every op at each op's shapes, precisions and modes "
+                          "(without it and without --op, --shape, --suite or --rung: the headline, each op's "
+                          "headline rungs at its defining shapes)")
     cmp.add_argument("--suite", action="append", choices=tuple(SUITES),
                      help="the shapes of a suite for each op it covers (repeatable, with --shape too; "
                           "list --suites shows them; the report adds each op's verdict over the suite)")

@@ -40,6 +40,7 @@ class BGEMM(Gemm):
     precisions = (FP32, TF32, FP16_TENSOR, BF16_TENSOR)
     default_precisions = ("fp32", "fp16")
     tolerance = {**FP32_TOLERANCE, **HALF_TOLERANCE}
+    headline_shapes = ({"batch": 32, "M": 1024, "N": 1024, "K": 128},)  # attention scores, 1024 tokens
     default_shapes = ({"batch": 256, "M": 512, "N": 512, "K": 64},     # attention scores, 512 tokens, head dim 64
                       {"batch": 128, "M": 1024, "N": 64, "K": 1024},   # scores × values, 1024 tokens
                       {"batch": 32, "M": 1024, "N": 1024, "K": 128},
@@ -95,4 +96,5 @@ register(
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
                CUBLASLT],
+    headline=("v0_batched_tiles", "v1_batched_wgmma"),
 )

@@ -94,6 +94,7 @@ class GemmBiasRelu(Gemm):
     # The GEMM ladders' 4096³ and 8192³, and two MLP layers: a short K (8192×4096×1024), where the
     # epilogue is a larger share of the work, and an LLaMA-7B-like up projection (16384 tokens,
     # 4096 → 11008).
+    headline_shapes = ({"M": 8192, "N": 8192, "K": 8192},)
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
                       {"M": 8192, "N": 4096, "K": 1024}, {"M": 16384, "N": 11008, "K": 4096})
     # Tails past every tile with 16-byte rows (TMA rungs run), the same on exact tiles, and a shape
@@ -345,4 +346,5 @@ register(
         Baseline("compiled_relu_matmul_bias", "torch.compile(relu(A @ B + bias))", "Inductor", "inductor",
                  compiled_relu_matmul_bias, "torch.compile", tunable=True),
     ],
+    headline=("v0_unfused", "v1_fused_simt", "v2_fused_wgmma"),
 )

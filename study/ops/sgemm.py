@@ -84,6 +84,7 @@ class SGEMM(Gemm):
     name = "sgemm"
     precisions = (FP32, TF32)
     default_precisions = ("fp32",)
+    headline_shapes = ({"M": 4096, "N": 4096, "K": 4096},)  # the seed ladder's shape
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 1000, "N": 1500, "K": 1700})
     # Past 64- and 128-wide tiles and BK = 16 and 32 (the scalar paths); the same with every row
     # 16-byte aligned (the float4/cp.async paths); K = 1 (a column-major B's columns are 1 apart);
@@ -283,4 +284,5 @@ register(
              math={"fp32": "3xtf32"}),
     ],
     baselines=BASELINES,
+    headline=("v4_double_buffer", "v7_multistage", "v11_3xtf32_wgmma"),
 )

@@ -59,6 +59,7 @@ class SGEMV(Problem):
     bound = "memory"
     precisions = (FP32, FP16_STORAGE, BF16_STORAGE)
     default_precisions = ("fp32", "fp16", "bf16")
+    headline_shapes = ({"M": 16384, "N": 16384},)  # docs/seeds.md §3: 1 GiB of A in FP32, far past the L2
     default_shapes = ({"M": 1024, "N": 1024}, {"M": 4096, "N": 4096}, {"M": 16384, "N": 16384},
                       {"M": 8192, "N": 1024}, {"M": 1024, "N": 65536})
     default_modes = ("cold", "hot")
@@ -215,4 +216,5 @@ register(
              triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE, launch=split_twin_launch)),
     ],
     baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True)],
+    headline=("v2_vector_loads", "v3_split_n"),
 )

@@ -47,6 +47,7 @@ class Softmax(Problem):
     # Square, tall, long rows (32768: exactly what v4 keeps in registers in FP32 at its default
     # config), many short rows, and a row length that is no power of two (nor a multiple of the
     # 16-byte vector: rows start at every offset from 16 bytes, the PEEL paths).
+    headline_shapes = ({"M": 16384, "N": 4096},)
     default_shapes = ({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 4096, "N": 32768},
                       {"M": 65536, "N": 1024}, {"M": 8192, "N": 3001})
     # Cold only: X and Y of every default shape hold 64 MB or more (FP16 4096²: 32 + 32), beyond the
@@ -227,4 +228,5 @@ register(
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],
+    headline=("v4_on_chip", "v5_warp_per_row"),
 )

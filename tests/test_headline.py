@@ -1,0 +1,23 @@
+"""python -m study compare with nothing selected plans the headline: each op's headline rungs at its
+defining shapes against every baseline, in its first timing mode; --all (or any selection) the rest."""
+
+from study.select import cases
+
+
+def test_compare_without_a_selection_plans_the_headline_and_all_the_whole_study():
+    from study import catalog
+    from study.select import headline
+
+    planned = headline()
+    for op, lad in catalog.ladders().items():
+        mine = [c for c in planned if c.impl.op == op]
+        shapes = [dict(s) for s in (lad.problem.headline_shapes or lad.problem.default_shapes[:1])]
+        assert mine and {json_shape(c.shape) for c in mine} == {json_shape(s) for s in shapes}, op
+        assert {c.impl.rung for c in mine if c.impl.rung} == set(lad.headline_rungs), op
+        assert any(c.impl.reference for c in mine) and {c.mode for c in mine} == {lad.problem.default_modes[0]}
+    assert len(planned) < len(cases()) / 5  # the headline is a fifth of the whole study or less
+    assert {c.precision.name for c in headline(dtypes=["tf32"])} == {"tf32"}  # given options still apply
+
+
+def json_shape(shape):
+    return tuple(sorted(shape.items()))
