@@ -163,8 +163,8 @@ def power_mix(steadies: tuple, clocks: tuple) -> dict:
     ratio at clocks neither holds in a loop of its own. On the H200, sgemm v11 (3xTF32 on wgmma) settled
     at 1740 MHz alone and ran at 1950 beside cuBLAS's SIMT FP32 GEMM: its paired × cuBLAS 2.48, the
     ratio of the two timed each alone 2.21 (docs/method.md §8). ``power_mix``: the larger gap, or None;
-    ``borrowed``: how far the faster side ran *above* its own clock, the mark of headroom lent (None when
-    unknown, 0 when neither did). A side running below its settled clock is not lent anything: two kernels
+    ``borrowed``: how far a side ran *above* its own clock (the larger), the mark of headroom lent (None
+    when unknown, 0 when neither did). A side running below its settled clock is not lent anything: two kernels
     both at the cap drift a few % below the clock of their first settling as the GPU warms (hgemm v8 beside
     cuBLAS at 8192³ BF16: settled at 1530 MHz, 1470 in its rounds, settled again before each batch or not)."""
     alone = [_settled_mhz(s) for s in steadies]
