@@ -363,3 +363,15 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
     assert "clocks" in flags(records[-1]) and "clocks" not in flags(fast)  # 5 % apart: beyond 3 %
     assert "power-mix" not in flags(records[-1])
     assert "power-mix" in flags({**records[-1], "steady": {"sm_mhz": [1760.0] * 3}})  # alone 1760, paired 1995 MHz
+
+
+def test_the_details_leave_out_a_flags_column_nothing_fills(doc):
+    from study.report.labels import flags
+    from study.report.tables import detail_table
+
+    quiet = [m for m in doc["measurements"] if not flags(m)]
+    loud = [m for m in doc["measurements"] if flags(m)]
+    assert quiet and loud
+    header = detail_table(quiet).splitlines()[0]
+    assert "flags" not in header and "implementation" in header and "config" in header
+    assert "flags" in detail_table(quiet + loud[:1]).splitlines()[0]

@@ -84,7 +84,11 @@ def detail_table(ms: list[dict]) -> str:
             "—" if not err else f"{num(err.get('err'), '.2e')} / {num(err.get('tolerance'), '.0e')}",
             "`" + ", ".join(f"{k}={v}" for k, v in (m["config"] or {}).items()) + "`",
         ])
-    return tabulate(rows, header, tablefmt="github", disable_numparse=True)
+    # a column nothing fills (no record flagged, none with an error) says nothing: left out
+    keep = [i for i, name in enumerate(header) if name not in ("flags", "error / tol.")
+            or any(r[i] not in ("", "—") for r in rows)]
+    return tabulate([[r[i] for i in keep] for r in rows], [header[i] for i in keep], tablefmt="github",
+                    disable_numparse=True)
 
 
 def peaks_text(gpu: dict, maths: list[str]) -> str:
