@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -53,13 +54,50 @@ class RunOptions:
     suites: tuple = ()
 
 
-class Progress:
-    """One line per measured case, with the time left estimated from this run's pace (cases
-    resumed from an earlier run do not count towards it)."""
+PRIOR_DAMPING_S = 60.0  # seconds of priors the first finished cases are weighed against (one slow case moves little)
 
-    def __init__(self):
+
+def priors(folder: Path) -> dict:
+    """(op, backend, autotune) -> the median wall time of such a case in the results files under
+    ``folder`` (this GPU's committed reports): what the time left is first estimated from. Read raw
+    (no figures derived); a file that is not a results file is passed over."""
+    seen: dict = {}
+    for path in sorted(Path(folder).rglob("*.json")) if Path(folder).is_dir() else ():
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        for m in doc.get("measurements") or [] if isinstance(doc, dict) else []:
+            if isinstance(m, dict) and isinstance(m.get("wall_s"), (int, float)) and not m.get("paired"):
+                seen.setdefault((m.get("op"), m.get("backend"), m.get("autotune")), []).append(m["wall_s"])
+    return {key: statistics.median(values) for key, values in seen.items()}
+
+
+class Progress:
+    """One line per measured case, with the time left: the planned cases' priors (:func:`priors`, the
+    median time of such a case in this GPU's committed results) scaled by how this run compares with
+    them so far, damped by PRIOR_DAMPING_S so that the first cases cannot swing it; without priors,
+    this run's pace. Cases resumed from an earlier run do not count towards either."""
+
+    def __init__(self, cases=(), known: dict | None = None):
         self.started = time.perf_counter()
         self.first = None
+        known = known or {}
+        costs = {c.key: known.get((c.impl.op, c.impl.backend, c.autotune)) for c in cases}
+        found = [v for v in costs.values() if v]
+        self.typical = statistics.median(found) if found else None  # a case no prior covers, or one added later
+        self.cost = {key: value or self.typical for key, value in costs.items()} if found else {}
+        self.spent = 0.0  # the priors of the cases this run has measured
+
+    def left(self, n: int, total: int, elapsed: float) -> float:
+        """Seconds left after ``n`` of ``total`` cases, ``elapsed`` into this run."""
+        if self.typical is None:
+            return elapsed / max(n - self.first, 1) * (total - n)
+        # the cases not measured yet, at their priors' mean (some were resumed from an earlier run and
+        # never come: their count, total - n, says how many are left, not which)
+        mean = statistics.fmean(self.cost.values()) if self.cost else self.typical
+        pace = (elapsed + PRIOR_DAMPING_S) / (self.spent + PRIOR_DAMPING_S)
+        return pace * mean * (total - n)
 
     def __call__(self, n, total, case, record):
         if self.first is None:
@@ -69,8 +107,9 @@ class Progress:
             what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
         else:
             what = f"{record['status']}: {reason_line(record['reason'])[:160]}"
-        pace = (time.perf_counter() - self.started) / max(n - self.first, 1)
-        say(f"[{n:>{len(str(total))}}/{total} {eta_text(pace * (total - n)):>6} left] {case.label:<72} {what}")
+        self.spent += self.cost.pop(case.key, None) or self.typical or 0.0  # a case added after the plan: typical
+        left = self.left(n, total, time.perf_counter() - self.started)
+        say(f"[{n:>{len(str(total))}}/{total} {eta_text(left):>6} left] {case.label:<72} {what}")
 
 
 def pool_measure(pool, lanes: int = 1):
@@ -109,6 +148,7 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         torch.cuda.set_device(gpus[0])  # the environment describes a GPU the run uses
     device = hardware.current_device()
     json_path, md_path = results.default_paths(options.out or report_dir(device.slug), options.name)
+    known = priors(report_dir(device.slug))
     pools: list = []
 
     def work() -> dict:
@@ -135,8 +175,8 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         else:
             pools.append(WorkerPool(settings, seed=options.seed, launch_overhead_ms=overhead))
             measure = pool_measure(pools[0])
-        return run_compare(cases, env, json_path, measure, progress=Progress(), fresh=options.fresh, say=say,
-                           extension=pairing)
+        return run_compare(cases, env, json_path, measure, progress=Progress(cases, known), fresh=options.fresh,
+                           say=say, extension=pairing)
 
     def pairing(records: list[dict]) -> list:
         """The best rung of each series timed again, paired with the reference, in the same file."""
@@ -160,7 +200,8 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         env = _environment(device, options, cases)
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"])
         say(f"{len(cases)} cases on {len(ready)} {models[0]}, {options.what}; results to {json_path}")
-        return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready], progress=Progress(),
+        return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready],
+                           progress=Progress(cases, known),
                            fresh=options.fresh, say=say, extension=pairing)
 
     def cleanup() -> None:
