@@ -56,7 +56,8 @@ def test_statuses_reasons_device_block_and_legend(doc):
     assert "### sgemm 100×200×300 fp32 (float32, ieee), autotune on" in text
     assert "median" in text and "2× the L2 size" in text and "TF32 off" in text
     assert "FFMA loop 4,800 GFLOPS" in text and "Headline unit: **GFLOPS**" in text
-    assert "An empty kernel measured 2.00 µs" in text and "at most 0.5 %" in text
+    assert "an empty kernel's, 2.00 µs this run" in text and "at most 0.5 %" in text
+    assert "## How these numbers were measured\n\n- **Gate.**" in text  # a list, one term an item
 
 
 def test_flagged_measurements_are_listed_with_their_clocks(doc):

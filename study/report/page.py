@@ -1,6 +1,6 @@
 """A comparison report's page: the device block, then per op its figures, the best-rung table, the
 sections the op declares, a ladder table per (shape, precision, autotune), what to check and what
-was not measured, the details, and the legend. From a results document and what the caller hands
+was not measured, the details, and how the numbers were measured. From a results document and what the caller hands
 over (each op's sections, the sanitizer's marks), never from disk; figures go to ``figures/``
 beside the page."""
 
@@ -68,54 +68,67 @@ def legend(env: dict, ms: list[dict]) -> str:
                      f"median; **% peak** of the theoretical memory bandwidth ({gpu.get('memory_peak_source', '')})")
     measured = [f"{name} {ceilings[key]:,.0f} {'GB/s' if key == 'copy_gbps' else 'GFLOPS'}"
                 for key, name in [*metrics.CEILINGS.values(), metrics.MEMORY_CEILING] if ceilings.get(key)]
-    return (
-        f"**How these numbers were measured.** Every implementation first passes a correctness gate "
-        f"against a float64 reference on a NaN-poisoned output (outside tolerance: `wrong`, never "
-        f"timed)" + (f", {t['gate_trials']} times on fresh random inputs and, for ops that have them, once more "
-                     f"on small random integers whose exact answer leaves a misplaced element nowhere to hide"
-                     if t.get("gate_trials") else "") + ". "
-        f"Warm-up: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and "
-        f"autotuning happen before). Modes: {modes}. Sampling {stop}. {throttle} "
-        f"The headline is the **median**; min and quartiles are in the details. " + ". ".join(units) + ". "
-        + (f"**% ceiling** is of the *measured* ceiling of the same kind on this GPU (`python -m study "
-           f"ceilings`): {', '.join(measured)}. " if measured else "")
-        + ("A GB/s figure's ceiling is the device copy of as many bytes as the case moves, cold, its launch and "
-           "ramp included (the copy-by-size curve of `ceilings --copy-sizes`, interpolated in log bytes): "
-           + ", ".join(f"{b / 2**20:,.0f} MiB {g:,.0f} GB/s" for b, g in sorted(ceilings[metrics.COPY_CURVE]))
-           + ". " if ceilings.get(metrics.COPY_CURVE) and any((m.get("work") or {}).get("bound") == "memory"
-                                                              for m in ms) else "")
-        + (f"An empty kernel measured {overhead * 1e3:.2f} µs this run; a median within 2× of it is "
-           f"marked ⚑launch-bound: an event pair also spans a fixed cost around each launch that "
-           f"Nsight Compute's kernel duration leaves out (`python -m study validate` measures it), a large "
-           f"part of such a number; `--mode graph` spreads it over many launches. " if overhead else "")
-        + ("Before each batch of samples a GPU delay kernel runs as long as the host took to queue the previous "
-           "batch (at most 20 ms), so that no sample waits for the host; a batch whose queueing still took longer "
-           "is counted and flagged ⚑host-bound. "
-           if any("host_bound_batches" in (m.get("timing") or {}) for m in ms) else "" if not any(
-               m.get("timing") for m in ms) else
-           "Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
-           "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can still "
-           "include the host's launch latency (this run predates the lead sized to the batch). ")
-        + ("⚑sanitizer: `python -m study sanitize` (sanitize.json beside this report) found hazards in the very "
-           "kernel source this measurement ran. " if any(m.get("sanitizer") for m in ms) else "")
-        + (f"Before its samples each kernel ran back to back until its SM clock and power draw settled (at most "
-           f"{t.get('settle_max_s', 0):g} s), so that it is timed at the clock it holds in a loop; after them its "
-           "output was poisoned and checked once more (work that stops once the gate has passed: `wrong`), and a "
-           "figure above the theoretical peak (or, cold, the memory's bandwidth) is `impossible`, never ranked. "
-           "⚑power-cap: the median power draw while the samples ran was 97 % of the limit or more, or the driver "
-           "reported its power cap (two kernels at the cap hold different clocks); ⚑clocks: a paired measurement "
-           "whose two sides ran at median SM clocks more than 3 % apart; ⚑power-mix: a side of a pair ran more than "
-           "3 % above the clock it settled at alone (kernels of unlike power lend each other headroom under the cap: "
-           "the ratio holds at clocks neither keeps in a loop of its own); ⚑re-settled: such a pair, timed again "
-           "with each kernel settled alone before each of its batches, whose ratio is the one shown. "
-           if any("steady" in m for m in ms) else "")
-        + "**× ref** = the reference baseline's median / this median on the same shape, precision and mode "
-        "(> 1: faster than the reference); baseline rows give their own figures in the first column group. "
-        "Library GEMM baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision "
-        "reductions off; the cuBLAS switches are in each record's config. "
-        "Autotune `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); "
-        "`on` searches the rung's space (CUDA: every `-D` point timed by this runner; Triton: "
-        "`triton.autotune`); the config used is in the details.")
+    items = [
+        "**Gate.** Every implementation first passes a correctness gate against a float64 reference on a "
+        "NaN-poisoned output (outside tolerance: `wrong`, never timed)"
+        + (f", {t['gate_trials']} times on fresh random inputs and, for ops that have them, once more on small "
+           "random integers whose exact answer leaves a misplaced element nowhere to hide" if t.get("gate_trials")
+           else "") + ".",
+        f"**Warm-up**: at least {t['min_warmup']} launches and {t['warmup_ms']:g} ms (compilation and autotuning "
+        "happen before).",
+        f"**Modes**: {modes}.",
+        f"**Sampling** {stop}.",
+        f"**Clocks.** {throttle}",
+        "**Headline**: the **median**; min and quartiles are in the details.",
+        *[f"{u}." for u in units],
+    ]
+    if measured:
+        items.append(f"**% ceiling** is of the *measured* ceiling of the same kind on this GPU (`python -m study "
+                     f"ceilings`): {', '.join(measured)}.")
+    if ceilings.get(metrics.COPY_CURVE) and any((m.get("work") or {}).get("bound") == "memory" for m in ms):
+        items.append("A GB/s figure's ceiling is the device copy of as many bytes as the case moves, cold, its "
+                     "launch and ramp included (the copy-by-size curve of `ceilings --copy-sizes`, interpolated in "
+                     "log bytes): " + ", ".join(f"{b / 2**20:,.0f} MiB {g:,.0f} GB/s"
+                                               for b, g in sorted(ceilings[metrics.COPY_CURVE])) + ".")
+    if overhead:
+        items.append(f"⚑launch-bound: a median within 2× of an empty kernel's, {overhead * 1e3:.2f} µs this run: an "
+                     "event pair also spans a fixed cost around each launch that Nsight Compute's kernel duration "
+                     "leaves out (`python -m study validate` measures it), a large part of such a number; `--mode "
+                     "graph` spreads it over many launches.")
+    if any("host_bound_batches" in (m.get("timing") or {}) for m in ms):
+        items.append("⚑host-bound: before each batch of samples a GPU delay kernel runs as long as the host took to "
+                     "queue the previous batch (at most 20 ms), so that no sample waits for the host; a batch whose "
+                     "queueing still took longer is counted and flagged.")
+    elif any(m.get("timing") for m in ms):
+        items.append("Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
+                     "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can "
+                     "still include the host's launch latency (this run predates the lead sized to the batch).")
+    if any(m.get("sanitizer") for m in ms):
+        items.append("⚑sanitizer: `python -m study sanitize` (sanitize.json beside this report) found hazards in the "
+                     "very kernel source this measurement ran.")
+    if any("steady" in m for m in ms):
+        items += [
+            f"**Settling and the second check.** Before its samples each kernel ran back to back until its SM clock "
+            f"and power draw settled (at most {t.get('settle_max_s', 0):g} s), so that it is timed at the clock it "
+            "holds in a loop; after them its output was poisoned and checked once more (work that stops once the "
+            "gate has passed: `wrong`), and a figure above the theoretical peak (or, cold, the memory's bandwidth) "
+            "is `impossible`, never ranked.",
+            "⚑power-cap: the median power draw while the samples ran was 97 % of the limit or more, or the driver "
+            "reported its power cap (two kernels at the cap hold different clocks).",
+            "⚑clocks: a paired measurement whose two sides ran at median SM clocks more than 3 % apart.",
+            "⚑power-mix: a side of a pair ran more than 3 % above the clock it settled at alone (kernels of unlike "
+            "power lend each other headroom under the cap: the ratio holds at clocks neither keeps in a loop of its "
+            "own); ⚑re-settled: such a pair, timed again with each kernel settled alone before each of its "
+            "batches, whose ratio is the one shown."]
+    items += [
+        "**× ref** = the reference baseline's median / this median on the same shape, precision and mode (> 1: "
+        "faster than the reference); baseline rows give their own figures in the first column group. Library GEMM "
+        "baselines run with TF32 off (on only for the `tf32` precision) and reduced-precision reductions off; the "
+        "cuBLAS switches are in each record's config.",
+        "**Autotune** `off` uses each rung's declared config (the Triton twin mirrors its CUDA rung); `on` searches "
+        "the rung's space (CUDA: every `-D` point timed by this runner; Triton: `triton.autotune`); the config used "
+        "is in the details."]
+    return "\n".join(f"- {item}" for item in items)
 
 
 def _groups(measurements):
@@ -215,7 +228,7 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
                             clocked, ""]
         flagged = [m for m in op_ms if m["status"] == "ok" and flags(m)]
         if flagged:
-            out += ["**Check these numbers** (see the legend):", ""]
+            out += ["**Check these numbers** (the ⚑ flags are explained under *How these numbers were measured*):", ""]
             out += [f"- `{m['implementation']}` {shape_label(m['shape'])} {m.get('precision')} {m.get('mode')} "
                     f"autotune {m['autotune']}: {', '.join(flags(m))} (noise "
                     f"{100 * ((m['timing'] or {}).get('noise') or 0):.2f} %, stop `{(m['timing'] or {}).get('stop')}`, "
@@ -238,7 +251,7 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
                     for m in problems]
             out.append("")
         out += ["<details><summary>All measurements</summary>", "", detail_table(op_ms), "", "</details>", ""]
-    out += ["## Legend", "", legend(env, ms), ""]
+    out += ["## How these numbers were measured", "", legend(env, ms), ""]
     return "\n".join(out)
 
 
