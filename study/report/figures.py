@@ -128,12 +128,14 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
     lo, hi = min(intensities) / 4, max(intensities) * 4
     xs = np.geomspace(min(lo, 0.1), max(hi, 1000), 200)
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    maths = sorted({m.get("math") or "ieee" for m in ok})
-    for math in maths:
+    roofs: dict = {}  # peak -> the math modes that share it (FP16 and BF16 tensor cores: one line, not two)
+    for math in sorted({m.get("math") or "ieee" for m in ok}):
         peak = (gpu.get("peaks_gflops") or {}).get(math)
         if peak:
-            ax.plot(xs, np.minimum(peak, bandwidth * xs), linewidth=1.2,
-                    label=f"roof: {metrics.PEAK_NAMES.get(math, math)} {peak:,.0f} GFLOPS, memory {bandwidth:,.0f} GB/s")
+            roofs.setdefault(peak, []).append(metrics.PEAK_NAMES.get(math, math))
+    for peak, names in roofs.items():
+        ax.plot(xs, np.minimum(peak, bandwidth * xs), linewidth=1.2,
+                label=f"roof: {' = '.join(names)} {peak:,.0f} GFLOPS, memory {bandwidth:,.0f} GB/s")
     markers = {"cuda": "o", "triton": "s", "cublas": "*", "cublaslt": "P", "torch": "X", "inductor": "D"}
     rung_keys = sorted({(m["rung_index"], m["rung"]) for m in ok if m["rung"] is not None})
     colours = {key: plt.cm.viridis(i / max(1, len(rung_keys) - 1)) for i, (_, key) in enumerate(rung_keys)}
@@ -151,7 +153,8 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
     ax.set_xlabel("arithmetic intensity (FLOP per minimum byte)")
     ax.set_ylabel("GFLOPS")
     ax.set_title(f"{op}: roofline ({first}, median)")
-    ax.legend(fontsize=7, loc="lower right", ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), ncol=2 if len(seen) > 14 else 1,
+              borderaxespad=0.0)  # beside the axes: inside, it covered the points
     ax.grid(True, which="both", linewidth=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")

@@ -125,6 +125,9 @@ def figure(measured: list[dict], path: Path) -> Path | None:
                        col="precision", row="backend", height=3.0, aspect=1.5, sharex=False, sharey=False)
     for ax in grid.axes.flat:
         ax.tick_params(axis="x", labelrotation=15, labelsize=8)
+    # short panel titles and room between rows: the rotated shapes of one row met the titles of the next
+    grid.set_titles(row_template="{row_name}", col_template="{col_name}")
+    grid.figure.subplots_adjust(hspace=0.45)
     grid.figure.suptitle("gemm_bias_relu: unfused (GEMM, then bias + ReLU), fused, and the bare GEMM", y=1.02)
     path.parent.mkdir(parents=True, exist_ok=True)
     grid.figure.savefig(path, dpi=110, bbox_inches="tight")
