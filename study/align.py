@@ -82,9 +82,10 @@ def _base_and_pads(doc: dict) -> tuple[int, list[int]]:
     return base, sorted({m.get("pad") or 0 for m in doc["measurements"]})
 
 
-def table(doc: dict) -> str:
-    """GFLOPS per leading dimension (rows) and implementation (columns), with the ratio to the
-    unpadded case and the CUDA rungs' scalar path marked: the page's table, and the cuBLAS study's."""
+def table(doc: dict, per: float = 1.0) -> str:
+    """GFLOPS (``per`` 1e3: TFLOPS, as the cuBLAS study's page states every GEMM) per leading dimension
+    (rows) and implementation (columns), with the ratio to the unpadded case and the CUDA rungs' scalar
+    path marked: the page's table, and the cuBLAS study's."""
     from tabulate import tabulate
 
     series = _series(doc)
@@ -103,9 +104,15 @@ def table(doc: dict) -> str:
             value = metrics.headline(m)
             rel = f" ({value / metrics.headline(first):.2f})" if first and pad else ""
             aligned = (m.get("config") or {}).get("ALIGNED")
-            row.append(f"{value:,.0f}{rel}" + (" ·scalar" if aligned == 0 else ""))
+            row.append(f"{value / per:,.{1 if per > 1 else 0}f}{rel}" + (" ·scalar" if aligned == 0 else ""))
         rows.append(row)
     return tabulate(rows, header, tablefmt="github", disable_numparse=True)
+
+
+def reading(unit: str = "GFLOPS") -> str:
+    """How to read :func:`table`, wherever it is shown."""
+    return (f"{unit}, median; in brackets the ratio to the unpadded case; ·scalar: a CUDA rung that took its "
+            "scalar path (a leading dimension not a multiple of 4).")
 
 
 def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
@@ -119,8 +126,7 @@ def markdown(doc: dict, figure: Path | None, md_path: Path) -> str:
              f"{doc['measurements'][0]['precision'] if doc['measurements'] else '?'}, "
              f"{doc['measurements'][0].get('mode') if doc['measurements'] else '?'} mode: the rows of A, B and C "
              f"padded by {', '.join(map(str, pads))} elements (padded views of the same matrices; v0 re-lays B "
-             "column-major, unpadded). GFLOPS, median; in brackets the ratio to the unpadded case; ·scalar: a "
-             "CUDA rung that took its scalar path (a leading dimension not a multiple of 4).", "",
+             f"column-major, unpadded). {reading()}", "",
              table(doc), ""]
     if figure is not None:
         lines += [f"![throughput over the leading dimension]({figure.relative_to(md_path.parent).as_posix()})", ""]

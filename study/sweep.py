@@ -195,16 +195,19 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
         fig, grid_ax = plt.subplots(2, len(columns), figsize=(2.2 + 0.55 * len(cols_v) * len(columns),
                                                              1.6 + 0.9 * len(rows_v)), squeeze=False)
         top = max(metrics.headline(m) for b in by_backend.values() for m in b.values())
+        per = 1.0
+        if unit == "GFLOPS" and top >= 1e4:  # six-digit cells do not fit a heatmap's square: TFLOPS, one decimal
+            unit, per, top = "TFLOPS", 1e3, top / 1e3
         for j, key in enumerate(columns):
             cells = by_backend[key]
-            for i, (what, fmt) in enumerate(((unit, ",.0f"), ("× ref", ".2f"))):
+            for i, (what, fmt) in enumerate(((unit, ",.1f" if per > 1 else ",.0f"), ("× ref", ".2f"))):
                 ax = grid_ax[i][j]
                 if i == 1 and all(m["reference"] for m in cells.values()):
                     ax.axis("off")  # the reference over itself
                     continue
                 data = np.full((len(rows_v), len(cols_v)), np.nan)
                 for (r, c), m in cells.items():
-                    value = metrics.headline(m) if i == 0 else m.get("x_ref")
+                    value = metrics.headline(m) / per if i == 0 else m.get("x_ref")
                     data[rows_v.index(r), cols_v.index(c)] = np.nan if value is None else value
                 # One scale for every backend's throughput (comparable colours); × ref centred on 1.
                 scale = dict(cmap="viridis", vmin=0, vmax=top) if i == 0 else dict(cmap="RdYlGn", vmin=0, vmax=2,
@@ -213,6 +216,7 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
                             xticklabels=cols_v, yticklabels=rows_v, annot_kws={"fontsize": 7}, **scale)
                 ax.set_xlabel(axes[1] if len(axes) > 1 else "")
                 ax.set_ylabel(axes[0])
+                ax.tick_params(axis="y", labelrotation=0)  # upright: rotated, 8192 4096 2048 ran into one word
                 backend, autotune = key
                 ax.set_title(f"{backend}{'' if autotune == 'n/a' else f', autotune {autotune}'}: {what}",
                              fontsize=8)
