@@ -1,5 +1,6 @@
 """Suites of shapes: the GEMMs, GEMVs, batched attention products and softmax rows that public models
-bring, and a seeded suite of odd sizes, as data (``compare --suite NAME``, ``list --suites``).
+bring, vocabulary and attention-score rows, GEMVs of every aspect, and a seeded suite of odd sizes, as
+data (``compare --suite NAME``, ``list --suites``).
 
 A model suite is derived from a model's published dimensions (docs/suites.md gives the sources and
 the derivation): with T tokens, hidden size d, MLP width f, H heads of size h, vocabulary V,
@@ -124,7 +125,47 @@ def _odd_suite() -> Suite:
         source=f"study.suites, random.Random({ODD_SEED})")
 
 
-SUITES: dict[str, Suite] = {s.name: s for s in (*(_model_suite(m) for m in MODELS), _odd_suite())}
+# Vocabulary sizes of public model families, from their released config.json (docs/suites.md).
+VOCABULARIES = {"llama2": 32000, "gpt2": 50257, "llama3": 128256, "qwen2": 151936, "gemma3": 262144}
+VOCAB_ROWS = (1, 8, 64, 1024, 8192)               # tokens whose logits one softmax normalises
+CONTEXTS = (128, 512, 2048, 8192, 32768, 131072)  # attention-score rows: a query over this many keys
+ELEMENT_BOUND = 2**30                              # M·N: 4 GiB of FP32 in, 4 out, 40 GiB with the reference
+
+
+def _within(shapes) -> tuple:
+    return tuple(s for s in shapes if math.prod(s.values()) <= ELEMENT_BOUND)
+
+
+def _vocab_suite() -> Suite:
+    return Suite(
+        name="vocab",
+        about=f"softmax over vocabularies of {min(VOCABULARIES.values()):,}–{max(VOCABULARIES.values()):,} at "
+              f"{', '.join(map(str, VOCAB_ROWS))} rows; the LM heads' GEMVs",
+        shapes={"softmax": _within({"M": m, "N": v} for v in VOCABULARIES.values() for m in VOCAB_ROWS),
+                "sgemv": tuple({"M": v, "N": 4096} for v in VOCABULARIES.values())},
+        source="the released config.json of Llama 2, GPT-2, Llama 3, Qwen2 and Gemma 3 (vocab_size)")
+
+
+def _attention_suite() -> Suite:
+    rows = (32, 4096)  # a decode step of 32 heads; a 128-token prefill chunk of 32 heads
+    return Suite(
+        name="attention",
+        about=f"softmax of attention scores: {' and '.join(map(str, rows))} rows over contexts of "
+              f"{CONTEXTS[0]:,}–{CONTEXTS[-1]:,} keys",
+        shapes={"softmax": _within({"M": m, "N": n} for n in CONTEXTS for m in rows)},
+        source="32 heads as in Llama 2 7B; context lengths from 128 to 131,072 (docs/suites.md)")
+
+
+def _gemv_aspect_suite() -> Suite:
+    short_wide = [{"M": m, "N": n} for m in (1, 8, 64) for n in (2**16, 2**20)]
+    tall_skinny = [{"M": m, "N": n} for m in (2**20, 2**22) for n in (16, 64, 256)]
+    return Suite(name="gemv-aspect", about="GEMV short and wide (1–64 rows, up to 2^20 columns) and tall and skinny "
+                                           "(2^20–2^22 rows, 16–256 columns)",
+                 shapes={"sgemv": _within(short_wide + tall_skinny)}, source="study.suites (docs/suites.md)")
+
+
+SUITES: dict[str, Suite] = {s.name: s for s in (*(_model_suite(m) for m in MODELS), _odd_suite(), _vocab_suite(),
+                                                _attention_suite(), _gemv_aspect_suite())}
 
 
 def suite(name: str) -> Suite:

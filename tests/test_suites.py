@@ -83,3 +83,15 @@ def test_a_suite_runs_page_is_titled_by_its_file_ops_and_suite():
     assert text.splitlines()[0] == f"# hgemm-odd: sgemm on {doc['environment']['gpu']['name']}, suite odd"
     assert "### sgemm: the suite" in text
 
+
+
+def test_the_memory_bound_suites_reach_the_rows_the_issue_names_within_the_element_bound():
+    vocab = suites.suite("vocab").shapes["softmax"]
+    assert {"M": 1024, "N": 262144} in vocab and {"M": 8192, "N": 50257} in vocab
+    attention = suites.suite("attention").shapes["softmax"]
+    assert {"M": 32, "N": 131072} in attention  # a few dozen rows of 2^17
+    aspect = suites.suite("gemv-aspect").shapes["sgemv"]
+    assert {"M": 1, "N": 2**20} in aspect and {"M": 2**22, "N": 16} in aspect
+    for name in ("vocab", "attention", "gemv-aspect"):
+        assert all(math.prod(s.values()) <= suites.ELEMENT_BOUND for op in suites.suite(name).shapes.values()
+                   for s in op)
