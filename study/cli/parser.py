@@ -299,7 +299,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     cbs.add_argument("--out", type=Path, default=None,
                      help="folder of the steps' results (default reports/<gpu>/cublas-study/); the page goes "
                           "beside it as cublas-study.md")
-    cbs.add_argument("--page-only", action="store_true", help="rewrite the page from the results in --out, which it needs (no GPU)")
+    cbs.add_argument("--page-only", action="store_true",
+                     help="rewrite the page from the results in --out, which it needs (no GPU)")
     cbs.add_argument("--gpus", default=None, metavar="0,1,…|all", help="passed to every step")
 
     rep = sub.add_parser("report", help="regenerate Markdown and figures from a results file (no GPU)",
