@@ -24,11 +24,12 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from study import catalog, hardware, results
+from study import hardware, results
 from study import ncu as tools
 from study.backends import backend
 from study.ncu import parse_raw_csv, split_output
 from study.paths import ROOT, report_dir
+from study.select import UsageError, named
 
 TIMEOUT_S = 1800  # a Triton twin compiles inside the profiled process; ncu replays each kernel per pass
 
@@ -165,15 +166,9 @@ def resolve(impl_name: str, shape_text: str, precision: str | None):
     """(implementation, precision name to pass on or None for the op's default): a usage error
     (code 2) for an unknown implementation, a bad shape or a precision it does not run."""
     try:
-        impl = catalog.implementation(impl_name)
-    except KeyError:
-        raise ProfileError(f"unknown implementation {impl_name}; see python -m study list --json", code=2) from None
-    problem = catalog.ladder(impl.op).problem
-    try:
-        shape = problem.parse_shape(shape_text)
-        chosen = problem.precision(precision) if precision else problem.precisions[0]
-    except (KeyError, ValueError) as exc:
-        raise ProfileError(f"{impl_name} {shape_text}: {exc.args[0] if exc.args else exc}", code=2) from None
+        impl, problem, shape, chosen = named(impl_name, shape_text, precision)
+    except UsageError as exc:
+        raise ProfileError(str(exc), code=2) from None
     reason = problem.check(shape, chosen) or backend(impl.backend).check(impl, problem, shape, chosen)
     if reason:
         raise ProfileError(f"{impl_name} {shape_text} {chosen.name}: {reason}", code=2)

@@ -61,6 +61,22 @@ def parse_shapes(texts: list[str], ops: list[str], all_ops) -> dict:
     return shapes
 
 
+def named(impl_name: str, shape_text: str, precision: str | None = None) -> tuple:
+    """(implementation, its problem, the shape, the precision or the op's first) of a command naming one
+    implementation at one shape (validate --kernel and --pair, profile): a UsageError for an unknown
+    implementation, a shape not of its op's form, or a precision the op does not accept."""
+    try:
+        impl = catalog.implementation(impl_name)
+    except KeyError:
+        raise UsageError(f"unknown implementation {impl_name}; see python -m study list --json") from None
+    problem = catalog.ladder(impl.op).problem
+    try:
+        return (impl, problem, problem.parse_shape(shape_text),
+                problem.precision(precision) if precision else problem.precisions[0])
+    except (KeyError, ValueError) as exc:
+        raise UsageError(f"{impl_name} {shape_text}: {exc.args[0] if exc.args else exc}") from None
+
+
 def parse_dtypes(names: list[str], ops: list[str], all_ops) -> dict:
     """op -> the --dtype names it accepts. Each name must be known and accepted by some op of
     the run; an op that accepts none of them is left out by the caller."""

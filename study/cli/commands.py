@@ -21,8 +21,8 @@ from study.keys import shape_text
 from study.plan import rung_wanted
 from study.paths import report_dir
 from study.registry import implementations_of
-from study.select import UsageError, cases as select_cases, headline as headline_cases, one_op, ops_named, parse_dtypes, \
-    parse_shapes
+from study.select import UsageError, cases as select_cases, headline as headline_cases, named as named_case, one_op, \
+    ops_named, parse_dtypes, parse_shapes
 from study.timing import TimerSettings, TimingConfigError
 
 
@@ -226,16 +226,7 @@ def cmd_validate(args) -> int:
     named = [(name, text, None) for name, text in args.kernel or ()]
     named += [(n, text, precision) for name, ref, text, precision in args.pair or () for n in (name, ref)]
     for name, text, precision in named:  # usage errors before the GPU check, as in compare
-        try:
-            problem = catalog.ladder(catalog.implementation(name).op).problem
-        except KeyError:
-            raise UsageError(f"unknown implementation {name}; see python -m study list --json") from None
-        try:
-            problem.parse_shape(text)
-            if precision:
-                problem.precision(precision)
-        except (KeyError, ValueError) as exc:
-            raise UsageError(f"{name} {text}: {exc.args[0]}") from None
+        named_case(name, text, precision)
     for name, ref, text, precision in args.pair or ():
         try:
             validate_pairs.pair_cases(name, ref, text, precision)  # a rung and its op's reference, as compare pairs
