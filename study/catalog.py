@@ -62,6 +62,12 @@ def implementation(name: str) -> Implementation:
     return registry.lookup(name)
 
 
+def reference(op: str) -> Implementation | None:
+    """The op's reference baseline as an implementation (what × ref divides by and a pair is timed
+    against), or None when the op declares none."""
+    return next((impl for impl in implementations_of(ladder(op)) if impl.reference), None)
+
+
 def check_integrity(cuda_dir: Path = CUDA_DIR) -> list[str]:
     """Every way the loaded ops' registrations are inconsistent, as sentences; empty when sound."""
     return registry.check_integrity(ladders(), cuda_dir)

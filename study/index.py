@@ -10,9 +10,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study import results
+from study import align, results, sweep
 from study.paths import display
-from study.report.labels import shape_label
+from study.problem import one_line
+from study.report.labels import ratio_cell, shape_label
 
 SKIP = ("profiles",)  # ncu's CSVs and their JSON: `python -m study profile --table` renders them
 
@@ -40,10 +41,8 @@ def compare_headline(doc: dict) -> str:
             continue
         largest = max(map(_size, ranked))
         best = max((m for m in ranked if _size(m) == largest), key=lambda m: (bool(m.get("paired")), m["x_ref"]))
-        ci = best.get("x_ref_ci")
-        parts.append(f"{op}: {best['rung'].split('_')[0]} {best['backend']} {best['x_ref']:.2f}× ref"
-                     + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-                     + f" ({shape_label(best['shape'])} {best.get('precision') or best['dtype']})")
+        parts.append(f"{op}: v{best['rung_index']} {best['backend']} {ratio_cell(best)} ref"
+                     f" ({shape_label(best['shape'])} {best.get('precision') or best['dtype']})")
     bad = sum(m["status"] in ("wrong", "crashed", "impossible") for m in ms)
     return "; ".join(parts) + f" — {len(ms)} measurements" + (f", {bad} wrong/crashed/impossible" if bad else "")
 
@@ -56,7 +55,7 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     date = (env.get("utc") or raw.get("utc") or "")[:10]
     if "measurements" in raw:
         headline = compare_headline(results.load(path))
-        kind = "sweep" if "sweep" in command.split()[:4] else "align" if " align " in f" {command} " else "compare"
+        kind = "sweep" if sweep.is_sweep(raw) else "align" if align.is_align(raw) else "compare"
     elif "pairs" in raw or "kernels" in raw:
         kind = "validate"
         pairs = [p for p in raw.get("pairs") or [] if p.get("status") == "ok"]
@@ -91,7 +90,7 @@ def rows(folder: Path) -> list[list[str]]:
         try:
             found = _headline(raw, path)
         except (KeyError, TypeError, ValueError) as exc:
-            found = ("unreadable", "—", "—", "—", f"{type(exc).__name__}: {exc}")
+            found = ("unreadable", "—", "—", "—", one_line(exc))
         if found[0]:
             out.append([_page(path, folder), *found])
     return out

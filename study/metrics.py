@@ -132,16 +132,20 @@ def group_key(record: dict) -> tuple:
 def pair_gaps(record: dict) -> dict:
     """A paired record's ``clock_spread`` (its two sides' median SM clocks while the rounds ran, apart
     by this fraction of the reference's), ``power_mix`` and ``borrowed`` (study.timing.power_mix: how far
-    a side ran from, and above, the clock it settled at alone); each None where unknown, {} for an
-    unpaired record."""
+    a side ran from, and above, the clock it settled at alone), and of a re-settled pair the
+    ``interleaved_borrowed`` that had it timed again; each None where unknown, {} for an unpaired record."""
     pairing = record.get("paired")
     if not pairing:
         return {}
     mine, theirs = record.get("clocks") or {}, pairing.get("reference_clocks") or {}
     mhz = (mine.get("sm_mhz_median"), theirs.get("sm_mhz_median"))
-    mix = power_mix((record.get("steady"), pairing.get("reference_steady")), (mine, theirs))
+    steadies = (record.get("steady"), pairing.get("reference_steady"))
+    mix = power_mix(steadies, (mine, theirs))
+    interleaved = pairing.get("interleaved")  # the rounds a re-settled pair was timed again for
+    borrowed = (power_mix(steadies, (interleaved.get("clocks"), interleaved.get("reference_clocks")))["borrowed"]
+                if interleaved else None)
     return {"clock_spread": abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None, "power_mix": mix["power_mix"],
-            "borrowed": mix["borrowed"]}
+            "borrowed": mix["borrowed"], "interleaved_borrowed": borrowed}
 
 
 def with_x_ref(records: list[dict]) -> list[dict]:

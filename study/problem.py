@@ -146,7 +146,7 @@ class Problem:
     default_precisions: tuple[str, ...] = ()     # --dtype default; empty: the first precision
     default_shapes: tuple[Mapping[str, int], ...] = ()
     default_modes: tuple[str, ...] = ("cold",)   # --mode default
-    headline_shapes: tuple[Mapping[str, int], ...] = ()  # compare without a selection (default: the first default shape)
+    headline_shapes: tuple[Mapping[str, int], ...] = ()  # compare without a selection (see headline)
     sanitize_shapes: tuple[Mapping[str, int], ...] = ()  # small, with a tile tail in every dimension
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
     paddable: bool = False                       # kernels honour leading dimensions: --pad / align run here
@@ -154,6 +154,11 @@ class Problem:
     report_sections: tuple = ()                  # study.report.page.Section s its report adds (study/pages.py)
 
     # ---- shapes ---------------------------------------------------------------
+    @property
+    def headline(self) -> list[dict[str, int]]:
+        """The shapes ``compare`` runs without a selection: ``headline_shapes``, or the first default shape."""
+        return [dict(s) for s in (self.headline_shapes or self.default_shapes[:1])]
+
     @property
     def shape_form(self) -> str:
         return "x".join(self.axes)

@@ -159,7 +159,7 @@ class Ladder:
 
     @property
     def headline_rungs(self) -> tuple[str, ...]:
-        return self.headline or (self.rungs[-1].key,) if self.rungs else ()
+        return self.headline or ((self.rungs[-1].key,) if self.rungs else ())
 
     @property
     def op(self) -> str:

@@ -146,7 +146,6 @@ def headline(dtypes: list[str] | None = None, backends=None, autotune: str = "of
         if accepted is not None and op not in accepted:
             continue
         precisions = {op: accepted[op]} if accepted else None
-        shapes = [dict(s) for s in (lad.problem.headline_shapes or lad.problem.default_shapes[:1])]
-        out += planned([op], {op: shapes}, precisions, backends, list(lad.headline_rungs), autotune,
+        out += planned([op], {op: lad.problem.headline}, precisions, backends, list(lad.headline_rungs), autotune,
                        modes or list(lad.problem.default_modes[:1]), paired)
     return out

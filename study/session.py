@@ -19,7 +19,6 @@ from typing import Callable
 from study import catalog, stats, timer
 from study.backends import Tuning, Unsupported, backend, cuda
 from study.plan import Case, group_of, ordered
-from study.registry import implementations_of
 from study.problem import check_output, error_record, one_line, pad_rows
 from study.timing import PAIR_CLOCK_GAP, TimerSettings, TimingConfigError, flushes, power_mix
 
@@ -253,7 +252,7 @@ class Session:
         one of whose sides ran more than PAIR_CLOCK_GAP above the clock it settled at alone (study.timing.power_mix)
         is timed again with each side settled before each batch, and that ratio is the headline
         (docs/method.md §8)."""
-        reference = next((i for i in implementations_of(catalog.ladder(case.impl.op)) if i.reference), None)
+        reference = catalog.reference(case.impl.op)
         if reference is None:
             raise RuntimeError(f"{case.impl.op} has no reference baseline to pair with")
         autotune = case.autotune if reference.target.tunable else "n/a"
@@ -272,8 +271,7 @@ class Session:
                 # lent it under the cap. The headline is the rounds in which each kernel is settled again
                 # before its batch; the interleaved pairing stays beside it.
                 interleaved = {"ratio": pairing["ratio"], "ci": pairing["ci"], "rounds": pairing["rounds"],
-                               "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"],
-                               "power_mix": mix["power_mix"], "borrowed": mix["borrowed"]}
+                               "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"]}
                 pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, settle_each=True)
         if not pairing["ratios"]:
             raise RuntimeError("every round was discarded as throttled before the timeout; clocks seen: "

@@ -341,7 +341,8 @@ class Timer:
             order = (0, 1) if len(ratios) % 2 == 0 else (1, 0)  # kept rounds alternate: an even count is balanced
             for side in order:
                 if settle_each:
-                    ended = self.settle(fns[side], firsts[side], flush).get("sm_mhz") or [None]
+                    # a graph replay runs per_call launches: its chunks are sized by the replay's time
+                    ended = self.settle(fns[side], firsts[side] * per_calls[side], flush).get("sm_mhz") or [None]
                     settled_mhz[side].append(ended[-1])
                 got[side], *batch_seen = self.samples(fns[side], batches[side], flush, per_calls[side])
                 if not seen[side].keep(got[side], *batch_seen):

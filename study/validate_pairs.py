@@ -54,12 +54,16 @@ def pair_cases(name: str, reference: str, shape_text: str, precision: str) -> tu
     lad = catalog.ladder(impl.op)
     if impl.rung is None:
         raise ValueError(f"{name} is no rung: a pair is a rung and its op's reference")
-    if lad.reference is None or f"{impl.op}/{lad.reference.key}/{lad.reference.backend}" != reference:
+    if getattr(catalog.reference(impl.op), "name", None) != reference:
         raise ValueError(f"{reference} is not the reference of {impl.op}: the study pairs a rung with its op's "
                          "reference")
     shape = lad.problem.parse_shape(shape_text)
-    planned = plan([impl.op], {impl.op: [shape]}, {impl.op: [precision]}, rungs=[impl.rung], modes=["cold"])
-    return tuple(next(c for c in planned if c.impl.name == n) for n in (name, reference))
+    planned = {c.impl.name: c for c in plan([impl.op], {impl.op: [shape]}, {impl.op: [precision]}, rungs=[impl.rung],
+                                            modes=["cold"])}
+    missing = [n for n in (name, reference) if n not in planned]
+    if missing:
+        raise ValueError(f"{', '.join(missing)}: not a case compare plans at {shape_text} {precision}")
+    return planned[name], planned[reference]
 
 
 def measure(name: str, reference: str, shape_text: str, precision: str, session, write_timer, ncu_time) -> dict:
@@ -76,9 +80,14 @@ def measure(name: str, reference: str, shape_text: str, precision: str, session,
     with contextlib.ExitStack() as stack:
         for launch in launches:
             stack.enter_context(launch.context())
+        # Each settled first, as the session settles before its samples: the write flush's cost is then
+        # the difference of the two medians, not of two power states.
         for side, launch, record in zip(("implementation", "reference"), launches, alone):
+            write_timer.settle(launch.fn, record["median_ms"], True)
             write = stats.summarize(write_timer.time(launch.fn)["samples"]).median
             absolute[side] = {"study_read_flush_ms": record["median_ms"], "study_write_flush_ms": write}
+        for launch, record in zip(launches, alone):
+            write_timer.settle(launch.fn, record["median_ms"], True)
         written = write_timer.paired(tuple(launch.fn for launch in launches), tuple(r["median_ms"] for r in alone),
                                      True, settle_each=bool(paired["paired"].get("settle_each")))
         for r in range(ROUNDS):
@@ -119,7 +128,7 @@ def markdown(rows: list[dict]) -> list[str]:
     for r in rows:
         if r.get("status") != "ok":
             ratio_rows.append([f"`{r['implementation']}`", f"`{r['reference']}`", r["shape"], r["precision"],
-                               f"**{r.get('status')}**: {r.get('reason', '')}", "", "", "", ""])
+                               f"**{r.get('status')}**: {r.get('reason', '')}", "", "", "", "", "", ""])
             continue
         p, w, d, n = r["paired"], r.get("paired_write_flush"), r["do_bench"], r.get("ncu") or {}
         mixed = p.get("interleaved") or {}
@@ -127,10 +136,9 @@ def markdown(rows: list[dict]) -> list[str]:
                            f"{p['ratio']:.3f} [{p['ci'][0]:.3f}, {p['ci'][1]:.3f}] ({p['rounds']} rounds)"
                            + (f" ⚑power-mix {100 * p['borrowed']:.0f} %"
                               if (p.get("borrowed") or 0) > metrics.PAIR_CLOCK_GAP else "")
-                           + (f" ⚑re-settled (interleaved {mixed['ratio']:.3f}, a side "
-                              # pairs of 3cdb2b3 were re-settled on the gap either way and kept only that
-                              + (f"{100 * mixed['borrowed']:.0f} % above its own clock)" if "borrowed" in mixed
-                                 else f"{100 * mixed['power_mix']:.0f} % from its own clock)") if mixed else ""),
+                           + (f" ⚑re-settled (interleaved {mixed['ratio']:.3f}"
+                              + (f", a side {100 * p['interleaved_borrowed']:.0f} % above its own clock"
+                                 if p.get("interleaved_borrowed") else "") + ")" if mixed else ""),
                            f"{w['ratio']:.3f} [{w['ci'][0]:.3f}, {w['ci'][1]:.3f}]" if w else "—",
                            f"{d['ratio']:.3f} ({d['min']:.3f}–{d['max']:.3f})",
                            f"{n['ratio']:.3f}" if "ratio" in n else "—",

@@ -232,7 +232,7 @@ def parse_gpus(text: str, count: int) -> list[int]:
     if gpus == "all":
         return list(range(count))
     bad = [g for g in gpus if not 0 <= g < count]
-    if not gpus or bad or len(set(gpus)) != len(gpus):
+    if bad:  # gpu_spec refused an empty list and repeats
         raise ValueError(f"--gpus {text}: this machine has {count} GPU{'s' if count > 1 else ''} "
                          f"(indices 0–{count - 1}), each named once")
     return gpus

@@ -230,7 +230,7 @@ def cmd_validate(args) -> int:
     for name, ref, text, precision in args.pair or ():
         try:
             validate_pairs.pair_cases(name, ref, text, precision)  # a rung and its op's reference, as compare pairs
-        except (KeyError, ValueError, StopIteration) as exc:
+        except (KeyError, ValueError) as exc:
             raise UsageError(f"--pair {name} {ref} {text} {precision}: "
                              f"{exc.args[0] if exc.args else 'not a case compare plans'}") from None
     if not gpu_or_exit("validate"):
@@ -341,7 +341,7 @@ def cmd_list(args) -> int:
             print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
             print(f"in {', '.join(folders)}" if folders else "")
             print(f"headline (compare without a selection): {', '.join(lad.headline_rungs)} at "
-                  f"{', '.join(shape_text(s) for s in (p.headline_shapes or p.default_shapes[:1]))}")
+                  f"{', '.join(shape_text(s) for s in p.headline)}")
             print()
     for p in problems:
         say(f"registry problem: {p}")
@@ -395,10 +395,14 @@ def cmd_index(args) -> int:
     from study import index
     from study.paths import ROOT
 
-    folders = args.folders or sorted(p for p in (ROOT / "reports").iterdir() if p.is_dir())
+    reports = ROOT / "reports"
+    folders = args.folders or (sorted(p for p in reports.iterdir() if p.is_dir()) if reports.is_dir() else [])
+    if not folders:
+        raise UsageError(f"no reports folder to index: {reports} holds none; name one")
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
+    for folder in folders:
         print(f"wrote {index.write(folder)}")
     return 0
 

@@ -115,8 +115,10 @@ def legend(env: dict, ms: list[dict]) -> str:
             "is `impossible`, never ranked.",
             "⚑power-cap: the median power draw while the samples ran was 97 % of the limit or more, or the driver "
             "reported its power cap (two kernels at the cap hold different clocks).",
-            "⚑clocks: a paired measurement whose two sides ran at median SM clocks more than 3 % apart.",
-            "⚑power-mix: a side of a pair ran more than 3 % above the clock it settled at alone (kernels of unlike "
+            f"⚑clocks: a paired measurement whose two sides ran at median SM clocks more than "
+            f"{100 * metrics.PAIR_CLOCK_GAP:g} % apart.",
+            f"⚑power-mix: a side of a pair ran more than {100 * metrics.PAIR_CLOCK_GAP:g} % above the clock it "
+            "settled at alone (kernels of unlike "
             "power lend each other headroom under the cap: the ratio holds at clocks neither keeps in a loop of its "
             "own); ⚑re-settled: such a pair, timed again with each kernel settled alone before each of its "
             "batches, whose ratio is the one shown."]

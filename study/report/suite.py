@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, modes_of, reason_line, shape_label
+from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, reason_line, shape_label
 from study.report.tables import best_by_shape
 
 
@@ -59,7 +59,7 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
         rows.append([precision, series, len(ratios), f"{geomean(ratios.values()):.3f}×" if ratios else "—",
                      f"{worst[1]:.3f}× at {worst[0]}" if worst else "—", len(entry["skipped"])])
         skipped += [f"- {series} {precision} {shape}: {why}" for shape, why in entry["skipped"].items()]
-    mode = (modes_of([m for m in measurements if m["op"] == op]) or ["cold"])[0]
+    mode = best_by_shape(measurements, op)[0]  # the timing mode summary() ranked in
     out = [f"### {op}: the suite", "",
            f"Best rung of each series per shape ÷ the reference ({mode}, either autotune setting; a paired "
            "record where there is one), over the shapes it ran; the skipped ones are counted, not averaged:", "",
