@@ -18,7 +18,9 @@ import math
 from pathlib import Path
 
 from study import keys, metrics, select
+from study.report import suite
 from study.select import UsageError
+from study.suites import suite as suite_named
 
 CASE_LIMIT = 300  # above this many cases a sweep asks for --yes: at ~1 s a case that is minutes of GPU
 MAX_VALUES = 10_000   # values of one axis: more is a typo, not a sweep
@@ -107,18 +109,37 @@ def axis_specs(problem, given: list[tuple[str, str]]) -> dict[str, str]:
     return specs
 
 
+def suite_shapes(op: str, names) -> list[dict[str, int]]:
+    """The shapes the named suites (study.suites) give ``op``, in their order, without repeats; a suite
+    that has none for the op is a usage error naming the ops it covers."""
+    shapes: list[dict[str, int]] = []
+    for name in names:
+        try:
+            found = suite_named(name)
+        except KeyError as exc:
+            raise UsageError(f"sweep {op}: {exc.args[0]}") from None
+        if op not in found.shapes:
+            raise UsageError(f"sweep {op}: suite {name} has no shapes of {op}; it covers {', '.join(found.shapes)}")
+        shapes += [s for s in map(dict, found.shapes[op]) if s not in shapes]
+    return shapes
+
+
 def cases(op: str, specs: dict[str, str], dtypes=None, backends=None, rungs=None, autotune: str = "off",
-          modes=None, paired: bool = False) -> tuple[list, str]:
-    """(the cases of a sweep of ``op`` over the product of its axes' values, a line that counts them)."""
+          modes=None, paired: bool = False, suites=()) -> tuple[list, str]:
+    """(the cases of a sweep of ``op`` over the product of its axes' values and the shapes of ``suites``,
+    a line that counts them). With suites and no axis given, the suites' shapes alone."""
     all_ops, problem = select.one_op(op)
+    listed = suite_shapes(op, suites)
     try:
-        shapes = grid(problem.axes, specs)
+        shapes = grid(problem.axes, specs) if specs or not listed else []
     except RangeError as exc:
         raise UsageError(f"sweep {op}: {exc}") from None
+    shapes += [s for s in listed if s not in shapes]
     precisions = select.parse_dtypes(dtypes, [op], all_ops) if dtypes else None
     planned = select.planned([op], {op: shapes}, precisions, backends, rungs, autotune, modes, paired)
-    counts = " × ".join(f"{len(parse_values(specs[a]))} {a}" for a in problem.axes)
-    return planned, f"sweep {op}: {len(shapes)} shapes ({counts}) → {len(planned)} cases"
+    parts = [" × ".join(f"{len(parse_values(specs[a]))} {a}" for a in problem.axes)] if specs else []
+    parts += [f"suite {name}" for name in suites]
+    return planned, f"sweep {op}: {len(shapes)} shapes ({' + '.join(parts)}) → {len(planned)} cases"
 
 
 # ---- output --------------------------------------------------------------------------------
@@ -233,7 +254,8 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
     return figures
 
 
-def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path: Path) -> str:
+def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path: Path,
+             verdict: list[str] = ()) -> str:
     from collections import Counter
 
     env = doc["environment"]
@@ -244,11 +266,16 @@ def markdown(doc: dict, csv_path: Path, figures: list[tuple[str, Path]], md_path
              f"Generated from `{Path(csv_path).name}` and the results file beside it by `{env.get('command', '')}` at "
              f"commit `{(env.get('git') or {}).get('commit')}`; do not edit by hand.", "",
              f"{len(doc['measurements'])} measurements over {len(shapes)} shapes: "
-             + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ".", "",
-             "Each heatmap cell is the best implementation of that backend at that shape (highest throughput "
-             "among its rungs that passed the gate); the bottom row is that figure over the reference "
-             "baseline's at the same shape. Empty cells: nothing of that backend ran correctly there "
-             "(see the CSV's status and reason).", ""]
+             + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ".", ""]
+    suites = env.get("suites") or []
+    if suites:  # a suite is a list of shapes, not a grid: its verdict and per-shape figure, no heatmaps
+        lines += [f"The shapes of suite {', '.join(suites)} (`python -m study list --suites`; docs/suites.md).", "",
+                  *verdict]
+    else:
+        lines += ["Each heatmap cell is the best implementation of that backend at that shape (highest throughput "
+                  "among its rungs that passed the gate); the bottom row is that figure over the reference "
+                  "baseline's at the same shape. Empty cells: nothing of that backend ran correctly there "
+                  "(see the CSV's status and reason).", ""]
     for title, path in figures:
         lines += [f"## {title}", "", f"![{title}]({Path(path).relative_to(md_path.parent).as_posix()})", ""]
     not_ok = [m for m in doc["measurements"] if m["status"] not in ("ok",)]
@@ -271,11 +298,18 @@ def is_sweep(doc: dict) -> bool:
 
 
 def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
-    """CSV, heatmaps and the Markdown page beside the results file; returns (csv, md)."""
+    """CSV, heatmaps (a suite's verdict instead, when the sweep took a suite's shapes) and the Markdown page
+    beside the results file; returns (csv, md)."""
     csv_path, md_path = json_path.with_suffix(".csv"), json_path.with_suffix(".md")
     write_csv(doc, csv_path)
-    figures = heatmaps(doc, json_path.parent / "figures", json_path.stem) if doc["measurements"] else []
-    md_path.write_text(markdown(doc, csv_path, figures, md_path))
+    figures, verdict = [], []
+    if doc["measurements"] and doc["environment"].get("suites"):
+        for op in dict.fromkeys(m["op"] for m in doc["measurements"]):
+            figure = json_path.parent / "figures" / f"{json_path.stem}-{op}-suite.png"
+            verdict += suite.lines(doc["measurements"], op, figure, md_path.parent)
+    elif doc["measurements"]:
+        figures = heatmaps(doc, json_path.parent / "figures", json_path.stem)
+    md_path.write_text(markdown(doc, csv_path, figures, md_path, verdict))
     return csv_path, md_path
 
 

@@ -158,3 +158,41 @@ def test_huge_ranges_and_a_doubled_axis_are_refused_before_anything_is_built(cap
     assert main(["sweep", "--op", "sgemm", "--m", "64:8192:x2", "--n", "64:8192:x2", "--k", "4096",
                  "--shard", "0/2"]) == 2  # 64 shapes, 768 cases: its first shard alone is above 300
     assert "cases in this shard is above the limit of 300" in capsys.readouterr().err
+
+
+def test_a_sweep_takes_a_suites_shapes_and_names_a_suite_without_the_op(capsys):
+    from study.suites import suite
+
+    listed = [dict(s) for s in suite("llama2-7b").shapes["hgemm"]]
+    cases, line = sweep.cases("hgemm", {}, ["fp16"], ["cuda"], ["v8"], suites=["llama2-7b"])
+    assert {tuple(c.shape.items()) for c in cases} == {tuple(s.items()) for s in listed}
+    assert line.startswith(f"sweep hgemm: {len(listed)} shapes (suite llama2-7b) → ")
+    # with axes: the grid's shapes, then the suite's that the grid lacks
+    cases, line = sweep.cases("hgemm", {"M": "1", "N": "4096", "K": "4096,8192"}, ["fp16"], ["cuda"], ["v8"],
+                              suites=["llama2-7b"])
+    assert f"shapes (1 M × 1 N × 2 K + suite llama2-7b)" in line
+    assert len({tuple(c.shape.items()) for c in cases}) == len(listed) + 1  # 1×4096×4096 is in the suite too
+    with pytest.raises(sweep.UsageError, match="suite vocab has no shapes of hgemm; it covers softmax"):
+        sweep.cases("hgemm", {}, suites=["vocab"])
+    assert main(["sweep", "--op", "sgemv", "--suite", "gemv-aspect", "--dtype", "fp16", "--backend", "cuda",
+                 "--rung", "v3"]) == 2
+    err = capsys.readouterr().err
+    count = len(suite("gemv-aspect").shapes["sgemv"])
+    assert f"sweep sgemv: {count} shapes (suite gemv-aspect) → " in err and "needs a CUDA GPU" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "--op", "sgemv", "--suite", "nope"])
+    assert exit_.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_a_suite_sweeps_page_gives_the_suites_verdict_instead_of_heatmaps(tmp_path):
+    env = {**_env(), "suites": ["odd"]}
+    doc = run_compare(_sweep_cases(), env, tmp_path / "sweep-sgemm.json", _fake_measure([]), say=lambda _: None)
+    csv_path, md_path = sweep.write_outputs(doc, tmp_path / "sweep-sgemm.json")
+    assert len(list(csv.DictReader(csv_path.open()))) == 12
+    figures = sorted(f.name for f in (tmp_path / "figures").glob("*.png"))
+    assert figures == ["sweep-sgemm-sgemm-suite.png"]  # the sorted per-shape figure, no heatmap
+    page = md_path.read_text()
+    assert "The shapes of suite odd" in page and "### sgemm: the suite" in page and "heatmap" not in page
+    row = next(line for line in page.splitlines() if line.startswith("| fp32") and "CUDA" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells == ["fp32", "CUDA", "4", "0.667×", "0.667× at 64×32×16", "0"]

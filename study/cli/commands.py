@@ -162,7 +162,7 @@ def cmd_sweep(args) -> int:
             raise UsageError(f"--axis {item!r}: expected NAME=SPEC, e.g. --axis batch=32:256:x2")
         given.append((axis.strip(), value))
     cases, line = sweep.cases(args.op, sweep.axis_specs(problem, given), args.dtype, args.backend, args.rung,
-                              args.autotune, args.mode, paired=args.paired == "all")
+                              args.autotune, args.mode, paired=args.paired == "all", suites=args.suite or ())
     say(line)
     limit = sweep.CASE_LIMIT if args.limit is None else args.limit
     mine = len(compare.sharded(cases, shard(args), None, "")[0])  # the limit is about what this process measures

@@ -39,6 +39,7 @@ EXAMPLES_SWEEP = """examples:
   python -m study sweep --op sgemm --m 256:8192:x2 --n 256:8192:x2 --k 4096 --backend cuda --rung v4
   python -m study sweep --op sgemv --m 1024:16384:x2 --n 1024,4096,65536 --dtype fp16 --mode cold
   python -m study sweep --op sgemm --m 64 --n 64 --k 4096:65536:x2 --autotune on --yes
+  python -m study sweep --op hgemm --suite llama2-7b --dtype fp16 --autotune on
 """
 EXAMPLES_ALIGN = """examples:
   python -m study align                                 sgemm at 4096³, leading dimensions 4096 … 4111
@@ -197,6 +198,9 @@ def parser(description: str) -> argparse.ArgumentParser:
         swp.add_argument(f"--{axis}", default=None, metavar="SPEC",
                          help=f"values of axis {label}: e.g. 4096, 64,100,4096, 64:8192:x2 or 256:2048:256")
     swp.add_argument("--axis", action="append", metavar="NAME=SPEC", help="values of any other axis of the op")
+    swp.add_argument("--suite", action="append", choices=tuple(SUITES),
+                     help="the op's shapes in a suite (repeatable; with axes too: the grid's shapes and the "
+                          "suite's); the page then gives the suite's verdict instead of heatmaps")
     swp.add_argument("--backend", action="append", choices=BACKENDS,
                      help="backend to run (repeatable; the reference baseline always runs)")
     swp.add_argument("--rung", action="append", help="rung key or vN (repeatable; default: all)")
