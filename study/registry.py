@@ -72,9 +72,9 @@ def twin(kernel, fixed: Mapping[str, Any], space, *, launch: Callable, check: Ca
 class Rung:
     """One step of a ladder: the idea it adds and the bottleneck it removes. ``cuda`` is a
     file name in the op's kernel folder and ``launch`` how it is launched; ``multiples``: axes whose
-    length the rung needs to be a multiple of (TMA's 16-byte rows: its launchers' checks refuse other
-    shapes with the reason, and the edge-shape sweep rounds its shapes up to them, keeping every
-    tail)."""
+    multiples let TMA read the rung's rows in place (16 bytes' worth of elements; at other lengths its
+    launch stages the rows, study/ops/tma_staging.py, and records it); the edge-shape sweep rounds its
+    shapes up to them so that it measures the direct path, keeping every tail."""
 
     key: str
     idea: str

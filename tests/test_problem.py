@@ -330,10 +330,11 @@ def test_the_loader_compiles_a_file_once_for_all_its_kernels(monkeypatch, tmp_pa
     assert len(built) == 2
 
 
-def test_the_wgmma_3xtf32_rung_needs_tma_rows_and_fits_its_shared_memory(fake_cuda):
-    """sgemm v11: A and B by TMA (K and N multiples of 4 floats, refused otherwise with the reason,
-    which is what the edge-shape sweep rounds up to), every point's stages within the opt-in limit and
-    1024-byte aligned, a persistent grid of at most one block per SM, and its tensor maps."""
+def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cuda):
+    """sgemm v11: A and B by TMA (in place where K and N are multiples of 4 floats, which is what the
+    edge-shape sweep rounds up to; staged otherwise, tests/test_tma_staging.py), every point's stages
+    within the opt-in limit and 1024-byte aligned, a persistent grid of at most one block per SM, and
+    its tensor maps."""
     from study.backends import backend
     from study.catalog import implementation
     from study.ops.sgemm import TMA_BOX, wgmma_shared_bytes
@@ -341,9 +342,7 @@ def test_the_wgmma_3xtf32_rung_needs_tma_rows_and_fits_its_shared_memory(fake_cu
 
     impl = implementation("sgemm/v11_3xtf32_wgmma/cuda")
     assert impl.multiples == {"N": 4, "K": 4} and implementation("sgemm/v8_3xtf32/cuda").multiples == {}
-    for shape in ({"M": 64, "N": 4098, "K": 64}, {"M": 64, "N": 64, "K": 66}):
-        assert "TMA" in impl.launcher.check(impl.params, shape, FP32)
-    assert impl.launcher.check(impl.params, {"M": 3, "N": 4, "K": 4}, FP32) is None
+    assert impl.launcher.check is None  # no shape refused: what TMA cannot read is staged
     for point in impl.space:
         stage = 2 * point["BM"] * TMA_BOX * 4 + point["BK"] * point["BN"] * 4
         assert stage % 1024 == 0 and wgmma_shared_bytes(point) <= 227 * 1024, point

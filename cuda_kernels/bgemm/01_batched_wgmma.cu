@@ -16,8 +16,8 @@
 // (reports/h200/bgemm-runs/bgemm-bn64.md): tuned 128x64 with 6 stages, 1.01x (FP16) and 1.02x (BF16)
 // torch.bmm at 128x(1024x64x1024), 0.53x at 8192x(32x32x32).
 // Builds on: hgemm v8 (cuda_kernels/hgemm/warp_specialized.cuh, called with Rank 3).
-// Constraints: K and N multiples of 8, every row and every entry 16-byte aligned (TMA; refused
-// otherwise); the grid is one block per SM whatever the batch.
+// Constraints: K and N multiples of 8, every row and every entry 16-byte aligned (TMA; otherwise
+// staged by the launch); the grid is one block per SM whatever the batch.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=64 STAGES=4 GROUP=8 THREADS=384

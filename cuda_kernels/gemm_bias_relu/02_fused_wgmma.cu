@@ -7,8 +7,8 @@
 // bias of its BN/4 columns once per tile, in pairs (BiasReluEpilogue, gemm_bias_relu/epilogue.cuh),
 // issued after the tile's last wgmmas and before waiting for them, so the loads overlap the math.
 // Everything else is v8's code (hgemm/warp_specialized.cuh): fused minus bare is the epilogue's cost.
-// Constraints: v8's (K and N multiples of 8, 16-byte aligned rows of A, B and C; refused otherwise)
-// and a 4-byte aligned bias (checked at launch).
+// Constraints: v8's (K and N multiples of 8, 16-byte aligned rows of A, B and C; otherwise staged
+// by the launch) and a 4-byte aligned bias (checked at launch).
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BM=128 BN=256 BK=64 STAGES=4 GROUP=8 THREADS=384

@@ -24,7 +24,8 @@
 // multiplies); the epilogue, in which the tensor cores idle while each thread stores 4-byte pairs
 // (a warp's store covers 8 rows × 16 bytes, half sectors).
 // Constraints: K and N multiples of 8 and every row 16-byte aligned (TMA's global strides are
-// multiples of 16 bytes): otherwise the launch is refused with the reason (study/ops/hgemm.py).
+// multiples of 16 bytes); otherwise the launch stages A, B and C in such rows, inside the timed
+// launch (study/ops/tma_staging.py, cuda_kernels/stage_rows.cu), and records it.
 // Edges: TMA's zero fill (M, N, K tails; K smaller than BK); C stored element pair by pair, masked.
 // arch: sm_90a
 // precisions: fp16 bf16

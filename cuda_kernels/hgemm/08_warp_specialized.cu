@@ -22,8 +22,8 @@
 // 746–769 TFLOPS at 4096³ (0.98–1.02× cuBLAS), 689–765 at 8192³ (1.01–1.07×).
 // Removes: v7's per-slice block barrier, its epilogue bubble (one wave of 128 blocks per SM slot,
 // then a tail; here every SM keeps one block for the whole GEMM) and its half-sector C stores.
-// Constraints: as v7 (K and N multiples of 8, 16-byte aligned rows of A, B and C, refused
-// otherwise). Edges: TMA zero fill on loads, clipping on stores.
+// Constraints: as v7 (K and N multiples of 8, 16-byte aligned rows of A, B and C; otherwise
+// staged by the launch). Edges: TMA zero fill on loads, clipping on stores.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BM=128 BN=256 BK=64 STAGES=4 GROUP=8 THREADS=384

@@ -31,8 +31,9 @@
 // pipe 47.5 % and the consumers on the split barrier in 25 % of the stall samples
 // (source-sgemm-v11_3xtf32_wgmma-8cc3709.md). What is left: each consumer waits for its slice's
 // twelve wgmmas before its FADDs and its next fragments (19 % of the samples).
-// Constraints: K and N multiples of 4 (TMA: 16-byte rows), A and B 16-byte aligned, refused
-// otherwise; tails in M, N and K load as zeros, C is stored element by element inside M × N.
+// Constraints: K and N multiples of 4 (TMA: 16-byte rows), A and B 16-byte aligned; otherwise
+// the launch stages A and B in such rows (study/ops/tma_staging.py); tails in M, N and K load as
+// zeros, C is stored element by element inside M × N.
 // arch: sm_90a
 // config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384
 // space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384

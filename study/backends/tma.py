@@ -4,8 +4,9 @@ encoded on the host with the driver's ``cuTensorMapEncodeTiled`` (cuda.bindings)
 kernel by value (docs/toolchain.md 6.3).
 
 TMA reads rows whose starts are 16-byte aligned and 16 bytes apart by a multiple: a matrix that
-breaks that is refused here with the reason (:class:`study.backends.Unsupported`), never copied
-into a shape that would hide it."""
+breaks that is refused here with the reason (:class:`study.backends.Unsupported`). The rungs copy
+such a matrix into rows TMA can read inside their timed launch, and record that they did
+(study/ops/tma_staging.py); nothing here copies behind their back."""
 
 from __future__ import annotations
 
@@ -30,39 +31,6 @@ def alignment_reason(name: str, tensor) -> str | None:
         return (f"{name}'s batch entries are {tensor.stride(0) * tensor.element_size()} bytes apart; TMA needs a "
                 f"multiple of 16 bytes")
     return None
-
-
-def tma_reason(multiples: dict, shape, reader: str) -> str | None:
-    """Why ``reader`` (TMA, or Triton's descriptors) cannot take a rung's rows at this shape: the axes
-    that ``multiples`` (the rung's ``Rung.multiples``) says must be multiples of 16 bytes' worth of
-    elements (8 halves for hgemm and bgemm, 4 floats for sgemm v11) and are not; or None."""
-    if not any(shape[axis] % m for axis, m in multiples.items()):
-        return None
-    axes = sorted(multiples)
-    return (f"{reader} rows that start 16 bytes apart by a multiple: {' and '.join(axes)} must be multiples of "
-            f"{'/'.join(str(m) for m in sorted(set(multiples.values())))} "
-            f"({', '.join(f'{axis}={shape[axis]}' for axis in axes)})")
-
-
-TWIN_READER = "Triton's tensor descriptors (TMA) read"
-
-
-def launch_check(multiples: dict):
-    """A CUDA launcher's check, ``check(params, shape, precision)``, that refuses what
-    :func:`tma_reason` refuses when TMA reads the rows."""
-    def check(params, shape, precision):
-        return tma_reason(multiples, shape, "TMA reads")
-
-    return check
-
-
-def twin_check(multiples: dict):
-    """A Triton twin's check, ``check(shape, precision)``, that refuses what :func:`tma_reason`
-    refuses when Triton's tensor descriptors read the rows."""
-    def check(shape, precision):
-        return tma_reason(multiples, shape, TWIN_READER)
-
-    return check
 
 
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import torch
 
-from study.backends.tma import twin_check
 from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
                                    fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch)
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
@@ -62,13 +61,14 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     program per SM walking batch × tiles."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
     meta = dict(config)
-    a_desc, b_desc = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
+    a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
     sms = sm_count(out)
 
     def grid(cfg):
         return (min(batch * cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]), sms),)
 
     def fn():
+        copy()
         kernel[grid](a_desc, b_desc, out, batch, m, n, k, out.stride(0), out.stride(1), out.stride(2), sms, **meta)
 
     return fn
@@ -92,7 +92,7 @@ register(
              "the space", "v0's FFMA pipe (FP32 arithmetic) and its one grid z-slice per entry",
              cuda="01_batched_wgmma.cu", launch=PERSISTENT, multiples=TMA_HALVES,
              triton=twin(tkb.bgemm_persistent, tkb.V1_BATCHED_WGMMA, tkb.BATCHED_SPACE, launch=persistent_twin_launch,
-                         check=twin_check(TMA_HALVES), precisions=("fp16", "bf16"), pre_hook=tkh.descriptor_blocks)),
+                         precisions=("fp16", "bf16"), pre_hook=tkh.descriptor_blocks)),
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
                CUBLASLT],

@@ -18,8 +18,9 @@ import torch
 
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.backends.tma import alignment_reason, launch_check
+from study.backends.tma import alignment_reason
 from study.problem import DEFAULT_SMS, DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, sm_count
+from study.ops.tma_staging import staged_launcher, staged_operands
 from study.registry import Baseline
 
 GRID_Y = 65535   # CUDA's limit on gridDim.y: the row blocks of a launch
@@ -247,8 +248,9 @@ def persistent_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, sizes, tiles)
 
 
-# hgemm v8's kernel: no grid-axis limit (one block per SM walks the tiles), TMA's 16-byte rows.
-PERSISTENT = CudaLauncher(launch=persistent_launch, check=launch_check(TMA_HALVES), defines=aligned_defines(HALVES))
+# hgemm v8's kernel: no grid-axis limit (one block per SM walks the tiles); rows TMA cannot take (A, B,
+# and C, which leaves by TMA stores) staged inside the launch (study/ops/tma_staging.py).
+PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defines=aligned_defines(HALVES)))
 
 
 # ---- the Triton twins' launches several GEMM ops use --------------------------------------------------
@@ -278,14 +280,13 @@ def tiled_twin_launch(kernel, tensors, out, shape, config, precision, input_prec
 def tensor_descriptors(a, b, shape, meta):
     """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins, or of
     batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
-    an entry's edges loads as zeros); a view whose rows TMA cannot read is refused
-    (:class:`Unsupported`). Under ``triton.autotune`` (no config in ``meta``)
+    an entry's edges loads as zeros), and the copy to call first in the timed ``fn``: an operand whose
+    rows TMA cannot read is described in staged rows that the copy fills (study/ops/tma_staging.py; a
+    no-op when none is). Under ``triton.autotune`` (no config in ``meta``)
     triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    reason = alignment_reason("A", a) or alignment_reason("B", b)
-    if reason:
-        raise Unsupported(reason)
+    a, b, copy, _ = staged_operands(a, b)
     m, n, k = shape["M"], shape["N"], shape["K"]
     lead = list(a.shape[:-2])  # [batch] or []
     one = [1] * len(lead)
@@ -295,7 +296,7 @@ def tensor_descriptors(a, b, shape, meta):
 
     a_desc = TensorDescriptor(a, [*lead, m, k], strides(a), [*one, meta.get("BM", 64), meta.get("BK", 64)])
     b_desc = TensorDescriptor(b, [*lead, k, n], strides(b), [*one, meta.get("BK", 64), meta.get("BN", 64)])
-    return a_desc, b_desc
+    return a_desc, b_desc, copy
 
 
 def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=()):
@@ -304,7 +305,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
-    a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
+    a_desc, b_desc, copy = tensor_descriptors(a, b, shape, meta)
     more = [tensors[name] for name in extra]
     sms = sm_count(a)
 
@@ -312,6 +313,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
         return (min(cdiv(n, cfg["BN"]) * cdiv(m, cfg["BM"]), sms),)
 
     def fn():
+        copy()
         kernel[grid](a_desc, b_desc, *more, out, m, n, k, out.stride(-2), out.stride(-1), sms, **meta)
 
     return fn

@@ -40,10 +40,11 @@ import numpy as np
 
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.backends.tma import alignment_reason, launch_check, twin_check
+from study.backends.tma import alignment_reason
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_twin_launch, tensor_descriptors, tiled)
+from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv
 from study.registry import Rung, register, twin
@@ -111,13 +112,11 @@ def wgmma_tma_launch(defines, tensors, out, shape, precision):
                       args=args, smem=wgmma_tma_smem(defines), keep=(a, b, out))
 
 
-def rows_and_tma_check(params, shape, precision) -> str | None:
-    return grid_rows_check(params, shape, precision) or launch_check(TMA_HALVES)(params, shape, precision)
-
-
 TILED = tiled(vector=HALVES)                    # v0–v5: static shared memory
 MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
-WGMMA_TMA = CudaLauncher(launch=wgmma_tma_launch, check=rows_and_tma_check, defines=aligned_defines(HALVES))  # v7
+# v7: rows TMA cannot take (A, B, and C, which v7 stores in 4-byte pairs) staged inside the launch
+# (study/ops/tma_staging.py); the grid's row blocks on grid.y.
+WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -143,12 +142,13 @@ def descriptor_twin_launch(kernel, tensors, out, shape, config, precision):
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
-    a_desc, b_desc = tensor_descriptors(a, b, shape, meta)
+    a_desc, b_desc, copy = tensor_descriptors(a, b, shape, meta)
 
     def grid(cfg):
         return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
 
     def fn():
+        copy()
         kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
 
     return fn
@@ -187,13 +187,13 @@ register(
              "per stage, 3–6 stages", "v6's ldmatrix fragment loads and legacy HMMA issue", cuda="07_wgmma_tma.cu",
              launch=WGMMA_TMA, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_descriptors, tk.V7_WGMMA_TMA, tk.WGMMA_SPACE, launch=descriptor_twin_launch,
-                         check=twin_check(TMA_HALVES), pre_hook=tk.descriptor_blocks)),
+                         pre_hook=tk.descriptor_blocks)),
         Rung("v8_warp_specialized", "a producer warpgroup issues TMA, two consumer warpgroups (setmaxnreg 40/232) "
              "issue wgmma, full/empty mbarriers per stage; persistent: one block per SM walks the tiles; C through shared "
              "memory and TMA stores", "v7's block barrier every K slice, its epilogue bubble and half-sector C stores",
              cuda="08_warp_specialized.cu", launch=PERSISTENT, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE,
-                         launch=persistent_twin_launch, check=twin_check(TMA_HALVES), pre_hook=tk.descriptor_blocks)),
+                         launch=persistent_twin_launch, pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
     headline=("v6_mma_sync", "v8_warp_specialized"),

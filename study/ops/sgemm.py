@@ -32,10 +32,10 @@ import torch
 
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.backends.tma import launch_check
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
                                    tiled, tiled_args, tiled_twin_launch)
+from study.ops.tma_staging import staged_launcher
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
 from study.registry import Rung, register, twin
@@ -146,7 +146,9 @@ TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-WGMMA = CudaLauncher(launch=wgmma_launch, check=launch_check(TMA_FLOATS), defines=TILED.defines)  # v11: 1-D grid
+# v11: a 1-D grid; A and B staged where TMA cannot take their rows (study/ops/tma_staging.py), C stored by
+# pointer, element by element, at any leading dimension.
+WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=TILED.defines), out=False)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------

@@ -40,7 +40,8 @@ def flags(m: dict) -> list[str]:
     """Why a number deserves a second look: noise above target, throttling, launch-bound,
     above the memory peak (served from L2), run at the power cap, a pair at clocks apart, a pair
     whose kernels ran at clocks they do not hold alone (study.metrics.pair_gaps), such a pair timed
-    again with each side settled before its batches (study.session.Session._paired)."""
+    again with each side settled before its batches (study.session.Session._paired), a TMA rung
+    whose launch copied operands TMA cannot read (study/ops/tma_staging.py)."""
     out = []
     timing, clocks = m.get("timing") or {}, m.get("clocks") or {}
     if timing.get("above_target"):
@@ -64,6 +65,9 @@ def flags(m: dict) -> list[str]:
         out.append("power-mix")
     if (m.get("paired") or {}).get("interleaved"):
         out.append("re-settled")
+    config = m.get("config") or {}
+    if config.get("staged") or config.get("gemm_staged"):
+        out.append("staged")
     return out
 
 

@@ -103,6 +103,10 @@ def legend(env: dict, ms: list[dict]) -> str:
         items.append("Before each batch of samples a 200 µs GPU delay kernel covers the host's queueing of the first "
                      "samples; back-to-back samples of kernels shorter than the host's launch time (hot mode) can "
                      "still include the host's launch latency (this run predates the lead sized to the batch).")
+    if any("staged" in flags(m) for m in ms):
+        items.append("⚑staged: a TMA rung at rows TMA cannot read in place (K or N no multiple of 16 bytes' worth "
+                     "of elements, a padded or offset view): its launch copied those operands into rows it can read "
+                     "(and C back out), inside the timed launch; the config's `staged` names them.")
     if any(m.get("sanitizer") for m in ms):
         items.append("⚑sanitizer: `python -m study sanitize` (sanitize.json beside this report) found hazards in the "
                      "very kernel source this measurement ran.")

@@ -1,0 +1,125 @@
+"""The TMA rungs at shapes TMA cannot read in place, on the CPU (the fake CUDA launch path): which
+operands their launch stages, in which order the copies run around the rung's kernel, that the copies'
+arguments copy exactly the matrix (replayed here as cuda_kernels/stage_rows.cu indexes them), and that
+aligned shapes launch exactly as before. The GPU tests run the same rungs at these shapes for real."""
+
+import pytest
+import torch
+
+from study.backends import backend
+from study.catalog import implementation, ladder
+
+
+def _prepare(name, shape, precision_name, fake_cuda):
+    impl = implementation(name)
+    problem = ladder(impl.op).problem
+    precision = problem.precision(precision_name)
+    tensors = problem.make_inputs(shape, precision, 0, "cpu")
+    launch = backend("cuda").prepare(impl, problem, tensors, shape, precision)
+    fake_cuda.clear()
+    launch.fn()
+    return tensors, launch, list(fake_cuda)
+
+
+def _replay(args):
+    """What stage_rows does with these arguments: the destination tensor after the copy."""
+    src, dst, entries, rows, cols, src_entry, src_row, dst_entry, dst_row = args
+    for e in range(int(entries)):
+        for r in range(int(rows)):
+            s, d = e * int(src_entry) + r * int(src_row), e * int(dst_entry) + r * int(dst_row)
+            dst[d:d + int(cols)] = src[s:s + int(cols)]
+    return dst
+
+
+def _staged_copies(calls):
+    return [c for c in calls if c[0] == "stage_rows"]
+
+
+@pytest.mark.parametrize("name,shape,precision,staged", [
+    ("hgemm/v8_warp_specialized/cuda", {"M": 64, "N": 4100, "K": 60}, "fp16", "A+B+C"),
+    ("hgemm/v8_warp_specialized/cuda", {"M": 17, "N": 33, "K": 64}, "bf16", "B+C"),
+    ("hgemm/v7_wgmma_tma/cuda", {"M": 17, "N": 64, "K": 65}, "fp16", "A"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 256, "N": 192, "K": 130}, "fp32", "A"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 5, "N": 7, "K": 1}, "fp32", "A+B"),  # C by pointer: never staged
+    ("bgemm/v1_batched_wgmma/cuda", {"batch": 3, "M": 17, "N": 33, "K": 65}, "fp16", "A+B+C"),
+    ("gemm_bias_relu/v2_fused_wgmma/cuda", {"M": 17, "N": 12, "K": 8}, "fp16", "B+C"),
+])
+def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name, shape, precision, staged):
+    tensors, launch, calls = _prepare(name, shape, precision, fake_cuda)
+    assert launch.config["staged"] == staged
+    inputs = [n for n in staged.split("+") if n != "C"]
+    symbols = [c[0] for c in calls]
+    own = implementation(name).target.symbol
+    assert symbols == ["stage_rows"] * len(inputs) + [own] + ["stage_rows"] * ("C" in staged)
+    copies = _staged_copies(calls)
+    for operand, (_, grid, block, args, _) in zip(inputs, copies):
+        source = tensors[operand]
+        assert args[0].data_ptr() == source.data_ptr() and int(args[4]) == source.shape[-1]
+        assert int(args[8]) % (16 // source.element_size()) == 0  # the staged rows: 16 bytes apart by a multiple
+        assert args[1].data_ptr() % 16 == 0 and block == (256, 1, 1) and grid[0] >= 1
+        staged_flat = _replay((args[0].clone(), args[1].clone().fill_(0), *args[2:]))
+        rows = torch.as_strided(staged_flat, source.shape,
+                                ((int(args[7]),) if source.dim() == 3 else ()) + (int(args[8]), 1))
+        assert torch.equal(rows, source), operand
+    if "C" in staged:
+        _, _, _, args, _ = copies[-1]
+        assert args[1].data_ptr() == launch.out.data_ptr()  # written rows copied out into C
+        assert int(args[4]) == shape["N"] and int(args[8]) == launch.out.stride(-2)
+
+
+@pytest.mark.parametrize("name,shape,precision", [
+    ("hgemm/v8_warp_specialized/cuda", {"M": 72, "N": 136, "K": 40}, "fp16"),
+    ("hgemm/v7_wgmma_tma/cuda", {"M": 17, "N": 64, "K": 64}, "bf16"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 256, "N": 192, "K": 132}, "fp32"),
+    ("bgemm/v1_batched_wgmma/cuda", {"batch": 3, "M": 17, "N": 64, "K": 72}, "fp16"),
+])
+def test_rows_tma_reads_in_place_launch_as_before(fake_cuda, name, shape, precision):
+    tensors, launch, calls = _prepare(name, shape, precision, fake_cuda)
+    assert "staged" not in launch.config and [c[0] for c in calls] == [implementation(name).target.symbol]
+    maps = [a for a in calls[0][3] if isinstance(a, tuple) and a and a[0] == "map"]
+    assert [m[2] for m in maps[:2]] == [tensors["A"].data_ptr(), tensors["B"].data_ptr()]
+
+
+def test_the_unfused_rung_stages_around_its_gemm_and_then_runs_its_pass(fake_cuda):
+    tensors, launch, calls = _prepare("gemm_bias_relu/v0_unfused/cuda", {"M": 17, "N": 12, "K": 8}, "fp16",
+                                      fake_cuda)
+    assert [c[0] for c in calls] == ["stage_rows", "hgemm_v8_warp_specialized", "stage_rows",
+                                     "gemm_bias_relu_v0_unfused"]
+    assert launch.config["gemm_staged"] == "B+C"
+
+
+def test_a_twins_descriptors_read_staged_rows_that_its_launch_copies_first():
+    from study.ops.tma_staging import staged_operands
+
+    a = torch.arange(17 * 65, dtype=torch.float16).view(17, 65)
+    b = torch.arange(65 * 64, dtype=torch.float16).view(65, 64)
+    sa, sb, copy, names = staged_operands(a, b)
+    assert names == ["A"] and sb is b and sa.shape == a.shape and sa.stride() == (72, 1)
+    copy()
+    assert torch.equal(sa, a)
+    a.add_(1)  # the inputs may change between launches: each launch copies again
+    copy()
+    assert torch.equal(sa, a)
+
+
+def test_the_staging_kernel_compiles_for_both_element_sizes(tmp_path):
+    import shutil
+    import subprocess
+
+    from study.ops.tma_staging import STAGE_ROWS
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not found")
+    for size in (2, 4):
+        out = tmp_path / f"stage{size}.cubin"
+        subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", f"-DELEM_BYTES={size}", "-o", str(out), str(STAGE_ROWS)],
+                       check=True, capture_output=True)
+        assert out.stat().st_size > 0
+
+
+def test_a_staged_record_is_flagged_so():
+    from study.report.labels import flags
+
+    assert "staged" in flags({"config": {"staged": "A+B+C"}})
+    assert "staged" in flags({"config": {"gemm_staged": "B"}})  # the unfused rung's GEMM
+    assert "staged" not in flags({"config": {"BM": 128}})
