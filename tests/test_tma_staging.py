@@ -50,7 +50,8 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
     inputs = [n for n in staged.split("+") if n != "C"]
     symbols = [c[0] for c in calls]
     own = implementation(name).target.symbol
-    assert symbols == ["stage_rows"] * len(inputs) + [own] + ["stage_rows"] * ("C" in staged)
+    c_staged = "C" in staged  # its rows poisoned first, copied out after
+    assert symbols == ["stage_rows"] * len(inputs) + ["fill_rows"] * c_staged + [own] + ["stage_rows"] * c_staged
     copies = _staged_copies(calls)
     for operand, (_, grid, block, args, _) in zip(inputs, copies):
         source = tensors[operand]
@@ -61,10 +62,15 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
         rows = torch.as_strided(staged_flat, source.shape,
                                 ((int(args[7]),) if source.dim() == 3 else ()) + (int(args[8]), 1))
         assert torch.equal(rows, source), operand
-    if "C" in staged:
+    if c_staged:
         _, _, _, args, _ = copies[-1]
         assert args[1].data_ptr() == launch.out.data_ptr()  # written rows copied out into C
         assert int(args[4]) == shape["N"] and int(args[8]) == launch.out.stride(-2)
+        _, _, _, poison, _ = next(c for c in calls if c[0] == "fill_rows")
+        assert poison[0].data_ptr() == args[0].data_ptr() and int(poison[3]) == shape["N"]  # the rows C is read from
+        nan = torch.tensor([int(poison[6])], dtype=torch.int32).to(torch.int16 if launch.out.element_size() == 2
+                                                                     else torch.int32)
+        assert torch.isnan(nan.view(launch.out.dtype)).all()
 
 
 @pytest.mark.parametrize("name,shape,precision", [
@@ -83,9 +89,20 @@ def test_rows_tma_reads_in_place_launch_as_before(fake_cuda, name, shape, precis
 def test_the_unfused_rung_stages_around_its_gemm_and_then_runs_its_pass(fake_cuda):
     tensors, launch, calls = _prepare("gemm_bias_relu/v0_unfused/cuda", {"M": 17, "N": 12, "K": 8}, "fp16",
                                       fake_cuda)
-    assert [c[0] for c in calls] == ["stage_rows", "hgemm_v8_warp_specialized", "stage_rows",
+    assert [c[0] for c in calls] == ["stage_rows", "fill_rows", "hgemm_v8_warp_specialized", "stage_rows",
                                      "gemm_bias_relu_v0_unfused"]
     assert launch.config["gemm_staged"] == "B+C"
+
+
+def test_a_twin_records_what_it_staged():
+    impl = implementation("hgemm/v8_warp_specialized/triton")
+    problem = ladder("hgemm").problem
+    fp16 = problem.precision("fp16")
+    for shape, staged in (({"M": 17, "N": 33, "K": 65}, "A+B"), ({"M": 17, "N": 64, "K": 64}, None)):
+        tensors = problem.make_inputs(shape, fp16, 0, "cpu")
+        launch = backend("triton").prepare(impl, problem, tensors, shape, fp16)
+        assert launch.config.get("staged") == staged
+        assert set(launch.config) - {"staged"} == set(impl.params)
 
 
 def test_a_twins_descriptors_read_staged_rows_that_its_launch_copies_first():

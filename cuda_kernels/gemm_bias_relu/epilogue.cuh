@@ -30,8 +30,9 @@ struct BiasReluMicroTile {
 
 // The wgmma fragment's epilogue (hgemm/warp_specialized.cuh): a consumer thread holds columns
 // n0 + 8j + 2t and + 1 (t = lane % 4) for j < TileN/8; their bias, two storage values in one 4-byte
-// load each (N a multiple of 8 and the bias 4-byte aligned: the launch checks), is loaded in
-// begin_tile while the tile's last wgmmas run.
+// load each (the bias 4-byte aligned: the launch checks), is loaded in begin_tile while the tile's
+// last wgmmas run. At an odd N the last column's pair would reach one element past the bias: that
+// column is loaded alone (N odd runs since the launch stages C's rows, study/ops/tma_staging.py).
 template <int TileN>
 struct BiasReluEpilogue {
     const unsigned short* bias;
@@ -42,7 +43,8 @@ struct BiasReluEpilogue {
 #pragma unroll
         for (int j = 0; j < TileN / 8; ++j) {
             const int col = n0 + 8 * j + 2 * t;
-            pairs[j] = col < N ? __ldg(reinterpret_cast<const unsigned*>(bias + col)) : 0u;
+            pairs[j] = col + 1 < N ? __ldg(reinterpret_cast<const unsigned*>(bias + col))
+                       : col < N ? (unsigned)__ldg(bias + col) : 0u;
         }
     }
     __device__ __forceinline__ float operator()(float v, int j, int half) const {

@@ -65,7 +65,9 @@ def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pa
     if config is None and tune is not None:
         tuned = _autotuned(twin, problem)
         launch = twin.launch(tuned, tensors, out, shape, {}, precision)
-        return Launch(fn=launch, out=out, config={"autotune": "triton.autotune", "space": len(twin.space)},
-                      chosen=lambda: config_of(tuned.best_config))
+        facts = getattr(launch, "facts", {})  # what the launch decided from the shape (e.g. staged rows)
+        return Launch(fn=launch, out=out, config={"autotune": "triton.autotune", "space": len(twin.space), **facts},
+                      chosen=lambda: {**config_of(tuned.best_config), **facts})
     config = dict(impl.params if config is None else config)
-    return Launch(fn=twin.launch(twin.kernel, tensors, out, shape, config, precision), out=out, config=config)
+    launch = twin.launch(twin.kernel, tensors, out, shape, config, precision)
+    return Launch(fn=launch, out=out, config={**config, **getattr(launch, "facts", {})})

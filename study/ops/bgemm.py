@@ -71,6 +71,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
         copy()
         kernel[grid](a_desc, b_desc, out, batch, m, n, k, out.stride(0), out.stride(1), out.stride(2), sms, **meta)
 
+    fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
     return fn
 
 

@@ -98,8 +98,9 @@ class GemmBiasRelu(Gemm):
     headline_shapes = ({"M": 8192, "N": 8192, "K": 8192},)
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
                       {"M": 8192, "N": 4096, "K": 1024}, {"M": 16384, "N": 11008, "K": 4096})
-    # Tails past every tile with 16-byte rows (TMA rungs run), the same on exact tiles, and a shape
-    # only the scalar paths take (N odd, K = 1: the TMA rungs skip it with the reason).
+    # Tails past every tile with 16-byte rows (the TMA rungs read them in place), the same on exact
+    # tiles, and N odd, K = 1 (the scalar paths; the TMA rungs stage A, B and C, and v2 loads the last
+    # column's bias alone).
     sanitize_shapes = ({"M": 67, "N": 136, "K": 40}, {"M": 128, "N": 256, "K": 64}, {"M": 3, "N": 5, "K": 1})
     tolerance = TOLERANCE
     paddable = False  # v0's pass and the fused epilogues take C's leading dimension only
@@ -235,6 +236,7 @@ def unfused_twin_launch(kernel, tensors, out, shape, config, precision):
         gemm()
         kernel[grid](out, bias, m, n, out.stride(-2), **meta)
 
+    fn.facts = {f"gemm_{k}": v for k, v in getattr(gemm, "facts", {}).items()}  # e.g. what its GEMM staged
     return fn
 
 

@@ -282,11 +282,12 @@ def tensor_descriptors(a, b, shape, meta):
     batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
     an entry's edges loads as zeros), and the copy to call first in the timed ``fn``: an operand whose
     rows TMA cannot read is described in staged rows that the copy fills (study/ops/tma_staging.py; a
-    no-op when none is). Under ``triton.autotune`` (no config in ``meta``)
+    no-op when none is), its ``facts`` what the twin's launch records (``staged``). Under ``triton.autotune`` (no config in ``meta``)
     triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    a, b, copy, _ = staged_operands(a, b)
+    a, b, copy, staged = staged_operands(a, b)
+    copy.facts = {"staged": "+".join(staged)} if staged else {}
     m, n, k = shape["M"], shape["N"], shape["K"]
     lead = list(a.shape[:-2])  # [batch] or []
     one = [1] * len(lead)
@@ -316,6 +317,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
         copy()
         kernel[grid](a_desc, b_desc, *more, out, m, n, k, out.stride(-2), out.stride(-1), sms, **meta)
 
+    fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
     return fn
 
 

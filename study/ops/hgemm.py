@@ -151,6 +151,7 @@ def descriptor_twin_launch(kernel, tensors, out, shape, config, precision):
         copy()
         kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
 
+    fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
     return fn
 
 

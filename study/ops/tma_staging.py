@@ -6,10 +6,12 @@ leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so
 (hgemm v7/v8, sgemm v11, bgemm v1, gemm_bias_relu v0/v2) and their twins do too. What TMA cannot
 read is copied, at every launch, into rows that keep the rule — the leading dimension rounded up to
 16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
-that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The
-copies run inside the timed closure (``CudaLaunch.before``/``after``, or the twin's ``fn``): the
-fallback's cost is the rung's, and the launch records which operands it staged (``staged``). Where
-the rows are fine nothing changes: the launch is the one the rung always made.
+that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. Those
+rows are poisoned (NaN) first at every launch, so that an element the rung fails to write still
+fails the gate, as the NaN the gate puts in C would. The copies run inside the timed closure
+(``CudaLaunch.before``/``after``, or the twin's ``fn``): the fallback's cost is the rung's, and the
+launch records which operands it staged (``staged``; a twin's too). Where the rows are fine nothing
+changes: the launch is the one the rung always made.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from study.backends import cuda
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason
 from study.paths import CUDA_DIR
-from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
+from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv
 
 STAGE_ROWS = CUDA_DIR / "stage_rows.cu"
 STAGE_THREADS = 256
-STAGE_BLOCKS_PER_SM = 8  # grid-stride copy: enough blocks to keep every SM's loads in flight
+GRID_YZ = 65535  # CUDA's limit on gridDim.y and .z: rows and entries past it are strided over
+NAN_BITS = {torch.float16: 0x7E00, torch.bfloat16: 0x7FC0, torch.float32: 0x7FC00000}  # quiet NaNs
 
 
 def tma_rows(tensor):
@@ -46,6 +49,15 @@ def _layout(tensor) -> tuple[int, int, int]:
     return (tensor.shape[0], tensor.stride(0), tensor.stride(-2)) if tensor.dim() == 3 else (1, 0, tensor.stride(-2))
 
 
+def _rows_launch(tensor, args: tuple) -> CudaLaunch:
+    """A launch over ``tensor``'s rows (stage_rows.cu's grid: columns on x, rows on y, entries on z)."""
+    entries, rows, cols = _layout(tensor)[0], tensor.shape[-2], tensor.shape[-1]
+    if max(entries, rows, cols) >= 2**31:
+        raise Unsupported(f"staging indexes entries, rows and columns in 32 bits; got {entries} × {rows} × {cols}")
+    grid = (cdiv(cols, STAGE_THREADS), min(rows, GRID_YZ), min(entries, GRID_YZ))
+    return CudaLaunch(grid=grid, block=(STAGE_THREADS, 1, 1), args=args, keep=(tensor,))
+
+
 def stage_call(src, dst) -> KernelCall:
     """The copy of ``src`` into ``dst`` (same shape; columns contiguous on both sides) as a kernel call of
     cuda_kernels/stage_rows.cu."""
@@ -57,12 +69,19 @@ def stage_call(src, dst) -> KernelCall:
                           f"{src.stride(-1)} and {dst.stride(-1)}")
     entries, src_entry, src_row = _layout(src)
     _, dst_entry, dst_row = _layout(dst)
-    total = entries * src.shape[-2] * src.shape[-1]
-    blocks = max(1, min(cdiv(total, STAGE_THREADS), STAGE_BLOCKS_PER_SM * sm_count(src)))
-    args = (_pointer(src), _pointer(dst), np.int64(entries), np.int64(src.shape[-2]), np.int64(src.shape[-1]),
+    args = (_pointer(src), _pointer(dst), np.int32(entries), np.int32(src.shape[-2]), np.int32(src.shape[-1]),
             np.int64(src_entry), np.int64(src_row), np.int64(dst_entry), np.int64(dst_row))
-    launch = CudaLaunch(grid=(blocks, 1, 1), block=(STAGE_THREADS, 1, 1), args=args, keep=(src, dst))
+    launch = dataclasses.replace(_rows_launch(src, args), keep=(src, dst))
     return KernelCall(STAGE_ROWS, "stage_rows", {"ELEM_BYTES": src.element_size()}, launch)
+
+
+def poison_call(dst) -> KernelCall:
+    """NaN into every element of ``dst`` (the staged C) as a kernel call of cuda_kernels/stage_rows.cu."""
+    entries, dst_entry, dst_row = _layout(dst)
+    value = (np.uint16 if dst.element_size() == 2 else np.uint32)(NAN_BITS[dst.dtype])
+    args = (_pointer(dst), np.int32(entries), np.int32(dst.shape[-2]), np.int32(dst.shape[-1]), np.int64(dst_entry),
+            np.int64(dst_row), value)
+    return KernelCall(STAGE_ROWS, "fill_rows", {"ELEM_BYTES": dst.element_size()}, _rows_launch(dst, args))
 
 
 def _pointer(tensor):
@@ -90,6 +109,7 @@ def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, 
         written = target
         if out and alignment_reason("C", target):
             written = tma_rows(target)
+            before.append(poison_call(written))
             after.append(stage_call(written, target))
         base = launcher.launch(defines, staged, written, shape, precision)
         which = [n for n in names if staged[n] is not tensors[n]] + (["C"] if written is not target else [])
