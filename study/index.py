@@ -6,12 +6,13 @@ alone (no GPU); ncu profiles (``profiles/``, their own table) are left out."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from tabulate import tabulate
 
 from study import align, results, sweep
-from study.paths import display
+from study.paths import ROOT, display
 from study.problem import one_line
 from study.report.labels import ratio_cell, shape_label
 
@@ -94,6 +95,61 @@ def rows(folder: Path) -> list[list[str]]:
         if found[0]:
             out.append([_page(path, folder), *found])
     return out
+
+
+FOLDER_OUT = ("ceilings", "validate", "sanitize")  # --out names their folder; the file names are fixed
+PLACE_OPTIONS = ("--out", "--name", "--shard")      # where a run writes (and a shard's part): set anew
+
+
+def in_place(kind: str, command: str, path: Path) -> str:
+    """``command`` as it would write ``path`` itself: ``--out`` the file's folder (relative to the
+    repository), ``--name`` its stem where the command takes one; no ``--shard``."""
+    words, skip = [], False
+    for word in shlex.split(command):
+        if skip:
+            skip = False
+        elif word in PLACE_OPTIONS:
+            skip = True
+        elif not word.startswith(tuple(f"{o}=" for o in PLACE_OPTIONS)):
+            words.append(word)
+    words += ["--out", display(path.parent)] + ([] if kind in FOLDER_OUT else ["--name", path.stem])
+    return shlex.join(words)
+
+
+def commands(folder: Path) -> str:
+    """A shell script that measures every results file under ``folder`` again where it lives: each
+    file's recorded command rewritten by :func:`in_place`, the GPU minutes its measurements took
+    (their wall times), the oldest first. A merged file (shards, several runs) is merged again from its
+    parts where they are committed too (after them), and otherwise named in a comment: the commands of
+    parts that were not kept are not known."""
+    entries = []
+    for path in sorted(Path(folder).rglob("*.json")):
+        if any(part in SKIP for part in path.relative_to(folder).parts):
+            continue
+        try:
+            raw = json.loads(path.read_text())
+            kind, command, commit, date, _ = _headline(raw, path) if isinstance(raw, dict) else ("",) * 5
+        except (OSError, KeyError, TypeError, ValueError):
+            continue
+        if not kind or command == "—":
+            continue
+        env = raw.get("environment") or {}
+        minutes = sum(m.get("wall_s") or 0 for m in raw.get("measurements") or []) / 60
+        note = f"# {display(path)}: {kind}, commit {commit}, {date}" + (f", {minutes:.1f} GPU min" if minutes else "")
+        parts = env.get("merged_from") or []
+        if parts and all((ROOT / p).is_file() for p in parts):
+            line = shlex.join(["python", "-m", "study", "merge", *parts, "--out", display(path)])
+        elif parts:
+            line = (f"# merged from {', '.join(parts)}, not all committed: run each part, then python -m study "
+                    f"merge PARTS --out {display(path)}")
+        else:
+            line = in_place(kind, command.strip("`"), path)
+        entries.append((date, bool(parts), note, line))
+    lines = ["#!/usr/bin/env bash", f"# Every results file under {display(Path(folder))} measured again where it lives "
+             "(python -m study index --commands), the oldest first.", "set -e"]
+    for _, _, note, line in sorted(entries, key=lambda e: e[:2]):  # a merge after the runs of its day
+        lines += [note, line]
+    return "\n".join(lines) + "\n"
 
 
 def write(folder: Path) -> Path:

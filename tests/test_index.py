@@ -33,3 +33,41 @@ def test_the_index_lists_each_results_file_with_its_command_commit_and_headline(
     assert any("2 clean, 1 hazards of 3 runs" in r for r in rows)
     assert "python -m study index" in text
     assert main(["index", str(tmp_path / "nowhere")]) == 2
+
+
+def test_index_commands_measure_every_file_again_where_it_lives(tmp_path, capsys):
+    import shlex
+
+    from study import index
+
+    env = json.loads(DATA.read_text())["environment"]
+    doc = json.loads(DATA.read_text())
+    doc["measurements"] = [{**m, "wall_s": 60.0} for m in doc["measurements"]]  # a minute each
+    (tmp_path / "runs").mkdir()
+    for name, command, extra in (
+            ("runs/a.json", "python -m study compare --op sgemm --out .devout/x --name other --shard 1/2", {}),
+            ("runs/b.json", "python -m study sweep --op sgemm --m 64 --n=64 --k 64 --out=.devout/y", {}),
+            ("merged.json", "python -m study compare --op sgemm", {"merged_from": [str(tmp_path / "runs/a.json"),
+                                                                                  str(tmp_path / "runs/b.json")]}),
+            ("lost.json", "python -m study compare --op sgemm", {"merged_from": [".devout/gone.json"]})):
+        (tmp_path / name).write_text(json.dumps({**doc, "environment": {**env, "command": command, **extra}}))
+    (tmp_path / "validate.json").write_text(json.dumps({"environment": {**env, "command": "python -m study validate "
+                                                        "--out /somewhere"}, "kernels": [], "pairs": []}))
+    assert main(["index", str(tmp_path), "--commands"]) == 0
+    script = capsys.readouterr().out
+    assert script == index.commands(tmp_path) and script.startswith("#!/usr/bin/env bash")
+    runs = [shlex.split(line) for line in script.splitlines() if line.startswith("python")]
+    by_out = {tuple(w[w.index("--out") + 1:]): w for w in runs}
+    here = index.display(tmp_path)
+    a = by_out[(f"{here}/runs", "--name", "a")]
+    assert "--shard" not in a and "other" not in a and ".devout/x" not in a and a[:5] == ["python", "-m", "study",
+                                                                                           "compare", "--op"]
+    b = by_out[(f"{here}/runs", "--name", "b")]
+    assert "--n=64" in b and not any(w.startswith("--out=") for w in b)
+    assert by_out[(here,)][3] == "validate"  # a fixed file name: --out names its folder only
+    merge = next(w for w in runs if w[3] == "merge")
+    assert merge[4:] == [str(tmp_path / "runs/a.json"), str(tmp_path / "runs/b.json"), "--out", f"{here}/merged.json"]
+    assert runs[-1] == merge  # after the runs it merges
+    assert "# merged from .devout/gone.json, not all committed" in script
+    assert f"# {here}/runs/a.json: compare, commit {env['git']['commit'][:7]}, {env['utc'][:10]}, " \
+        f"{len(doc['measurements']):.1f} GPU min" in script

@@ -403,7 +403,8 @@ def cmd_index(args) -> int:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
     for folder in folders:
-        print(f"wrote {index.write(folder)}")
+        print(index.commands(folder) if args.commands else f"wrote {index.write(folder)}", end="" if args.commands
+              else "\n")
     return 0
 
 

@@ -22,6 +22,7 @@ EXIT_CODES = """exit codes:
 EXAMPLES_INDEX = """examples:
   python -m study index                        reports/<gpu>/README.md for every reports folder
   python -m study index reports/h200
+  python -m study index reports/h200 --commands > regenerate.sh   every report measured again in place
 """
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   the headline: each op's best rungs at its defining shapes
@@ -272,6 +273,9 @@ def parser(description: str) -> argparse.ArgumentParser:
                                        "commit, date and headline (no GPU)",
                          epilog=EXAMPLES_INDEX, formatter_class=argparse.RawDescriptionHelpFormatter)
     idx.add_argument("folders", nargs="*", type=Path, help="reports folders (default: every reports/<gpu>/)")
+    idx.add_argument("--commands", action="store_true",
+                     help="print instead a shell script that measures every results file again where it lives "
+                          "(each recorded command with --out and --name set to the file; GPU minutes, oldest first)")
 
     prf = sub.add_parser("profile", help="Nsight Compute on one implementation at one shape, raw output saved under "
                                           "reports/<gpu>/profiles/ (GPU); --table renders saved ones (no GPU)",
