@@ -127,3 +127,32 @@ def test_the_launch_picks_the_16_byte_path_the_peeled_one_or_single_elements():
     assert paths(torch.zeros(4, 3001, dtype=torch.float16), 3001) == (0, 1)
     offset = torch.zeros(4 * 4096 + 1, dtype=torch.float16)[1:].view(4, 4096)
     assert offset.data_ptr() % 16 == 2 and paths(offset, 4096) == (0, 0)
+
+
+def test_v4_sizes_its_declared_block_to_the_row_and_tunes_its_points_as_written(fake_cuda):
+    from study.backends import backend
+    from study.ops.softmax import fitted_block
+    from study.problem import DTYPES
+
+    impl = implementation("softmax/v4_on_chip/cuda")
+    assert impl.params["FIT"] == 1 and all(p["FIT"] == 0 for p in impl.space if p != dict(impl.params))
+
+    def block(n, name, config=None):
+        x = torch.zeros(2, n, dtype=DTYPES[PROBLEM.precision(name).dtype])
+        d = fitted_block(dict(config or impl.params), {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
+                         PROBLEM.precision(name))
+        return d["THREADS"], d["ON_CHIP"]
+
+    # the fewest slots that hold the row (16-byte vectors; 4 floats a slot on the PEEL path), ties to more threads
+    assert block(4096, "fp32") == (128, 8) and block(4096, "fp16") == (128, 4) and block(1024, "bf16") == (128, 4)
+    assert block(32768, "fp32") == (1024, 8) and block(32768, "fp16") == (1024, 4) and block(3001, "fp32") == (128, 8)
+    assert block(40000, "fp32") == (1024, 8)  # held by none: the largest block, v3's two passes
+    point = {"THREADS": 512, "ON_CHIP": 16, "FIT": 0}
+    assert block(4096, "fp32", point) == (512, 16)  # a tuning point launches as written
+    shape = {"M": 3, "N": 4096}
+    tensors = PROBLEM.make_inputs(shape, PROBLEM.precision("fp32"), 0, "cpu")
+    launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, PROBLEM.precision("fp32"))
+    launch.fn()
+    (symbol, grid, block_dims, _, _), = fake_cuda
+    assert block_dims == (128, 1, 1) and launch.config["THREADS"] == 128 and launch.config["FIT"] == 1
+    assert launch.config["on_chip"] == 1

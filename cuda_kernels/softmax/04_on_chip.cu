@@ -16,14 +16,22 @@
 // body is row.cuh's row_on_chip with the block as the team (v5 runs the same with a warp).
 // arch: sm_80
 // precisions: fp32 fp16 bf16
-// config: THREADS=1024 ON_CHIP=8
-// space: THREADS=128 ON_CHIP=4
-// space: THREADS=128 ON_CHIP=8
-// space: THREADS=256 ON_CHIP=8
-// space: THREADS=512 ON_CHIP=8
-// space: THREADS=1024 ON_CHIP=4
-// space: THREADS=256 ON_CHIP=16
-// space: THREADS=512 ON_CHIP=16
+// Block sized to the row (FIT=1, the declared config; study/ops/softmax.py, fitted_block): of the
+// space's points, the one of fewest register slots (THREADS·ON_CHIP) that holds the row, ties to
+// more threads; a row none holds takes the largest. Over the 15 tuned cases of reports/h200/
+// softmax.md (055c134: rows of 1024 to 32768, FP32/FP16/BF16) that rule picks the tuned best or a
+// point within 1 % of it, where the fixed 1024 × 8 it replaces was up to 11× slower on short rows
+// (65536 × 1024 BF16) and 2.7× at 16384 × 4096 FP32 (a row of 1024 vectors spread one a thread
+// over 1024 threads: a block-wide reduction for 4 KB of data).
+// config: THREADS=1024 ON_CHIP=8 FIT=1
+// space: THREADS=1024 ON_CHIP=8 FIT=0
+// space: THREADS=128 ON_CHIP=4 FIT=0
+// space: THREADS=128 ON_CHIP=8 FIT=0
+// space: THREADS=256 ON_CHIP=8 FIT=0
+// space: THREADS=512 ON_CHIP=8 FIT=0
+// space: THREADS=1024 ON_CHIP=4 FIT=0
+// space: THREADS=256 ON_CHIP=16 FIT=0
+// space: THREADS=512 ON_CHIP=16 FIT=0
 #include "common.cuh"
 #include "row.cuh"
 

@@ -24,10 +24,15 @@ a kernel that exponentiates without subtracting the maximum overflows and fails.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
 import numpy as np
 import torch
 
+from study import kernel_header
 from study.backends import cuda
+from study.paths import CUDA_DIR
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
 from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned
 from study.registry import Baseline, Rung, register, twin
@@ -110,6 +115,9 @@ class Softmax(Problem):
                 "ALIGNED": int(aligned), "PEEL": int(peel)}
 
 
+SOFTMAX = Softmax()
+
+
 # ---- launchers ---------------------------------------------------------------------------------------
 
 def thread_rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
@@ -117,6 +125,30 @@ def thread_rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     threads = defines["THREADS"]
     args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(shape["M"]), np.int32(shape["N"]))
     return CudaLaunch(grid=(cdiv(shape["M"], threads), 1, 1), block=(threads, 1, 1), args=args)
+
+
+@functools.cache
+def _block_points(path) -> tuple:
+    """(THREADS, ON_CHIP) of each point of a rung's space, from its header (the one list)."""
+    return tuple(dict.fromkeys((p["THREADS"], p["ON_CHIP"]) for p in kernel_header.read(path).space))
+
+
+V4_PATH = CUDA_DIR / "softmax" / "04_on_chip.cu"
+
+
+def fitted_block(config, tensors, out, shape, precision):
+    """v4's defines. A config with FIT=1 (its declared one) takes THREADS and ON_CHIP from the row: of the
+    space's points, the fewest register slots (THREADS·ON_CHIP) that hold it, ties to more threads (a short
+    row spread over a large block waits on a block-wide reduction for little data); a row none holds
+    takes the largest (the two-pass fallback, most threads). The header gives the measurements behind it."""
+    defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
+    if not config.get("FIT"):
+        return defines
+    slot = 16 // out.element_size() if defines["ALIGNED"] or defines["PEEL"] else 4
+    points = sorted(_block_points(V4_PATH), key=lambda p: (p[0] * p[1], -p[0]))
+    fits = [p for p in points if fits_on_chip(shape["N"], p[0], p[1], slot)]
+    threads, on_chip = fits[0] if fits else max(points, key=lambda p: (p[0] * p[1], p[0]))
+    return {**defines, "THREADS": threads, "ON_CHIP": on_chip}
 
 
 def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
@@ -148,7 +180,7 @@ def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
 
 THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
 BLOCK_ROWS = team_rows(warp_per_row=False, on_chip=False)   # v1–v3
-ON_CHIP_ROWS = team_rows(warp_per_row=False, on_chip=True)  # v4
+ON_CHIP_ROWS = dataclasses.replace(team_rows(warp_per_row=False, on_chip=True), defines=fitted_block)  # v4
 WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
 
 
@@ -203,7 +235,7 @@ def torch_softmax(tensors, out, precision):
 
 
 register(
-    Softmax(),
+    SOFTMAX,
     rungs=[
         Rung("v0_thread_per_row", "one thread per row, three passes (max, sum, normalise)",
              "— (the baseline: a warp's loads are a row apart, uncoalesced)",
