@@ -77,17 +77,23 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     return kind, f"`{command}`" if command else "—", commit or "—", date or "—", headline
 
 
-def rows(folder: Path) -> list[list[str]]:
-    out = []
+def _documents(folder: Path):
+    """(path, parsed JSON object) of every JSON file under ``folder`` but the profiles; a file that does not
+    parse into an object (a cache, a half-written file) is passed over: the index lists results only."""
     for path in sorted(Path(folder).rglob("*.json")):
         if any(part in SKIP for part in path.relative_to(folder).parts):
             continue
         try:
             raw = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
-            continue  # not a results file (a cache, a half-written file): the index lists results only
-        if not isinstance(raw, dict):
             continue
+        if isinstance(raw, dict):
+            yield path, raw
+
+
+def rows(folder: Path) -> list[list[str]]:
+    out = []
+    for path, raw in _documents(folder):
         try:
             found = _headline(raw, path)
         except (KeyError, TypeError, ValueError) as exc:
@@ -123,13 +129,10 @@ def commands(folder: Path) -> str:
     parts where they are committed too (after them), and otherwise named in a comment: the commands of
     parts that were not kept are not known."""
     entries = []
-    for path in sorted(Path(folder).rglob("*.json")):
-        if any(part in SKIP for part in path.relative_to(folder).parts):
-            continue
+    for path, raw in _documents(folder):
         try:
-            raw = json.loads(path.read_text())
-            kind, command, commit, date, _ = _headline(raw, path) if isinstance(raw, dict) else ("",) * 5
-        except (OSError, KeyError, TypeError, ValueError):
+            kind, command, commit, date, _ = _headline(raw, path)
+        except (KeyError, TypeError, ValueError):
             continue
         if not kind or command == "—":
             continue
