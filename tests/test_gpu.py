@@ -311,16 +311,20 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / name).is_file()
 
 
-@pytest.mark.parametrize("rung", ["v5_split_k", "v9_split_k_multistage", "v10_split_k_two_pass"])
-def test_split_k_splits_skinny_products_only_and_repeats_exactly(rung):
-    # v5, v9 and v10 record the K ranges their launch planned: several for 64×64×4096 (one tile for
-    # 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (v10: its fixed-order second
+@pytest.mark.parametrize("name", ["sgemm/v5_split_k", "sgemm/v9_split_k_multistage", "sgemm/v10_split_k_two_pass",
+                                  "hgemm/v9_split_k"])
+def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
+    # sgemm v5, v9, v10 and hgemm v9 record the K ranges their launch planned: several for 64×64×4096 (one
+    # tile for 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (a fixed-order second
     # kernel) gives the same bits on every launch.
-    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
-    fp32 = ladder("sgemm").problem.precisions[0]
+    impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    op = impl.op
+    precision = ladder(op).problem.precisions[0] if op == "sgemm" else ladder(op).problem.precision("bf16")
     for shape, several in (((64, 64, 4096), True), ((4096, 4096, 4096), False)):
-        problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
-        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
+        problem, sh, tensors, ref, scale = _data(op, shape, precision)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
         assert verdict.ok, verdict.message
         assert (launch.config["splits"] > 1) == several, launch.config
         first = launch.out.clone()

@@ -188,7 +188,7 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
     from study.ops.gemm_common import persistent_smem
     from study.ops.hgemm import wgmma_tma_smem
 
-    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized"]
+    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized", "v9_split_k"]
     for rung in TMA_RUNGS:
         for backend in ("cuda", "triton"):
             impl = implementation(f"hgemm/{rung}/{backend}")
@@ -200,7 +200,8 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
                 assert check(shape) is None, (rung, backend, shape)
         for point in implementation(f"hgemm/{rung}/cuda").space:
             # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
-            assert {"v7_wgmma_tma": wgmma_tma_smem, "v8_warp_specialized": persistent_smem}[rung](point) <= 227 * 1024
+            smem = wgmma_tma_smem if rung == "v7_wgmma_tma" else persistent_smem  # v9 runs v8's kernel body
+            assert smem(point) <= 227 * 1024
             assert (point["BM"] * 64 + point["BN"] * point["BK"]) * 2 % 1024 == 0, point
     v6 = implementation("hgemm/v6_mma_sync/cuda")
     assert v6.launcher.check(v6.params, {"M": 64, "N": 4100, "K": 60}, FP16_TENSOR) is None  # cp.async: scalar paths
@@ -262,3 +263,53 @@ if __name__ == "__main__":
         print(f"{name} {'x'.join(map(str, shape)):>12}  fp32 accumulation {right[0]:.2e} … {right[1]:.2e}"
               + (f"   in the storage type {half[0]:.2e} … {half[1]:.2e}" if half else "")
               + (f"   once per 16 k {per_mma[0]:.2e} … {per_mma[1]:.2e}" if per_mma else ""))
+
+
+def test_split_k_splits_products_of_few_tiles_into_equal_ranges_and_sums_them_after(fake_cuda):
+    from study.backends import backend
+    from study.ops.hgemm import split_plan
+
+    # the SMs over the tiles, at most K's slices over MIN_SLICES, none empty
+    assert split_plan(16, 4096, 4096, 128, 256, 64, 4, 132) == (8, 8)   # 16 tiles
+    assert split_plan(4096, 4096, 4096, 128, 256, 64, 4, 132) == (1, 64)  # 512 tiles: v8 as it is
+    assert split_plan(64, 64, 65536, 128, 256, 64, 4, 132) == (128, 8)  # 1 tile: 132 would leave ranges empty
+    assert split_plan(16, 4096, 300, 128, 256, 64, 4, 132) == (1, 5)  # 5 slices: too few to split
+    for m, n, k in ((1, 1, 1), (17, 33, 65), (16, 4096, 11008), (3, 5, 100000)):
+        splits, per = split_plan(m, n, k, 128, 128, 64, 2, 132)
+        slices = -(-k // 64)
+        assert splits * per >= slices > (splits - 1) * per  # every range holds a slice
+    impl = implementation("hgemm/v9_split_k/cuda")
+    for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 8), ({"M": 1024, "N": 4096, "K": 4096}, 1)):
+        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
+        fake_cuda.clear()
+        launch.fn()
+        assert launch.config["splits"] == splits and "staged" not in launch.config
+        symbols = [c[0] for c in fake_cuda]
+        assert symbols == ["hgemm_v9_split_k"] + ["hgemm_v9_reduce_splits"] * (splits > 1)
+        _, grid, block, args, _ = fake_cuda[0]
+        tiles = -(-shape["M"] // 128) * -(-shape["N"] // 256)
+        assert grid == (min(tiles * splits, 132), 1, 1) and block == (384, 1, 1)
+        assert [int(a) for a in args[3:8]] == [shape["M"], shape["N"], shape["K"], splits,
+                                                launch.config["slices_per_split"]]
+        assert int(args[9]) == 4096  # the planes' rows: N rounded up to 4 floats
+        if splits > 1:
+            _, rgrid, rblock, rargs, _ = fake_cuda[1]
+            assert rargs[0] is args[8] and rargs[1].data_ptr() == launch.out.data_ptr()
+            assert args[8].numel() == splits * shape["M"] * 4096 and [int(a) for a in rargs[2:]] == \
+                [shape["M"], shape["N"], 4096, launch.out.stride(0), splits]
+
+
+def test_the_split_k_twin_sums_its_ranges_in_order():
+    from study.backends import backend
+    from study.problem import check_output
+
+    impl = implementation("hgemm/v9_split_k/triton")
+    shape = {"M": 17, "N": 33, "K": 600}  # 10 slices of 64: two ranges of 5 at MIN_SLICES=4, five of 2 at 2
+    tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 1, "cpu")
+    ref, scale = HGEMM.reference(tensors, FP16_TENSOR)
+    for min_slices in (4, 2):
+        config = {**impl.params, "MIN_SLICES": min_slices}
+        launch = backend("triton").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR, config=config)
+        verdict = check_output(launch.fn, launch.out, HGEMM, ref, scale, FP16_TENSOR)
+        assert verdict.ok, (min_slices, verdict.message)

@@ -144,6 +144,67 @@ def hgemm_persistent(
         descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
 
 
+@triton.jit
+def split_plan(M, N, K, NUM_SMS, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr):
+    """v9's plan, as study/ops/hgemm.py's ``split_plan`` makes it for the CUDA rung: (splits, slices a
+    split) from the tile count, the SMs and K's slices."""
+    tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
+    slices = tl.cdiv(K, BK)
+    splits = tl.maximum(1, tl.minimum(NUM_SMS // tiles, slices // MIN_SLICES))
+    per = tl.cdiv(slices, splits)
+    return tl.cdiv(slices, per), per
+
+
+@triton.jit
+def hgemm_split_k(
+    a_desc, b_desc, c_ptr, part_ptr,
+    M, N, K,
+    stride_cm, stride_cn, ldp, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MIN_SLICES: tl.constexpr,
+):
+    """v9: v8's twin over tiles × splits units (the CUDA rung's plan, :func:`split_plan`), unit u the K
+    slices [(u % splits)·per, +per) of tile u // splits in the grouped order; one split: C, rounded,
+    as v8's twin; more: the FP32 accumulator into plane u % splits of the workspace (rows ``ldp``
+    apart), summed in plane order by :func:`reduce_splits`, a second launch."""
+    splits, per = split_plan(M, N, K, NUM_SMS, BM, BN, BK, MIN_SLICES)
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    # Not flattened as v8's twin is: the store differs by the plan (C or a plane), a branch in the body
+    # that Triton's flattening of nested loops is not asked to carry.
+    for u in tl.range(tl.program_id(0), rows * cols * splits, NUM_SMS):
+        pid_m, pid_n = grouped_tile(u // splits, rows, cols, GROUP)
+        k_begin = (u % splits) * per * BK
+        k_end = tl.minimum(K, k_begin + per * BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k0 in range(k_begin, k_end, BK):
+            a = a_desc.load([pid_m * BM, k0])
+            b = b_desc.load([k0, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        if splits == 1:
+            store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+        else:
+            rm = pid_m * BM + tl.arange(0, BM)
+            rn = pid_n * BN + tl.arange(0, BN)
+            plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
+            tl.store(plane + rm[:, None].to(tl.int64) * ldp + rn[None, :], acc,
+                     mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def reduce_splits(part_ptr, c_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.constexpr):
+    """v9's second pass: C = the sum of the ``splits`` planes, in plane order as the CUDA rung adds
+    them, rounded once to C's type; BLOCK consecutive elements of C a program."""
+    e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = e < M * N
+    row = e // N
+    col = e % N
+    at = row * ldp + col
+    total = tl.load(part_ptr + at, mask=inside, other=0.0)
+    for s in range(1, splits):
+        total += tl.load(part_ptr + s * M * ldp + at, mask=inside, other=0.0)
+    tl.store(c_ptr + row * stride_cm + col, total.to(c_ptr.dtype.element_ty), mask=inside)
+
+
 def descriptor_blocks(nargs):
     """``triton.autotune``'s pre-hook for the descriptor twins (``hgemm_descriptors``,
     ``hgemm_persistent`` and bgemm's ``bgemm_persistent``): each config's block shapes on the
@@ -199,3 +260,9 @@ WGMMA_SPACE = [dict(BM=bm, BN=bn, BK=64, GROUP=8, num_warps=bm // 16, num_stages
 V8_WARP_SPECIALIZED = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4)
 PERSISTENT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=g, num_warps=8, num_stages=s)
                     for bn, s, g in ((256, 4, 8), (256, 3, 8), (256, 4, 16), (128, 6, 8))]
+# CUDA v9: v8's tile and pipeline over split-K units (MIN_SLICES: the plan's shortest range, a launch
+# parameter); the space is the CUDA rung's.
+V9_SPLIT_K = dict(BM=128, BN=256, BK=64, GROUP=8, MIN_SLICES=4, num_warps=8, num_stages=4)
+SPLIT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, MIN_SLICES=ms, num_warps=8, num_stages=s)
+               for bn, s, ms in ((256, 4, 4), (256, 4, 2), (256, 4, 8), (256, 3, 4), (128, 6, 4), (128, 6, 2))]
+REDUCE_BLOCK = 1024  # elements of C a program of reduce_splits sums

@@ -9,6 +9,10 @@
 // Rank 3 (bgemm v1): the maps are batches of `batch` matrices, their third dimension the entry; the
 // persistent walk goes over batch × rows × cols tiles, entry by entry (the blocks that run together
 // share one entry's A and B in L2), and TMA's boxes stay inside their entry.
+// Split (hgemm v9): the walk goes over tiles × `splits` units, unit u the K slices
+// [(u % splits)·slices_per, +slices_per) of tile u / splits, and a unit's FP32 accumulators go to
+// plane u % splits of `partial` (rows `ldp` floats apart) instead of C; a second kernel sums the
+// planes. Without it the code is v8's as it was (if constexpr).
 #pragma once
 
 #include "hgemm/wgmma_tile.cuh"
@@ -36,10 +40,34 @@ __device__ __forceinline__ void walk_coords(int tile, int rows, int cols, int& z
     grouped_tile_coords<GROUP>(Rank == 3 ? tile - z * (rows * cols) : tile, rows, cols, bm, bn);
 }
 
-template <class Epilogue, int Rank = 2>
+// A unit's accumulators as FP32 into its plane of the split-K workspace: the fragment of
+// WgmmaStage::store (warp w: rows 16w + g and + 8, columns 8j + 2t and + 1), pairs as 8-byte stores
+// (ldp even, the plane 8-byte aligned), a lone last column where N is odd; rows and columns past M
+// and N are not stored.
+__device__ __forceinline__ void store_partial(const float (&acc)[BN / 2], float* plane, int M, int N, int ldp,
+                                              int m0, int n0, int thread) {
+    const int lane = thread % 32, g = lane / 4, t = lane % 4;
+    const int row = m0 + thread / 32 * 16 + g;
+#pragma unroll
+    for (int j = 0; j < BN / 8; ++j) {
+        const int col = n0 + j * 8 + 2 * t;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int r = row + 8 * h;
+            if (r >= M || col >= N) continue;
+            float* p = plane + (size_t)r * ldp + col;
+            if (col + 1 < N) *reinterpret_cast<float2*>(p) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+            else p[0] = acc[4 * j + 2 * h];
+        }
+    }
+}
+
+template <class Epilogue, int Rank = 2, bool Split = false>
 __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, const TensorMap* map_b,
                                                       const TensorMap* map_c, int M, int N, int K,
-                                                      Epilogue epilogue, int batch = 1) {
+                                                      Epilogue epilogue, int batch = 1, int splits = 1,
+                                                      int slices_per = 0, float* partial = nullptr, int ldp = 0) {
+    static_assert(!Split || Rank == 2, "split-K is written for one product");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
@@ -48,6 +76,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     const int tid = threadIdx.x, wg = tid / 128;
     const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK);
     const int tiles = Rank == 3 ? batch * rows * cols : rows * cols;
+    const int units = Split ? tiles * splits : tiles;
 
     if (tid == 0) {
         tma_prefetch_map(map_a);
@@ -65,10 +94,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         release_registers<40>();
         if (tid != 0) return;
         int use = 0;  // slices issued so far, over all tiles: stage use % STAGES, its round use / STAGES
-        for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-            int z, bm, bn;
-            walk_coords<Rank>(tile, rows, cols, z, bm, bn);
-            for (int s = 0; s < slices; ++s, ++use) {
+        for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+            int z, bm, bn, s0 = 0, s1 = slices;
+            if constexpr (Split) {
+                s0 = unit % splits * slices_per;
+                s1 = min(slices, s0 + slices_per);  // the launch plans no empty range
+            }
+            walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
+            for (int s = s0; s < s1; ++s, ++use) {
                 const int stage = use % STAGES;
                 if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
                 Stage::load<Rank>(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
@@ -86,23 +119,32 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     // tile's parity — box 0 every tile would be rewritten while the last tile's store, which
     // tma_store_wait_read<1> leaves pending, may still be reading it.
     int staged = 0;
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int z, bm, bn;
-        walk_coords<Rank>(tile, rows, cols, z, bm, bn);
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        int z, bm, bn, s0 = 0, s1 = slices;
+        if constexpr (Split) {
+            s0 = unit % splits * slices_per;
+            s1 = min(slices, s0 + slices_per);
+        }
+        walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
-        for (int s = 0; s < slices; ++s, ++use) {
+        for (int s = s0; s < s1; ++s, ++use) {
             const int stage = use % STAGES;
             mbar_wait(full + stage * 8, (use / STAGES) & 1);
             Stage::multiply(acc, base + stage * Stage::BYTES, consumer);
             // the previous slice's products are done: release its stage
-            if (s > 0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);
+            if (s > s0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);
         }
         epilogue.begin_tile(bn * BN, N, thread);
         wgmma_wait<0>();
         fence_registers(acc);
         if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);  // the tile's last slice
+        if constexpr (Split) {
+            store_partial(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, ldp, bm * BM + consumer * 64,
+                          bn * BN, thread);
+            continue;
+        }
         const unsigned mine = boxes + consumer * 2 * BOX_BYTES;
 #pragma unroll
         for (int q = 0; q < BN / 64; ++q) {

@@ -36,17 +36,20 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import torch
 
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
-                                   persistent_twin_launch, tensor_descriptors, tiled)
+                                   persistent_tma_launch, persistent_twin_launch, tensor_descriptors, tiled)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
-from study.problem import CudaLaunch, CudaLauncher, cdiv
+from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
 from study.registry import Rung, register, twin
 from study.report.seed_ladder import SECTION
 from triton_kernels import hgemm as tk
@@ -119,6 +122,48 @@ MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
 WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
 
 
+def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int) -> tuple[int, int]:
+    """v9's (splits, K slices a split): as many splits as the SMs over the tiles, at most K's slices over
+    ``min_slices``, at least one; then as few as cover the slices in equal ranges, so none is empty
+    (triton_kernels/hgemm.py's ``split_plan`` is the same for the twin)."""
+    tiles, slices = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk)
+    splits = max(1, min(sms // tiles, slices // min_slices))
+    per = cdiv(slices, splits)
+    return cdiv(slices, per), per
+
+
+def split_workspace(n: int) -> int:
+    """The row stride of v9's FP32 partial planes: N rounded up to 4 floats (16 bytes)."""
+    return cdiv(n, 4) * 4
+
+
+def split_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v9: v8's launch over tiles × splits units (:func:`split_plan`), the FP32 workspace and its
+    plan among the arguments; with two splits or more, the reduction kernel after it on C."""
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    sms = sm_count(out)
+    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    tiles = cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
+    base = persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (m, n, k), tiles * splits)
+    ldp = split_workspace(n)
+    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
+    after = ()
+    if splits > 1:
+        threads = defines["REDUCE_THREADS"]
+        reduce = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
+                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n),
+                                  np.int32(ldp), np.int32(out.stride(-2)), np.int32(splits)))
+        after = (KernelCall(None, "hgemm_v9_reduce_splits", defines, reduce),)
+    return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
+                               facts={**base.facts, "splits": splits, "slices_per_split": per})
+
+
+REDUCE_BLOCKS_PER_SM = 8  # v9's reduction: a grid-stride loop over C, enough blocks to keep the loads in flight
+# v9: as v8, rows TMA cannot take staged inside the launch.
+SPLIT_K = staged_launcher(CudaLauncher(launch=split_launch, defines=aligned_defines(HALVES)))
+
+
 # ---- the Triton twins' launches -------------------------------------------------------------------
 
 def pointer_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -152,6 +197,39 @@ def descriptor_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a_desc, b_desc, out, m, n, k, out.stride(-2), out.stride(-1), **meta)
 
     fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
+    return fn
+
+
+def split_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v9's twin: v8's descriptors, the plan of the config's tile (under autotune each config's own,
+    worked out here once), a workspace for the largest plan of the twin's space, and the reduction
+    after the partials when the plan that ran has two splits or more."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    meta = dict(config)
+    a_desc, b_desc, copy = tensor_descriptors(a, b, shape, meta)
+    sms = sm_count(out)
+    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
+    plans = {key: split_plan(m, n, k, *key, sms) for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
+    ldp = split_workspace(n)
+    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
+
+    def splits(cfg):
+        return plans[(cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])][0]
+
+    def grid(cfg):
+        return (min(cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]) * splits(cfg), sms),)
+
+    def fn():
+        copy()
+        kernel[grid](a_desc, b_desc, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms, **meta)
+        best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
+        ran = splits(best.kwargs if best is not None else meta)
+        if ran > 1:
+            tk.reduce_splits[(cdiv(m * n, tk.REDUCE_BLOCK),)](partial, out, m, n, ldp, out.stride(-2), ran,
+                                                              BLOCK=tk.REDUCE_BLOCK)
+
+    fn.facts = copy.facts
     return fn
 
 
@@ -195,6 +273,11 @@ register(
              cuda="08_warp_specialized.cu", launch=PERSISTENT, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_persistent, tk.V8_WARP_SPECIALIZED, tk.PERSISTENT_SPACE,
                          launch=persistent_twin_launch, pre_hook=tk.descriptor_blocks)),
+        Rung("v9_split_k", "v8 over tiles × K ranges where the tiles are fewer than the SMs (planned from the tile "
+             "count), FP32 partial planes summed in order by a second kernel", "v8's idle SMs on products of few tiles "
+             "(decode-sized M, skinny products)", cuda="09_split_k.cu", launch=SPLIT_K, multiples=TMA_HALVES,
+             triton=twin(tk.hgemm_split_k, tk.V9_SPLIT_K, tk.SPLIT_SPACE, launch=split_twin_launch,
+                         pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
     headline=("v6_mma_sync", "v8_warp_specialized"),
