@@ -313,3 +313,25 @@ def test_the_split_k_twin_sums_its_ranges_in_order():
         launch = backend("triton").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR, config=config)
         verdict = check_output(launch.fn, launch.out, HGEMM, ref, scale, FP16_TENSOR)
         assert verdict.ok, (min_slices, verdict.message)
+
+
+def test_the_split_k_twins_tuning_sums_each_configs_partials_in_its_timed_call():
+    from study.ops.hgemm import reduce_after_tuned_partials, split_plan
+
+    impl = implementation("hgemm/v9_split_k/triton")
+    assert impl.target.post_hook is reduce_after_tuned_partials  # triton.autotune times partials and sum
+    m, n, k, ldp = 17, 33, 600, 36
+    cfg = dict(BM=128, BN=256, BK=64, MIN_SLICES=2)
+    splits, _ = split_plan(m, n, k, *cfg.values(), 132)
+    assert splits == 5
+    planes = torch.randn(splits, m, ldp)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16)
+    nargs = dict(M=m, N=n, K=k, NUM_SMS=132, part_ptr=planes.reshape(-1), c_ptr=out, ldp=ldp, stride_cm=n, **cfg)
+    reduce_after_tuned_partials(nargs)
+    expected = planes[0, :, :n].clone()
+    for s in range(1, splits):
+        expected += planes[s, :, :n]  # in plane order, as the CUDA rung's reduction adds them
+    assert torch.equal(out, expected.to(torch.float16))
+    untouched = torch.full((m, n), float("nan"), dtype=torch.float16)
+    reduce_after_tuned_partials({**nargs, "K": 64, "c_ptr": untouched})  # one split: C was the kernel's to write
+    assert torch.isnan(untouched).all()

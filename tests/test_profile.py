@@ -197,6 +197,10 @@ def test_a_point_of_the_space_is_profiled_by_its_overrides_and_named_by_them():
         with pytest.raises(ProfileError) as info:
             profile.parse_config(bad, params)
         assert info.value.code == 2
+    # a declared config that fits itself to the shape (softmax v4, FIT=1): a point named runs as written
+    fitted = {"THREADS": 1024, "ON_CHIP": 8, "FIT": 1}
+    assert profile.parse_config(["THREADS=256"], fitted) == {"THREADS": 256, "FIT": 0}
+    assert profile.parse_config(["THREADS=256,FIT=1"], fitted) == {"THREADS": 256, "FIT": 1}
 
 
 def _no_ncu(monkeypatch):
