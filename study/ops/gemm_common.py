@@ -282,8 +282,9 @@ def tensor_descriptors(a, b, shape, meta):
     batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
     an entry's edges loads as zeros), and the copy to call first in the timed ``fn``: an operand whose
     rows TMA cannot read is described in staged rows that the copy fills (study/ops/tma_staging.py; a
-    no-op when none is), its ``facts`` what the twin's launch records (``staged``). Under ``triton.autotune`` (no config in ``meta``)
-    triton_kernels.hgemm.descriptor_blocks sets the boxes per config."""
+    no-op when none is), its ``facts`` what the twin's launch records (``staged``). Under
+    ``triton.autotune`` (no config in ``meta``) triton_kernels.hgemm.descriptor_blocks sets the boxes
+    per config."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
     a, b, copy, staged = staged_operands(a, b)
