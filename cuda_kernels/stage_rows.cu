@@ -3,8 +3,8 @@
 // (docs/toolchain.md 6.3). A matrix that breaks that (K or N no multiple of 8 halves or 4 floats,
 // a padded leading dimension, an offset view) is copied inside the timed launch into rows that
 // keep it, the tensor map sized to the true matrix so that TMA still reads the tails as zeros;
-// C is written to such rows and copied out after. The copies are the fallback's cost and are
-// timed with the rung.
+// C is written to such rows and copied out after (the gate poisons those rows with C). The copies
+// are the fallback's cost and are timed with the rung.
 // Grid: columns on x (32-bit index, coalesced), rows on y and entries on z, each striding by the
 // grid where the matrix has more than 65535; the 64-bit row and entry offsets are computed once a
 // row, not per element. Bottleneck: memory; one element a thread, since the source rows are only
@@ -28,16 +28,5 @@ extern "C" __global__ void stage_rows(const elem_t* __restrict__ src, elem_t* __
             const elem_t* s = src + e * src_entry + r * src_row;
             elem_t* d = dst + e * dst_entry + r * dst_row;
             for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) d[c] = s[c];
-        }
-}
-
-// dst[e][r][c] = value: the staged C poisoned (NaN) before the rung writes it, so that an element
-// the rung leaves unwritten reaches C as NaN and fails the gate, as it would written in place.
-extern "C" __global__ void fill_rows(elem_t* __restrict__ dst, int entries, int rows, int cols, long long dst_entry,
-                                     long long dst_row, elem_t value) {
-    for (int e = blockIdx.z; e < entries; e += gridDim.z)
-        for (int r = blockIdx.y; r < rows; r += gridDim.y) {
-            elem_t* d = dst + e * dst_entry + r * dst_row;
-            for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) d[c] = value;
         }
 }

@@ -43,7 +43,7 @@ def sanitize(name: str, shape_text: str, precision_name: str) -> int:
     """Inside the sanitizer: one correct-checked launch of one implementation."""
     _, problem, _, launch, ref, scale, precision = ready_launch(name, shape_text, precision_name=precision_name)
     with launch.context():
-        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
     print(f"{name} {shape_text} {precision_name}: {'ok' if verdict.ok else verdict.message}")
     return 0 if verdict.ok else 1
 

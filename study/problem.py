@@ -81,7 +81,9 @@ class CudaLaunch:
     shared memory (above 48 KiB the backend raises the kernel's limit first). ``facts``: what
     the launch decided from the shape (a split count, say), recorded with the config. ``keep``:
     what the arguments point at without holding it (the tensors behind a TMA tensor map).
-    ``before``, ``after``: kernels launched first and last, in order (:class:`KernelCall`)."""
+    ``before``, ``after``: kernels launched first and last, in order (:class:`KernelCall`). ``poison``:
+    buffers C passes through on its way out (a staged C that a copy moves into C), which the gate
+    fills with NaN along with C (:func:`check_output`)."""
 
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
@@ -91,6 +93,7 @@ class CudaLaunch:
     keep: tuple = ()
     before: tuple["KernelCall", ...] = ()
     after: tuple["KernelCall", ...] = ()
+    poison: tuple = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,10 +280,12 @@ def error_record(verdict: Verdict, problem: Problem, precision: Precision) -> di
             "unwritten": verdict.unwritten, "metric": problem.metric(precision), "message": verdict.message}
 
 
-def check_output(fn, out, problem: Problem, ref, scale, precision: Precision) -> Verdict:
-    """The correctness gate: poison the output, run once, compare with the reference.
-    NaN left anywhere means an element was never written."""
-    out.fill_(float("nan"))
+def check_output(fn, out, problem: Problem, ref, scale, precision: Precision, poison=()) -> Verdict:
+    """The correctness gate: poison the output (and the buffers ``poison`` it passes through on its
+    way out), run once, compare with the reference. NaN left anywhere means an element was never
+    written."""
+    for buffer in (out, *poison):
+        buffer.fill_(float("nan"))
     fn()
     if out.is_cuda:
         torch.cuda.synchronize()

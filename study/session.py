@@ -145,7 +145,7 @@ class Session:
             launch = backend(impl.backend).prepare(impl, problem, inputs, shape, precision, config=config,
                                                    tune=tuning, pad=case.pad)
             with launch.context():
-                verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+                verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
             if not verdict.ok:
                 return {"count": trial, "structured": structured,
                         "failed": {"trial": trial, "inputs": kind, "seed": seed,
@@ -168,7 +168,7 @@ class Session:
             launch.fn()  # JIT compilation, Triton autotuning, lazy module loading
             torch.cuda.synchronize()
             chosen = launch.chosen() if launch.chosen else launch.config
-            verdict = check_output(launch.fn, launch.out, problem, ref, scale, case.precision)
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, case.precision, launch.poison)
         error = error_record(verdict, problem, case.precision)
         fields = {"config": chosen, "autotune_log": log, "error": error}
         if not verdict.ok:
@@ -199,7 +199,8 @@ class Session:
             graph, per_call = self.timer.capture(launch.fn, first)
             # A launch outside the capture stream records nothing and only warns: the
             # replay must produce the output by itself before it is timed.
-            replayed = check_output(graph.replay, launch.out, problem, ref, scale, case.precision)
+            replayed = check_output(graph.replay, launch.out, problem, ref, scale, case.precision,
+                                    launch.poison)
             if not replayed.ok:
                 raise RuntimeError(f"the CUDA graph replay did not produce a correct output "
                                    f"({replayed.message}): a launch escaped the capture stream")
@@ -221,7 +222,7 @@ class Session:
                 sampling = self.timer.measure(run["fn"], run["first"], run["flush"], run["per_call"], mode=case.mode)
             # Checked again after the timing: a kernel whose work stops once the gate has passed (an
             # output cached, a loop skipped after its first launches) is caught here, never ranked.
-            again = check_output(run["fn"], launch.out, problem, ref, scale, case.precision)
+            again = check_output(run["fn"], launch.out, problem, ref, scale, case.precision, launch.poison)
         # Kept to the nanosecond: the events tick in 32 ns steps on the H200, and 17 digits per sample made
         # results files three times larger for nothing. A graph replay's time is divided by its launches,
         # whose tick is 32 ns / N: those keep picoseconds.

@@ -66,7 +66,7 @@ def measure_one(name, shape_text, timer, tool: str | None) -> dict:
     row = {"implementation": name, "backend": impl.backend, "shape": shape, "precision": precision.name}
     with launch.context():
         launch.fn()
-        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
         if not verdict.ok:
             return {**row, "status": "wrong", "reason": verdict.message}
         runs = []

@@ -43,7 +43,7 @@ def test_padded_operands_give_the_right_product_through_their_strides(name, monk
     padded = {k: pad_rows(t, 3) for k, t in tensors.items()}
     launch = backend(impl.backend).prepare(impl, problem, padded, shape, precision, pad=3)
     assert launch.out.stride() == (shape["N"] + 3, 1)
-    verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+    verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
     assert verdict.ok, verdict.message
 
 

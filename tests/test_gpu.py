@@ -67,7 +67,7 @@ def _run(impl, problem, shape, tensors, ref, scale, precision, **kw):
     launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, **kw)
     with launch.context():
         launch.fn()  # compile, tune
-        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
     return verdict, launch
 
 

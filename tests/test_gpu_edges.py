@@ -44,7 +44,7 @@ def test_every_edge_shape_is_correct_or_skipped_with_a_reason(impl):
             try:
                 launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision)
                 with launch.context():
-                    verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision)
+                    verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
             except Exception as exc:  # a crash is a failure here, with what it said
                 failures.append(f"{shape_label(shape)} {precision.name}: crashed: {exc}")
                 continue

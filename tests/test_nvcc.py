@@ -102,3 +102,13 @@ def test_ceiling_kernels_compile(name, config, arch, tmp_path):
     cmd = nvcc_command(MICROBENCH_DIR / f"{name}.cu", config, arch, tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("elem_bytes", [2, 4])
+def test_the_tma_staging_kernels_compile(elem_bytes, tmp_path):
+    # not a rung: the copies and the poison the TMA rungs' launches run around them (study/ops/tma_staging.py)
+    from study.ops.tma_staging import STAGE_ROWS
+
+    cmd = nvcc_command(STAGE_ROWS, {"ELEM_BYTES": elem_bytes}, "sm_90a", tmp_path / "x.cubin")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

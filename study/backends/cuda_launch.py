@@ -39,15 +39,21 @@ def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pa
     defines = (launcher.defines or problem.cuda_defines)(config, tensors, out, shape, precision)
     launch = launcher.launch(defines, tensors, out, shape, precision)
     function = load_function(impl.target.path, impl.target.symbol, defines, smem=launch.smem)
-    # Kernels the launch runs first (an unfused rung's GEMM), the rung's own, then the ones after it (a
-    # second pass): one closure, one stream.
-    def loaded(call):
-        if call.launch.before or call.launch.after:
-            raise ValueError(f"{call.symbol}: a kernel launched around a rung's own has no before/after of its own")
-        path = call.path or impl.target.path
+    # Kernels the launch runs first (an unfused rung's GEMM, staging copies), the rung's own, then the ones
+    # after it (a second pass, a copy out): one closure, one stream. A call's own before and after (the
+    # unfused rung's GEMM, staged) run around it; its path None is the file of the call that holds it.
+    def expanded(call, path) -> list:
+        here = call.path or path
+        return [*(c for b in call.launch.before for c in expanded(b, here)), (here, call),
+                *(c for a in call.launch.after for c in expanded(a, here))]
+
+    def loaded(path, call):
         return load_function(path, call.symbol, call.defines, smem=call.launch.smem), call.launch
 
-    calls = [*map(loaded, launch.before), (function, launch), *map(loaded, launch.after)]
+    own = impl.target.path
+    around = ([c for b in launch.before for c in expanded(b, own)], [c for a in launch.after for c in expanded(a, own)])
+    calls = [*(loaded(*c) for c in around[0]), (function, launch), *(loaded(*c) for c in around[1])]
+    poison = (*launch.poison, *(b for _, call in (*around[0], *around[1]) for b in call.launch.poison))
     launch_on = StreamCache()
 
     def fn():
@@ -56,4 +62,5 @@ def prepare(impl, problem, tensors, shape, precision, config=None, tune=None, pa
             kernel(step.grid, step.block, step.args, shared_mem=step.smem, stream=stream)
 
     smem = {"smem_bytes": launch.smem} if launch.smem else {}
-    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **smem}, keep=launch, log=log, point=config)
+    return Launch(fn=fn, out=out, config={**defines, **launch.facts, **smem}, keep=launch, log=log, point=config,
+                  poison=poison)

@@ -44,7 +44,7 @@ def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) ->
     for point in impl.space:
         try:
             launch = prepare(impl, problem, tensors, shape, precision, config=point, pad=pad)
-            verdict = check_output(launch.fn, launch.out, problem, tuning.ref, tuning.scale, precision)
+            verdict = check_output(launch.fn, launch.out, problem, tuning.ref, tuning.scale, precision, launch.poison)
             if not verdict.ok:
                 trials.append({"config": dict(point), "status": "wrong", "reason": verdict.message})
                 continue

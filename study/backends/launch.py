@@ -37,3 +37,4 @@ class Launch:
     keep: Any = None  # what the launch needs alive (workspaces) that fn does not hold itself
     log: dict | None = None  # the CUDA search's trials (every point, its time or why it failed)
     point: dict | None = None  # the point of the space a CUDA launch runs: launched again, it needs no search
+    poison: tuple = ()  # buffers on C's way out (a staged C, study/ops/tma_staging.py) the gate poisons with C

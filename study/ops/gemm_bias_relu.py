@@ -180,9 +180,7 @@ def unfused_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
                       facts={"gemm": impl.name, "gemm_config": config,
                              **{f"gemm_{k}": v for k, v in gemm.facts.items()},
                              **({"gemm_smem_bytes": gemm.smem} if gemm.smem else {})},
-                      # the GEMM's own staging copies (study/ops/tma_staging.py) around it, then the pass
-                      before=(*gemm.before, KernelCall(impl.target.path, impl.target.symbol, gemm_defines,
-                                                       dataclasses.replace(gemm, before=(), after=())), *gemm.after))
+                      before=(KernelCall(impl.target.path, impl.target.symbol, gemm_defines, gemm),))
 
 
 def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
@@ -197,8 +195,7 @@ def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
                               "aligned")
         base = gemm.launch(defines, _gemm_operands(tensors), out, shape, precision)
         args = (*base.args[:at], cuda.as_cupy(bias), *base.args[at:])
-        return CudaLaunch(grid=base.grid, block=base.block, args=args, smem=base.smem, facts=base.facts,
-                          keep=(*base.keep, bias), before=base.before, after=base.after)
+        return dataclasses.replace(base, args=args, keep=(*base.keep, bias))  # the GEMM's launch, the bias added
 
     return CudaLauncher(launch=launch, check=gemm.check, defines=gemm.defines)
 

@@ -6,9 +6,10 @@ leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so
 (hgemm v7/v8, sgemm v11, bgemm v1, gemm_bias_relu v0/v2) and their twins do too. What TMA cannot
 read is copied, at every launch, into rows that keep the rule — the leading dimension rounded up to
 16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
-that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. Those
-rows are poisoned (NaN) first at every launch, so that an element the rung fails to write still
-fails the gate, as the NaN the gate puts in C would. The copies run inside the timed closure
+that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The gate
+poisons those rows with C (``CudaLaunch.poison``, study.problem.check_output), so that an element the
+rung fails to write still reaches C as NaN, and the timed launch carries no fill. The copies run inside
+the timed closure
 (``CudaLaunch.before``/``after``, or the twin's ``fn``): the fallback's cost is the rung's, and the
 launch records which operands it staged (``staged``; a twin's too). Where the rows are fine nothing
 changes: the launch is the one the rung always made.
@@ -30,7 +31,6 @@ from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv
 STAGE_ROWS = CUDA_DIR / "stage_rows.cu"
 STAGE_THREADS = 256
 GRID_YZ = 65535  # CUDA's limit on gridDim.y and .z: rows and entries past it are strided over
-NAN_BITS = {torch.float16: 0x7E00, torch.bfloat16: 0x7FC0, torch.float32: 0x7FC00000}  # quiet NaNs
 
 
 def tma_rows(tensor):
@@ -75,15 +75,6 @@ def stage_call(src, dst) -> KernelCall:
     return KernelCall(STAGE_ROWS, "stage_rows", {"ELEM_BYTES": src.element_size()}, launch)
 
 
-def poison_call(dst) -> KernelCall:
-    """NaN into every element of ``dst`` (the staged C) as a kernel call of cuda_kernels/stage_rows.cu."""
-    entries, dst_entry, dst_row = _layout(dst)
-    value = (np.uint16 if dst.element_size() == 2 else np.uint32)(NAN_BITS[dst.dtype])
-    args = (_pointer(dst), np.int32(entries), np.int32(dst.shape[-2]), np.int32(dst.shape[-1]), np.int64(dst_entry),
-            np.int64(dst_row), value)
-    return KernelCall(STAGE_ROWS, "fill_rows", {"ELEM_BYTES": dst.element_size()}, _rows_launch(dst, args))
-
-
 def _pointer(tensor):
     """The kernel argument of a matrix (or batch) of any row and entry strides: CuPy's zero-copy view of
     the storage it spans, passed as its base pointer (the strides travel as arguments)."""
@@ -97,27 +88,27 @@ def _extent(tensor) -> int:
     return 1 + sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
 
 
+def to_stage(tensors: dict, names) -> dict:
+    """name -> (the operand, the rows TMA can read it from) of each of ``names`` TMA cannot read in place."""
+    return {n: (tensors[n], tma_rows(tensors[n])) for n in names if alignment_reason(n, tensors[n])}
+
+
 def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None) -> CudaLauncher:
     """``launcher`` with the operands ``names`` (and C, if ``out``) staged where TMA cannot take their
     rows; ``check``: the launcher's check without TMA's refusal (None: none left)."""
     def launch(defines, tensors, target, shape, precision):
-        staged, before, after = dict(tensors), [], []
-        for name in names:
-            if alignment_reason(name, tensors[name]):
-                staged[name] = tma_rows(tensors[name])
-                before.append(stage_call(tensors[name], staged[name]))
-        written = target
-        if out and alignment_reason("C", target):
-            written = tma_rows(target)
-            before.append(poison_call(written))
-            after.append(stage_call(written, target))
-        base = launcher.launch(defines, staged, written, shape, precision)
-        which = [n for n in names if staged[n] is not tensors[n]] + (["C"] if written is not target else [])
-        if not which:
+        inputs = to_stage(tensors, names)
+        outputs = to_stage({"C": target}, ("C",) if out else ())
+        base = launcher.launch(defines, {**tensors, **{n: rows for n, (_, rows) in inputs.items()}},
+                               outputs["C"][1] if outputs else target, shape, precision)
+        if not inputs and not outputs:
             return base
-        return dataclasses.replace(base, before=(*before, *base.before), after=(*base.after, *after),
-                                   facts={**base.facts, "staged": "+".join(which)},
-                                   keep=(*base.keep, *(staged[n] for n in which if n != "C"), written))
+        written = tuple(rows for _, rows in outputs.values())
+        return dataclasses.replace(
+            base, before=(*(stage_call(src, rows) for src, rows in inputs.values()), *base.before),
+            after=(*base.after, *(stage_call(rows, dst) for dst, rows in outputs.values())),
+            facts={**base.facts, "staged": "+".join([*inputs, *outputs])},
+            keep=(*base.keep, *(rows for _, rows in inputs.values()), *written), poison=(*base.poison, *written))
 
     return CudaLauncher(launch=launch, check=check, defines=launcher.defines)
 
@@ -126,11 +117,10 @@ def staged_operands(a, b):
     """(A, B, copy): A and B as a TMA twin's descriptors can read them — themselves, or staged rows — and
     the closure that copies the staged ones at each launch (to call first in the timed ``fn``), with the
     names it stages."""
-    pairs = [(name, t, tma_rows(t)) for name, t in (("A", a), ("B", b)) if alignment_reason(name, t)]
-    by_name = {name: rows for name, _, rows in pairs}
+    staged = to_stage({"A": a, "B": b}, ("A", "B"))
 
     def copy():
-        for _, src, rows in pairs:
+        for src, rows in staged.values():
             rows.copy_(src)
 
-    return by_name.get("A", a), by_name.get("B", b), copy, [name for name, _, _ in pairs]
+    return (staged["A"][1] if "A" in staged else a), (staged["B"][1] if "B" in staged else b), copy, list(staged)
