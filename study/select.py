@@ -12,7 +12,7 @@ from typing import Callable
 from study import catalog
 from study.plan import Case, plan
 from study.precision import NAMES
-from study.suites import suite as suite_named
+from study.suites import shapes_of as suite_shapes
 
 
 class UsageError(ValueError):
@@ -112,13 +112,12 @@ def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes:
     per_op_shapes = None
     if shapes or suites:
         per_op_shapes = parse_shapes(shapes or [], ops, all_ops)
-        for name in suites or []:
+        for op in ops:
             try:
-                found = suite_named(name)
+                listed = suite_shapes(op, suites or [])
             except KeyError as exc:
                 raise UsageError(exc.args[0]) from None
-            for op in ops:
-                per_op_shapes[op] += [s for s in map(dict, found.shapes.get(op, ())) if s not in per_op_shapes[op]]
+            per_op_shapes[op] += [s for s in listed if s not in per_op_shapes[op]]
         for op in [op for op in ops if not per_op_shapes[op]]:
             say(f"{op}: no --shape of its form {all_ops[op].problem.shape_form} was given"
                 + (" and no suite named has its shapes" if suites else "") + "; not run")

@@ -172,3 +172,15 @@ def suite(name: str) -> Suite:
     if name not in SUITES:
         raise KeyError(f"unknown suite {name!r}; known: {', '.join(SUITES)} (python -m study list --suites)")
     return SUITES[name]
+
+
+def shapes_of(op: str, names, required: bool = False) -> list[dict[str, int]]:
+    """The shapes the named suites give ``op``, in their order, each once (KeyError for an unknown
+    suite; with ``required``, for a suite that has none of the op's, naming the ops it covers)."""
+    shapes: list[dict[str, int]] = []
+    for name in names:
+        found = suite(name)
+        if required and op not in found.shapes:
+            raise KeyError(f"suite {name} has no shapes of {op}; it covers {', '.join(found.shapes)}")
+        shapes += [s for s in map(dict, found.shapes.get(op, ())) if s not in shapes]
+    return shapes

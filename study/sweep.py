@@ -20,7 +20,7 @@ from pathlib import Path
 from study import keys, metrics, select
 from study.report import suite
 from study.select import UsageError
-from study.suites import suite as suite_named
+from study.suites import shapes_of as suite_shapes
 
 CASE_LIMIT = 300  # above this many cases a sweep asks for --yes: at ~1 s a case that is minutes of GPU
 MAX_VALUES = 10_000   # values of one axis: more is a typo, not a sweep
@@ -109,27 +109,15 @@ def axis_specs(problem, given: list[tuple[str, str]]) -> dict[str, str]:
     return specs
 
 
-def suite_shapes(op: str, names) -> list[dict[str, int]]:
-    """The shapes the named suites (study.suites) give ``op``, in their order, without repeats; a suite
-    that has none for the op is a usage error naming the ops it covers."""
-    shapes: list[dict[str, int]] = []
-    for name in names:
-        try:
-            found = suite_named(name)
-        except KeyError as exc:
-            raise UsageError(f"sweep {op}: {exc.args[0]}") from None
-        if op not in found.shapes:
-            raise UsageError(f"sweep {op}: suite {name} has no shapes of {op}; it covers {', '.join(found.shapes)}")
-        shapes += [s for s in map(dict, found.shapes[op]) if s not in shapes]
-    return shapes
-
-
 def cases(op: str, specs: dict[str, str], dtypes=None, backends=None, rungs=None, autotune: str = "off",
           modes=None, paired: bool = False, suites=()) -> tuple[list, str]:
     """(the cases of a sweep of ``op`` over the product of its axes' values and the shapes of ``suites``,
     a line that counts them). With suites and no axis given, the suites' shapes alone."""
     all_ops, problem = select.one_op(op)
-    listed = suite_shapes(op, suites)
+    try:
+        listed = suite_shapes(op, suites, required=True)
+    except KeyError as exc:
+        raise UsageError(f"sweep {op}: {exc.args[0]}") from None
     try:
         shapes = grid(problem.axes, specs) if specs or not listed else []
     except RangeError as exc:

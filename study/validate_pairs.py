@@ -86,10 +86,12 @@ def measure(name: str, reference: str, shape_text: str, precision: str, session,
             write_timer.settle(launch.fn, record["median_ms"], True)
             write = stats.summarize(write_timer.time(launch.fn)["samples"]).median
             absolute[side] = {"study_read_flush_ms": record["median_ms"], "study_write_flush_ms": write}
-        for launch, record in zip(launches, alone):
-            write_timer.settle(launch.fn, record["median_ms"], True)
+        settle_each = bool(paired["paired"].get("settle_each"))
+        if not settle_each:  # re-settled rounds settle each side before each of its batches themselves
+            for launch, record in zip(launches, alone):
+                write_timer.settle(launch.fn, record["median_ms"], True)
         written = write_timer.paired(tuple(launch.fn for launch in launches), tuple(r["median_ms"] for r in alone),
-                                     True, settle_each=bool(paired["paired"].get("settle_each")))
+                                     True, settle_each=settle_each)
         for r in range(ROUNDS):
             times = [0.0, 0.0]
             for side in ((0, 1) if r % 2 == 0 else (1, 0)):

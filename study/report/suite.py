@@ -19,10 +19,11 @@ def _series(m: dict) -> str:
     return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
 
 
-def summary(measurements: list[dict], op: str) -> dict:
+def summary(measurements: list[dict], op: str, found=None) -> dict:
     """{(precision, series): {"ratios": {shape: × ref}, "skipped": {shape: reason}}} over every shape
-    the op ran at in the first timing mode (a series with no ok rung at a shape: its recorded reason)."""
-    found = best_by_shape(measurements, op)
+    the op ran at in the first timing mode (a series with no ok rung at a shape: its recorded reason);
+    ``found``: :func:`best_by_shape` of them, where the caller has it."""
+    found = found or best_by_shape(measurements, op)
     if found is None:
         return {}
     first, best = found
@@ -49,7 +50,8 @@ def geomean(values) -> float | None:
 
 def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: Path) -> list[str]:
     """The op's suite section: the table, the skipped shapes with their reasons, the sorted figure."""
-    found = summary(measurements, op)
+    ranked = best_by_shape(measurements, op)
+    found = summary(measurements, op, ranked)
     if not found:
         return []
     rows, skipped = [], []
@@ -59,7 +61,7 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
         rows.append([precision, series, len(ratios), f"{geomean(ratios.values()):.3f}×" if ratios else "—",
                      f"{worst[1]:.3f}× at {worst[0]}" if worst else "—", len(entry["skipped"])])
         skipped += [f"- {series} {precision} {shape}: {why}" for shape, why in entry["skipped"].items()]
-    mode = best_by_shape(measurements, op)[0]  # the timing mode summary() ranked in
+    mode = ranked[0]  # the timing mode summary() ranked in
     out = [f"### {op}: the suite", "",
            f"Best rung of each series per shape ÷ the reference ({mode}, either autotune setting; a paired "
            "record where there is one), over the shapes it ran; the skipped ones are counted, not averaged:", "",
