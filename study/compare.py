@@ -62,12 +62,8 @@ def priors(folder: Path) -> dict:
     ``folder`` (this GPU's committed reports): what the time left is first estimated from. Read raw
     (no figures derived); a file that is not a results file is passed over."""
     seen: dict = {}
-    for path in sorted(Path(folder).rglob("*.json")) if Path(folder).is_dir() else ():
-        try:
-            doc = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        for m in doc.get("measurements") or [] if isinstance(doc, dict) else []:
+    for _, doc in results.documents(folder):
+        for m in doc.get("measurements") or []:
             if isinstance(m, dict) and isinstance(m.get("wall_s"), (int, float)) and not m.get("paired"):
                 seen.setdefault((m.get("op"), m.get("backend"), m.get("autotune")), []).append(m["wall_s"])
     return {key: statistics.median(values) for key, values in seen.items()}

@@ -5,7 +5,6 @@ alone (no GPU); ncu profiles (``profiles/``, their own table) are left out."""
 
 from __future__ import annotations
 
-import json
 import shlex
 from pathlib import Path
 
@@ -77,23 +76,9 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     return kind, f"`{command}`" if command else "—", commit or "—", date or "—", headline
 
 
-def _documents(folder: Path):
-    """(path, parsed JSON object) of every JSON file under ``folder`` but the profiles; a file that does not
-    parse into an object (a cache, a half-written file) is passed over: the index lists results only."""
-    for path in sorted(Path(folder).rglob("*.json")):
-        if any(part in SKIP for part in path.relative_to(folder).parts):
-            continue
-        try:
-            raw = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(raw, dict):
-            yield path, raw
-
-
 def rows(folder: Path) -> list[list[str]]:
     out = []
-    for path, raw in _documents(folder):
+    for path, raw in results.documents(folder, SKIP):
         try:
             found = _headline(raw, path)
         except (KeyError, TypeError, ValueError) as exc:
@@ -129,7 +114,7 @@ def commands(folder: Path) -> str:
     parts where they are committed too (after them), and otherwise named in a comment: the commands of
     parts that were not kept are not known."""
     entries = []
-    for path, raw in _documents(folder):
+    for path, raw in results.documents(folder, SKIP):
         try:
             kind, command, commit, date, _ = _headline(raw, path)
         except (KeyError, TypeError, ValueError):

@@ -297,6 +297,22 @@ def update_entry(path: Path, key: str, value) -> None:
         write(path, data)
 
 
+def documents(folder: Path, skip: tuple = ()):
+    """(path, parsed JSON object) of every JSON file under ``folder`` (none if it is no folder), but those
+    under a subfolder named in ``skip``; a file that does not parse into an object (a cache, a
+    half-written file) is passed over. Raw: what the index and the time-left priors read."""
+    folder = Path(folder)
+    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else ():
+        if any(part in skip for part in path.relative_to(folder).parts):
+            continue
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(raw, dict):
+            yield path, raw
+
+
 RECORD_FIELDS = ("op", "implementation", "backend", "shape", "status")  # what every record of a results file has
 
 
