@@ -18,8 +18,10 @@ AWKWARD = {
     # count of its space divides, so stages and their phases carry over from tile to tile.
     "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257), (5, 7, 1000), (64, 64, 4096),
               (1000, 2500, 1696)],
-    # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split.
-    "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536)],
+    # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split; tall-skinny (v4's tiles,
+    # the last one partial, tiles of rows no multiple of 16 bytes).
+    "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536),
+              (20011, 13)],
     # batch 1; tile tails in M, N and K; K and N not multiples of 4 (scalar paths); many tiny entries.
     # With 16-byte rows (what the TMA rung v1 takes): batch 1; tails in M, N and K inside each entry
     # and several K slices; 300 entries of one tile each, more than the 132 blocks of v1's persistent
@@ -87,7 +89,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     assert verdict.ok, verdict.message
 
 
-AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000)],
+AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67), (3, 257, 264, 520), (300, 65, 72, 64)],
                    "softmax": [(7, 1031), (9, 4096), (2, 40000)],
                    "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
@@ -207,6 +209,21 @@ def test_gemv_with_a_misaligned_vector_takes_the_scalar_path(rung):
     x.copy_(tensors["x"])
     verdict, launch = _run(impl, problem, shape, {"A": tensors["A"], "x": x}, ref, scale, fp16)
     assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
+def test_v4_reads_tall_skinny_rows_in_tiles_and_wide_or_misaligned_ones_row_by_row(dtype):
+    impl = next(i for i in IMPLS if i.name == "sgemv/v4_row_tiles/cuda")
+    precision = ladder("sgemv").problem.precision(dtype)
+    for (m, n), path in (((100003, 13), "tiles"), ((5000, 16), "tiles"), ((300, 20000), "rows")):
+        problem, shape, tensors, ref, scale = _data("sgemv", (m, n), precision)
+        verdict, launch = _run(impl, problem, shape, tensors, ref, scale, precision)
+        assert verdict.ok and launch.config["path"] == path, (m, n, verdict.message, launch.config)
+    problem, shape, tensors, ref, scale = _data("sgemv", (3001, 16), precision)
+    a = torch.empty(3001 * 16 + 1, device="cuda", dtype=tensors["A"].dtype)[1:].view(3001, 16)  # off 16 bytes
+    a.copy_(tensors["A"])
+    verdict, launch = _run(impl, problem, shape, {"A": a, "x": tensors["x"]}, ref, scale, precision)
+    assert verdict.ok and launch.config["path"] == "rows", (verdict.message, launch.config)
 
 
 def test_v3_split_reduction_is_deterministic_and_its_counters_reset():

@@ -193,7 +193,7 @@ def test_plan_counts_cases_per_op_precision_and_mode():
     per_shape = len(ladder("sgemm").rungs) * 2 * 2 + 1 + 2
     assert len(cases) == per_shape * len(SGEMM.default_shapes)
     gemv = plan(["sgemv"])
-    per = (4 * 2 + 1) * len(SGEMV.default_precisions) * len(SGEMV.default_modes)
+    per = (len(ladder("sgemv").rungs) * 2 + 1) * len(SGEMV.default_precisions) * len(SGEMV.default_modes)
     assert len(gemv) == per * len(SGEMV.default_shapes)
     assert {c.mode for c in gemv} == {"cold", "hot"} and {c.precision.name for c in gemv} == {"fp32", "fp16", "bf16"}
     only = plan(["sgemm"], backends=["cuda"], rungs=["v3"], shapes={"sgemm": [{"M": 8, "N": 8, "K": 8}]})
@@ -253,6 +253,34 @@ def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_ru
     assert split.grid == (63, slices, 1) and slices > 1 and int(split.args[5]) == width
     partial, counter = split.args[6], split.args[7]
     assert partial.numel() == slices * 1000 and counter.numel() == 63 and int(counter.abs().sum()) == 0
+
+
+def test_v4_tiles_start_on_16_bytes_and_hold_whole_rows_or_take_the_rows_path(monkeypatch):
+    import study.backends.cuda as cuda
+    from study.ops.sgemv import ROW_TILES, fitted_lanes, tile_rows
+
+    for n, size in ((16, 2), (13, 2), (7, 4), (3, 4), (1, 2), (1000, 4), (4096, 4), (4097, 4), (2049, 2)):
+        rows = tile_rows(n, size, 8192, True)
+        assert rows * n <= 8192 and rows * n * size % 16 == 0, (n, size)
+        assert rows == 0 or (rows + 16) * n > 8192, (n, size)  # no further group of rows would fit
+    assert tile_rows(16, 2, 16384, True) == 1024 and tile_rows(4097, 4, 8192, True) == 0
+    assert tile_rows(16, 2, 16384, False) == 0  # A off 16 bytes: the rows path
+    monkeypatch.setattr(cuda, "as_cupy", lambda t: t)
+    for n, lanes in ((1, 1), (7, 1), (8, 2), (16, 4), (127, 16), (128, 32), (65536, 32)):
+        shape = {"M": 40, "N": n}
+        t = SGEMV.make_inputs(shape, FP32, 0, "cpu")
+        out = SGEMV.make_output(shape, FP32, "cpu")
+        defines = fitted_lanes({"THREADS": 256, "TILE_VECS": 8, "LANES": 32, "FIT": 1}, t, out, shape, FP32)
+        assert defines["LANES"] == lanes and defines["THREADS"] == 256
+        launch = ROW_TILES.launch(defines, t, out, shape, FP32)
+        rows = int(launch.args[5])
+        if n <= 2048:
+            assert launch.facts == {"path": "tiles", "tile_rows": rows} and rows >= 1
+            assert launch.grid == (-(-40 // rows), 1, 1) and launch.smem == (8192 + n) * 4
+        else:
+            assert launch.facts == {"path": "rows"} and rows == 0 and launch.smem == 0
+    fixed = fitted_lanes({"THREADS": 256, "TILE_VECS": 8, "LANES": 4, "FIT": 0}, t, out, shape, FP32)
+    assert fixed["LANES"] == 4  # a space point keeps its own
 
 
 @pytest.mark.parametrize("m,n,k", [(64, 64, 65536), (64, 8192, 8192), (512, 4096, 4096), (4096, 4096, 4096),

@@ -13,7 +13,7 @@ from study.problem import check_output
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
-SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8)],
+SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8), (700, 13)],
           # bgemm: 16-byte rows for the TMA twin (v1): tails in M, N and K inside each entry, three K slices.
           "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65), (3, 72, 136, 40), (2, 40, 264, 136)],
           "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)],
@@ -64,7 +64,10 @@ def _mirror(op, cuda, tw):
             out.append(f"{key} {tw[key]} vs {cuda[key]}")
     if cuda.get("GROUP", 1) > 1 and "GROUP" not in tw:
         out.append(f"GROUP {cuda['GROUP']} has no twin")
-    if op == "sgemv":
+    if op == "sgemv" and "TILE_VECS" in cuda:  # v4: a tile of TILE_VECS 16-byte vectors a thread (FP32 elements)
+        if tw["TILE"] != cuda["THREADS"] * cuda["TILE_VECS"] * 4:
+            out.append(f"TILE {tw['TILE']} vs {cuda['THREADS'] * cuda['TILE_VECS'] * 4}")
+    elif op == "sgemv":
         rows = cuda["THREADS"] // cuda["LANES"] * cuda.get("WARP_ROWS", 1)  # rows per block, as the launch reads it
         if tw.get("ROWS", tw.get("BM")) != rows:
             out.append(f"{tw.get('ROWS', tw.get('BM'))} vs {rows} rows per block")
@@ -101,6 +104,7 @@ def test_twins_mirror_their_cuda_rungs():
 def test_the_mirror_check_can_fail():
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 32, "WARP_ROWS": 2}, {"ROWS": 8, "num_warps": 8})
     assert _mirror("sgemv", {"THREADS": 256, "LANES": 1}, {"BM": 8, "num_warps": 8})
+    assert _mirror("sgemv", {"THREADS": 256, "LANES": 32, "TILE_VECS": 8}, {"TILE": 4096, "num_warps": 8})
     assert _mirror("sgemm", {"THREADS": 256, "BM": 64}, {"BM": 128, "num_warps": 8})
     assert _mirror("sgemm", {"THREADS": 256, "GROUP": 8}, {"num_warps": 8})
 

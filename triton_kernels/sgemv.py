@@ -92,6 +92,19 @@ def sgemv_split_n(a_ptr, x_ptr, y_ptr, M, N, stride_am, split_n, part_ptr, count
             tl.store(count_ptr + pid_m, 0)  # ready for the next launch
 
 
+@triton.jit
+def sgemv_row_tiles(a_ptr, x_ptr, y_ptr, M, N, stride_am, TILE: tl.constexpr, BLOCK_N: tl.constexpr):
+    """v4: a program per tile of whole rows, TILE elements of A: BLOCK_N (the row's length rounded up to
+    a power of two, at most MAX_BLOCK_N; the launch passes it) columns of TILE // BLOCK_N rows at once.
+    What the CUDA rung states, Triton decides: whether the tile goes through shared memory, and how
+    wide each load is (rows that are no multiple of 16 bytes get narrow masked loads here, where the
+    CUDA rung reads the tile's contiguous run with 16-byte loads whatever N is)."""
+    ROWS: tl.constexpr = TILE // BLOCK_N
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    total = _row_sums(a_ptr, x_ptr, rows, rows < M, 0, N, stride_am, ROWS, BLOCK_N)
+    tl.store(y_ptr + rows, total.to(y_ptr.dtype.element_ty), mask=rows < M)
+
+
 # CUDA v0: 256 threads, one row each.
 V0_THREAD_PER_ROW = dict(BM=256, num_warps=8, num_stages=1)
 ROWS_SPACE = [dict(BM=bm, num_warps=bm // 32, num_stages=1) for bm in (64, 128, 256, 512)]
@@ -108,3 +121,9 @@ V3_SPLIT_N = dict(ROWS=16, UNROLL=2, num_warps=8, num_stages=1)
 SPLIT_SPACE = [dict(ROWS=w * r, UNROLL=u, num_warps=w, num_stages=1)
                for w, r, u in ((8, 2, 2), (8, 1, 4), (8, 2, 4), (8, 4, 1), (8, 4, 2), (4, 2, 2), (16, 1, 2), (16, 2, 2),
                                (4, 1, 4), (16, 1, 4))]
+# CUDA v4: 256 threads × 8 vectors of 16 bytes (8192 FP32 elements, 16384 halves); Triton's tile is counted
+# in elements whatever the dtype, so the FP32 size stands for both. The launch passes BLOCK_N. The space: the
+# CUDA rung's (THREADS, TILE_VECS) points (its LANES are Triton's layout to choose).
+MAX_BLOCK_N = 1024  # at most the smallest TILE below: every tile holds a row's first BLOCK_N columns
+V4_ROW_TILES = dict(TILE=8192, num_warps=8, num_stages=1)
+TILE_SPACE = [dict(TILE=t, num_warps=w, num_stages=1) for t, w in ((8192, 8), (4096, 8), (8192, 16), (8192, 4))]

@@ -7,7 +7,8 @@ is memory-bound and judged in GB/s of its minimum traffic (A, x and y once each)
 the memory bandwidth. The ladder (docs/ladders/sgemv.md): v0 one thread per row → v1 one
 warp per row with a shuffle reduction (coalesced) → v2 16-byte loads, several rows per warp
 → v3 more loads in flight per lane and a split of the columns when rows are too few to fill
-the GPU. A rung is one line below.
+the GPU → v4 tiles of whole short rows staged in shared memory (tall-skinny A). A rung is one
+line below.
 
 Reported cold (L2 flushed before each launch: HBM) and hot (back to back) side by side: the
 H200's 60 MiB L2 holds a 4096² FP16 or BF16 matrix (32 MiB) whole and most of an FP32 one
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+
+import math
 
 from study.backends import cuda
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
@@ -148,8 +151,50 @@ def split_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
                       facts={"splits": splits, "split_n": split_n})
 
 
+def tile_elements(defines, element_bytes: int) -> int:
+    """Elements of A a v4 tile holds: THREADS·TILE_VECS 16-byte vectors (the kernel's TILE)."""
+    return defines["THREADS"] * defines["TILE_VECS"] * (16 // element_bytes)
+
+
+def tile_rows(n: int, element_bytes: int, tile: int, base_aligned: bool) -> int:
+    """v4's rows a tile: as many whole rows as the tile holds, a multiple of 16 / gcd(N·size, 16) so
+    that every tile's run of A starts on 16 bytes; 0 (the kernel's rows path) when not one such group
+    fits or A itself does not start on 16 bytes."""
+    group = 16 // math.gcd(n * element_bytes, 16)
+    rows = tile // n // group * group if base_aligned else 0
+    return rows
+
+
+def fitted_lanes(config, tensors, out, shape, precision):
+    """v4's defines. FIT=1 (its declared config) takes LANES from the row: the largest power of two up
+    to 32 that leaves each lane at least 4 of the row's elements (1 for rows under 8)."""
+    defines = SGEMV_OP.cuda_defines(config, tensors, out, shape, precision)
+    if not config.get("FIT"):
+        return defines
+    per_lane = max(1, shape["N"] // 4)
+    return {**defines, "LANES": min(32, 1 << (per_lane.bit_length() - 1))}
+
+
+def row_tiles_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v4: a block per tile of whole rows (:func:`tile_rows`), x staged beside it; rows longer than a
+    tile take the kernel's rows path, LANES lanes a row (the record says which: ``path``)."""
+    a = tensors["A"]
+    m, n = shape["M"], shape["N"]
+    size = out.element_size()
+    tile = tile_elements(defines, size)
+    rows = tile_rows(n, size, tile, a.is_contiguous() and a.data_ptr() % 16 == 0)
+    args = (cuda.as_cupy(a), cuda.as_cupy(tensors["x"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(rows))
+    if rows:
+        return CudaLaunch(grid=(cdiv(m, rows), 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                          smem=(tile + n) * size, facts={"path": "tiles", "tile_rows": rows})
+    groups = defines["THREADS"] // defines["LANES"]
+    blocks = min(cdiv(m, groups), 32 * sm_count(out))  # the rows path walks the rest grid-stride
+    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, facts={"path": "rows"})
+
+
 ROWS = CudaLauncher(launch=rows_launch)
 SPLIT = CudaLauncher(launch=split_launch)
+ROW_TILES = CudaLauncher(launch=row_tiles_launch, defines=fitted_lanes)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -192,13 +237,31 @@ def split_twin_launch(kernel, tensors, out, shape, config, precision):
     return twin_launch(kernel, tensors, out, shape, config, precision, vector=True, split=True)
 
 
+def tile_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v4's twin: a program per TILE // BLOCK_N rows, BLOCK_N the row rounded up to a power of two
+    (at most MAX_BLOCK_N columns a step)."""
+    a, x = tensors["A"], tensors["x"]
+    m, n = shape["M"], shape["N"]
+    block_n = min(tk.MAX_BLOCK_N, 1 << max(0, (n - 1).bit_length()))
+
+    def grid(cfg):
+        return (cdiv(m, cfg["TILE"] // block_n),)
+
+    def fn():
+        kernel[grid](a, x, out, m, n, a.stride(0), BLOCK_N=block_n, **config)
+
+    return fn
+
+
 def torch_mv(tensors, out, precision):
     a, x = tensors["A"], tensors["x"]
     return lambda: torch.mv(a, x, out=out)
 
 
+SGEMV_OP = SGEMV()
+
 register(
-    SGEMV(),
+    SGEMV_OP,
     rungs=[
         Rung("v0_thread_per_row", "one thread per row, FP32 accumulator",
              "— (the baseline: a warp's loads are a row apart, uncoalesced)",
@@ -214,6 +277,10 @@ register(
              "ordered last-block reduction", "too few bytes in flight (latency-bound), idle SMs on short-wide A",
              cuda="03_split_n.cu", launch=SPLIT,
              triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE, launch=split_twin_launch)),
+        Rung("v4_row_tiles", "tiles of whole rows read as one contiguous run with 16-byte loads, staged in shared "
+             "memory, LANES lanes a row fitted to its length", "idle lanes and narrow loads on short rows (tall-skinny A)",
+             cuda="04_row_tiles.cu", launch=ROW_TILES,
+             triton=twin(tk.sgemv_row_tiles, tk.V4_ROW_TILES, tk.TILE_SPACE, launch=tile_twin_launch)),
     ],
     baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True)],
     headline=("v2_vector_loads", "v3_split_n"),
