@@ -8,11 +8,12 @@ config) writes C, then a pointwise kernel reads C back and writes it again, both
 closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 the epilogue fused
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
 TMA store (FP16/BF16) → v3 v2 over tiles × K ranges for products of few tiles (hgemm v9's split-K
-plan), the epilogue in the reduction that sums the FP32 partials when it splits. The bare GEMM those rungs build on is measured by its own op (hgemm or
-sgemm) at the same shapes; the report's fusion table sets the three side by side
-(study/report/fusion.py). Baselines: eager torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``),
-``torch.compile`` (Inductor; its mode follows the autotune switch and is recorded), and cuBLASLt's
-``RELU_BIAS`` epilogue through nvmath-python, the reference.
+plan), the epilogue in the reduction that sums the FP32 partials when it splits. The bare GEMM those
+rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
+table sets unfused, fused (v1, v2) and bare side by side (study/report/fusion.py). Baselines: eager
+torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``), ``torch.compile`` (Inductor; its mode
+follows the autotune switch and is recorded), and cuBLASLt's ``RELU_BIAS`` epilogue through
+nvmath-python, the reference.
 
 Correctness gate. As HGEMM's and SGEMM's, with the bias in the scale: each element's error is
 divided by ``(|A|·|B|)_ij + |bias_j| + η`` (η the storage type's smallest normal number), the
