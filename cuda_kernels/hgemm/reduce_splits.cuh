@@ -13,8 +13,8 @@ struct PlainSum {
 };
 
 template <class Epilogue>
-__device__ __forceinline__ void reduce_splits(const float* __restrict__ partial, storage_t* __restrict__ C, int M, int N,
-                                              int ldp, int ldc, int splits, Epilogue epilogue) {
+__device__ __forceinline__ void reduce_splits(const float* __restrict__ partial, storage_t* __restrict__ C, int M,
+                                              int N, int ldp, int ldc, int splits, Epilogue epilogue) {
     const size_t plane = (size_t)M * ldp, total = (size_t)M * N;
     for (size_t e = (size_t)blockIdx.x * REDUCE_THREADS + threadIdx.x; e < total;
          e += (size_t)gridDim.x * REDUCE_THREADS) {
