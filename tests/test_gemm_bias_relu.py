@@ -133,7 +133,8 @@ def test_on_a_gpu_without_sm_90a_the_half_unfused_rung_is_refused_with_its_gemms
 
 
 def test_the_fused_rungs_declare_the_config_and_space_of_the_gemm_they_extend():
-    for rung, gemm in (("v1_fused_simt", "sgemm/v7_multistage"), ("v2_fused_wgmma", "hgemm/v8_warp_specialized")):
+    for rung, gemm in (("v1_fused_simt", "sgemm/v7_multistage"), ("v2_fused_wgmma", "hgemm/v8_warp_specialized"),
+                       ("v3_split_k", "hgemm/v9_split_k")):
         for backend_name in ("cuda", "triton"):
             fused, bare = implementation(f"gemm_bias_relu/{rung}/{backend_name}"), implementation(f"{gemm}/{backend_name}")
             assert dict(fused.params) == dict(bare.params) and [dict(p) for p in fused.space] == [dict(p) for p in bare.space]
@@ -204,7 +205,8 @@ def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
     ("v0_unfused", "fp32", ["sgemm_v7_multistage", "gemm_bias_relu_v0_unfused"]),
     ("v0_unfused", "bf16", ["hgemm_v8_warp_specialized", "gemm_bias_relu_v0_unfused"]),
     ("v1_fused_simt", "fp32", ["gemm_bias_relu_v1_fused_simt"]),
-    ("v2_fused_wgmma", "fp16", ["gemm_bias_relu_v2_fused_wgmma"])])
+    ("v2_fused_wgmma", "fp16", ["gemm_bias_relu_v2_fused_wgmma"]),
+    ("v3_split_k", "fp16", ["gemm_bias_relu_v3_split_k"])])  # 72×136×40: one tile, one slice, v2's path
 def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_kernel_takes_it(
         fake_cuda, rung, precision, kernels):
     impl = implementation(f"gemm_bias_relu/{rung}/cuda")
@@ -231,13 +233,16 @@ def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_ke
             assert gemm[3][:3] == (("map", "A", tensors["A"].data_ptr()), ("map", "B", tensors["B"].data_ptr()), c_map)
     elif rung == "v1_fused_simt":  # sgemm's (A, B, bias, C, M, N, K, lda, ldb, ldc)
         assert bias_at == [2] and out_at == [3] and len(args) == 10 and smem == launch.config["smem_bytes"] > 0
-    else:  # hgemm v8's (map A, map B, map C, bias, M, N, K) on a persistent grid
+    elif rung == "v2_fused_wgmma":  # hgemm v8's (map A, map B, map C, bias, M, N, K) on a persistent grid
         assert bias_at == [3] and args[2] == c_map and len(args) == 7 and launch.config["blocks"] == 1
+    else:  # hgemm v9's (maps, bias, M, N, K, splits, slices a split, workspace, ldp): one split here
+        assert bias_at == [3] and args[2] == c_map and len(args) == 11 and launch.config["splits"] == 1
 
 
 @pytest.mark.parametrize("rung,precision,storage", [("v1_fused_simt", "fp32", "STORAGE_FP32"),
                                                     ("v2_fused_wgmma", "bf16", "STORAGE_BF16"),
-                                                    ("v2_fused_wgmma", "fp16", "STORAGE_FP16")])
+                                                    ("v2_fused_wgmma", "fp16", "STORAGE_FP16"),
+                                                    ("v3_split_k", "bf16", "STORAGE_BF16")])
 def test_a_fused_rung_takes_the_defines_of_the_gemm_op_of_its_precision(rung, precision, storage):
     impl, prec = implementation(f"gemm_bias_relu/{rung}/cuda"), PROBLEM.precision(precision)
     shape = {"M": 72, "N": 136, "K": 40}
@@ -246,3 +251,95 @@ def test_a_fused_rung_takes_the_defines_of_the_gemm_op_of_its_precision(rung, pr
     assert {k: v for k, v in defines.items() if k in impl.params} == dict(impl.params)
     assert [k for k in defines if k.startswith("STORAGE_")] == [storage]
     assert defines["ALIGNED"] == 1  # 136 and 40: whole 16-byte rows in either storage
+
+
+def test_the_split_k_rung_plans_as_hgemm_v9_and_ends_with_the_reduction_that_applies_the_epilogue(fake_cuda):
+    from study.ops.hgemm import split_plan
+
+    impl = implementation("gemm_bias_relu/v3_split_k/cuda")
+    bf16 = PROBLEM.precision("bf16")
+    for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 8), ({"M": 1024, "N": 4096, "K": 4096}, 1)):
+        assert split_plan(shape["M"], shape["N"], shape["K"], 128, 256, 64, 4, 132)[0] == splits  # hgemm v9's plan
+        tensors = PROBLEM.make_inputs(shape, bf16, 0, "cpu")
+        launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, bf16)
+        fake_cuda.clear()
+        launch.fn()
+        assert launch.config["splits"] == splits and "staged" not in launch.config
+        # one split: v2's path alone (the epilogue on the accumulators); more: the reduction adds it
+        assert [c[0] for c in fake_cuda] == ["gemm_bias_relu_v3_split_k"] + ["gemm_bias_relu_v3_reduce_splits"] * (
+            splits > 1)
+        _, grid, block, args, _ = fake_cuda[0]
+        tiles = -(-shape["M"] // 128) * -(-shape["N"] // 256)
+        assert grid == (min(tiles * splits, 132), 1, 1) and block == (384, 1, 1)
+        assert args[3] is tensors["bias"] and args[2] == ("map", "C", launch.out.data_ptr())
+        assert [int(a) for a in args[4:9]] == [shape["M"], shape["N"], shape["K"], splits,
+                                               launch.config["slices_per_split"]]
+        assert int(args[10]) == 4096  # the planes' rows: N rounded up to 4 floats
+        if splits > 1:
+            _, _, rblock, rargs, _ = fake_cuda[1]
+            assert rargs[0] is args[9] and rargs[1].data_ptr() == launch.out.data_ptr() and rargs[2] is tensors["bias"]
+            assert args[9].numel() == splits * shape["M"] * 4096 and rblock == (256, 1, 1)
+            assert [int(a) for a in rargs[3:]] == [shape["M"], shape["N"], 4096, launch.out.stride(0), splits]
+
+
+def test_the_split_k_rungs_reduction_writes_the_staged_c_before_it_is_copied_out(fake_cuda):
+    # N = 70: B and C staged (rows of 70 halves are not 16 bytes apart); one tile of 9 K slices, two splits
+    impl = implementation("gemm_bias_relu/v3_split_k/cuda")
+    fp16 = PROBLEM.precision("fp16")
+    shape = {"M": 17, "N": 70, "K": 520}
+    tensors = PROBLEM.make_inputs(shape, fp16, 0, "cpu")
+    launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, fp16)
+    fake_cuda.clear()
+    launch.fn()
+    assert launch.config["staged"] == "B+C" and launch.config["splits"] == 2
+    assert [c[0] for c in fake_cuda] == ["stage_rows", "gemm_bias_relu_v3_split_k", "gemm_bias_relu_v3_reduce_splits",
+                                         "stage_rows"]
+    [written] = launch.poison
+    reduce_args, copy_args = fake_cuda[2][3], fake_cuda[3][3]
+    assert reduce_args[1] is written and copy_args[0].data_ptr() == written.data_ptr()
+    assert int(reduce_args[6]) == written.stride(0) and copy_args[1].data_ptr() == launch.out.data_ptr()
+
+
+def test_the_split_k_twin_applies_the_epilogue_to_the_sum_of_its_ranges():
+    """The twin in the interpreter at 10 K slices: two ranges at MIN_SLICES = 4, five at 2, and the one
+    split of v2's path at MIN_SLICES = 8 (10 // 8 = 1): each passes the gate, and the split results
+    are the reduction's (relu of the ordered sum plus the bias)."""
+    from study.ops.hgemm import split_plan
+
+    impl = implementation("gemm_bias_relu/v3_split_k/triton")
+    fp16 = PROBLEM.precision("fp16")
+    shape = {"M": 17, "N": 33, "K": 600}
+    tensors = PROBLEM.make_inputs(shape, fp16, seed=1, device="cpu")
+    ref, scale = PROBLEM.reference(tensors, fp16)
+    for min_slices, splits in ((4, 2), (2, 5), (8, 1)):
+        config = {**impl.params, "MIN_SLICES": min_slices}
+        assert split_plan(17, 33, 600, config["BM"], config["BN"], config["BK"], min_slices, 132)[0] == splits
+        launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, fp16, config=config)
+        assert launch.config["splits"] == splits
+        verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, fp16)
+        assert verdict.ok, (min_slices, verdict.message)
+
+
+def test_the_split_k_twins_tuning_reduces_each_configs_partials_through_the_epilogue():
+    from study.ops.gemm_bias_relu import reduce_after_tuned_partials
+    from study.ops.hgemm import split_plan
+
+    impl = implementation("gemm_bias_relu/v3_split_k/triton")
+    assert impl.target.post_hook is reduce_after_tuned_partials  # triton.autotune times partials and reduction
+    m, n, k, ldp = 17, 33, 600, 36
+    cfg = dict(BM=128, BN=256, BK=64, MIN_SLICES=2)
+    splits, _ = split_plan(m, n, k, *cfg.values(), 132)
+    assert splits == 5
+    planes = torch.randn(splits, m, ldp)
+    bias = torch.randn(n).to(torch.float16)
+    out = torch.full((m, n), float("nan"), dtype=torch.float16)
+    nargs = dict(M=m, N=n, K=k, NUM_SMS=132, part_ptr=planes.reshape(-1), c_ptr=out, bias_ptr=bias, ldp=ldp,
+                 stride_cm=n, **cfg)
+    reduce_after_tuned_partials(nargs)
+    total = planes[0, :, :n].clone()
+    for s in range(1, splits):
+        total += planes[s, :, :n]  # in plane order, as the CUDA rung's reduction adds them
+    assert torch.equal(out, torch.relu(total + bias.float()).to(torch.float16))
+    untouched = torch.full((m, n), float("nan"), dtype=torch.float16)
+    reduce_after_tuned_partials({**nargs, "K": 64, "c_ptr": untouched})  # one split: C was the kernel's to write
+    assert torch.isnan(untouched).all()

@@ -39,8 +39,10 @@ AWKWARD = {
     "hgemm": [(1, 1, 1), (17, 33, 65), (257, 129, 200), (72, 136, 40), (3, 5, 1), (64, 64, 4096), (257, 264, 520),
               (2049, 2056, 136)],
     # hgemm's tails (the TMA rungs at N, K multiples of 8; several tiles per persistent block in the
-    # last), N odd and K = 1 for the scalar paths of v0's pass and v1.
-    "gemm_bias_relu": [(1, 1, 1), (17, 33, 65), (72, 136, 40), (257, 264, 520), (2049, 2056, 136)],
+    # last), N odd and K = 1 for the scalar paths of v0's pass and v1; one tile of 9 K slices and a
+    # decode step's 16×4096×4096 (16 tiles), which v3 splits (2 and 8 ranges at its declared config).
+    "gemm_bias_relu": [(1, 1, 1), (17, 33, 65), (72, 136, 40), (257, 264, 520), (2049, 2056, 136), (17, 72, 520),
+                       (16, 4096, 4096)],
 }
 IMPLS = implementations()
 TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # hgemm's rungs whose operands arrive by TMA
@@ -94,7 +96,8 @@ AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], 
                    "softmax": [(7, 1031), (9, 4096), (2, 40000)],
                    "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
                              (2049, 2056, 136)],
-                   "gemm_bias_relu": [(17, 33, 65), (72, 136, 40), (257, 264, 520)]}
+                   # 17×72×520 and 16×4096×4096: v3 splits at every point but MIN_SLICES=8 on the first
+                   "gemm_bias_relu": [(17, 33, 65), (72, 136, 40), (257, 264, 520), (17, 72, 520), (16, 4096, 4096)]}
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.backend == "cuda"], ids=lambda i: i.name)
@@ -329,11 +332,11 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["sgemm/v5_split_k", "sgemm/v9_split_k_multistage", "sgemm/v10_split_k_two_pass",
-                                  "hgemm/v9_split_k"])
+                                  "hgemm/v9_split_k", "gemm_bias_relu/v3_split_k"])
 def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
-    # sgemm v5, v9, v10 and hgemm v9 record the K ranges their launch planned: several for 64×64×4096 (one
-    # tile for 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (a fixed-order second
-    # kernel) gives the same bits on every launch.
+    # sgemm v5, v9, v10, hgemm v9 and gemm_bias_relu v3 record the K ranges their launch planned: several
+    # for 64×64×4096 (one tile for 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (a
+    # fixed-order second kernel) gives the same bits on every launch.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
@@ -421,12 +424,15 @@ def test_a_kernel_given_too_little_dynamic_shared_memory_stops_instead_of_readin
         or "unspecified launch failure" in proc.stderr.lower(), proc.stderr[-2000:]
 
 
-@pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "gemm_bias_relu" and i.rung == "v2_fused_wgmma"],
+@pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "gemm_bias_relu" and i.rung in ("v2_fused_wgmma",
+                                                                                            "v3_split_k")],
                          ids=lambda i: i.name)
 def test_the_fused_wgmma_rung_rounds_once(impl):
     # The op's gate admits two roundings (the unfused path's); a fused rung adds the bias to its FP32
     # accumulator and rounds once, so at K = 8 it errs by at most u of the scale (plus FP32's ~1e-3 u),
     # where a second rounding reaches 1.2–1.6 u (tests/test_gemm_bias_relu.py shows the unfused twin so).
+    # v3 at K = 8 has one slice, so one split: v2's path (its reduction rounds once too, but splits only
+    # at K of hundreds, where outputs are far below the scale and a second rounding would not show).
     problem = ladder("gemm_bias_relu").problem
     for precision in problem.precisions:
         if precision.name not in impl.precisions:

@@ -82,6 +82,7 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
               "hgemm/v9_split_k": ["warps 8 vs THREADS 384"],  # v8's twin over split-K units
               "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
+              "gemm_bias_relu/v3_split_k": ["warps 8 vs THREADS 384"],  # v9's twin with an epilogue
               "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
               "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"]}

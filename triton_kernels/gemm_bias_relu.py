@@ -10,6 +10,9 @@ accumulator before the one rounding to C's type:
   ReLU applied to the accumulator before the store.
 - v2 (fused, tensor cores): hgemm v8's persistent twin (tensor descriptors, TMA) with the same
   epilogue.
+- v3 (split-K): hgemm v9's twin (v8's over tiles × K ranges, the same plan) with the epilogue where
+  C is written: on the accumulator when the plan has one split, else in the reduction that sums the
+  FP32 partial planes in order (``reduce_splits_bias_relu``).
 
 What a twin cannot say: where the bias is held (the CUDA rungs load each thread's columns once a
 tile into registers; Triton places the loaded vector as its layout dictates). Plain kernels and
@@ -20,7 +23,9 @@ import triton
 import triton.language as tl
 
 from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, store
-from triton_kernels.hgemm import PERSISTENT_SPACE, V8_WARP_SPECIALIZED, descriptor_accumulate, descriptor_blocks  # noqa: F401
+from triton_kernels.hgemm import (PERSISTENT_SPACE, SPLIT_SPACE, V8_WARP_SPECIALIZED, V9_SPLIT_K,  # noqa: F401
+                                   descriptor_accumulate, descriptor_blocks, split_plan, split_unit, store_partial,
+                                   sum_planes)
 from triton_kernels.sgemm import MULTISTAGE_SPACE, V7_MULTISTAGE
 
 
@@ -75,6 +80,38 @@ def gemm_bias_relu_persistent(
         store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
 
+@triton.jit
+def gemm_bias_relu_split_k(
+    a_desc, b_desc, bias_ptr, c_ptr, part_ptr,
+    M, N, K,
+    stride_cm, stride_cn, ldp, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MIN_SLICES: tl.constexpr,
+):
+    """v3: hgemm v9's twin (its units, plan and partial planes) with the epilogue: one split, C =
+    relu(acc + bias) as v2's twin stores it; more, the FP32 partials, whose sum
+    :func:`reduce_splits_bias_relu` takes through the epilogue in a second launch (the bias and ReLU
+    cannot go on a partial sum)."""
+    splits, per = split_plan(M, N, K, NUM_SMS, BM, BN, BK, MIN_SLICES)
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    for u in tl.range(tl.program_id(0), rows * cols * splits, NUM_SMS):
+        pid_m, pid_n, acc = split_unit(a_desc, b_desc, u, splits, per, rows, cols, K, BM, BN, BK, GROUP)
+        if splits == 1:
+            store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+        else:
+            store_partial(part_ptr, acc, u % splits, M, N, ldp, pid_m, pid_n, BM, BN)
+
+
+@triton.jit
+def reduce_splits_bias_relu(part_ptr, c_ptr, bias_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.constexpr):
+    """v3's second pass: C = relu(the sum of the ``splits`` planes in plane order + bias), in FP32,
+    rounded once to C's type; BLOCK consecutive elements of C a program (hgemm v9's reduction with the
+    epilogue)."""
+    total, row, col, inside = sum_planes(part_ptr, M, N, ldp, splits, BLOCK)
+    bias = tl.load(bias_ptr + col, mask=inside, other=0.0).to(tl.float32)
+    tl.store(c_ptr + row * stride_cm + col, tl.maximum(total + bias, 0.0).to(c_ptr.dtype.element_ty), mask=inside)
+
+
 # CUDA v0's pass: 256 threads a block over 16-byte vectors; the twin's block is 16 rows × 256 columns.
 V0_UNFUSED = dict(BM=16, BN=256, num_warps=8, num_stages=1)
 POINTWISE_SPACE = [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
@@ -85,3 +122,6 @@ SIMT_SPACE = MULTISTAGE_SPACE
 # CUDA v2: hgemm v8's tile; its twin's config and space.
 V2_FUSED_WGMMA = dict(V8_WARP_SPECIALIZED)
 WGMMA_SPACE = PERSISTENT_SPACE
+# CUDA v3: hgemm v9's tile, pipeline and split plan (MIN_SLICES); its twin's config and space.
+V3_SPLIT_K = dict(V9_SPLIT_K)
+SPLIT_K_SPACE = SPLIT_SPACE

@@ -156,6 +156,33 @@ def split_plan(M, N, K, NUM_SMS, BM: tl.constexpr, BN: tl.constexpr, BK: tl.cons
 
 
 @triton.jit
+def split_unit(a_desc, b_desc, u, splits, per, rows, cols, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+               GROUP: tl.constexpr):
+    """Unit u of the split walk: the K slices [(u % splits)·per, +per) of tile u // splits in the grouped
+    order, (pid_m, pid_n, its FP32 accumulator): the body of the split-K twins (hgemm v9,
+    gemm_bias_relu v3), which differ by what they do with the accumulator."""
+    pid_m, pid_n = grouped_tile(u // splits, rows, cols, GROUP)
+    k_begin = (u % splits) * per * BK
+    k_end = tl.minimum(K, k_begin + per * BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BK):
+        a = a_desc.load([pid_m * BM, k0])
+        b = b_desc.load([k0, pid_n * BN])
+        acc = tl.dot(a, b, acc)
+    return pid_m, pid_n, acc
+
+
+@triton.jit
+def store_partial(part_ptr, acc, split, M, N, ldp, pid_m, pid_n, BM: tl.constexpr, BN: tl.constexpr):
+    """A unit's FP32 accumulator into plane ``split`` of the workspace (rows ``ldp`` apart), clipped at
+    M and N."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    plane = part_ptr + split.to(tl.int64) * M * ldp
+    tl.store(plane + rm[:, None].to(tl.int64) * ldp + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
 def hgemm_split_k(
     a_desc, b_desc, c_ptr, part_ptr,
     M, N, K,
@@ -163,37 +190,26 @@ def hgemm_split_k(
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MIN_SLICES: tl.constexpr,
 ):
     """v9: v8's twin over tiles × splits units (the CUDA rung's plan, :func:`split_plan`), unit u the K
-    slices [(u % splits)·per, +per) of tile u // splits in the grouped order; one split: C, rounded,
-    as v8's twin; more: the FP32 accumulator into plane u % splits of the workspace (rows ``ldp``
-    apart), summed in plane order by :func:`reduce_splits`, a second launch."""
+    slices [(u % splits)·per, +per) of tile u // splits in the grouped order (:func:`split_unit`); one
+    split: C, rounded, as v8's twin; more: the FP32 accumulator into plane u % splits of the workspace
+    (rows ``ldp`` apart), summed in plane order by :func:`reduce_splits`, a second launch."""
     splits, per = split_plan(M, N, K, NUM_SMS, BM, BN, BK, MIN_SLICES)
     rows = tl.cdiv(M, BM)
     cols = tl.cdiv(N, BN)
     # Not flattened as v8's twin is: the store differs by the plan (C or a plane), a branch in the body
     # that Triton's flattening of nested loops is not asked to carry.
     for u in tl.range(tl.program_id(0), rows * cols * splits, NUM_SMS):
-        pid_m, pid_n = grouped_tile(u // splits, rows, cols, GROUP)
-        k_begin = (u % splits) * per * BK
-        k_end = tl.minimum(K, k_begin + per * BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for k0 in range(k_begin, k_end, BK):
-            a = a_desc.load([pid_m * BM, k0])
-            b = b_desc.load([k0, pid_n * BN])
-            acc = tl.dot(a, b, acc)
+        pid_m, pid_n, acc = split_unit(a_desc, b_desc, u, splits, per, rows, cols, K, BM, BN, BK, GROUP)
         if splits == 1:
             store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
         else:
-            rm = pid_m * BM + tl.arange(0, BM)
-            rn = pid_n * BN + tl.arange(0, BN)
-            plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
-            tl.store(plane + rm[:, None].to(tl.int64) * ldp + rn[None, :], acc,
-                     mask=(rm[:, None] < M) & (rn[None, :] < N))
+            store_partial(part_ptr, acc, u % splits, M, N, ldp, pid_m, pid_n, BM, BN)
 
 
 @triton.jit
-def reduce_splits(part_ptr, c_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.constexpr):
-    """v9's second pass: C = the sum of the ``splits`` planes, in plane order as the CUDA rung adds
-    them, rounded once to C's type; BLOCK consecutive elements of C a program."""
+def sum_planes(part_ptr, M, N, ldp, splits, BLOCK: tl.constexpr):
+    """The sum of the ``splits`` planes, in plane order as the CUDA rungs add them, over this program's
+    BLOCK consecutive elements of C: (the FP32 sums, their rows, their columns, which are inside C)."""
     e = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = e < M * N
     row = e // N
@@ -202,6 +218,14 @@ def reduce_splits(part_ptr, c_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.const
     total = tl.load(part_ptr + at, mask=inside, other=0.0)
     for s in range(1, splits):
         total += tl.load(part_ptr + s * M * ldp + at, mask=inside, other=0.0)
+    return total, row, col, inside
+
+
+@triton.jit
+def reduce_splits(part_ptr, c_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.constexpr):
+    """v9's second pass: C = the sum of the ``splits`` planes (:func:`sum_planes`), rounded once to C's
+    type; BLOCK consecutive elements of C a program."""
+    total, row, col, inside = sum_planes(part_ptr, M, N, ldp, splits, BLOCK)
     tl.store(c_ptr + row * stride_cm + col, total.to(c_ptr.dtype.element_ty), mask=inside)
 
 

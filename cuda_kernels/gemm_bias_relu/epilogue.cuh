@@ -51,3 +51,14 @@ struct BiasReluEpilogue {
         return bias_relu(v, to_float((unsigned short)(half ? pairs[j] >> 16 : pairs[j] & 0xffffu)));
     }
 };
+
+// The split-K reduction's epilogue (hgemm/reduce_splits.cuh; v3 when it splits): the FP32 sum of a
+// column's partial planes, its bias added, ReLU, before the one rounding. Consecutive threads hold
+// consecutive columns, so a warp's bias loads are coalesced, and every row after the first finds them
+// in cache.
+struct BiasReluColumn {
+    const storage_t* bias;
+    __device__ __forceinline__ float operator()(float v, size_t col) const {
+        return bias_relu(v, to_float(__ldg(bias + col)));
+    }
+};

@@ -11,9 +11,9 @@
 // Costs: the partials cross L2/HBM twice (write, then read) and a second launch; K per unit shrinks,
 // so the pipeline's fill and drain weigh more.
 // Removes: v8's idle SMs on products of few tiles.
-// Builds on: v8 (its kernel body, hgemm/warp_specialized.cuh with Split). Constraints: v8's (rows
-// TMA cannot read are staged by the launch); the workspace holds splits × M × ldp floats, ldp = N
-// rounded up to 4.
+// Builds on: v8 (its kernel body, hgemm/warp_specialized.cuh with Split; the sum of the planes is
+// hgemm/reduce_splits.cuh). Constraints: v8's (rows TMA cannot read are staged by the launch); the
+// workspace holds splits × M × ldp floats, ldp = N rounded up to 4.
 // arch: sm_90a
 // precisions: fp16 bf16
 // The plan (study/ops/hgemm.py, split_plan; the twin computes the same): splits = the SMs over the
@@ -29,6 +29,7 @@
 #include "common.cuh"
 #include "hopper.cuh"
 #include "hgemm/warp_specialized.cuh"
+#include "hgemm/reduce_splits.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_v9_split_k(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
@@ -42,17 +43,10 @@ hgemm_v9_split_k(const __grid_constant__ TensorMap map_a, const __grid_constant_
 }
 
 // The second kernel: C = the sum of the `splits` planes of `partial` (each M × N, rows ldp apart), in
-// plane order, rounded once; a grid-stride loop over C's elements, consecutive threads on consecutive
-// columns (coalesced reads of each plane). Launched only when there are two splits or more.
+// plane order, rounded once (hgemm/reduce_splits.cuh, its epilogue the plain sum). Launched only when
+// there are two splits or more.
 extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
 hgemm_v9_reduce_splits(const float* __restrict__ partial, storage_t* __restrict__ C, int M, int N, int ldp,
                        int ldc, int splits) {
-    const size_t plane = (size_t)M * ldp, total = (size_t)M * N;
-    for (size_t e = (size_t)blockIdx.x * REDUCE_THREADS + threadIdx.x; e < total;
-         e += (size_t)gridDim.x * REDUCE_THREADS) {
-        const size_t row = e / N, col = e % N, at = row * ldp + col;
-        float sum = partial[at];
-        for (int s = 1; s < splits; ++s) sum += partial[s * plane + at];
-        C[row * ldc + col] = from_float(sum);
-    }
+    reduce_splits(partial, C, M, N, ldp, ldc, splits, PlainSum{});
 }

@@ -7,11 +7,13 @@ v0 unfused — the best GEMM rung (hgemm v8 for FP16/BF16, sgemm v7 for FP32, at
 config) writes C, then a pointwise kernel reads C back and writes it again, both in one timed
 closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 the epilogue fused
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
-TMA store (FP16/BF16). The bare GEMM those rungs build on is measured by its own op (hgemm or
-sgemm) at the same shapes; the report's fusion table sets the three side by side
-(study/report/fusion.py). Baselines: eager torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``),
-``torch.compile`` (Inductor; its mode follows the autotune switch and is recorded), and cuBLASLt's
-``RELU_BIAS`` epilogue through nvmath-python, the reference.
+TMA store (FP16/BF16) → v3 v2 over tiles × K ranges for products of few tiles (hgemm v9's split-K
+plan), the epilogue in the reduction that sums the FP32 partials when it splits. The bare GEMM those
+rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
+table sets unfused, fused (v1, v2) and bare side by side (study/report/fusion.py). Baselines: eager
+torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``), ``torch.compile`` (Inductor; its mode
+follows the autotune switch and is recorded), and cuBLASLt's ``RELU_BIAS`` epilogue through
+nvmath-python, the reference.
 
 Correctness gate. As HGEMM's and SGEMM's, with the bias in the scale: each element's error is
 divided by ``(|A|·|B|)_ij + |bias_j| + η`` (η the storage type's smallest normal number), the
@@ -43,8 +45,11 @@ import torch
 from study import registry
 from study.backends import cuda, cuda_launch, triton_launch
 from study.backends.launch import Unsupported
-from study.ops.gemm_common import (PERSISTENT, STRUCTURED_SEED, TMA_HALVES, Gemm, ffma_warp_tile_smem, grid_rows_check,
-                                   integer_operands, persistent_twin_launch, tiled, uniform_operands)
+from study.ops import hgemm
+from study.ops.gemm_common import (HALVES, PERSISTENT, STRUCTURED_SEED, TMA_HALVES, Gemm, aligned_defines,
+                                   ffma_warp_tile_smem, grid_rows_check, integer_operands, persistent_twin_launch,
+                                   tiled, uniform_operands)
+from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32
 from study.problem import DTYPES, CudaLaunch, CudaLauncher, KernelCall, cdiv, rows_vector_aligned, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -100,8 +105,10 @@ class GemmBiasRelu(Gemm):
                       {"M": 8192, "N": 4096, "K": 1024}, {"M": 16384, "N": 11008, "K": 4096})
     # Tails past every tile with 16-byte rows (the TMA rungs read them in place), the same on exact
     # tiles, and N odd, K = 1 (the scalar paths; the TMA rungs stage A, B and C, and v2 loads the last
-    # column's bias alone).
-    sanitize_shapes = ({"M": 67, "N": 136, "K": 40}, {"M": 128, "N": 256, "K": 64}, {"M": 3, "N": 5, "K": 1})
+    # column's bias alone); one tile of 9 K slices (17×72×520), which v3 splits in two, so memcheck and
+    # racecheck see its partial planes and the reduction that adds the bias.
+    sanitize_shapes = ({"M": 67, "N": 136, "K": 40}, {"M": 128, "N": 256, "K": 64}, {"M": 3, "N": 5, "K": 1},
+                       {"M": 17, "N": 72, "K": 520})
     tolerance = TOLERANCE
     paddable = False  # v0's pass and the fused epilogues take C's leading dimension only
     error_metric = "max |out − ref| / (|A|·|B| + |bias| + η), η the storage type's smallest normal number"
@@ -186,23 +193,35 @@ def unfused_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
 def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
     """A GEMM's launcher with the bias among its kernel's arguments, at position ``at`` (after sgemm's A
     and B pointers: 2; after hgemm v8's three tensor maps: 3); ``bias_bytes``: the alignment the kernel
-    loads the bias with. Its checks and defines are the GEMM's."""
+    loads the bias with. Its checks and defines are the GEMM's. The GEMM's launch is handed the bias
+    with A and B: hgemm v9's split launch passes it to the reduction that v3 ends with (``extra``);
+    the others read A and B only."""
     def launch(defines, tensors, out, shape, precision):
         _require_bias(tensors, shape)
         bias = tensors["bias"]
         if bias.data_ptr() % bias_bytes:
-            raise Unsupported(f"v2 loads the bias in {bias_bytes}-byte pairs: its base must be {bias_bytes}-byte "
-                              "aligned")
-        base = gemm.launch(defines, _gemm_operands(tensors), out, shape, precision)
+            raise Unsupported(f"the fused wgmma rungs load the bias in {bias_bytes}-byte pairs: its base must be "
+                              f"{bias_bytes}-byte aligned")
+        base = gemm.launch(defines, {**_gemm_operands(tensors), "bias": bias}, out, shape, precision)
         args = (*base.args[:at], cuda.as_cupy(bias), *base.args[at:])
         return dataclasses.replace(base, args=args, keep=(*base.keep, bias))  # the GEMM's launch, the bias added
 
     return CudaLauncher(launch=launch, check=gemm.check, defines=gemm.defines)
 
 
+def split_k_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v3: hgemm v9's launch (its plan, workspace and grid; :func:`study.ops.hgemm.split_launch`) whose
+    reduction, when it splits, is this rung's, the bias after C."""
+    return hgemm.split_launch(defines, tensors, out, shape, precision, reduce="gemm_bias_relu_v3_reduce_splits",
+                              extra=("bias",))
+
+
 UNFUSED = CudaLauncher(launch=unfused_launch, check=unfused_check)
 FUSED_SIMT = fused(tiled(ffma_warp_tile_smem), at=2)        # sgemm v7's tile
 FUSED_WGMMA = fused(PERSISTENT, at=3, bias_bytes=4)         # hgemm v8's kernel
+# hgemm v9's kernel (as v2's, the bias after the tensor maps); rows TMA cannot take staged inside the launch.
+FUSED_SPLIT_K = fused(staged_launcher(CudaLauncher(launch=split_k_launch, defines=aligned_defines(HALVES))), at=3,
+                      bias_bytes=4)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -258,6 +277,20 @@ def wgmma_twin_launch(kernel, tensors, out, shape, config, precision):
     """v2's twin: hgemm v8's persistent twin with the epilogue, the bias after the descriptors."""
     _require_bias(tensors, shape)
     return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",))
+
+
+def split_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v3's twin: hgemm v9's twin launch with the bias after the descriptors and, in its reduction
+    (``reduce_splits_bias_relu``), after C."""
+    _require_bias(tensors, shape)
+    return hgemm.split_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",),
+                                   reduce=tk.reduce_splits_bias_relu)
+
+
+def reduce_after_tuned_partials(nargs, exception=None):
+    """v3's twin under ``triton.autotune``: hgemm v9's post hook (each config's partials reduced inside
+    its timed call) with this rung's reduction, which takes the bias."""
+    hgemm.reduce_after_tuned_partials(nargs, exception, kernel=tk.reduce_splits_bias_relu, extra=("bias_ptr",))
 
 
 # ---- baselines ------------------------------------------------------------------
@@ -336,6 +369,13 @@ register(
              launch=FUSED_WGMMA, multiples=TMA_HALVES,
              triton=twin(tk.gemm_bias_relu_persistent, tk.V2_FUSED_WGMMA, tk.WGMMA_SPACE, launch=wgmma_twin_launch,
                          precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks)),
+        Rung("v3_split_k", "v2 over tiles × K ranges where the tiles are fewer than the SMs (hgemm v9's plan), FP32 "
+             "partial planes summed in order by a second kernel that adds the bias and applies ReLU",
+             "v2's idle SMs on products of few tiles (decode-sized M, skinny products)", cuda="03_split_k.cu",
+             launch=FUSED_SPLIT_K, multiples=TMA_HALVES,
+             triton=twin(tk.gemm_bias_relu_split_k, tk.V3_SPLIT_K, tk.SPLIT_K_SPACE, launch=split_twin_launch,
+                         precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks,
+                         post_hook=reduce_after_tuned_partials)),
     ],
     baselines=[
         Baseline("nvmath_relu_bias", "nvmath Matmul, RELU_BIAS epilogue (cuBLASLt)", "cuBLASLt", "cublaslt",

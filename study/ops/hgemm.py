@@ -138,9 +138,12 @@ def split_workspace(n: int) -> int:
     return cdiv(n, 4) * 4
 
 
-def split_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v9_reduce_splits",
+                 extra: tuple = ()) -> CudaLaunch:
     """v9: v8's launch over tiles × splits units (:func:`split_plan`), the FP32 workspace and its
-    plan among the arguments; with two splits or more, the reduction kernel after it on C."""
+    plan among the arguments; with two splits or more, the reduction kernel ``reduce`` (in the rung's
+    file) after it on C, the tensors named ``extra`` among its arguments after C (gemm_bias_relu v3's
+    bias, which its reduction adds)."""
     m, n, k = shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
@@ -152,10 +155,11 @@ def split_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     after = ()
     if splits > 1:
         threads = defines["REDUCE_THREADS"]
-        reduce = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
-                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n),
+        second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
+                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
+                                  *(cuda.as_cupy(tensors[name]) for name in extra), np.int32(m), np.int32(n),
                                   np.int32(ldp), np.int32(out.stride(-2)), np.int32(splits)))
-        after = (KernelCall(None, "hgemm_v9_reduce_splits", defines, reduce),)
+        after = (KernelCall(None, reduce, defines, second),)
     return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
                                facts={**base.facts, "splits": splits, "slices_per_split": per})
 
@@ -201,14 +205,17 @@ def descriptor_twin_launch(kernel, tensors, out, shape, config, precision):
     return fn
 
 
-def split_twin_launch(kernel, tensors, out, shape, config, precision):
+def split_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), reduce=tk.reduce_splits):
     """v9's twin: v8's descriptors, the plan of the config's tile (under autotune each config's own,
     worked out here once), a workspace for the largest plan of the twin's space, and the reduction
-    after the partials when the plan that ran has two splits or more."""
+    after the partials when the plan that ran has two splits or more; ``extra``: names of tensors
+    passed after the descriptors and, by the reduction kernel ``reduce``, after C (gemm_bias_relu v3's
+    bias)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
     a_desc, b_desc, copy = tensor_descriptors(a, b, shape, meta)
+    more = [tensors[name] for name in extra]
     sms = sm_count(out)
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
     plans = {key: split_plan(m, n, k, *key, sms) for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
@@ -223,29 +230,33 @@ def split_twin_launch(kernel, tensors, out, shape, config, precision):
 
     def fn():
         copy()
-        kernel[grid](a_desc, b_desc, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms, **meta)
+        kernel[grid](a_desc, b_desc, *more, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms, **meta)
         best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
-        reduce_splits(partial, out, m, n, ldp, out.stride(-2), splits(best.kwargs if best is not None else meta))
+        reduce_splits(partial, out, m, n, ldp, out.stride(-2), splits(best.kwargs if best is not None else meta),
+                      reduce, more)
 
     fn.facts = {**copy.facts, **({"splits": splits(meta)} if "BM" in meta else {})}
     return fn
 
 
-def reduce_splits(partial, out, m, n, ldp, stride_cm, splits):
-    """v9's twin's second pass, when the plan that ran has two splits or more."""
+def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=tk.reduce_splits, extra=()):
+    """v9's twin's second pass, when the plan that ran has two splits or more: ``kernel`` (the plain sum,
+    or gemm_bias_relu v3's with its epilogue), the tensors ``extra`` after C."""
     if splits > 1:
-        tk.reduce_splits[(cdiv(m * n, tk.REDUCE_BLOCK),)](partial, out, m, n, ldp, stride_cm, splits,
-                                                          BLOCK=tk.REDUCE_BLOCK)
+        kernel[(cdiv(m * n, tk.REDUCE_BLOCK),)](partial, out, *extra, m, n, ldp, stride_cm, splits,
+                                                BLOCK=tk.REDUCE_BLOCK)
 
 
-def reduce_after_tuned_partials(nargs, exception=None):
+def reduce_after_tuned_partials(nargs, exception=None, kernel=tk.reduce_splits, extra=()):
     """v9's twin under ``triton.autotune``: each config's partials summed inside the timed call (its
     ``post_hook``), as the rung's closure does after the tuned config, so that tuning ranks whole
-    two-pass runs, as the CUDA tuner does, not the first kernel alone."""
+    two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and ``extra`` (names
+    of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s."""
     if exception is None:
         m, n, k = nargs["M"], nargs["N"], nargs["K"]
         splits, _ = split_plan(m, n, k, nargs["BM"], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
-        reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits)
+        reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits, kernel,
+                      [nargs[name] for name in extra])
 
 
 def pointer_twin(kernel, fixed, space):

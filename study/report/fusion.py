@@ -21,6 +21,8 @@ OP = "gemm_bias_relu"
 # module finds its records (it reads results only, so the table lives here, without the op's imports).
 BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
         "bf16": ("hgemm", "v8_warp_specialized")}
+# v3 (split-K) is left out: where it splits, its bare counterpart is hgemm v9, not BARE's v8; elsewhere it
+# runs v2's path.
 UNFUSED, FUSED = "v0_unfused", ("v1_fused_simt", "v2_fused_wgmma")
 EAGER, ADDMM, LT = "eager_relu_matmul_bias", "eager_addmm_relu", "nvmath_relu_bias"
 
