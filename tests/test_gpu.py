@@ -29,8 +29,10 @@ AWKWARD = {
     "bgemm": [(1, 1, 1, 1), (1, 17, 33, 65), (3, 129, 67, 131), (5, 200, 130, 1), (4097, 3, 5, 7), (1, 72, 136, 40),
               (3, 257, 264, 520), (300, 65, 72, 64), (2, 4097, 8, 24), (5, 1, 64, 8)],
     # rows of 1 and 3; no vector divides N (PEEL paths: rows at every offset from 16 bytes); v4 on chip
-    # and past it (fallback); many rows.
-    "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536)],
+    # and past it (fallback); many rows. Long rows for v6's clusters: 50257 (PEEL, 2 blocks in FP32, one
+    # in FP16/BF16), 65536 (2 blocks FP32), 262144 (8 blocks FP32, 4 FP16/BF16: as much as a cluster holds).
+    "softmax": [(1, 1), (3, 3), (7, 1031), (5, 4096), (3, 40000), (70000, 3), (2, 65536), (3, 50257), (4, 65536),
+                (32, 262144)],
     # one element; tails past 32- and 128-wide tiles with N odd (scalar paths); 16-byte rows with tails
     # in M, N and K (vector and cp.async paths); K = 1; one tile with a long K.
     # 72×136×40, 64×64×4096, 257×264×520 and 2049×2056×136 are what the TMA rungs read in place (K, N
@@ -93,7 +95,8 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67), (3, 257, 264, 520), (300, 65, 72, 64)],
-                   "softmax": [(7, 1031), (9, 4096), (2, 40000)],
+                   # softmax: every point of v6 on rows its cluster holds and on rows it does not (two passes)
+                   "softmax": [(7, 1031), (9, 4096), (2, 40000), (3, 50257), (32, 262144)],
                    "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
                              (2049, 2056, 136)],
                    # 17×72×520 and 16×4096×4096: v3 splits at every point but MIN_SLICES=8 on the first
@@ -363,7 +366,58 @@ def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
         assert verdict.ok and launch.config["on_chip"] == on_chip, (verdict.message, launch.config)
 
 
-@pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row"])
+def test_softmax_v6_records_its_path_and_repeats_exactly():
+    # CLUSTER=1 (v4's body) for rows one block holds, the smallest cluster that holds longer ones on chip,
+    # the two-pass fallback over 8 blocks beyond; every block of a row reads the same merged maximum and
+    # sum, so launches repeat bit for bit.
+    impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    expected = {("fp32", (4, 4096)): (1, 1), ("fp32", (3, 50257)): (2, 1), ("fp32", (4, 65536)): (2, 1),
+                ("fp32", (32, 262144)): (8, 1), ("fp32", (2, 300000)): (8, 0), ("fp16", (4, 65536)): (1, 1),
+                ("bf16", (32, 262144)): (4, 1), ("bf16", (2, 600000)): (8, 0)}
+    for (name, shape), (cluster, on_chip) in expected.items():
+        precision = ladder("softmax").problem.precision(name)
+        problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
+        assert verdict.ok, (name, shape, verdict.message)
+        assert (launch.config["CLUSTER"], launch.config["on_chip"]) == (cluster, on_chip), (name, shape, launch.config)
+        first = launch.out.clone()
+        for _ in range(3):
+            launch.fn()
+        torch.cuda.synchronize()
+        assert torch.equal(launch.out, first), (name, shape)
+
+
+@pytest.mark.parametrize("backend_name", ["cuda", "triton"])
+def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(backend_name):
+    # one live entry in the last block's part of the row, the rest −inf (blocks that see only −inf); a NaN in
+    # one block's part: the whole row NaN in every block; on chip (262144) and in the fallback (300000)
+    impl = next(i for i in IMPLS if i.name == f"softmax/v6_cluster_rows/{backend_name}")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    problem = ladder("softmax").problem
+    fp32 = problem.precisions[0]
+    for n in (262144, 300000):
+        x = torch.full((3, n), float("-inf"), device="cuda")
+        x[0, n - 5] = 5.0
+        x[1] = torch.randn(n, device="cuda")
+        x[1, 7] = float("nan")
+        x[2] = torch.randn(n, device="cuda")
+        launch = backend(impl.backend).prepare(impl, problem, {"X": x}, {"M": 3, "N": n}, fp32)
+        with launch.context():
+            launch.fn()
+        torch.cuda.synchronize()
+        out = launch.out
+        hot = torch.zeros(n, device="cuda")
+        hot[n - 5] = 1.0
+        assert torch.equal(out[0], hot), n
+        assert torch.isnan(out[1]).all(), n
+        assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=1e-9), n
+
+
+@pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",
+                                  "v6_cluster_rows"])
 def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_scalar(rung):
     impl = next(i for i in IMPLS if i.name == f"softmax/{rung}/cuda")
     fp16 = ladder("softmax").problem.precision("fp16")

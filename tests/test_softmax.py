@@ -156,3 +156,107 @@ def test_v4_sizes_its_declared_block_to_the_row_and_tunes_its_points_as_written(
     (symbol, grid, block_dims, _, _), = fake_cuda
     assert block_dims == (128, 1, 1) and launch.config["THREADS"] == 128 and launch.config["FIT"] == 1
     assert launch.config["on_chip"] == 1
+
+
+def test_v6_takes_the_fewest_blocks_that_hold_the_row_and_v4s_block_for_one(fake_cuda):
+    from study.ops.softmax import fitted_block, fitted_cluster
+    from study.problem import DTYPES
+
+    impl = implementation("softmax/v6_cluster_rows/cuda")
+    assert impl.params["FIT"] == 1 and all(p["FIT"] == 0 for p in impl.space if p != dict(impl.params))
+
+    def x_of(n, name, offset=0):
+        flat = torch.zeros(2 * n + offset, dtype=DTYPES[PROBLEM.precision(name).dtype])
+        return flat[offset:].view(2, n)
+
+    def fit(n, name, offset=0, config=None):
+        x = x_of(n, name, offset)
+        d = fitted_cluster(dict(config or impl.params), {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
+                           PROBLEM.precision(name))
+        return d["CLUSTER"], d["THREADS"], d["ON_CHIP"]
+
+    # a row one block holds: CLUSTER=1 and v4's own pick (the same kernel code)
+    for n, name in ((1, "fp32"), (1031, "fp16"), (4096, "fp32"), (4096, "bf16"), (32768, "fp32"), (65536, "fp16")):
+        x = x_of(n, name)
+        v4 = fitted_block({"THREADS": 1024, "ON_CHIP": 8, "FIT": 1}, {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
+                          PROBLEM.precision(name))
+        assert fit(n, name) == (1, v4["THREADS"], v4["ON_CHIP"]), (n, name)
+    # longer: the smallest cluster of 1024 × 8 blocks that holds it (16-byte vectors; 4 floats a slot on PEEL)
+    assert fit(32769, "fp32") == (2, 1024, 8) and fit(65536, "fp32") == (2, 1024, 8)
+    assert fit(50257, "fp32") == (2, 1024, 8) and fit(131072, "fp32") == (4, 1024, 8)
+    assert fit(262144, "fp32") == (8, 1024, 8) and fit(262144, "bf16") == (4, 1024, 8)
+    assert fit(524288, "fp16") == (8, 1024, 8)
+    assert fit(300000, "fp32") == (8, 1024, 8)  # held by none: the largest cluster, two passes over it
+    # X and Y at different offsets from 16 bytes (the scalar path): 4 elements a slot whatever the type
+    assert fit(65536, "fp16", offset=1) == (2, 1024, 8)
+    point = {"CLUSTER": 4, "THREADS": 512, "ON_CHIP": 8, "FIT": 0}
+    assert fit(4096, "fp32", config=point) == (4, 512, 8)  # a tuning point launches as written
+
+    for (m, n), (grid, block, on_chip) in (((3, 4096), ((3, 1, 1), 128, 1)), ((3, 262144), ((24, 1, 1), 1024, 1)),
+                                           ((2, 300000), ((16, 1, 1), 1024, 0))):
+        fake_cuda.clear()
+        shape = {"M": m, "N": n}
+        tensors = {"X": torch.zeros(m, n)}
+        launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, FP32)
+        launch.fn()
+        (symbol, launched_grid, block_dims, _, _), = fake_cuda
+        assert symbol == "softmax_v6_cluster_rows" and launched_grid == grid and block_dims == (block, 1, 1), n
+        assert launch.config["on_chip"] == on_chip and launch.config["CLUSTER"] == grid[0] // m, launch.config
+
+
+def test_v6_puts_a_row_on_cluster_consecutive_blocks_and_overflows_into_grid_y(fake_cuda):
+    from study.ops.softmax import cluster_rows_check, cluster_rows_launch
+
+    x = torch.zeros(1, 16)
+    defines = {"CLUSTER": 8, "THREADS": 1024, "ON_CHIP": 8, "ALIGNED": 1, "PEEL": 0}
+    launch = cluster_rows_launch(defines, {"X": x}, torch.empty_like(x), {"M": 20000, "N": 300000}, FP32)
+    assert launch.grid == (8191 * 8, 3, 1) and launch.grid[0] % 8 == 0 and launch.grid[0] <= 65535
+    assert launch.facts == {"on_chip": 0}
+    assert cluster_rows_check(defines, {"M": 8191 * 65535, "N": 8}, FP32) is None
+    assert "65535 × 65535" in cluster_rows_check(defines, {"M": 8191 * 65535 + 1, "N": 8}, FP32)
+
+
+def _split_twin(shape, x, precision=FP32, slice_bytes=None):
+    from study.ops.softmax import split_rows_twin_launch
+
+    impl = implementation("softmax/v6_cluster_rows/triton")
+    out = PROBLEM.make_output(shape, precision, DEVICE)
+    kw = {} if slice_bytes is None else {"slice_bytes": slice_bytes}
+    fn = split_rows_twin_launch(impl.target.kernel, {"X": x.to(DEVICE)}, out, shape, dict(impl.params), precision, **kw)
+    return fn, out
+
+
+@pytest.mark.parametrize("m,n,name,slice_bytes,slices", [(3, 40000, "fp32", None, 2), (2, 70000, "fp16", None, 2),
+                                                         (5, 1031, "fp32", 256, 8), (5, 1031, "fp16", 512, 5),
+                                                         (4, 17, "fp32", 16, 2), (3, 3, "fp32", None, 1)])
+def test_the_split_row_twin_merges_its_slices_statistics(m, n, name, slice_bytes, slices):
+    # v6's twin: (maximum, sum) of each slice to a workspace, then a second launch merges and normalises;
+    # a small slice budget splits short rows (the interpreter's speed), the last slice shorter.
+    precision = PROBLEM.precision(name)
+    shape = {"M": m, "N": n}
+    tensors = PROBLEM.make_inputs(shape, precision, n, "cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    fn, out = _split_twin(shape, tensors["X"], precision, slice_bytes)
+    assert fn.facts == {"slices": slices}
+    verdict = check_output(fn, out, PROBLEM, ref, scale, precision)
+    assert verdict.ok, verdict.message
+
+
+def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
+    # slices of −inf alone beside the one live entry: exactly one-hot; a NaN in one slice: the whole row NaN
+    n = 1031
+    x = torch.randn(4, n)
+    x[0] = float("-inf")
+    x[0, 900] = 3.0
+    x[1, 10] = float("nan")
+    x[2, :600] = float("-inf")
+    x[3, 500:] = 1e4  # a maximum far above the first slices': their sums rescale to zero
+    fn, out = _split_twin({"M": 4, "N": n}, x, slice_bytes=256)
+    assert fn.facts == {"slices": 8}
+    fn()
+    out = out.cpu()
+    hot = torch.zeros(n)
+    hot[900] = 1.0
+    assert torch.equal(out[0], hot) and torch.isnan(out[1]).all()
+    assert torch.allclose(out[2], torch.softmax(x[2].double(), -1).float(), rtol=2e-4, atol=0)
+    assert torch.allclose(out[3], torch.softmax(x[3].double(), -1).float(), rtol=2e-4, atol=0)

@@ -185,3 +185,37 @@ def test_the_two_pass_twin_is_tuned_with_its_reduction_inside_each_timed_call():
     sgemm.reduce_after_tuned_partials({"M": m, "N": n, "K": k, "part_ptr": partial, "c_ptr": out, "stride_cm": n,
                                        **tile}, exception=RuntimeError("config failed"))
     assert torch.isnan(out).all()  # a failed config's partials are not summed
+
+
+def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_call():
+    # softmax v6's twin: triton.autotune times the statistics launch; its post_hook runs the normalising
+    # launch with the same config, as the closure does after the tuned one; a row in one slice has none.
+    import torch
+
+    from study.backends.triton_launch import _autotuned
+    from study.catalog import implementation
+    from study.ops import softmax
+    from triton_kernels import softmax as tk
+
+    impl = implementation("softmax/v6_cluster_rows/triton")
+    problem = ladder("softmax").problem
+    assert impl.target.post_hook is softmax.normalize_after_tuned_stats
+    assert _autotuned(impl.target, problem).post_hook is softmax.normalize_after_tuned_stats
+    m, n = 3, 1031
+    x = torch.randn(m, n, device=DEVICE)
+    slices, size = softmax.split_rows_plan(n, 4, slice_bytes=256)
+    assert (slices, size) == (8, 144)
+    stats = torch.empty(m * slices * 2, device=DEVICE)
+    out = torch.full((m, n), float("nan"), device=DEVICE)
+    config = dict(impl.params)
+    nargs = {"x_ptr": x, "y_ptr": out, "stats_ptr": stats, "M": m, "N": n, "SLICE": size, "SLICES": slices,
+             "WHOLE": 1, "ONE": False, **config}
+    tk.softmax_split_stats[(m, slices)](x, out, stats, m, n, size, slices, WHOLE=1, ONE=False, **config)
+    assert torch.isnan(out).all()  # the first launch writes statistics only
+    softmax.normalize_after_tuned_stats(nargs, exception=RuntimeError("config failed"))
+    assert torch.isnan(out).all()  # a failed config's statistics are not used
+    softmax.normalize_after_tuned_stats(nargs)
+    assert torch.allclose(out, torch.softmax(x.double(), -1).float(), rtol=2e-4, atol=0)
+    out.fill_(float("nan"))
+    softmax.normalize_after_tuned_stats({**nargs, "ONE": True})
+    assert torch.isnan(out).all()  # a row in one program was written by the first launch alone

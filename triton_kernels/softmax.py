@@ -131,6 +131,54 @@ def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexp
                 _normalize(x_row, y_row, N, m, 1.0 / d, BLOCK)
 
 
+
+@triton.jit
+def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr, WHOLE: tl.constexpr,
+                        ONE: tl.constexpr):
+    """v6, first launch. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's
+    twin, the whole row in registers, read once, written, and no second launch. Otherwise program
+    (row, s) reads columns [s·SLICE, (s+1)·SLICE) of its row once and writes their online (maximum,
+    sum of exp(x − maximum)) pair to ``stats`` (FP32, M × SLICES × 2); ``softmax_split_normalize``
+    is the second launch.
+
+    What Triton cannot say of the CUDA rung: a cluster of programs scheduled together and reading each
+    other's shared memory (Triton 3.6 has no DSMEM, and its num_ctas is for its own layouts, not for a
+    kernel's exchange); a barrier between the programs of a row; and so a slice kept on chip while its
+    row's statistics are combined. The programs of a row meet through HBM and a second launch, which
+    reads the row again: two reads and a write per element where the CUDA rung, up to what its
+    cluster holds, makes one of each."""
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * N
+    if ONE:
+        cols = tl.arange(0, WHOLE)
+        x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=0))
+        tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=cols < N)
+    else:
+        s = tl.program_id(1)
+        start = s * SLICE
+        m, d = _online_stats(x_row + start, tl.minimum(N - start, SLICE), BLOCK)
+        tl.store(stats_ptr + (row * SLICES + s) * 2, m)
+        tl.store(stats_ptr + (row * SLICES + s) * 2 + 1, d)
+
+
+@triton.jit
+def softmax_split_normalize(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr,
+                            PAIRS: tl.constexpr):
+    """v6, second launch: program (row, s) merges its row's SLICES (≤ PAIRS, a power of two) pairs as
+    the online pair merges (a slice of −inf alone adds its sum as it is: 0, or NaN), then reads its
+    slice again and writes exp(x − maximum) / sum."""
+    row = tl.program_id(0).to(tl.int64)
+    s = tl.program_id(1)
+    q = tl.arange(0, PAIRS)
+    ms = tl.load(stats_ptr + (row * SLICES + q) * 2, mask=q < SLICES, other=float("-inf"))
+    ds = tl.load(stats_ptr + (row * SLICES + q) * 2 + 1, mask=q < SLICES, other=0.0)
+    m = tl.max(ms, axis=0)
+    d = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - m), ds), axis=0)
+    start = s * SLICE
+    _normalize(x_ptr + row * N + start, y_ptr + row * N + start, tl.minimum(N - start, SLICE), m, 1.0 / d, BLOCK)
+
+
 # CUDA v0: 256 threads, one row each.
 V0_THREAD_PER_ROW = dict(ROWS=256, num_warps=8, num_stages=1)
 ROWS_SPACE = [dict(ROWS=r, num_warps=r // 32, num_stages=1) for r in (64, 128, 256, 512)]
@@ -149,3 +197,10 @@ WHOLE_SPACE = [dict(BLOCK=4096, num_warps=w, num_stages=1) for w in (8, 16, 32)]
 MAX_WARP_ROW_BYTES = 32 * 16 * 16
 V5_WARP_PER_ROW = dict(ROWS=8, BLOCK=1024, num_warps=8, num_stages=1)
 WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in (4, 8, 16)]
+# CUDA v6: 1024 threads a block (the declared 8 × 1024 × 8). A row goes whole to one program while it
+# takes at most MAX_WHOLE_BYTES (v4's twin), else to the fewest slices of at most that many bytes, at
+# most MAX_SLICES (the CUDA rung's fewest blocks of 1024 × 8 vectors, up to a cluster of 8); BLOCK is
+# the step of both launches over a slice.
+MAX_SLICES = 8
+V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
+SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]

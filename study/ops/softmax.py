@@ -9,7 +9,9 @@ reductions (coalesced, still three passes) → v2 warp-shuffle reductions and 16
 v3 online softmax (the running maximum and the rescaled sum in one pass, then the normalising
 pass: two reads) → v4 the row kept in registers, read once (rows that fit; longer rows take
 v3's two passes, recorded) → v5 a warp per row for short rows (shuffles only, several rows a
-block). Reported cold: every default shape's X and Y exceed the L2.
+block) → v6 a long row over a thread-block cluster, its maximum and sum exchanged through
+distributed shared memory (the row on chip across up to 8 blocks; v4's body for rows one block
+holds; recorded). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -129,26 +131,45 @@ def thread_rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
 
 @functools.cache
 def _block_points(path) -> tuple:
-    """(THREADS, ON_CHIP) of each point of a rung's space, from its header (the one list)."""
-    return tuple(dict.fromkeys((p["THREADS"], p["ON_CHIP"]) for p in kernel_header.read(path).space))
+    """(CLUSTER, THREADS, ON_CHIP) of each point of a rung's space, from its header (the one list);
+    CLUSTER 1 for a rung without clusters (v4)."""
+    return tuple(dict.fromkeys((p.get("CLUSTER", 1), p["THREADS"], p["ON_CHIP"])
+                               for p in kernel_header.read(path).space))
 
 
 V4_PATH = CUDA_DIR / "softmax" / "04_on_chip.cu"
+V6_PATH = CUDA_DIR / "softmax" / "06_cluster_rows.cu"
 
 
-def fitted_block(config, tensors, out, shape, precision):
+def row_slot(defines, out) -> int:
+    """Elements a register slot of v4–v6 holds: a 16-byte vector on the ALIGNED and PEEL paths, else
+    four single elements (row.cuh, ON_CHIP_SLOT)."""
+    return 16 // out.element_size() if defines["ALIGNED"] or defines.get("PEEL") else 4
+
+
+def fitted_block(config, tensors, out, shape, precision, path=V4_PATH):
     """v4's defines. A config with FIT=1 (its declared one) takes THREADS and ON_CHIP from the row: of the
     space's points, the fewest register slots (THREADS·ON_CHIP) that hold it, ties to more threads (a short
     row spread over a large block waits on a block-wide reduction for little data); a row none holds
-    takes the largest (the two-pass fallback, most threads). The header gives the measurements behind it."""
+    takes the largest (the two-pass fallback, most threads). The header gives the measurements behind it.
+    A space with CLUSTER (v6, ``path``): the fewest blocks that hold the row come first, then the same rule;
+    a row none holds takes the most slots over the cluster, then the most threads."""
     defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
-    slot = 16 // out.element_size() if defines["ALIGNED"] or defines["PEEL"] else 4
-    points = sorted(_block_points(V4_PATH), key=lambda p: (p[0] * p[1], -p[0]))
-    fits = [p for p in points if fits_on_chip(shape["N"], p[0], p[1], slot)]
-    threads, on_chip = fits[0] if fits else max(points, key=lambda p: (p[0] * p[1], p[0]))
-    return {**defines, "THREADS": threads, "ON_CHIP": on_chip}
+    slot = row_slot(defines, out)
+    points = sorted(_block_points(path), key=lambda p: (p[0], p[1] * p[2], -p[1]))
+    fits = [p for p in points if fits_on_chip(shape["N"], p[0] * p[1], p[2], slot)]
+    cluster, threads, on_chip = fits[0] if fits else max(points, key=lambda p: (p[0] * p[1] * p[2], p[0] * p[1]))
+    return {**defines, **({"CLUSTER": cluster} if "CLUSTER" in config else {}), "THREADS": threads,
+            "ON_CHIP": on_chip}
+
+
+def fitted_cluster(config, tensors, out, shape, precision):
+    """v6's defines: :func:`fitted_block` over v6's space, the fewest blocks first: CLUSTER=1 (v4's body,
+    one block) for a row one block holds, else the smallest cluster that holds it on chip, else the
+    largest (the two-pass fallback over 8 blocks)."""
+    return fitted_block(config, tensors, out, shape, precision, path=V6_PATH)
 
 
 def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
@@ -165,8 +186,7 @@ def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
         blocks = cdiv(m, threads // team(defines))
         facts = {}
         if on_chip:
-            slot = 16 // out.element_size() if defines["ALIGNED"] or defines.get("PEEL") else 4
-            facts = {"on_chip": int(fits_on_chip(n, team(defines), defines["ON_CHIP"], slot))}
+            facts = {"on_chip": int(fits_on_chip(n, team(defines), defines["ON_CHIP"], row_slot(defines, out)))}
         return CudaLaunch(grid=(min(blocks, 65535), cdiv(blocks, 65535), 1), block=(threads, 1, 1), args=args,
                           facts=facts)
 
@@ -178,10 +198,29 @@ def team_rows(warp_per_row: bool, on_chip: bool) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=check)
 
 
+def cluster_rows_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v6: a row per CLUSTER consecutive blocks of grid.x (the kernel's __cluster_dims__ needs grid.x a
+    multiple of CLUSTER), grid.y beyond 65535 blocks. Recorded with the config (CLUSTER, THREADS, ON_CHIP):
+    on_chip, whether the row fits in the registers of its CLUSTER blocks (0: the two-pass fallback)."""
+    m, n = shape["M"], shape["N"]
+    cluster, threads = defines["CLUSTER"], defines["THREADS"]
+    rows = min(m, 65535 // cluster)  # rows along grid.x
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n))
+    facts = {"on_chip": int(fits_on_chip(n, cluster * threads, defines["ON_CHIP"], row_slot(defines, out)))}
+    return CudaLaunch(grid=(rows * cluster, cdiv(m, rows), 1), block=(threads, 1, 1), args=args, facts=facts)
+
+
+def cluster_rows_check(params, shape, precision):
+    if cdiv(shape["M"], 65535 // params["CLUSTER"]) > 65535:
+        return f"M={shape['M']} rows of {params['CLUSTER']} blocks need more than 65535 × 65535 blocks"
+    return None
+
+
 THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
 BLOCK_ROWS = team_rows(warp_per_row=False, on_chip=False)   # v1–v3
 ON_CHIP_ROWS = dataclasses.replace(team_rows(warp_per_row=False, on_chip=True), defines=fitted_block)  # v4
 WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
+CLUSTER_ROWS = CudaLauncher(launch=cluster_rows_launch, check=cluster_rows_check, defines=fitted_cluster)  # v6
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -216,6 +255,54 @@ def whole_twin_launch(kernel, tensors, out, shape, config, precision):
 
 def warp_rows_twin_launch(kernel, tensors, out, shape, config, precision):
     return twin_launch(kernel, tensors, out, shape, config, precision, rows=True, whole_limit=tk.MAX_WARP_ROW_BYTES)
+
+
+def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_BYTES) -> tuple[int, int]:
+    """(slices, columns per slice) of v6's twin: the fewest slices of at most ``slice_bytes`` each (the CUDA
+    rung's block of 1024 × 8 vectors), at most tk.MAX_SLICES (its cluster of 8), each a multiple of 16
+    elements (so that every slice starts as aligned as the row)."""
+    slices = min(tk.MAX_SLICES, cdiv(n * element_bytes, slice_bytes))
+    size = cdiv(cdiv(n, slices), 16) * 16
+    return cdiv(n, size), size
+
+
+def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES):
+    """v6's twin: one slice (the row whole in a program, v4's twin: one launch), or a program per (row,
+    slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second launch that merges a row's
+    pairs and normalises each slice (:func:`normalize_slices`, under triton.autotune also inside each timed
+    call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``."""
+    x = tensors["X"]
+    m, n = shape["M"], shape["N"]
+    slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
+    one = slices == 1
+    stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
+    meta = {**config, "WHOLE": triton_next_pow2(n) if one else 1, "ONE": one}
+
+    def fn():
+        kernel[(m, slices)](x, out, stats, m, n, size, slices, **meta)
+        if not one:  # the config the first launch just used: under triton.autotune, the tuned one
+            best = getattr(kernel, "best_config", None)
+            step = config if best is None else {**best.kwargs, "num_warps": best.num_warps,
+                                                "num_stages": best.num_stages}
+            normalize_slices(x, out, stats, m, n, size, slices, step)
+
+    fn.facts = {"slices": slices}
+    return fn
+
+
+def normalize_slices(x, out, stats, m, n, size, slices, config):
+    """v6's twin, second launch, with the first one's BLOCK and warps."""
+    tk.softmax_split_normalize[(m, slices)](x, out, stats, m, n, size, slices, BLOCK=config["BLOCK"],
+                                            PAIRS=triton_next_pow2(slices), num_warps=config["num_warps"],
+                                            num_stages=config["num_stages"])
+
+
+def normalize_after_tuned_stats(nargs, exception=None):
+    """v6's twin under triton.autotune: each config's second launch inside its timed call (the post_hook),
+    as the closure runs it after the tuned config, so that tuning ranks both launches, not the first."""
+    if exception is None and not nargs["ONE"]:
+        normalize_slices(nargs["x_ptr"], nargs["y_ptr"], nargs["stats_ptr"], nargs["M"], nargs["N"], nargs["SLICE"],
+                         nargs["SLICES"], nargs)
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
@@ -257,6 +344,12 @@ register(
              "(rows that fit; else v3 on the warp)", "v4's idle threads and block barriers on short rows",
              cuda="05_warp_per_row.cu", launch=WARP_ROWS,
              triton=twin(tk.softmax_warp_rows, tk.V5_WARP_PER_ROW, tk.WARP_ROWS_SPACE, launch=warp_rows_twin_launch)),
+        Rung("v6_cluster_rows", "a long row in the registers of a cluster of up to 8 blocks, its maximum and sum "
+             "exchanged through distributed shared memory (rows one block holds: v4)",
+             "v4's second read of rows one block cannot hold, and its one SM a row",
+             cuda="06_cluster_rows.cu", launch=CLUSTER_ROWS,
+             triton=twin(tk.softmax_split_stats, tk.V6_CLUSTER_ROWS, tk.SPLIT_ROWS_SPACE, launch=split_rows_twin_launch,
+                         post_hook=normalize_after_tuned_stats)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],

@@ -1,0 +1,181 @@
+// softmax v6 — a long row split over a thread-block cluster, its maximum and sum exchanged through
+// distributed shared memory (docs/ladders/softmax.md, v6).
+// Idea: v4 keeps a row in one block's registers, up to THREADS·ON_CHIP 16-byte vectors (32768 FP32
+// or 65536 FP16/BF16 elements at 1024 × 8). A longer row reads HBM twice, and a few long rows keep
+// a few SMs busy, one block a row, while the others idle. Here a cluster of CLUSTER blocks owns a
+// row (Hopper: up to 8 blocks, portable, scheduled together on one GPC). It is v4's body with the
+// cluster as the team (row.cuh's row_on_chip<ClusterTeam, ON_CHIP>): body vector k of the row is
+// held by thread k mod (CLUSTER·THREADS) of the cluster, so each block holds chunks of THREADS
+// consecutive vectors, interleaved with the other blocks'. Each block reduces its maximum as v4
+// does, publishes it in its shared memory, and after a cluster barrier every warp reads the CLUSTER
+// maxima through DSMEM (mapa + ld.shared::cluster) and reduces them by shuffles; the same for the
+// sums of exp(x − max); then each block normalises from its registers and writes. HBM sees the row
+// read once and written once up to CLUSTER·THREADS·ON_CHIP vectors: 262144 FP32 or 524288 FP16/BF16
+// elements at 8 × 1024 × 8, on 8 SMs.
+// Paths (each recorded with the launch's config): CLUSTER=1 compiles to v4 exactly (no cluster, the
+// block as the team), the path the launch takes for a row that fits in one block; a row longer than
+// the cluster holds takes v3's two passes with the cluster as the team (each block streams its
+// chunks once for the online (max, sum) pair, one exchange, then reads them again to normalise:
+// on_chip=0).
+// Removes: v4's second read of rows between one block's registers and a cluster's (32768–262144 FP32,
+// 65536–524288 FP16/BF16 elements), and its one SM a row for a few long rows.
+// Bottleneck that remains (expected, not measured): three cluster barriers a row, during which the
+// block has no loads in flight; at 1024 threads × 8 vectors a block fills an SM's registers, so an
+// SM cannot overlap one row's exchange with another row's loads; a cluster of 8 needs 8 free SMs of
+// one GPC (at most 16 such clusters on 132 SMs: 128 busy); fewer rows than SMs/CLUSTER still leave
+// SMs idle.
+// Hardware facts: a block reads the shared memory of any block of its cluster (DSMEM, sm_90);
+// barrier.cluster.arrive.release / wait.acquire order a block's shared-memory writes before the
+// others' reads; a block's shared memory must outlive every remote read of it, hence the last
+// barrier before exit.
+// Measured: not yet run on a GPU (no figure).
+// Builds on: v4 (row_on_chip and its two-pass fallback, with a team of CLUSTER blocks). Constraints:
+// as v2; compute capability 9.0 or later (clusters, DSMEM; nothing arch-specific: arch sm_90, not
+// sm_90a). Launch: grid.x a multiple of CLUSTER (a row per CLUSTER consecutive blocks), grid.y
+// beyond 65535 blocks (study/ops/softmax.py, cluster_rows_launch).
+// arch: sm_90
+// precisions: fp32 fp16 bf16
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, fitted_cluster): of the
+// space's points, the fewest blocks (CLUSTER) that hold the row, then v4's rule among those (the
+// fewest register slots THREADS·ON_CHIP, ties to more threads); a row none holds takes the largest
+// cluster (the two-pass fallback over 8 blocks). The CLUSTER=1 points are v4's choices for short rows.
+// config: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=1
+// space: CLUSTER=1 THREADS=128 ON_CHIP=4 FIT=0
+// space: CLUSTER=1 THREADS=128 ON_CHIP=8 FIT=0
+// space: CLUSTER=1 THREADS=256 ON_CHIP=8 FIT=0
+// space: CLUSTER=1 THREADS=512 ON_CHIP=8 FIT=0
+// space: CLUSTER=1 THREADS=1024 ON_CHIP=4 FIT=0
+// space: CLUSTER=1 THREADS=1024 ON_CHIP=8 FIT=0
+// space: CLUSTER=2 THREADS=512 ON_CHIP=8 FIT=0
+// space: CLUSTER=2 THREADS=1024 ON_CHIP=8 FIT=0
+// space: CLUSTER=4 THREADS=512 ON_CHIP=8 FIT=0
+// space: CLUSTER=4 THREADS=1024 ON_CHIP=8 FIT=0
+// space: CLUSTER=8 THREADS=256 ON_CHIP=8 FIT=0
+// space: CLUSTER=8 THREADS=512 ON_CHIP=8 FIT=0
+// space: CLUSTER=8 THREADS=512 ON_CHIP=16 FIT=0
+// space: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=0
+#include "common.cuh"
+#include "row.cuh"
+
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
+              "CLUSTER: 1, 2, 4 or 8 blocks (portable cluster sizes; a power of two for the shuffles)");
+
+// Shared memory: row.cuh's reductions use scratch[0, 64); the cluster's exchange slots follow
+// (ClusterTeam), one a published value, each written once a launch, so that no slot is overwritten
+// while another block may still read it.
+constexpr int SCRATCH = 64 + 4;
+
+#if CLUSTER > 1
+// This block's rank in its cluster (the rank mapa names it by).
+__device__ __forceinline__ int cluster_rank() {
+    unsigned r;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return (int)r;
+}
+
+// Every thread of every block of the cluster arrives (release: its earlier memory accesses are
+// ordered before the arrival) ...
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+
+// ... and waits until all have (acquire: what they wrote before arriving is visible after).
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+
+// The float at the same shared-memory offset as `p` in block `rank` of the cluster (DSMEM).
+__device__ __forceinline__ float cluster_load(const float* p, int rank) {
+    unsigned remote;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+    return v;
+}
+
+// Thread 0 publishes this block's value in `slot`; after the cluster barrier lanes 0 … CLUSTER−1 of
+// every warp read the CLUSTER blocks' values (lane l block l's), and return them to the caller,
+// which merges them across those lanes.
+__device__ __forceinline__ void publish(float* slot, float v) {
+    if (threadIdx.x == 0) *slot = v;
+    cluster_arrive();
+    cluster_wait();
+}
+
+// A row's team of CLUSTER blocks (row.cuh's Team interface): rank and size over the cluster, each
+// reduction over the block (row.cuh) and then over the cluster through DSMEM. The merge over the
+// blocks is a butterfly over lanes 0 … CLUSTER−1 with a commutative operation, the same in every
+// warp of every block: all of them get the same bits, so the blocks normalise the row alike.
+// sum and online are the last exchange of a row on either path (row_on_chip: max, then sum;
+// row_online_stats: online, then row_normalize reads nothing remote): after its remote reads each
+// arrives on the barrier that leave() waits on before the block exits, so that no block's shared
+// memory is gone while another still reads it, and the wait comes after the output is written.
+struct ClusterTeam {
+    static constexpr int SIZE = CLUSTER * THREADS;
+    static constexpr int SLOT_MAX = 64, SLOT_SUM = 65, SLOT_M = 66, SLOT_D = 67;
+    static __device__ __forceinline__ int rank() { return cluster_rank() * THREADS + (int)threadIdx.x; }
+
+    static __device__ __forceinline__ float max(float v, float* scratch) {
+        publish(scratch + SLOT_MAX, block_reduce<true>(v, scratch));
+        const int lane = threadIdx.x % 32;
+        float w = lane < CLUSTER ? cluster_load(scratch + SLOT_MAX, lane) : NEG_INF;
+#pragma unroll
+        for (int o = CLUSTER / 2; o > 0; o >>= 1) w = fmaxf(w, __shfl_xor_sync(0xffffffffu, w, o));
+        return __shfl_sync(0xffffffffu, w, 0);
+    }
+
+    static __device__ __forceinline__ float sum(float v, float* scratch) {
+        publish(scratch + SLOT_SUM, block_reduce<false>(v, scratch));
+        const int lane = threadIdx.x % 32;
+        float w = lane < CLUSTER ? cluster_load(scratch + SLOT_SUM, lane) : 0.0f;
+        cluster_arrive();  // the last remote read of this block: leave() waits for the others'
+#pragma unroll
+        for (int o = CLUSTER / 2; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+        return __shfl_sync(0xffffffffu, w, 0);
+    }
+
+    static __device__ __forceinline__ void online(float& m, float& d, float* scratch) {
+        block_online(m, d, scratch);
+        if (threadIdx.x == 0) scratch[SLOT_D] = d;
+        publish(scratch + SLOT_M, m);
+        const int lane = threadIdx.x % 32;
+        float wm = lane < CLUSTER ? cluster_load(scratch + SLOT_M, lane) : NEG_INF;
+        float wd = lane < CLUSTER ? cluster_load(scratch + SLOT_D, lane) : 0.0f;
+        cluster_arrive();  // the last remote read of this block on the two-pass path
+#pragma unroll
+        for (int o = CLUSTER / 2; o > 0; o >>= 1)
+            online_merge(wm, wd, __shfl_xor_sync(0xffffffffu, wm, o), __shfl_xor_sync(0xffffffffu, wd, o));
+        m = __shfl_sync(0xffffffffu, wm, 0);
+        d = __shfl_sync(0xffffffffu, wd, 0);
+    }
+
+    // Before the block exits: every block of the cluster has made its last remote read.
+    static __device__ __forceinline__ void leave() { cluster_wait(); }
+};
+using RowTeam = ClusterTeam;
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+// One block a row: v4's team, nothing to wait for at exit.
+struct RowTeam : BlockTeam {
+    static __device__ __forceinline__ void leave() {}
+};
+#define CLUSTER_DIMS
+#endif
+
+// The row of this block's cluster: CLUSTER consecutive blocks along grid.x share one (grid.x a multiple
+// of CLUSTER), grid.y takes what 65535 blocks cannot; −1 past M (the whole cluster leaves together).
+__device__ __forceinline__ long long cluster_row(int M) {
+    const long long row = (long long)blockIdx.y * (gridDim.x / CLUSTER) + blockIdx.x / CLUSTER;
+    return row < M ? row : -1;
+}
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS)
+softmax_v6_cluster_rows(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N) {
+    __shared__ float scratch[SCRATCH];
+    const long long row = cluster_row(M);
+    if (row < 0) return;
+    const storage_t* x = X + row * N;
+    storage_t* y = Y + row * N;
+    if (!row_on_chip<RowTeam, ON_CHIP>(x, y, N, scratch)) {
+        float m, d;  // longer than the cluster holds (uniform over the grid): v3's two passes, over the cluster
+        row_online_stats<RowTeam>(x, N, m, d, scratch);
+        row_normalize<RowTeam>(x, y, N, m, 1.0f / d);
+    }
+    RowTeam::leave();
+}
