@@ -12,7 +12,11 @@
 // sum a row out of shared memory (x staged beside it) and reduce with LANES-wide shuffles.
 // Removes: v2/v3's idle lanes and narrow scalar loads on short rows (tall-skinny A, any N).
 // Bottleneck that remains: a tile is loaded, then computed: a block's own loads do not overlap its
-// arithmetic; other resident blocks (the shared memory allows 3 or more a SM) overlap them. Rows
+// arithmetic; other resident blocks (the shared memory allows 3 or more a SM) overlap them. The
+// groups of a warp read rows N elements apart, so their reads can fall in the same banks (at FP32,
+// N = 16, LANES = 4: 4-way, ~6 elements a clock from shared
+// memory against ~5 that HBM delivers an SM), which the LANES points of the space trade against
+// fewer shuffles; a profile will say which wins. Rows
 // longer than a tile (N·size > THREADS·TILE_VECS·16 / (16 / gcd(N·size, 16))) are v2/v3's case:
 // the launch passes tile_rows = 0 and the block takes a plain LANES-per-row loop from global
 // memory (path "rows" in the record; "tiles" otherwise).
