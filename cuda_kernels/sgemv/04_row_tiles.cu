@@ -14,11 +14,10 @@
 // Bottleneck that remains: a tile is loaded, then computed: a block's own loads do not overlap its
 // arithmetic; other resident blocks (the shared memory allows 3 or more a SM) overlap them. The
 // groups of a warp read rows N elements apart, so their reads can fall in the same banks (at FP32,
-// N = 16, LANES = 4: 4-way, ~6 elements a clock from shared
-// memory against ~5 that HBM delivers an SM), which the LANES points of the space trade against
-// fewer shuffles; a profile will say which wins. Rows
-// longer than a tile (N·size > THREADS·TILE_VECS·16 / (16 / gcd(N·size, 16))) are v2/v3's case:
-// the launch passes tile_rows = 0 and the block takes a plain LANES-per-row loop from global
+// N = 16, LANES = 4: 4-way, ~6 elements a clock from shared memory against the ~5 that HBM delivers
+// an SM), which the space's LANES points trade against more shuffles; a profile will say which
+// wins. Rows longer than a tile (N·size > THREADS·TILE_VECS·16 / (16 / gcd(N·size, 16))) are v2/v3's
+// case: the launch passes tile_rows = 0 and the block takes a plain LANES-per-row loop from global
 // memory (path "rows" in the record; "tiles" otherwise).
 // Builds on: v1 (lanes over a row, shuffle reduction), v2 (16-byte loads). Constraints: A contiguous
 // and 16-byte aligned for the tiles (else the rows path); dynamic shared memory THREADS·TILE_VECS·16
