@@ -279,8 +279,8 @@ register(
              cuda="03_split_n.cu", launch=SPLIT,
              triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE, launch=split_twin_launch)),
         Rung("v4_row_tiles", "tiles of whole rows read as one contiguous run with 16-byte loads, staged in shared "
-             "memory, LANES lanes a row fitted to its length", "idle lanes and narrow loads on short rows (tall-skinny A)",
-             cuda="04_row_tiles.cu", launch=ROW_TILES,
+             "memory, LANES lanes a row fitted to its length",
+             "idle lanes and narrow loads on short rows (tall-skinny A)", cuda="04_row_tiles.cu", launch=ROW_TILES,
              triton=twin(tk.sgemv_row_tiles, tk.V4_ROW_TILES, tk.TILE_SPACE, launch=tile_twin_launch)),
     ],
     baselines=[Baseline("torch_mv", "torch.mv", "cuBLAS", "cublas", torch_mv, "torch.mv", reference=True)],
