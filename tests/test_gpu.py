@@ -389,6 +389,27 @@ def test_softmax_v6_records_its_path_and_repeats_exactly():
         assert torch.equal(launch.out, first), (name, shape)
 
 
+def _one_hot_and_nan_rows(impl, n, hot_at, nan_at, atol):
+    """Three rows of length n through ``impl``: −inf everywhere but ``hot_at`` (exactly one-hot), a NaN at
+    ``nan_at`` (the whole row NaN, as torch gives), and random values (torch.softmax's)."""
+    problem = ladder("softmax").problem
+    x = torch.full((3, n), float("-inf"), device="cuda")
+    x[0, hot_at] = 5.0
+    x[1] = torch.randn(n, device="cuda")
+    x[1, nan_at] = float("nan")
+    x[2] = torch.randn(n, device="cuda")
+    launch = backend(impl.backend).prepare(impl, problem, {"X": x}, {"M": 3, "N": n}, problem.precisions[0])
+    with launch.context():
+        launch.fn()
+    torch.cuda.synchronize()
+    out = launch.out
+    hot = torch.zeros(n, device="cuda")
+    hot[hot_at] = 1.0
+    assert torch.equal(out[0], hot), (n, out[0])
+    assert torch.isnan(out[1]).all(), n
+    assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=atol), n
+
+
 @pytest.mark.parametrize("backend_name", ["cuda", "triton"])
 def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(backend_name):
     # one live entry in the last block's part of the row, the rest −inf (blocks that see only −inf); a NaN in
@@ -396,24 +417,8 @@ def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(ba
     impl = next(i for i in IMPLS if i.name == f"softmax/v6_cluster_rows/{backend_name}")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    problem = ladder("softmax").problem
-    fp32 = problem.precisions[0]
     for n in (262144, 300000):
-        x = torch.full((3, n), float("-inf"), device="cuda")
-        x[0, n - 5] = 5.0
-        x[1] = torch.randn(n, device="cuda")
-        x[1, 7] = float("nan")
-        x[2] = torch.randn(n, device="cuda")
-        launch = backend(impl.backend).prepare(impl, problem, {"X": x}, {"M": 3, "N": n}, fp32)
-        with launch.context():
-            launch.fn()
-        torch.cuda.synchronize()
-        out = launch.out
-        hot = torch.zeros(n, device="cuda")
-        hot[n - 5] = 1.0
-        assert torch.equal(out[0], hot), n
-        assert torch.isnan(out[1]).all(), n
-        assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=1e-9), n
+        _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
 
 
 @pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",
@@ -435,24 +440,8 @@ def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_sc
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
 def test_softmax_rows_of_minus_infinity_but_one_and_rows_with_a_nan(impl):
     # −inf everywhere but one entry: exactly one-hot; a NaN anywhere: the whole row NaN, as torch gives.
-    fp32 = ladder("softmax").problem.precisions[0]
-    problem = ladder("softmax").problem
     for n in (3, 1031, 4096):
-        x = torch.full((3, n), float("-inf"), device="cuda")
-        x[0, n // 2] = 5.0
-        x[1] = torch.randn(n, device="cuda")
-        x[1, n - 1] = float("nan")
-        x[2] = torch.randn(n, device="cuda")
-        launch = backend(impl.backend).prepare(impl, problem, {"X": x}, {"M": 3, "N": n}, fp32)
-        with launch.context():
-            launch.fn()
-        torch.cuda.synchronize()
-        out = launch.out
-        hot = torch.zeros(n, device="cuda")
-        hot[n // 2] = 1.0
-        assert torch.equal(out[0], hot), (n, out[0])
-        assert torch.isnan(out[1]).all(), n
-        assert torch.allclose(out[2], torch.softmax(x[2], -1), rtol=2e-4, atol=1e-7), n
+        _one_hot_and_nan_rows(impl, n, hot_at=n // 2, nan_at=n - 1, atol=1e-7)
 
 
 def test_a_kernel_given_too_little_dynamic_shared_memory_stops_instead_of_reading_past_it():
