@@ -24,8 +24,8 @@
 // M FLOP/byte, 1–16 against the H200's ~206 FLOP/byte ridge (989 TFLOPS dense / 4.8 TB/s), so it is
 // bound by streaming B from HBM (K·N·2 bytes) at M ≤ 64; the STAGES ring keeps STAGES · BN · 128
 // bytes of weights in flight per SM (64 KiB at BN = 128, 4 stages) to cover HBM latency.
-// Removes: v8/v9's 128-row tiles at M ≤ 64 (idle tensor-core rows, and 8× fewer weight columns per
-// SM tile at BN = 256 than the split plan needs to reach every SM).
+// Removes: v8/v9's 128-row tiles at M ≤ 64, where all but M of each tile's 128 rows multiply the
+// zeros TMA fills in (a wgmma of 64 rows for 1 token).
 // Builds on: v9 (plan, partial planes, reduction), v8 (producer/consumer ring), hopper.cuh's
 // wgmma_m64k16_ta. Constraints: M ≤ 64 (the launch refuses more: v8/v9 take it); K and N as v8
 // (rows TMA cannot read are staged by the launch); the workspace holds splits × M × ldp floats.
