@@ -8,7 +8,8 @@ brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the s
 double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
 multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
 fills (128-byte swizzle, an mbarrier per stage; sm_90a) → v8 warp specialisation (a TMA producer
-warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores. v0–v5
+warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores → v9 split-K
+for products of few tiles → v10 skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N. v0–v5
 multiply on the FFMA pipe in FP32; their Triton twins from v2 on use ``tl.dot``, i.e. the tensor
 cores. A rung is one line below.
 
