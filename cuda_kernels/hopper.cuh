@@ -203,3 +203,54 @@ __device__ __forceinline__ void wgmma_m64k16<256>(float (&d)[128], unsigned long
                  : WGMMA_ACC64(0), WGMMA_ACC64(64)
                  : "l"(a), "l"(b), "r"(1));
 }
+
+// D(64×N, FP32, in registers) += A(64×16, MN-major, shared) · B(16×N, K-major, shared) for the
+// small N of a skinny product computed transposed (hgemm v10: Cᵀ = Bᵀ·Aᵀ, the weights as A, the
+// tokens as B). imm-trans-a = 1: A is stored with its 64 rows (m) contiguous — a row-major K×N
+// weight matrix read as its transpose, one 128-byte swizzled row of 64 m per k, the layout v8's B
+// boxes have (the PTX ISA allows the transpose for .f16/.bf16 operands read through descriptors);
+// imm-trans-b = 0: B is K-major as stored (N rows of 64 k, as v8's A boxes). Each thread holds N/2
+// accumulators in the layout of wgmma_m64k16 (row 16w + g and + 8, columns 8j + 2t and + 1).
+template <int N>
+__device__ void wgmma_m64k16_ta(float (&d)[N / 2], unsigned long long a, unsigned long long b);
+
+#define WGMMA_D_0_3 "%0, %1, %2, %3"
+#define WGMMA_D_0_7 WGMMA_D_0_3 ", %4, %5, %6, %7"
+#define WGMMA_D_0_15 WGMMA_D_0_7 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define WGMMA_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16_ta<8>(float (&d)[4], unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k16.f32." WGMMA_TYPE "." WGMMA_TYPE " {" WGMMA_D_0_3
+                 "}, %4, %5, p, 1, 1, 1, 0;\n}\n"
+                 : WGMMA_ACC4(0)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16_ta<16>(float (&d)[8], unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k16.f32." WGMMA_TYPE "." WGMMA_TYPE " {" WGMMA_D_0_7
+                 "}, %8, %9, p, 1, 1, 1, 0;\n}\n"
+                 : WGMMA_ACC8(0)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16_ta<32>(float (&d)[16], unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." WGMMA_TYPE "." WGMMA_TYPE " {" WGMMA_D_0_15
+                 "}, %16, %17, p, 1, 1, 1, 0;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8)
+                 : "l"(a), "l"(b), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_m64k16_ta<64>(float (&d)[32], unsigned long long a, unsigned long long b) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." WGMMA_TYPE "." WGMMA_TYPE " {" WGMMA_D_0_31
+                 "}, %32, %33, p, 1, 1, 1, 0;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8), WGMMA_ACC8(16), WGMMA_ACC8(24)
+                 : "l"(a), "l"(b), "r"(1));
+}

@@ -7,7 +7,7 @@ import re
 import pytest
 import torch
 
-from op_shapes import shapes_of
+from op_shapes import refused_by_design, shapes_of
 from study.backends import Unsupported, backend
 from study.catalog import implementations, ladder
 
@@ -38,8 +38,10 @@ AWKWARD = {
     # 72×136×40, 64×64×4096, 257×264×520 and 2049×2056×136 are what the TMA rungs read in place (K, N
     # multiples of 8; the others they stage, study/ops/tma_staging.py): tails in M, N and K; the last has 153 tiles of v8's 128×256, more than the 132 SMs its
     # persistent grid holds, so blocks walk several tiles (stages and C boxes reused across tiles).
+    # Decode steps (v10's skinny M, and every other rung at them): one token and 16 at 4096² (v10 splits K
+    # four ways at 128-column tiles), 13 tokens (16 wide) over 8 tiles of 128 with a tail, 64 tokens over 17 tiles.
     "hgemm": [(1, 1, 1), (17, 33, 65), (257, 129, 200), (72, 136, 40), (3, 5, 1), (64, 64, 4096), (257, 264, 520),
-              (2049, 2056, 136)],
+              (2049, 2056, 136), (1, 4096, 4096), (16, 4096, 4096), (13, 1000, 520), (64, 2056, 136)],
     # hgemm's tails (the TMA rungs at N, K multiples of 8; several tiles per persistent block in the
     # last), N odd and K = 1 for the scalar paths of v0's pass and v1; one tile of 9 K slices and a
     # decode step's 16×4096×4096 (16 tiles), which v3 splits (2 and 8 ranges at its declared config).
@@ -88,7 +90,9 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     reason = backend(impl.backend).check(impl, problem, shape, precision)
     if reason and _arch_reason(impl):
         pytest.skip(reason)  # an sm_90a rung on another GPU
-    assert not reason, reason  # nothing refuses these shapes (the TMA rungs stage rows TMA cannot read)
+    if refused_by_design(impl, shape, reason):
+        pytest.skip(reason)  # hgemm v10 at M > 64 (v8/v9 take it), recorded as a skip with this reason
+    assert not reason, reason  # nothing else refuses these shapes (the TMA rungs stage rows TMA cannot read)
     verdict, _ = _run(impl, problem, shape, tensors, ref, scale, precision)
     assert verdict.ok, verdict.message
 
@@ -98,7 +102,7 @@ AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], 
                    # softmax: every point of v6 on rows its cluster holds and on rows it does not (two passes)
                    "softmax": [(7, 1031), (9, 4096), (2, 40000), (3, 50257), (32, 262144)],
                    "hgemm": [(17, 33, 65), (72, 136, 40), (257, 264, 520),
-                             (2049, 2056, 136)],
+                             (2049, 2056, 136), (1, 4096, 4096), (13, 1000, 520), (64, 2056, 136)],
                    # 17×72×520 and 16×4096×4096: v3 splits at every point but MIN_SLICES=8 on the first
                    "gemm_bias_relu": [(17, 33, 65), (72, 136, 40), (257, 264, 520), (17, 72, 520), (16, 4096, 4096)]}
 
@@ -111,6 +115,8 @@ def test_every_cuda_autotune_point_is_correct(impl):
             reason = backend("cuda").check(impl, problem, dict(zip(problem.axes, shape)), precision)
             if reason and _arch_reason(impl):
                 pytest.skip(reason)
+            if refused_by_design(impl, dict(zip(problem.axes, shape)), reason):
+                continue  # hgemm v10 at M > 64
             assert not reason, reason  # the TMA rungs stage what TMA cannot read
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
             for point in impl.space:
@@ -170,14 +176,15 @@ def test_tma_rungs_stage_rows_tma_cannot_read_and_read_padded_ones_in_place(rung
     if _arch_reason(impl) or torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("TMA and wgmma need an sm_90 GPU")
     fp16 = ladder("hgemm").problem.precision("fp16")
-    problem, shape, tensors, ref, scale = _data("hgemm", (72, 136, 40), fp16)
-    storage = torch.empty(72 * 40 + 8, device="cuda", dtype=torch.float16)
-    a = storage[1:72 * 40 + 1].view(72, 40)  # 2-byte offset: staged
+    m = 40 if refused_by_design(impl, {"M": 72}, "v10 is for M ≤ 64") else 72  # v10: skinny M only
+    problem, shape, tensors, ref, scale = _data("hgemm", (m, 136, 40), fp16)
+    storage = torch.empty(m * 40 + 8, device="cuda", dtype=torch.float16)
+    a = storage[1:m * 40 + 1].view(m, 40)  # 2-byte offset: staged
     a.copy_(tensors["A"])
     verdict, launch = _run(impl, problem, shape, {"A": a, "B": tensors["B"]}, ref, scale, fp16)
     assert verdict.ok and launch.config.get("staged") == "A", (verdict.message, launch.config)
     for pad, staged in ((3, "A"), (8, None)):  # rows 86 bytes apart are staged; 96 bytes apart are read in place
-        padded = torch.empty(72, 40 + pad, device="cuda", dtype=torch.float16)[:, :40]
+        padded = torch.empty(m, 40 + pad, device="cuda", dtype=torch.float16)[:, :40]
         padded.copy_(tensors["A"])
         verdict, launch = _run(impl, problem, shape, {"A": padded, "B": tensors["B"]}, ref, scale, fp16)
         assert verdict.ok and launch.config.get("staged") == staged, (pad, verdict.message, launch.config)
@@ -350,6 +357,33 @@ def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
         assert verdict.ok, verdict.message
         assert (launch.config["splits"] > 1) == several, launch.config
+        first = launch.out.clone()
+        for _ in range(3):
+            launch.fn()
+        torch.cuda.synchronize()
+        assert torch.equal(launch.out, first)
+
+
+def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly():
+    # hgemm v10 at each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split four ways (4096 × 4096:
+    # 32 tiles of 128) and not split (11008 columns: 86 tiles); the small integers show any element put at
+    # (n, m) instead of (m, n); the ordered reduction gives the same bits on every launch.
+    from study.problem import check_output
+
+    impl = next(i for i in IMPLS if i.name == "hgemm/v10_skinny_m/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    bf16 = ladder("hgemm").problem.precision("bf16")
+    for shape, tokens, several in (((1, 4096, 4096), 8, True), ((13, 4096, 4096), 16, True),
+                                   ((32, 11008, 4096), 32, False), ((64, 4096, 4096), 64, True)):
+        problem, sh, tensors, ref, scale = _data("hgemm", shape, bf16)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
+        assert verdict.ok, (shape, verdict.message)
+        assert launch.config["TOKENS"] == tokens and (launch.config["splits"] > 1) == several, launch.config
+        exact = problem.structured_inputs(sh, bf16, "cuda")
+        ref, scale = problem.reference(exact, bf16)
+        verdict, launch = _run(impl, problem, sh, exact, ref, scale, bf16)
+        assert verdict.ok, (shape, "small integers", verdict.message)
         first = launch.out.clone()
         for _ in range(3):
             launch.fn()

@@ -186,9 +186,9 @@ def test_oversized_shapes_and_grids_are_refused_with_reasons():
 def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
     from study.backends.tma import alignment_reason
     from study.ops.gemm_common import persistent_smem
-    from study.ops.hgemm import wgmma_tma_smem
+    from study.ops.hgemm import SKINNY_TOKENS, skinny_smem, wgmma_tma_smem
 
-    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized", "v9_split_k"]
+    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized", "v9_split_k", "v10_skinny_m"]
     for rung in TMA_RUNGS:
         for backend in ("cuda", "triton"):
             impl = implementation(f"hgemm/{rung}/{backend}")
@@ -199,6 +199,10 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
             for shape in ({"M": 64, "N": 4100, "K": 64}, {"M": 64, "N": 64, "K": 60}, {"M": 3, "N": 8, "K": 8}):
                 assert check(shape) is None, (rung, backend, shape)
         for point in implementation(f"hgemm/{rung}/cuda").space:
+            if rung == "v10_skinny_m":  # its tile rows are TOKENS, the launch's pick: every width must fit
+                for tokens in SKINNY_TOKENS:
+                    assert skinny_smem({**point, "TOKENS": tokens}) <= 227 * 1024, (point, tokens)
+                continue
             # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
             smem = wgmma_tma_smem if rung == "v7_wgmma_tma" else persistent_smem  # v9 runs v8's kernel body
             assert smem(point) <= 227 * 1024
@@ -335,3 +339,70 @@ def test_the_split_k_twins_tuning_sums_each_configs_partials_in_its_timed_call()
     untouched = torch.full((m, n), float("nan"), dtype=torch.float16)
     reduce_after_tuned_partials({**nargs, "K": 64, "c_ptr": untouched})  # one split: C was the kernel's to write
     assert torch.isnan(untouched).all()
+
+
+def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cuda, monkeypatch):
+    from study.backends import backend, tma
+    from study.ops.hgemm import skinny_check, skinny_smem, skinny_tokens, skinny_twin_tokens, split_plan
+
+    # TOKENS, wgmma's N: the smallest of 8, 16, 32, 64 that holds M (the twin: at least 16, tl.dot's smallest)
+    assert [skinny_tokens(m) for m in (1, 8, 9, 16, 17, 32, 33, 64)] == [8, 8, 16, 16, 32, 32, 64, 64]
+    assert [skinny_twin_tokens(m) for m in (1, 16, 17, 64)] == [16, 16, 32, 64]
+    impl = implementation("hgemm/v10_skinny_m/cuda")
+    twin = implementation("hgemm/v10_skinny_m/triton")
+    for check in (lambda s: impl.launcher.check(impl.params, s, FP16_TENSOR), lambda s: twin.target.check(s, FP16_TENSOR)):
+        assert check({"M": 64, "N": 4100, "K": 60}) is None  # rows TMA cannot read are staged
+        reason = check({"M": 65, "N": 4096, "K": 4096})
+        assert reason.startswith("v10 is for M ≤ 64") and "M=65" in reason and "v8/v9 take larger M" in reason
+    assert skinny_check(None, {"M": 4096, "N": 8, "K": 8}, FP16_TENSOR)
+    boxes = []
+    monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: boxes.append((name, cols, rows)) or name)
+    # (shape, TOKENS, splits): N / 128 tiles, v9's plan with BM = TOKENS (one row of tiles)
+    for shape, tokens, splits in (({"M": 1, "N": 4096, "K": 4096}, 8, 4), ({"M": 16, "N": 4096, "K": 11008}, 16, 4),
+                                  ({"M": 16, "N": 11008, "K": 4096}, 16, 1), ({"M": 1, "N": 32000, "K": 4096}, 8, 1),
+                                  ({"M": 33, "N": 72, "K": 520}, 64, 2)):
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        boxes.clear()
+        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
+        fake_cuda.clear()
+        launch.fn()
+        per = split_plan(m, n, k, tokens, 128, 64, 4, 132)[1]
+        assert split_plan(m, n, k, tokens, 128, 64, 4, 132)[0] == splits
+        assert launch.config["TOKENS"] == tokens and launch.config["splits"] == splits, launch.config
+        assert launch.config["slices_per_split"] == per and "staged" not in launch.config
+        assert boxes == [("A", 64, tokens), ("B", 64, 64)]  # TOKENS rows of 64 k; 64 k rows of 64 n
+        assert [c[0] for c in fake_cuda] == ["hgemm_v10_skinny_m"] + ["hgemm_v10_reduce_splits"] * (splits > 1)
+        _, grid, block, args, smem = fake_cuda[0]
+        assert grid == (min(-(-n // 128) * splits, 132), 1, 1) and block == (288, 1, 1)
+        assert smem == skinny_smem({**impl.params, "TOKENS": tokens}) == 8 * (tokens * 64 + 128 * 64) * 2 + 8 * 16 + 1024
+        assert args[2].data_ptr() == launch.out.data_ptr()  # C by pointer: never staged
+        assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, per]
+        ldp = -(-n // 4) * 4
+        assert int(args[10]) == ldp and args[9].numel() == (splits * m * ldp if splits > 1 else 1)
+        if splits > 1:
+            _, rgrid, rblock, rargs, _ = fake_cuda[1]
+            assert rargs[0] is args[9] and rargs[1].data_ptr() == launch.out.data_ptr()
+            assert [int(a) for a in rargs[2:]] == [m, n, ldp, launch.out.stride(0), splits]
+    # C with rows TMA could not write is written in place (plain stores); A's are staged
+    shape = {"M": 5, "N": 72, "K": 40}
+    tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+    tensors["A"] = pad_rows(tensors["A"], 3)
+    launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
+    assert launch.config["staged"] == "A"
+
+
+def test_the_skinny_twin_computes_c_transposed_split_or_not():
+    from study.backends import backend
+    from study.problem import check_output
+
+    impl = implementation("hgemm/v10_skinny_m/triton")
+    for shape, min_slices, splits in (({"M": 1, "N": 72, "K": 600}, 4, 2), ({"M": 17, "N": 136, "K": 600}, 2, 5),
+                                      ({"M": 64, "N": 200, "K": 72}, 4, 1)):
+        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 1, "cpu")
+        ref, scale = HGEMM.reference(tensors, FP16_TENSOR)
+        config = {**impl.params, "MIN_SLICES": min_slices}
+        launch = backend("triton").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR, config=config)
+        assert launch.config["splits"] == splits, launch.config
+        verdict = check_output(launch.fn, launch.out, HGEMM, ref, scale, FP16_TENSOR)
+        assert verdict.ok, (shape, verdict.message)

@@ -32,6 +32,16 @@ def _paths(impl) -> tuple:
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
+def _tokens(impl, widths=None) -> tuple:
+    """The TOKENS defines to compile: the launch picks one from M where the kernel reads it (hgemm v10's
+    wgmma N), so each width the launch may pick (``widths``: a subset), else none."""
+    from study.ops.hgemm import SKINNY_TOKENS
+
+    if "#ifndef TOKENS" not in kernel_source(impl.target.path):
+        return ({},)
+    return tuple({"TOKENS": t} for t in (widths or SKINNY_TOKENS))
+
+
 def _compile(impl, defines, arch, tmp_path, name=None):
     out = tmp_path / f"{name or impl.target.symbol}.cubin"
     cmd = nvcc_command(impl.target.path, defines, arch, out)
@@ -54,9 +64,9 @@ def _compile_all(impl, jobs, tmp_path):
 
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)
 def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
-    _compile_all(impl, [(_defines(impl, impl.params, precision, aligned, peel), arch)
+    _compile_all(impl, [({**_defines(impl, impl.params, precision, aligned, peel), **tokens}, arch)
                         for arch in impl.target.test_targets() for precision in impl.precisions
-                        for aligned, peel in _paths(impl)],
+                        for aligned, peel in _paths(impl) for tokens in _tokens(impl)],
                  tmp_path)
 
 
@@ -68,8 +78,11 @@ def test_every_autotune_point_compiles(impl, tmp_path):
     def paths(point):
         return [(1, 0)] + [p for p in _paths(impl) if p == (0, 1)] + ([(0, 0)] if point.get("HOIST") else [])
 
-    _compile_all(impl, [(_defines(impl, point, precision, aligned, peel), "sm_90a") for point in impl.space
-                        for precision in impl.precisions for aligned, peel in paths(point)], tmp_path)
+    # TOKENS (hgemm v10): at every point the narrowest instruction and the widest, whose shared memory
+    # bounds the point; the config compiles all four above.
+    _compile_all(impl, [({**_defines(impl, point, precision, aligned, peel), **tokens}, "sm_90a")
+                        for point in impl.space for precision in impl.precisions for aligned, peel in paths(point)
+                        for tokens in _tokens(impl, (8, 64))], tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):

@@ -207,6 +207,52 @@ def hgemm_split_k(
 
 
 @triton.jit
+def hgemm_skinny_m(
+    a_desc, b_desc, c_ptr, part_ptr,
+    M, N, K,
+    stride_cm, stride_cn, ldp, NUM_SMS,
+    TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+):
+    """v10: skinny M (≤ 64 tokens) computed transposed, Cᵀ = Bᵀ·Aᵀ, as the CUDA rung does: each K slice
+    loads a BK × BN box of B (the weights) and a TOKENS × BK box of A (every token: TMA zero-fills the
+    rows past M) through the descriptors, and ``tl.dot(Bᵀ, Aᵀ)`` accumulates a BN × TOKENS block of Cᵀ,
+    so the weights are the dot's 64-row M side and the tokens its N; the block goes back to C (or to
+    the split's FP32 plane) transposed by the store's indices. Units: v9's split walk over one row of
+    tiles (:func:`split_plan` with BM = TOKENS), summed after by :func:`reduce_splits`. What the twin
+    cannot say: the operand roles of the instruction — ``tl.trans`` of a shared tile is a layout
+    Triton's wgmma lowering may serve with the transpose bits (as the CUDA rung's imm-trans-a = 1) or
+    with a copy, its choice; an N of 8 (``tl.dot`` needs every side ≥ 16, so the launch picks TOKENS ≥
+    16); the producer warp and the mbarrier ring (software pipelining, ``num_stages``)."""
+    splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
+    cols = tl.cdiv(N, BN)
+    rm = tl.arange(0, TOKENS)
+    for u in tl.range(tl.program_id(0), cols * splits, NUM_SMS):
+        pid_n = u // splits
+        k_begin = (u % splits) * per * BK
+        k_end = tl.minimum(K, k_begin + per * BK)
+        acc = tl.zeros((BN, TOKENS), dtype=tl.float32)
+        for k0 in range(k_begin, k_end, BK):
+            w = b_desc.load([k0, pid_n * BN])
+            x = a_desc.load([0, k0])
+            acc = tl.dot(tl.trans(w), tl.trans(x), acc)
+        rn = pid_n * BN + tl.arange(0, BN)
+        inside = (rn[:, None] < N) & (rm[None, :] < M)
+        if splits == 1:
+            tl.store(c_ptr + rm[None, :] * stride_cm + rn[:, None] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+                     mask=inside)
+        else:
+            plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
+            tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
+
+
+def skinny_blocks(nargs):
+    """``triton.autotune``'s pre-hook for v10's twin: each config's boxes on the descriptors (A: TOKENS
+    rows, the launch's pick, × BK; B: BK × BN)."""
+    nargs["a_desc"].block_shape = [nargs["TOKENS"], nargs["BK"]]
+    nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
+
+
+@triton.jit
 def sum_planes(part_ptr, M, N, ldp, splits, BLOCK: tl.constexpr):
     """The sum of the ``splits`` planes, in plane order as the CUDA rungs add them, over this program's
     BLOCK consecutive elements of C: (the FP32 sums, their rows, their columns, which are inside C)."""
@@ -290,3 +336,10 @@ V9_SPLIT_K = dict(BM=128, BN=256, BK=64, GROUP=8, MIN_SLICES=4, num_warps=8, num
 SPLIT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, MIN_SLICES=ms, num_warps=8, num_stages=s)
                for bn, s, ms in ((256, 4, 4), (256, 4, 2), (256, 4, 8), (256, 3, 4), (128, 6, 4), (128, 6, 2))]
 REDUCE_BLOCK = 1024  # elements of C a program of reduce_splits sums
+# CUDA v10: 128 weight columns (two consumer warpgroups: the twin's 8 warps; CUDA's producer warp has no
+# counterpart), 8 stages, v9's split plan at MIN_SLICES 4; TOKENS is the launch's (from M); the space
+# is the CUDA rung's.
+V10_SKINNY_M = dict(BN=128, BK=64, MIN_SLICES=4, num_warps=8, num_stages=8)
+SKINNY_SPACE = [dict(BN=bn, BK=64, MIN_SLICES=ms, num_warps=bn // 16, num_stages=s)
+                for bn, s, ms in ((128, 8, 4), (128, 8, 2), (128, 8, 8), (128, 4, 4), (256, 5, 4), (256, 5, 2),
+                                  (64, 8, 4))]

@@ -8,7 +8,8 @@ brings) → v4 the conflicts removed by padding or an XOR swizzle (both in the s
 double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP32 accumulators, a
 multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
 fills (128-byte swizzle, an mbarrier per stage; sm_90a) → v8 warp specialisation (a TMA producer
-warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores. v0–v5
+warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores → v9 split-K
+for products of few tiles → v10 skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N. v0–v5
 multiply on the FFMA pipe in FP32; their Triton twins from v2 on use ``tl.dot``, i.e. the tensor
 cores. A rung is one line below.
 
@@ -37,6 +38,7 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -152,21 +154,82 @@ def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v
     ldp = split_workspace(n)
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
-    after = ()
-    if splits > 1:
-        threads = defines["REDUCE_THREADS"]
-        second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
-                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
-                                  *(cuda.as_cupy(tensors[name]) for name in extra), np.int32(m), np.int32(n),
-                                  np.int32(ldp), np.int32(out.stride(-2)), np.int32(splits)))
-        after = (KernelCall(None, reduce, defines, second),)
+    after = split_reduce(defines, partial, out, [tensors[name] for name in extra], m, n, ldp, splits, reduce)
     return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
                                facts={**base.facts, "splits": splits, "slices_per_split": per})
+
+
+def split_reduce(defines, partial, out, extra, m: int, n: int, ldp: int, splits: int, reduce: str) -> tuple:
+    """The second kernel of a split-K launch (v9, v10, gemm_bias_relu v3): with two splits or more, the
+    reduction ``reduce`` (in the rung's file) summing the ``splits`` planes of ``partial`` into C, the
+    tensors ``extra`` among its arguments after C; with one, nothing."""
+    if splits == 1:
+        return ()
+    threads = defines["REDUCE_THREADS"]
+    sms = sm_count(out)
+    second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
+                        args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
+                              *(cuda.as_cupy(t) for t in extra), np.int32(m), np.int32(n), np.int32(ldp),
+                              np.int32(out.stride(-2)), np.int32(splits)))
+    return (KernelCall(None, reduce, defines, second),)
 
 
 REDUCE_BLOCKS_PER_SM = 8  # v9's reduction: a grid-stride loop over C, enough blocks to keep the loads in flight
 # v9: as v8, rows TMA cannot take staged inside the launch.
 SPLIT_K = staged_launcher(CudaLauncher(launch=split_launch, defines=aligned_defines(HALVES)))
+
+SKINNY_TOKENS = (8, 16, 32, 64)  # v10's TOKENS: the wgmma N widths it is compiled for (hopper.cuh, wgmma_m64k16_ta)
+
+
+def skinny_tokens(m: int) -> int:
+    """v10's TOKENS for M rows of A: the smallest width that holds them (TMA reads the rows past M as zeros)."""
+    return next(t for t in SKINNY_TOKENS if t >= m)
+
+
+def skinny_check(params, shape, precision) -> str | None:
+    """v10 takes M ≤ 64 only: the tokens are its wgmma instruction's N, one tile row of at most 64."""
+    if shape["M"] > SKINNY_TOKENS[-1]:
+        return (f"v10 is for M ≤ {SKINNY_TOKENS[-1]} (the tokens are its wgmma's N, one tile of at most "
+                f"{SKINNY_TOKENS[-1]} rows); M={shape['M']}: v8/v9 take larger M")
+    return None
+
+
+def skinny_defines(config, tensors, out, shape, precision):
+    """v10's defines: v8's (the config, the storage macro, ALIGNED) and TOKENS, picked from M."""
+    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"])}
+
+
+def skinny_smem(defines) -> int:
+    """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
+    B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom
+    (the kernel computes the same SMEM_BYTES and traps when given less)."""
+    stages = defines["STAGES"]
+    return stages * (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + stages * 16 + 1024
+
+
+def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n), C by pointer (any
+    rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as v9's with BM =
+    TOKENS (:func:`split_plan`: one row of tiles), the workspace, and v9's reduction after it when the
+    plan has two splits or more."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    tokens, sms = defines["TOKENS"], sm_count(out)
+    splits, per = split_plan(m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    blocks = min(cdiv(n, defines["BN"]) * splits, sms)
+    ldp = split_workspace(n)
+    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    args = (tma.tensor_map("A", a, HALF_BOX, tokens), tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
+            cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
+            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
+    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, smem=skinny_smem(defines),
+                      after=split_reduce(defines, partial, out, (), m, n, ldp, splits, "hgemm_v10_reduce_splits"),
+                      facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens},
+                      keep=(a, b, out, partial))
+
+
+# v10: rows of A and B TMA cannot take staged inside the launch; C is written by plain stores (any rows).
+SKINNY_M = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_defines), out=False, check=skinny_check)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -247,16 +310,62 @@ def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=tk.reduce_s
                                                 BLOCK=tk.REDUCE_BLOCK)
 
 
-def reduce_after_tuned_partials(nargs, exception=None, kernel=tk.reduce_splits, extra=()):
+def reduce_after_tuned_partials(nargs, exception=None, kernel=tk.reduce_splits, extra=(), rows="BM"):
     """v9's twin under ``triton.autotune``: each config's partials summed inside the timed call (its
     ``post_hook``), as the rung's closure does after the tuned config, so that tuning ranks whole
     two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and ``extra`` (names
-    of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s."""
+    of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s; ``rows``:
+    the argument holding the tile's rows (v10's twin: TOKENS)."""
     if exception is None:
         m, n, k = nargs["M"], nargs["N"], nargs["K"]
-        splits, _ = split_plan(m, n, k, nargs["BM"], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
+        splits, _ = split_plan(m, n, k, nargs[rows], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
         reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits, kernel,
                       [nargs[name] for name in extra])
+
+
+SKINNY_TWIN_TOKENS = 16  # tl.dot needs every side ≥ 16: the twin's smallest TOKENS (the CUDA rung's is 8)
+
+
+def skinny_twin_tokens(m: int) -> int:
+    """v10's twin's TOKENS: the CUDA rung's pick, at least 16."""
+    return max(SKINNY_TWIN_TOKENS, skinny_tokens(m))
+
+
+def skinny_twin_check(shape, precision) -> str | None:
+    return skinny_check(None, shape, precision)
+
+
+def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v10's twin: descriptors of A (TOKENS × BK boxes, TOKENS picked from M) and B (BK × BN), the plan of
+    the config's tile (under autotune each config's own), a workspace for the largest, and the reduction
+    after the partials when the plan that ran has two splits or more (v9's twin's scheme)."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    tokens = skinny_twin_tokens(m)
+    meta = dict(config)
+    a_desc, b_desc, copy = tensor_descriptors(a, b, shape, {"BM": tokens, "BK": meta.get("BK", 64),
+                                                            "BN": meta.get("BN", 64)})
+    sms = sm_count(out)
+    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
+    plans = {key: split_plan(m, n, k, tokens, *key, sms) for key in {(t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
+    ldp = split_workspace(n)
+    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
+
+    def splits(cfg):
+        return plans[(cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])][0]
+
+    def grid(cfg):
+        return (min(cdiv(n, cfg["BN"]) * splits(cfg), sms),)
+
+    def fn():
+        copy()
+        kernel[grid](a_desc, b_desc, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms, TOKENS=tokens,
+                     **meta)
+        best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
+        reduce_splits(partial, out, m, n, ldp, out.stride(-2), splits(best.kwargs if best is not None else meta))
+
+    fn.facts = {**copy.facts, "tokens": tokens, **({"splits": splits(meta)} if "BN" in meta else {})}
+    return fn
 
 
 def pointer_twin(kernel, fixed, space):
@@ -304,6 +413,13 @@ register(
              "(decode-sized M, skinny products)", cuda="09_split_k.cu", launch=SPLIT_K, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_split_k, tk.V9_SPLIT_K, tk.SPLIT_SPACE, launch=split_twin_launch,
                          pre_hook=tk.descriptor_blocks, post_hook=reduce_after_tuned_partials)),
+        Rung("v10_skinny_m", "skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ: the weight tile is wgmma's A read "
+             "MN-major (imm-trans-a = 1), the tokens its N (8/16/32/64, picked from M); a producer warp, v9's split "
+             "plan and reduction", "v8/v9's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight "
+             "columns per SM)", cuda="10_skinny_m.cu", launch=SKINNY_M, multiples=TMA_HALVES,
+             triton=twin(tk.hgemm_skinny_m, tk.V10_SKINNY_M, tk.SKINNY_SPACE, launch=skinny_twin_launch,
+                         check=skinny_twin_check, pre_hook=tk.skinny_blocks,
+                         post_hook=functools.partial(reduce_after_tuned_partials, rows="TOKENS"))),
     ],
     baselines=BASELINES,
     headline=("v6_mma_sync", "v8_warp_specialized"),
