@@ -138,17 +138,24 @@ def split_workspace(n: int) -> int:
     return cdiv(n, 4) * 4
 
 
+def persistent_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
+    """v8's launch (:func:`persistent_tma_launch`) with one block per SM walking ``units``."""
+    sizes = (shape["M"], shape["N"], shape["K"])
+    return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, sizes, units)
+
+
 def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v9_reduce_splits",
-                 extra: tuple = ()) -> CudaLaunch:
+                 extra: tuple = (), first=persistent_units) -> CudaLaunch:
     """v9: v8's launch over tiles × splits units (:func:`split_plan`), the FP32 workspace and its
     plan among the arguments; with two splits or more, the reduction kernel ``reduce`` (in the rung's
     file) after it on C, the tensors named ``extra`` among its arguments after C (gemm_bias_relu v3's
-    bias, which its reduction adds)."""
+    bias, which its reduction adds). ``first(defines, tensors, out, shape, units)``: the launch of the
+    persistent kernel the units run on (v8's; sgemm v12's is v11's)."""
     m, n, k = shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
     tiles = cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
-    base = persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (m, n, k), tiles * splits)
+    base = first(defines, tensors, out, shape, tiles * splits)
     ldp = split_workspace(n)
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
