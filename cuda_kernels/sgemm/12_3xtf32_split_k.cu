@@ -12,10 +12,10 @@
 //     config (FIT=1) takes, when M ≤ 64, the smallest BM of the space that covers M, so a decode step's
 //     M of 1–16 rows multiplies 16 rows of A, not 128 (v11's 128-row tile is 8× the work at M = 16,
 //     and its A box 8× the bytes). M > 64 keeps the config's BM. Space points (FIT=0) keep theirs.
-// The plan (study/ops/hgemm.py, split_plan; the twin computes the same): splits = the SMs over the
-// tiles, at most K's slices over MIN_SLICES, at least 1; then as few as cover the slices in equal
-// ranges. MIN_SLICES is a launch parameter only, in the space so that autotune weighs fewer, longer
-// units against more.
+// The plan (hgemm v9's split_plan, study/ops/gemm_common.py; the twin computes the same): splits =
+// the SMs over the tiles, at most K's slices over MIN_SLICES, at least 1; then as few as cover the
+// slices in equal ranges. MIN_SLICES is a launch parameter only, in the space so that autotune weighs
+// fewer, longer units against more.
 // Costs: the partials cross L2/HBM twice (write, then read) and a second launch; K per unit shrinks,
 // so the pipeline's fill and drain weigh more; a small BM leaves the consumers' B fragments (split
 // in registers every slice, as v11) the same work for fewer products.

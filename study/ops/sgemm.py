@@ -36,10 +36,10 @@ import torch
 from study import kernel_header
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.ops import hgemm
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
-                                   tiled, tiled_args, tiled_twin_launch)
+                                   reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
+                                   split_launch, split_plan, split_workspace, tiled, tiled_args, tiled_twin_launch)
 from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
@@ -177,10 +177,10 @@ def fitted_rows(config, tensors, out, shape, precision):
 
 
 def split_wgmma_launch(defines, tensors, out, shape, precision):
-    """v12: hgemm v9's split launch (its plan, workspace, reduction; :func:`study.ops.hgemm.split_launch`)
+    """v12: hgemm v9's split launch (its plan, workspace, reduction; :func:`study.ops.gemm_common.split_launch`)
     over v11's kernel (:func:`wgmma_units`), the tile height it ran with recorded."""
-    launch = hgemm.split_launch(defines, tensors, out, shape, precision, reduce="sgemm_v12_reduce_splits",
-                                first=wgmma_units)
+    launch = split_launch(defines, tensors, out, shape, precision, reduce="sgemm_v12_reduce_splits",
+                          first=wgmma_units)
     return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
@@ -278,15 +278,15 @@ def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
     """v12's twin: pointers as v11's twin, BM fitted (:func:`fitted_twin_config`), hgemm v9's plan of the
     config's tile (under autotune each config's own, worked out here once), a workspace for the largest
     plan, NUM_SMS programs, and hgemm's ordered reduction after the partials when the plan that ran
-    has two splits or more (under autotune, :func:`study.ops.hgemm.reduce_after_tuned_partials`)."""
+    has two splits or more (under autotune, :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = fitted_twin_config(config, m)
     sms = sm_count(out)
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
-    plans = {key: hgemm.split_plan(m, n, k, *key, sms)
+    plans = {key: split_plan(m, n, k, *key, sms)
              for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
-    ldp = hgemm.split_workspace(n)
+    ldp = split_workspace(n)
     partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
 
     def plan(cfg):
@@ -299,7 +299,7 @@ def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a, b, out, partial, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
                      out.stride(-2), out.stride(-1), ldp, sms, **meta)
         best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
-        hgemm.reduce_splits(partial, out, m, n, ldp, out.stride(-2), plan(best.kwargs if best is not None else meta)[0])
+        reduce_splits(partial, out, m, n, ldp, out.stride(-2), plan(best.kwargs if best is not None else meta)[0])
 
     fn.facts = ({"BM": meta["BM"], "splits": plan(meta)[0], "slices_per_split": plan(meta)[1]} if "BM" in meta else {})
     return fn
@@ -376,7 +376,7 @@ register(
              multiples=TMA_FLOATS,
              triton=twin(tk.sgemm_3xtf32_split_k, tk.V12_3XTF32_SPLIT_K, tk.SPLIT_TENSOR_SPACE,
                          launch=split_tensor_twin_launch, precisions=("fp32",),
-                         post_hook=hgemm.reduce_after_tuned_partials),
+                         post_hook=reduce_after_tuned_splits),
              math={"fp32": "3xtf32"}),
     ],
     baselines=BASELINES,
