@@ -15,9 +15,11 @@ pytestmark = pytest.mark.gpu
 AWKWARD = {
     # ... and skinny products with a long K, which v5 splits (scalar and 16-byte paths). 1000×2500×1696:
     # 160 of v11's 128×128 tiles, more than its 132 persistent blocks, and 53 K slices, which no stage
-    # count of its space divides, so stages and their phases carry over from tile to tile.
+    # count of its space divides, so stages and their phases carry over from tile to tile. Decode-sized and
+    # skinny products (1×4096×4096, 16×4096×11008, 64×64×65536): v12's fitted 16- and 64-row tiles over
+    # 4 and 128 K ranges, and every other rung at the shapes v12 is for.
     "sgemm": [(1, 1, 1), (17, 33, 65), (1000, 1500, 1700), (4097, 4095, 257), (5, 7, 1000), (64, 64, 4096),
-              (1000, 2500, 1696)],
+              (1000, 2500, 1696), (1, 4096, 4096), (16, 4096, 11008), (64, 64, 65536)],
     # M or N = 1, 3, 4097; N not a multiple of 4 (the scalar paths); a short-wide split; tall-skinny (v4's tiles,
     # the last one partial, tiles of rows no multiple of 16 bytes).
     "sgemv": [(1, 1), (1, 4097), (4097, 1), (3, 3), (3, 4097), (4097, 3), (4097, 4097), (17, 1023), (64, 65536),
@@ -97,7 +99,9 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     assert verdict.ok, verdict.message
 
 
-AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24)],
+# sgemm: 1×4096×4096, 16×4096×11008, 64×64×65536 and 5×7×1000 split at every point of v12 (its heights 16–128).
+AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048), (1, 4096, 4096), (16, 4096, 11008),
+                             (64, 64, 65536), (5, 7, 1000)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67), (3, 257, 264, 520), (300, 65, 72, 64)],
                    # softmax: every point of v6 on rows its cluster holds and on rows it does not (two passes)
                    "softmax": [(7, 1031), (9, 4096), (2, 40000), (3, 50257), (32, 262144)],
@@ -345,9 +349,9 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["sgemm/v5_split_k", "sgemm/v9_split_k_multistage", "sgemm/v10_split_k_two_pass",
-                                  "hgemm/v9_split_k", "gemm_bias_relu/v3_split_k"])
+                                  "hgemm/v9_split_k", "sgemm/v12_3xtf32_split_k", "gemm_bias_relu/v3_split_k"])
 def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
-    # sgemm v5, v9, v10, hgemm v9 and gemm_bias_relu v3 record the K ranges their launch planned: several
+    # sgemm v5, v9, v10, v12, hgemm v9 and gemm_bias_relu v3 record the K ranges their launch planned: several
     # for 64×64×4096 (one tile for 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (a
     # fixed-order second kernel) gives the same bits on every launch.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
@@ -392,6 +396,21 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
             launch.fn()
         torch.cuda.synchronize()
         assert torch.equal(launch.out, first)
+
+
+def test_the_split_wgmma_rung_fits_its_tile_height_to_a_few_rows():
+    # sgemm v12's declared config: the smallest height of its space that covers M ≤ 64 (A's rows are
+    # wgmma's N), the K ranges planned from the fitted tile count; correct within the FP32 gate.
+    impl = next(i for i in IMPLS if i.name == "sgemm/v12_3xtf32_split_k/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    fp32 = ladder("sgemm").problem.precisions[0]
+    for shape, bm, splits in (((1, 4096, 4096), 16, 4), ((16, 4096, 11008), 16, 4), ((33, 4096, 4096), 64, 4),
+                              ((64, 64, 65536), 64, 128), ((5, 7, 1000), 16, 8)):
+        problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
+        assert verdict.ok, (shape, verdict.message)
+        assert (launch.config["BM"], launch.config["splits"]) == (bm, splits), (shape, launch.config)
 
 
 def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():

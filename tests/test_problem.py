@@ -384,3 +384,52 @@ def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cu
     assert block == (impl.params["THREADS"], 1, 1) and smem == wgmma_shared_bytes(impl.params)
     assert args[0][:2] == ("map", "A") and args[1][:2] == ("map", "B") and args[2] is launch.out
     assert [int(a) for a in args[3:]] == [1000, 1500, 1700, 1500]
+
+
+def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_tiles(fake_cuda):
+    """sgemm v12: the declared config (FIT=1) takes the smallest BM of the space that covers M ≤ 64 (A's
+    rows are wgmma's N), a space point keeps its own; hgemm v9's plan from the fitted tile count; v11's
+    kernel over tiles × splits units, then hgemm's plane sum (sgemm_v12_reduce_splits) when split; the
+    plan and BM recorded."""
+    from study.backends import backend
+    from study.catalog import implementation
+    from study.ops.hgemm import split_plan
+    from study.ops.sgemm import TMA_BOX, fitted_height, wgmma_shared_bytes
+    from study.problem import sm_count
+
+    assert [fitted_height(m, {16, 32, 64, 128}, 128) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == \
+        [16, 16, 32, 32, 64, 64, 128, 128]
+    impl = implementation("sgemm/v12_3xtf32_split_k/cuda")
+    assert impl.multiples == {"N": 4, "K": 4} and impl.params["FIT"] == 1
+    assert {p["BM"] for p in impl.space} == {16, 32, 64, 128} and len(impl.space) <= 10
+    assert all(p["FIT"] == 0 for p in impl.space if p != impl.params)
+    for point in impl.space:
+        stage = 2 * point["BM"] * TMA_BOX * 4 + point["BK"] * point["BN"] * 4
+        assert stage % 1024 == 0 and wgmma_shared_bytes(point) <= 227 * 1024, point
+    # (shape, config overrides, BM it runs, splits): a decode row, 16 rows, one tile of a long K, a
+    # product of enough tiles (v11's path: one split, no second kernel), a space point that keeps 128 rows
+    cases = (({"M": 1, "N": 4096, "K": 4096}, {}, 16, 4), ({"M": 16, "N": 4096, "K": 11008}, {}, 16, 4),
+             ({"M": 64, "N": 64, "K": 65536}, {}, 64, 128), ({"M": 4096, "N": 4096, "K": 4096}, {}, 128, 1),
+             ({"M": 1, "N": 4096, "K": 4096}, {"FIT": 0, "MIN_SLICES": 8}, 128, 4))
+    for shape, override, bm, splits in cases:
+        config = {**impl.params, **override}
+        tensors = SGEMM.make_inputs(shape, FP32, 0, "cpu")
+        launch = backend("cuda").prepare(impl, SGEMM, tensors, shape, FP32, config=config)
+        fake_cuda.clear()
+        launch.fn()
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        plan = split_plan(m, n, k, bm, 128, 32, config["MIN_SLICES"], sm_count(launch.out))
+        assert plan[0] == splits and launch.config["splits"] == splits and launch.config["BM"] == bm, shape
+        assert launch.config["slices_per_split"] == plan[1] and "staged" not in launch.config
+        assert [c[0] for c in fake_cuda] == ["sgemm_v12_3xtf32_split_k"] + ["sgemm_v12_reduce_splits"] * (splits > 1)
+        _, grid, block, args, smem = fake_cuda[0]
+        units = -(-m // bm) * -(-n // 128) * splits
+        assert grid == (min(units, sm_count(launch.out)), 1, 1) and block == (384, 1, 1)
+        assert smem == wgmma_shared_bytes({**config, "BM": bm})
+        assert args[0][:2] == ("map", "A") and args[1][:2] == ("map", "B") and args[2] is launch.out
+        assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, plan[1]]
+        assert int(args[10]) == n  # the planes' rows: N rounded up to 4 floats
+        if splits > 1:
+            _, rgrid, rblock, rargs, _ = fake_cuda[1]
+            assert args[9].numel() == splits * m * n and rargs[0] is args[9] and rargs[1] is launch.out
+            assert [int(a) for a in rargs[2:]] == [m, n, n, launch.out.stride(0), splits]

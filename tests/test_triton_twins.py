@@ -91,7 +91,8 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "gemm_bias_relu/v3_split_k": ["warps 8 vs THREADS 384"],  # v9's twin with an epilogue
               "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
-              "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"]}
+              "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"],
+              "sgemm/v12_3xtf32_split_k": ["warps 8 vs THREADS 384"]}  # v11's twin over split-K units
 HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
                 "v5_double_buffer": 2}
 
@@ -137,6 +138,37 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
     first = launch.out.clone()
     assert problem.verify(first, ref, scale, precision).ok
     for _ in range(2):
+        launch.out.fill_(float("nan"))
+        launch.fn()
+        assert torch.equal(launch.out, first)
+
+
+def test_the_split_wgmma_3xtf32_twin_fits_its_height_splits_and_sums_in_order():
+    # sgemm v12's twin: 17×33×600 fits BM 32 (FIT=1) and splits its 19 slices of 32 into four ranges of 5
+    # (hgemm v9's plan), then hgemm's ordered sum; a space point keeps its BM (16 rows, MIN_SLICES 2: seven
+    # ranges of 3); a second launch gives the same bits; under autotune, each config's partials are summed
+    # in its timed call (hgemm's post_hook).
+    import torch
+
+    from study.catalog import implementation
+    from study.ops import hgemm
+    from study.problem import sm_count
+
+    impl = implementation("sgemm/v12_3xtf32_split_k/triton")
+    assert impl.target.post_hook is hgemm.reduce_after_tuned_partials
+    problem = ladder("sgemm").problem
+    shape = {"M": 17, "N": 33, "K": 600}
+    precision = problem.precisions[0]
+    tensors = problem.make_inputs(shape, precision, seed=5, device=DEVICE)
+    ref, scale = problem.reference(tensors, precision)
+    point = next(p for p in impl.space if p["BM"] == 16 and p["MIN_SLICES"] == 2)
+    for config, bm, splits in ((impl.params, 32, 4), (point, 16, 7)):
+        launch = backend("triton").prepare(impl, problem, tensors, shape, precision, config=dict(config))
+        assert hgemm.split_plan(17, 33, 600, bm, 128, 32, config["MIN_SLICES"], sm_count(launch.out))[0] == splits
+        assert (launch.config["BM"], launch.config["splits"]) == (bm, splits)
+        launch.fn()
+        first = launch.out.clone()
+        assert problem.verify(first, ref, scale, precision).ok, config
         launch.out.fill_(float("nan"))
         launch.fn()
         assert torch.equal(launch.out, first)

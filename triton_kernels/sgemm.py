@@ -22,7 +22,8 @@ study/ops/sgemm.py and study/ops/bgemm.py pair them with their CUDA rungs.
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import accumulate, grouped_program, tile
+from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, tile
+from triton_kernels.hgemm import split_plan
 
 
 @triton.jit
@@ -222,6 +223,63 @@ def sgemm_3xtf32_transposed(
     tl.store(c, acc, mask=(rn[:, None] < N) & (rm[None, :] < M))
 
 
+
+@triton.jit
+def transposed_range(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, k_lo, k_hi,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """v12's unit: v11's twin's product (Cᵀ = Bᵀ·Aᵀ in tf32x3, a BN × BM FP32 accumulator) over the K
+    range [k_lo, k_hi) of tile (pid_m, pid_n); what lies past M, N and k_hi loads as zeros."""
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = a_ptr + rm[:, None] * stride_am + (k_lo + rk)[None, :] * stride_ak
+    b = b_ptr + (k_lo + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BN, BM), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, BK):
+        a_tile = tl.load(a, mask=(rm[:, None] < M) & (k0 + rk[None, :] < k_hi), other=0.0)
+        b_tile = tl.load(b, mask=(k0 + rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision="tf32x3")
+        a += BK * stride_ak
+        b += BK * stride_bk
+    return acc
+
+
+@triton.jit
+def sgemm_3xtf32_split_k(
+    a_ptr, b_ptr, c_ptr, part_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, ldp, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, MIN_SLICES: tl.constexpr,
+    FIT: tl.constexpr,
+):
+    """v12: v11's twin (Cᵀ = Bᵀ·Aᵀ in tf32x3) over hgemm v9's split-K units: the CUDA rung's plan
+    (triton_kernels/hgemm.py's ``split_plan``), unit u the K slices [(u % splits)·per, +per) of tile
+    u // splits in the grouped order, NUM_SMS programs walking the units; one split: C, as v11's twin;
+    more: the FP32 accumulator into plane u % splits of the workspace (rows ``ldp`` apart), summed in
+    plane order by hgemm's ``reduce_splits``, a second launch. FIT is the launch's (BM fitted to M
+    before the launch, as the CUDA rung's); the kernel does not read it. What the twin cannot say:
+    v11's producer warpgroup and its split of A once per stage (Triton's tf32x3 dot splits both
+    operands in each warp), and a BM picked per shape under ``triton.autotune``, whose configs are
+    fixed before the shape is known: there the FIT point runs at its declared BM and the space's
+    smaller heights are found by timing."""
+    splits, per = split_plan(M, N, K, NUM_SMS, BM, BN, BK, MIN_SLICES)
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    for u in tl.range(tl.program_id(0), rows * cols * splits, NUM_SMS):
+        pid_m, pid_n = grouped_tile(u // splits, rows, cols, GROUP)
+        k_lo = (u % splits) * per * BK
+        k_hi = tl.minimum(K, k_lo + per * BK)
+        acc = transposed_range(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
+                               k_lo, k_hi, BM, BN, BK)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        inside = (rn[:, None] < N) & (rm[None, :] < M)
+        if splits == 1:
+            tl.store(c_ptr + rn[:, None] * stride_cn + rm[None, :] * stride_cm, acc, mask=inside)
+        else:
+            plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
+            tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
@@ -281,3 +339,10 @@ TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)
 # CUDA v11: 128×128×32 (BM × BN), a producer and two consumer warpgroups, four stages. The twin is
 # v8's tile with the product transposed (sgemm_3xtf32_transposed), over v8's space.
 V11_3XTF32_WGMMA = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=4)
+# CUDA v12: v11's tile and pipeline over split-K units, BM fitted to M (FIT=1; the launch fits it with
+# the CUDA rung's rule over this space's heights), MIN_SLICES the plan's shortest range. The space: every
+# height at MIN_SLICES 2–8, four warps below 128 rows (a BN × BM accumulator of 16–64 rows).
+V12_3XTF32_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, MIN_SLICES=4, FIT=1, num_warps=8, num_stages=4)
+SPLIT_TENSOR_SPACE = [V12_3XTF32_SPLIT_K] + [
+    dict(BM=bm, BN=128, BK=32, GROUP=8, MIN_SLICES=ms, FIT=0, num_warps=8 if bm == 128 else 4, num_stages=4)
+    for bm, ms in ((128, 4), (128, 8), (64, 4), (64, 2), (32, 4), (32, 2), (16, 4), (16, 2), (16, 8))]

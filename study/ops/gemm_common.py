@@ -3,8 +3,9 @@ another: the problem of C = A·B on row-major operands, with an optional batch a
 structured inputs, output, reference, work, the op-wide checks); the launchers of the kernel
 families more than one op runs — the tiled pointer kernels of the SGEMM ladder (sgemm v0–v10,
 bgemm v0, gemm_bias_relu v1) and hgemm v8's persistent TMA kernel (hgemm v8, bgemm v1,
-gemm_bias_relu v0 and v2) — with their Triton twins' launches; and the library baselines of every
-GEMM op (cuBLAS through ``torch.matmul``, cuBLASLt through nvmath-python).
+gemm_bias_relu v0 and v2) — with their Triton twins' launches; split-K over a persistent kernel
+(hgemm v9's plan, workspace, launch and ordered sum: hgemm v9, gemm_bias_relu v3, sgemm v12); and the
+library baselines of every GEMM op (cuBLAS through ``torch.matmul``, cuBLASLt through nvmath-python).
 
 The gates' reasoning is each op's docstring's: SGEMM's for FP32 (scale |A|·|B|) and TF32 (the
 products' root-sum-square), HGEMM's for FP16 and BF16 (|A|·|B| plus η, the storage type's smallest
@@ -13,15 +14,19 @@ normal number).
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason
-from study.problem import DEFAULT_SMS, DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, sm_count
+from study.problem import (DEFAULT_SMS, DTYPES, CudaLaunch, CudaLauncher, KernelCall, Problem, cdiv, offsets_reason,
+                           sm_count)
 from study.ops.tma_staging import staged_launcher, staged_operands
 from study.registry import Baseline
+from triton_kernels import hgemm as hgemm_twins
 
 GRID_Y = 65535   # CUDA's limit on gridDim.y: the row blocks of a launch
 GRID_Z = 65535   # CUDA's limit on gridDim.z: the batch axis of a launch
@@ -253,6 +258,59 @@ def persistent_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
 PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defines=aligned_defines(HALVES)))
 
 
+# ---- split-K over a persistent kernel (hgemm v9, gemm_bias_relu v3, sgemm v12) ----------------------------
+
+def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int) -> tuple[int, int]:
+    """hgemm v9's (splits, K slices a split): as many splits as the SMs over the tiles, at most K's slices over
+    ``min_slices``, at least one; then as few as cover the slices in equal ranges, so none is empty
+    (triton_kernels/hgemm.py's ``split_plan`` is the same for the twin)."""
+    tiles, slices = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk)
+    splits = max(1, min(sms // tiles, slices // min_slices))
+    per = cdiv(slices, splits)
+    return cdiv(slices, per), per
+
+
+def split_workspace(n: int) -> int:
+    """The row stride of hgemm v9's FP32 partial planes: N rounded up to 4 floats (16 bytes)."""
+    return cdiv(n, 4) * 4
+
+
+def persistent_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
+    """hgemm v8's launch (:func:`persistent_tma_launch`) with one block per SM walking ``units``."""
+    sizes = (shape["M"], shape["N"], shape["K"])
+    return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, sizes, units)
+
+
+def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v9_reduce_splits",
+                 extra: tuple = (), first=persistent_units) -> CudaLaunch:
+    """hgemm v9: v8's launch over tiles × splits units (:func:`split_plan`), the FP32 workspace and its
+    plan among the arguments; with two splits or more, the reduction kernel ``reduce`` (in the rung's
+    file) after it on C, the tensors named ``extra`` among its arguments after C (gemm_bias_relu v3's
+    bias, which its reduction adds). ``first(defines, tensors, out, shape, units)``: the launch of the
+    persistent kernel the units run on (v8's; sgemm v12's is v11's)."""
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    sms = sm_count(out)
+    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    tiles = cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
+    base = first(defines, tensors, out, shape, tiles * splits)
+    ldp = split_workspace(n)
+    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
+    after = ()
+    if splits > 1:
+        threads = defines["REDUCE_THREADS"]
+        second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
+                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
+                                  *(cuda.as_cupy(tensors[name]) for name in extra), np.int32(m), np.int32(n),
+                                  np.int32(ldp), np.int32(out.stride(-2)), np.int32(splits)))
+        after = (KernelCall(None, reduce, defines, second),)
+    return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
+                               facts={**base.facts, "splits": splits, "slices_per_split": per})
+
+
+REDUCE_BLOCKS_PER_SM = 8  # v9's reduction: a grid-stride loop over C, enough blocks to keep the loads in flight
+
+
 # ---- the Triton twins' launches several GEMM ops use --------------------------------------------------
 
 def tiled_twin_launch(kernel, tensors, out, shape, config, precision, input_precision: bool = True):
@@ -320,6 +378,26 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
 
     fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
     return fn
+
+
+def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=hgemm_twins.reduce_splits, extra=()):
+    """hgemm v9's twin's second pass (sgemm v12's too), when the plan that ran has two splits or more:
+    ``kernel`` (the plain sum, or gemm_bias_relu v3's with its epilogue), the tensors ``extra`` after C."""
+    if splits > 1:
+        kernel[(cdiv(m * n, hgemm_twins.REDUCE_BLOCK),)](partial, out, *extra, m, n, ldp, stride_cm, splits,
+                                                         BLOCK=hgemm_twins.REDUCE_BLOCK)
+
+
+def reduce_after_tuned_partials(nargs, exception=None, kernel=hgemm_twins.reduce_splits, extra=()):
+    """hgemm v9's twin (sgemm v12's too) under ``triton.autotune``: each config's partials summed inside
+    the timed call (its ``post_hook``), as the rung's closure does after the tuned config, so that tuning
+    ranks whole two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and
+    ``extra`` (names of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s."""
+    if exception is None:
+        m, n, k = nargs["M"], nargs["N"], nargs["K"]
+        splits, _ = split_plan(m, n, k, nargs["BM"], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
+        reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits, kernel,
+                      [nargs[name] for name in extra])
 
 
 # ---- the library baselines ----------------------------------------------------------------------------

@@ -37,7 +37,6 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import numpy as np
@@ -46,12 +45,15 @@ import torch
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason
+# v9's split-K (its plan, workspace, launch and ordered sum) is gemm_common's, shared with gemm_bias_relu v3
+# and sgemm v12; its names stay importable from here.
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
-                                   persistent_tma_launch, persistent_twin_launch, tensor_descriptors, tiled)
+                                   persistent_twin_launch, reduce_after_tuned_partials, reduce_splits, split_launch,
+                                   split_plan, split_reduce, split_workspace, tensor_descriptors, tiled)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
-from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
+from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 from study.registry import Rung, register, twin
 from study.report.seed_ladder import SECTION
 from triton_kernels import hgemm as tk
@@ -125,56 +127,6 @@ MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
 WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
 
 
-def split_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int) -> tuple[int, int]:
-    """v9's (splits, K slices a split): as many splits as the SMs over the tiles, at most K's slices over
-    ``min_slices``, at least one; then as few as cover the slices in equal ranges, so none is empty
-    (triton_kernels/hgemm.py's ``split_plan`` is the same for the twin)."""
-    tiles, slices = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk)
-    splits = max(1, min(sms // tiles, slices // min_slices))
-    per = cdiv(slices, splits)
-    return cdiv(slices, per), per
-
-
-def split_workspace(n: int) -> int:
-    """The row stride of v9's FP32 partial planes: N rounded up to 4 floats (16 bytes)."""
-    return cdiv(n, 4) * 4
-
-
-def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v9_reduce_splits",
-                 extra: tuple = ()) -> CudaLaunch:
-    """v9: v8's launch over tiles × splits units (:func:`split_plan`), the FP32 workspace and its
-    plan among the arguments; with two splits or more, the reduction kernel ``reduce`` (in the rung's
-    file) after it on C, the tensors named ``extra`` among its arguments after C (gemm_bias_relu v3's
-    bias, which its reduction adds)."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
-    sms = sm_count(out)
-    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
-    tiles = cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
-    base = persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (m, n, k), tiles * splits)
-    ldp = split_workspace(n)
-    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
-    args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
-    after = split_reduce(defines, partial, out, [tensors[name] for name in extra], m, n, ldp, splits, reduce)
-    return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
-                               facts={**base.facts, "splits": splits, "slices_per_split": per})
-
-
-def split_reduce(defines, partial, out, extra, m: int, n: int, ldp: int, splits: int, reduce: str) -> tuple:
-    """The second kernel of a split-K launch (v9, v10, gemm_bias_relu v3): with two splits or more, the
-    reduction ``reduce`` (in the rung's file) summing the ``splits`` planes of ``partial`` into C, the
-    tensors ``extra`` among its arguments after C; with one, nothing."""
-    if splits == 1:
-        return ()
-    threads = defines["REDUCE_THREADS"]
-    sms = sm_count(out)
-    second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
-                        args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
-                              *(cuda.as_cupy(t) for t in extra), np.int32(m), np.int32(n), np.int32(ldp),
-                              np.int32(out.stride(-2)), np.int32(splits)))
-    return (KernelCall(None, reduce, defines, second),)
-
-
-REDUCE_BLOCKS_PER_SM = 8  # v9's reduction: a grid-stride loop over C, enough blocks to keep the loads in flight
 # v9: as v8, rows TMA cannot take staged inside the launch.
 SPLIT_K = staged_launcher(CudaLauncher(launch=split_launch, defines=aligned_defines(HALVES)))
 
@@ -300,27 +252,6 @@ def split_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), 
 
     fn.facts = {**copy.facts, **({"splits": splits(meta)} if "BM" in meta else {})}
     return fn
-
-
-def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=tk.reduce_splits, extra=()):
-    """v9's twin's second pass, when the plan that ran has two splits or more: ``kernel`` (the plain sum,
-    or gemm_bias_relu v3's with its epilogue), the tensors ``extra`` after C."""
-    if splits > 1:
-        kernel[(cdiv(m * n, tk.REDUCE_BLOCK),)](partial, out, *extra, m, n, ldp, stride_cm, splits,
-                                                BLOCK=tk.REDUCE_BLOCK)
-
-
-def reduce_after_tuned_partials(nargs, exception=None, kernel=tk.reduce_splits, extra=(), rows="BM"):
-    """v9's twin under ``triton.autotune``: each config's partials summed inside the timed call (its
-    ``post_hook``), as the rung's closure does after the tuned config, so that tuning ranks whole
-    two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and ``extra`` (names
-    of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s; ``rows``:
-    the argument holding the tile's rows (v10's twin: TOKENS)."""
-    if exception is None:
-        m, n, k = nargs["M"], nargs["N"], nargs["K"]
-        splits, _ = split_plan(m, n, k, nargs[rows], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
-        reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits, kernel,
-                      [nargs[name] for name in extra])
 
 
 SKINNY_TWIN_TOKENS = 16  # tl.dot needs every side ≥ 16: the twin's smallest TOKENS (the CUDA rung's is 8)

@@ -6,7 +6,8 @@ buffering, then past the seed: v5 split-K for skinny shapes → v6 warp tiling �
 pipeline and grouped block order → v8 3xTF32 (FP32-accurate tensor-core emulation, recorded
 as math ``3xtf32``) → v9 split-K on v7's tile → v10 the same split with its sum as a second kernel
 over all of C → v11 3xTF32 on wgmma (Cᵀ = Bᵀ·Aᵀ, so that A is the K-major shared operand TF32 wgmma
-needs). A rung is one line below; its kernel file and its Triton twin hold the rest.
+needs) → v12 v11 over split-K units (hgemm v9's plan and ordered sum), its tile height fitted to a
+few rows of M. A rung is one line below; its kernel file and its Triton twin hold the rest.
 
 Correctness gate. Each element's error is divided by ``(|A|·|B|)_ij``, the scale of
 the classic dot-product error bound |fl(a·b) − a·b| ≤ γ_K·(|a|·|b|). With inputs
@@ -27,15 +28,20 @@ a lone 1×1×1 product, 1.7e-3). The tolerance 5e-3 passes either TF32 conversio
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 
+from study import kernel_header
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
-                                   tiled, tiled_args, tiled_twin_launch)
+                                   reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
+                                   split_launch, split_plan, split_workspace, tiled, tiled_args, tiled_twin_launch)
 from study.ops.tma_staging import staged_launcher
+from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
 from study.registry import Rung, register, twin
@@ -126,18 +132,56 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=grid_rows_check, defines=aligned_defines(FLOATS))
 
 
-def wgmma_launch(defines, tensors, out, shape, precision):
-    """v11: tensor maps of A (boxes of BM rows × 32 floats) and B (BK rows × 32), C by pointer
-    (stored element by element), one block per SM walking the tiles (fewer if fewer tiles)."""
+def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
+    """v11's kernel over ``units`` (its tiles; v12's tiles × splits): tensor maps of A (boxes of BM rows ×
+    32 floats) and B (BK rows × 32), C by pointer (stored element by element), one block per SM walking
+    the units (fewer if fewer units)."""
     if shape.get("batch", 1) != 1:
-        raise Unsupported("sgemm v11 computes one product; its tensor maps are 2-D")
+        raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     maps = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]), tma.tensor_map("B", b, TMA_BOX, defines["BK"]))
-    blocks = min(cdiv(m, defines["BM"]) * cdiv(n, defines["BN"]), sm_count(out))
+    blocks = min(units, sm_count(out))
     args = (*maps, cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
                       smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
+
+
+def wgmma_launch(defines, tensors, out, shape, precision):
+    """v11: :func:`wgmma_units` over C's tiles."""
+    return wgmma_units(defines, tensors, out, shape, cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]))
+
+
+# v12: the declared config (FIT=1) takes, for M ≤ FIT_ROWS, the smallest tile height of the space that
+# covers M (A's rows are wgmma's N, any multiple of 8: cuda_kernels/sgemm/12_3xtf32_split_k.cu); the
+# space's points (FIT=0) keep theirs.
+FIT_ROWS = 64
+V12_PATH = CUDA_DIR / "sgemm" / "12_3xtf32_split_k.cu"
+
+
+def fitted_height(m: int, heights, declared: int) -> int:
+    """The tile height (BM) of a FIT config: the smallest of ``heights`` that covers ``m`` rows when
+    m ≤ FIT_ROWS, else ``declared`` (a product of more rows has tiles enough for a full-height one)."""
+    covering = [h for h in sorted(heights) if h >= m]
+    return covering[0] if m <= FIT_ROWS and covering else declared
+
+
+def fitted_rows(config, tensors, out, shape, precision):
+    """v12's defines: v11's (:func:`aligned_defines`), BM fitted to M where the config says FIT=1
+    (:func:`fitted_height` over the heights of the rung's space)."""
+    defines = aligned_defines(FLOATS)(config, tensors, out, shape, precision)
+    if not config.get("FIT"):
+        return defines
+    heights = {p["BM"] for p in kernel_header.read(V12_PATH).space}
+    return {**defines, "BM": fitted_height(shape["M"], heights, config["BM"])}
+
+
+def split_wgmma_launch(defines, tensors, out, shape, precision):
+    """v12: hgemm v9's split launch (its plan, workspace, reduction; :func:`study.ops.gemm_common.split_launch`)
+    over v11's kernel (:func:`wgmma_units`), the tile height it ran with recorded."""
+    launch = split_launch(defines, tensors, out, shape, precision, reduce="sgemm_v12_reduce_splits",
+                          first=wgmma_units)
+    return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
 TILED = tiled()                                  # v0–v4: static shared memory
@@ -149,6 +193,8 @@ SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
 # v11: a 1-D grid; A and B staged where TMA cannot take their rows (study/ops/tma_staging.py), C stored by
 # pointer, element by element, at any leading dimension.
 WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=TILED.defines), out=False)
+# v12: v11's launch over split-K units (staged as v11's), BM fitted to M.
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -220,6 +266,45 @@ def reduce_after_tuned_partials(nargs, exception=None):
         reduce_partials(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["stride_cm"], splits)
 
 
+def fitted_twin_config(config, m: int) -> dict:
+    """v12's twin's meta-parameters: the config, BM fitted to M where it says FIT=1 (:func:`fitted_height`
+    over the heights of the twin's space, the CUDA rung's rule)."""
+    if not config.get("FIT"):
+        return dict(config)
+    return {**config, "BM": fitted_height(m, {p["BM"] for p in tk.SPLIT_TENSOR_SPACE}, config["BM"])}
+
+
+def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v12's twin: pointers as v11's twin, BM fitted (:func:`fitted_twin_config`), hgemm v9's plan of the
+    config's tile (under autotune each config's own, worked out here once), a workspace for the largest
+    plan, NUM_SMS programs, and hgemm's ordered reduction after the partials when the plan that ran
+    has two splits or more (under autotune, :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    meta = fitted_twin_config(config, m)
+    sms = sm_count(out)
+    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
+    plans = {key: split_plan(m, n, k, *key, sms)
+             for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
+    ldp = split_workspace(n)
+    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
+
+    def plan(cfg):
+        return plans[(cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])]
+
+    def grid(cfg):
+        return (min(cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]) * plan(cfg)[0], sms),)
+
+    def fn():
+        kernel[grid](a, b, out, partial, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
+                     out.stride(-2), out.stride(-1), ldp, sms, **meta)
+        best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
+        reduce_splits(partial, out, m, n, ldp, out.stride(-2), plan(best.kwargs if best is not None else meta)[0])
+
+    fn.facts = ({"BM": meta["BM"], "splits": plan(meta)[0], "slices_per_split": plan(meta)[1]} if "BM" in meta else {})
+    return fn
+
+
 def tiled_twin(kernel, fixed, space, **kw):
     return twin(kernel, fixed, space, launch=tiled_twin_launch, **kw)
 
@@ -283,6 +368,15 @@ register(
              "its per-warp splits", cuda="11_3xtf32_wgmma.cu", launch=WGMMA, multiples=TMA_FLOATS,
              triton=twin(tk.sgemm_3xtf32_transposed, tk.V11_3XTF32_WGMMA, tk.TENSOR_SPACE, launch=own_math_twin_launch,
                          precisions=("fp32",)),
+             math={"fp32": "3xtf32"}),
+        Rung("v12_3xtf32_split_k", "v11 over tiles × K ranges where the tiles are fewer than the SMs (hgemm v9's plan), "
+             "FP32 partial planes summed in order by a second kernel; A's tile height (wgmma's N) fitted to M ≤ 64: "
+             "16, 32 or 64 rows", "v11's idle SMs on products of few tiles and its 128-row tile on products of a few "
+             "rows (decode-sized M, skinny products)", cuda="12_3xtf32_split_k.cu", launch=SPLIT_WGMMA,
+             multiples=TMA_FLOATS,
+             triton=twin(tk.sgemm_3xtf32_split_k, tk.V12_3XTF32_SPLIT_K, tk.SPLIT_TENSOR_SPACE,
+                         launch=split_tensor_twin_launch, precisions=("fp32",),
+                         post_hook=reduce_after_tuned_splits),
              math={"fp32": "3xtf32"}),
     ],
     baselines=BASELINES,

@@ -1,0 +1,261 @@
+// The body of sgemm v11 (docs/ladders/sgemm.md, v11; the why of each step is in
+// cuda_kernels/sgemm/11_3xtf32_wgmma.cu's header) as a function of Split, so that v12
+// (12_3xtf32_split_k.cu) is v11's kernel over split-K units, not a copy of it. Needs common.cuh,
+// hopper.cuh and the config macros BM, BN, BK, STAGES, GROUP, THREADS.
+// BM, A's rows a tile, is the wgmma instruction's N (m64nBMk8): 16, 32, 64 or 128, so that a product of
+// a few rows (v12's fitted BM) does not compute 128 rows of zeros.
+// Split (v12): the persistent walk goes over tiles × `splits` units, unit u the K slices
+// [(u % splits)·slices_per, +slices_per) of tile u / splits (the launch plans no empty range), and a
+// unit's FP32 sums go to plane u % splits of `partial` (rows `ldp` floats apart) instead of C, element
+// by element as C is stored; a second kernel sums the planes (hgemm/reduce_splits.cuh). Without it
+// the code is v11's as it was (if constexpr; the SASS of v11's points is the same).
+#pragma once
+
+#include "sgemm/grouped_order.cuh"
+#include "sgemm/tf32_split.cuh"
+
+namespace wgmma3x {
+constexpr int ROW_BYTES = 128;                         // one swizzled row: 32 floats
+constexpr int A_BYTES = BM * ROW_BYTES;                // A's box, then its lo plane
+constexpr int B_BOX_BYTES = BK * ROW_BYTES;            // a BK × 32 box of B
+constexpr int STAGE_BYTES = 2 * A_BYTES + BN / 32 * B_BOX_BYTES;
+constexpr int CONSUMERS = BN / 64;
+constexpr int SPLITTERS = 96;                          // the producer warpgroup's warps 1-3
+// Stages, three barriers a stage (full: TMA landed; split: A's planes written; empty: consumers
+// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm.py computes the same).
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * 24 + 1024;
+static_assert(BK == 32, "a 128-byte swizzled row holds 32 floats");
+static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma_tf32 is written for n = 16, 32, 64 and 128");
+static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one consumer warpgroup per 64 columns");
+static_assert(STAGES >= 2, "at least two stages");
+
+constexpr int PRODUCER_REGISTERS = 56, CONSUMER_REGISTERS = 216;  // 128·56 + 256·216 ≤ 65,536
+
+// D(64 × N) (+)= A(64 × 8, TF32 fragments in registers) · B(8 × N, K-major TF32 in shared memory).
+// The A fragment is mma.m16n8k8's per warp: a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4),
+// a3 (g + 8, t + 4), warp w adding 16w to the row. scale_d = 0 overwrites D. No transposes: TF32
+// wgmma has none.
+template <int N>
+__device__ void wgmma_tf32(float (&d)[N / 2], const unsigned (&a)[4], unsigned long long b, int scale_d);
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<16>(float (&d)[8], const unsigned (&a)[4], unsigned long long b,
+                                               int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %13, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11}, %12, p, 1, 1;\n}\n"
+                 : WGMMA_ACC8(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<32>(float (&d)[16], const unsigned (&a)[4], unsigned long long b,
+                                               int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, "
+                 "%10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19}, %20, p, 1, 1;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<64>(float (&d)[32], const unsigned (&a)[4], unsigned long long b,
+                                               int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WGMMA_D_0_31
+                 "}, {%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : WGMMA_ACC8(0), WGMMA_ACC8(8), WGMMA_ACC8(16), WGMMA_ACC8(24)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_tf32<128>(float (&d)[64], const unsigned (&a)[4], unsigned long long b,
+                                                int scale_d) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WGMMA_D_0_63
+                 "}, {%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : WGMMA_ACC64(0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+
+// The C column (within the consumer's 64) that wgmma row 16w + 8h + g stands for (see the header).
+__device__ __forceinline__ int column_of(int w, int h, int g) {
+    const int c = 2 * w + h;
+    return 32 * (c / 4) + 4 * (c % 4) + (g % 4) + 16 * (g / 4);
+}
+
+// Byte offset of B's element (k, n) of a slice in its BN/32 swizzled boxes (k < 32, n < BN).
+__device__ __forceinline__ unsigned b_offset(int k, int n) {
+    return (n / 32) * B_BOX_BYTES + k * ROW_BYTES + ((((n % 32) / 4) ^ (k % 8)) << 4) + (n % 4) * 4;
+}
+
+__device__ __forceinline__ unsigned lds_u32(unsigned addr) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr) : "memory");
+    return v;
+}
+
+// A's box of a stage split in place: hi (TF32) over the FP32 values, lo into the plane after it.
+// 16 bytes a step, the SPLITTERS threads over the box.
+__device__ __forceinline__ void split_a(unsigned stage, int thread) {
+#pragma unroll 4
+    for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) {
+        const unsigned at = stage + i * 16;
+        float x[4];
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3]) : "r"(at) : "memory");
+        unsigned hi[4], lo[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) split(x[e], hi[e], lo[e]);
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(at), "r"(hi[0]), "r"(hi[1]), "r"(hi[2]), "r"(hi[3]) : "memory");
+        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(at + A_BYTES), "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3]) : "memory");
+    }
+}
+}  // namespace wgmma3x
+
+
+template <bool Split = false>
+__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const TensorMap* map_b,
+                                                  float* __restrict__ C, int M, int N, int K, int ldc,
+                                                  int splits = 1, int slices_per = 0,
+                                                  float* __restrict__ partial = nullptr, int ldp = 0) {
+    using namespace wgmma3x;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    require_dynamic_smem(SMEM_BYTES);
+    const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
+    const unsigned full = base + STAGES * STAGE_BYTES, splitb = full + STAGES * 8, empty = splitb + STAGES * 8;
+    const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
+    const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK), tiles = rows * cols;
+    const int units = Split ? tiles * splits : tiles;
+
+    if (tid == 0) {
+        tma_prefetch_map(map_a);
+        tma_prefetch_map(map_b);
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(full + s * 8, 1);                // the TMA thread's expect_tx; the bytes complete it
+            mbar_init(splitb + s * 8, SPLITTERS);      // every splitting thread, after its fence
+            mbar_init(empty + s * 8, CONSUMERS * 4);   // one arrival per consumer warp
+        }
+        mbar_fence_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {  // producer: TMA by thread 0, the split of A by warps 1-3
+        release_registers<PRODUCER_REGISTERS>();
+        if (thread < 32) {
+            if (thread != 0) return;
+            int use = 0;  // slices issued so far over all units: stage use % STAGES, its round use / STAGES
+            for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+                int bm, bn, s0 = 0, s1 = slices;
+                if constexpr (Split) {
+                    s0 = unit % splits * slices_per;
+                    s1 = min(slices, s0 + slices_per);
+                }
+                grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
+                for (int s = s0; s < s1; ++s, ++use) {
+                    const int stage = use % STAGES;
+                    if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                    const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
+                    mbar_arrive_expect_tx(bar, A_BYTES + BN / 32 * B_BOX_BYTES);
+                    tma_load_2d(st, map_a, s * BK, bm * BM, bar);
+#pragma unroll
+                    for (int c = 0; c < BN / 32; ++c)
+                        tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, map_b, bn * BN + c * 32, s * BK, bar);
+                }
+            }
+            return;
+        }
+        // The splitters wait only for copies to land, never for a stage to empty: they run up to
+        // STAGES − 1 slices ahead of the consumers (v11's header says what splitting by the TMA
+        // thread cost). Their slice count is the TMA thread's: the block's units' K ranges.
+        int uses;
+        if constexpr (Split) {
+            uses = 0;
+            for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+                const int s0 = unit % splits * slices_per;
+                uses += min(slices, s0 + slices_per) - s0;
+            }
+        } else {
+            uses = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * slices;
+        }
+        for (int use = 0; use < uses; ++use) {
+            const int stage = use % STAGES;
+            mbar_wait(full + stage * 8, (use / STAGES) & 1);
+            split_a(base + stage * STAGE_BYTES, thread - 32);
+            fence_async_shared();  // the planes are read next by wgmma (the async proxy)
+            mbar_arrive(splitb + stage * 8);
+        }
+        return;
+    }
+
+    claim_registers<CONSUMER_REGISTERS>();
+    const int consumer = wg - 1, lane = thread % 32, w = thread / 32, g = lane / 4, t = lane % 4;
+    // This thread's fragment rows (h = 0, 1) as columns of the tile, and its fragment words' byte
+    // offsets in a slice's B boxes: a[h + 2·kh] is (k = t + 4·kh, n = col[h]), + 1024 bytes per k8.
+    const int col[2] = {consumer * 64 + column_of(w, 0, g), consumer * 64 + column_of(w, 1, g)};
+    unsigned frag_at[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) frag_at[j] = 2 * A_BYTES + b_offset(t + 4 * (j / 2), col[j % 2]);
+
+    int use = 0;
+    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        int bm, bn, s0 = 0, s1 = slices;
+        if constexpr (Split) {
+            s0 = unit % splits * slices_per;
+            s1 = min(slices, s0 + slices_per);
+        }
+        grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
+        float acc[BM / 2], part[BM / 2];
+#pragma unroll
+        for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each slice's first wgmma
+        for (int s = s0; s < s1; ++s, ++use) {
+            const int stage = use % STAGES;
+            const unsigned st = base + stage * STAGE_BYTES;
+            mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
+            mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
+            unsigned hi[BK / 8][4], lo[BK / 8][4];
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) split(__uint_as_float(lds_u32(st + frag_at[j] + k8 * 8 * ROW_BYTES)),
+                                                  hi[k8][j], lo[k8][j]);
+            fence_registers(part);
+            wgmma_fence();
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {
+                const unsigned long long a_hi = wgmma_desc(st + k8 * 32, 16, 1024);
+                const unsigned long long a_lo = wgmma_desc(st + A_BYTES + k8 * 32, 16, 1024);
+                wgmma_tf32<BM>(part, lo[k8], a_hi, k8 > 0);  // the slice's first product overwrites
+                wgmma_tf32<BM>(part, hi[k8], a_lo, 1);
+                wgmma_tf32<BM>(part, hi[k8], a_hi, 1);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {  // the fragments stay in their registers until here
+                fence_registers(hi[k8]);
+                fence_registers(lo[k8]);
+            }
+            if (lane == 0) mbar_arrive(empty + stage * 8);
+#pragma unroll
+            for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
+        }
+        // D row R = 16w + 8h + g is column n0 + col[h]; D column 8j + 2t (+1) is row m0 + 8j + 2t (+1).
+        // Split: the unit's sums into its plane, as C would take them.
+        float* __restrict__ out = Split ? partial + (size_t)(unit % splits) * M * ldp : C;
+        const int ld = Split ? ldp : ldc;
+        const int m0 = bm * BM, n0 = bn * BN;
+#pragma unroll
+        for (int j = 0; j < BM / 8; ++j) {
+            const int m = m0 + 8 * j + 2 * t;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int row = m + e % 2, n = n0 + col[e / 2];
+                if (row < M && n < N) out[(size_t)row * ld + n] = acc[4 * j + e];
+            }
+        }
+    }
+}
