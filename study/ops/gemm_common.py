@@ -296,16 +296,24 @@ def split_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v
     ldp = split_workspace(n)
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     args = (*base.args, np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
-    after = ()
-    if splits > 1:
-        threads = defines["REDUCE_THREADS"]
-        second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
-                            args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
-                                  *(cuda.as_cupy(tensors[name]) for name in extra), np.int32(m), np.int32(n),
-                                  np.int32(ldp), np.int32(out.stride(-2)), np.int32(splits)))
-        after = (KernelCall(None, reduce, defines, second),)
+    after = split_reduce(defines, partial, out, [tensors[name] for name in extra], m, n, ldp, splits, reduce)
     return dataclasses.replace(base, args=args, after=after, keep=(*base.keep, partial),
                                facts={**base.facts, "splits": splits, "slices_per_split": per})
+
+
+def split_reduce(defines, partial, out, extra, m: int, n: int, ldp: int, splits: int, reduce: str) -> tuple:
+    """The second kernel of a split-K launch (hgemm v9 and v10, gemm_bias_relu v3, sgemm v12): with two
+    splits or more, the reduction ``reduce`` (in the rung's file) summing the ``splits`` planes of
+    ``partial`` into C, the tensors ``extra`` among its arguments after C; with one, nothing."""
+    if splits == 1:
+        return ()
+    threads = defines["REDUCE_THREADS"]
+    sms = sm_count(out)
+    second = CudaLaunch(grid=(min(cdiv(m * n, threads), REDUCE_BLOCKS_PER_SM * sms), 1, 1), block=(threads, 1, 1),
+                        args=(cuda.as_cupy(partial), cuda.as_cupy(out, padded_rows=True),
+                              *(cuda.as_cupy(t) for t in extra), np.int32(m), np.int32(n), np.int32(ldp),
+                              np.int32(out.stride(-2)), np.int32(splits)))
+    return (KernelCall(None, reduce, defines, second),)
 
 
 REDUCE_BLOCKS_PER_SM = 8  # v9's reduction: a grid-stride loop over C, enough blocks to keep the loads in flight
@@ -388,14 +396,15 @@ def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=hgemm_twins
                                                          BLOCK=hgemm_twins.REDUCE_BLOCK)
 
 
-def reduce_after_tuned_partials(nargs, exception=None, kernel=hgemm_twins.reduce_splits, extra=()):
-    """hgemm v9's twin (sgemm v12's too) under ``triton.autotune``: each config's partials summed inside
-    the timed call (its ``post_hook``), as the rung's closure does after the tuned config, so that tuning
-    ranks whole two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and
-    ``extra`` (names of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s."""
+def reduce_after_tuned_partials(nargs, exception=None, kernel=hgemm_twins.reduce_splits, extra=(), rows="BM"):
+    """hgemm v9's twin (v10's, sgemm v12's too) under ``triton.autotune``: each config's partials summed
+    inside the timed call (its ``post_hook``), as the rung's closure does after the tuned config, so that
+    tuning ranks whole two-pass runs, as the CUDA tuner does, not the first kernel alone. ``kernel`` and
+    ``extra`` (names of the partials kernel's arguments it also takes, after C): as :func:`reduce_splits`'s;
+    ``rows``: the argument holding the tile's rows (v10's twin: TOKENS)."""
     if exception is None:
         m, n, k = nargs["M"], nargs["N"], nargs["K"]
-        splits, _ = split_plan(m, n, k, nargs["BM"], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
+        splits, _ = split_plan(m, n, k, nargs[rows], nargs["BN"], nargs["BK"], nargs["MIN_SLICES"], nargs["NUM_SMS"])
         reduce_splits(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["ldp"], nargs["stride_cm"], splits, kernel,
                       [nargs[name] for name in extra])
 
