@@ -388,6 +388,21 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
     return fn
 
 
+def twin_split_plans(kernel, meta, m: int, n: int, k: int, sms: int, device, rows: int | None = None):
+    """The split-K twins' plans (hgemm v9 and v10, gemm_bias_relu v3, sgemm v12): :func:`split_plan` of every
+    tile the launch may run — its config's, or under ``triton.autotune`` each of the space's, worked out
+    here once — and one FP32 workspace for the largest. ``rows``: the tile's height where no config holds it
+    (v10's twin: TOKENS, picked from M). Returns (plan(config) → (splits, K slices a split), ldp, workspace)."""
+    def key(cfg):
+        return (rows or cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])
+
+    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
+    plans = {key(t): split_plan(m, n, k, *key(t), sms) for t in tiles}
+    ldp = split_workspace(n)
+    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=device)
+    return (lambda cfg: plans[key(cfg)]), ldp, partial
+
+
 def reduce_splits(partial, out, m, n, ldp, stride_cm, splits, kernel=hgemm_twins.reduce_splits, extra=()):
     """hgemm v9's twin's second pass (sgemm v12's too), when the plan that ran has two splits or more:
     ``kernel`` (the plain sum, or gemm_bias_relu v3's with its epilogue), the tensors ``extra`` after C."""

@@ -50,7 +50,7 @@ from study.backends.tma import alignment_reason
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_twin_launch, reduce_after_tuned_partials, reduce_splits, split_launch,
-                                   split_plan, split_reduce, split_workspace, tensor_descriptors, tiled)
+                                   split_plan, split_reduce, split_workspace, tensor_descriptors, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
@@ -232,13 +232,10 @@ def split_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), 
     a_desc, b_desc, copy = tensor_descriptors(a, b, shape, meta)
     more = [tensors[name] for name in extra]
     sms = sm_count(out)
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
-    plans = {key: split_plan(m, n, k, *key, sms) for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
-    ldp = split_workspace(n)
-    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
+    plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device)
 
     def splits(cfg):
-        return plans[(cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])][0]
+        return plan(cfg)[0]
 
     def grid(cfg):
         return (min(cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]) * splits(cfg), sms),)
@@ -277,13 +274,10 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     a_desc, b_desc, copy = tensor_descriptors(a, b, shape, {"BM": tokens, "BK": meta.get("BK", 64),
                                                             "BN": meta.get("BN", 64)})
     sms = sm_count(out)
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
-    plans = {key: split_plan(m, n, k, tokens, *key, sms) for key in {(t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
-    ldp = split_workspace(n)
-    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
+    plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens)
 
     def splits(cfg):
-        return plans[(cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])][0]
+        return plan(cfg)[0]
 
     def grid(cfg):
         return (min(cdiv(n, cfg["BN"]) * splits(cfg), sms),)

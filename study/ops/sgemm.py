@@ -39,7 +39,7 @@ from study.backends.launch import Unsupported
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
-                                   split_launch, split_plan, split_workspace, tiled, tiled_args, tiled_twin_launch)
+                                   split_launch, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
@@ -283,14 +283,7 @@ def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = fitted_twin_config(config, m)
     sms = sm_count(out)
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
-    plans = {key: split_plan(m, n, k, *key, sms)
-             for key in {(t["BM"], t["BN"], t["BK"], t["MIN_SLICES"]) for t in tiles}}
-    ldp = split_workspace(n)
-    partial = torch.empty(max(s for s, _ in plans.values()) * m * ldp, dtype=torch.float32, device=out.device)
-
-    def plan(cfg):
-        return plans[(cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])]
+    plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device)
 
     def grid(cfg):
         return (min(cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]) * plan(cfg)[0], sms),)
