@@ -22,6 +22,20 @@ from study.precision import Precision
 INT32_MAX = 2**31 - 1  # the largest element offset 32-bit index arithmetic (the Triton twins') reaches
 
 
+# A launcher's refusal of shapes its rung is not meant for, which another rung of its ladder takes (hgemm
+# v10 at M > 64), as distinct from a constraint a case fails: recorded as a skip with its reason like any
+# refusal, and read by the tests as the rung's design, not as a regression.
+OUT_OF_SCOPE = "outside this rung's scope: "
+
+
+def out_of_scope(why: str) -> str:
+    return OUT_OF_SCOPE + why
+
+
+def is_out_of_scope(reason: str | None) -> bool:
+    return bool(reason) and OUT_OF_SCOPE in reason
+
+
 def cdiv(a: int, b: int) -> int:
     """Ceiling division: blocks of b that cover a."""
     return -(-a // b)

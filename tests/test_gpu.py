@@ -7,9 +7,10 @@ import re
 import pytest
 import torch
 
-from op_shapes import refused_by_design, shapes_of
+from op_shapes import shapes_of
 from study.backends import Unsupported, backend
 from study.catalog import implementations, ladder
+from study.problem import is_out_of_scope
 
 pytestmark = pytest.mark.gpu
 AWKWARD = {
@@ -92,7 +93,7 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
     reason = backend(impl.backend).check(impl, problem, shape, precision)
     if reason and _arch_reason(impl):
         pytest.skip(reason)  # an sm_90a rung on another GPU
-    if refused_by_design(impl, shape, reason):
+    if is_out_of_scope(reason):
         pytest.skip(reason)  # hgemm v10 at M > 64 (v8/v9 take it), recorded as a skip with this reason
     assert not reason, reason  # nothing else refuses these shapes (the TMA rungs stage rows TMA cannot read)
     verdict, _ = _run(impl, problem, shape, tensors, ref, scale, precision)
@@ -119,7 +120,7 @@ def test_every_cuda_autotune_point_is_correct(impl):
             reason = backend("cuda").check(impl, problem, dict(zip(problem.axes, shape)), precision)
             if reason and _arch_reason(impl):
                 pytest.skip(reason)
-            if refused_by_design(impl, dict(zip(problem.axes, shape)), reason):
+            if is_out_of_scope(reason):
                 continue  # hgemm v10 at M > 64
             assert not reason, reason  # the TMA rungs stage what TMA cannot read
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
@@ -180,7 +181,8 @@ def test_tma_rungs_stage_rows_tma_cannot_read_and_read_padded_ones_in_place(rung
     if _arch_reason(impl) or torch.cuda.get_device_capability()[0] < 9:
         pytest.skip("TMA and wgmma need an sm_90 GPU")
     fp16 = ladder("hgemm").problem.precision("fp16")
-    m = 40 if refused_by_design(impl, {"M": 72}, "v10 is for M ≤ 64") else 72  # v10: skinny M only
+    wide = {"M": 72, "N": 136, "K": 40}
+    m = 40 if is_out_of_scope(backend(backend_name).check(impl, ladder("hgemm").problem, wide, fp16)) else 72  # v10
     problem, shape, tensors, ref, scale = _data("hgemm", (m, 136, 40), fp16)
     storage = torch.empty(m * 40 + 8, device="cuda", dtype=torch.float16)
     a = storage[1:m * 40 + 1].view(m, 40)  # 2-byte offset: staged
@@ -319,11 +321,10 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
 
     optional = {i.name for i in IMPLS if missing_requirement(i)}  # e.g. cuBLASLt without nvmath-python
     # a rung planned at a precision it does not implement is skipped with that reason; anything else must run
-    # so is a rung at a shape it refuses by design (hgemm v10 at M > 64, op_shapes.BY_DESIGN)
-    by_name = {i.name: i for i in IMPLS}
+    # so is a rung at a shape outside its scope (hgemm v10 at M > 64, study.problem.out_of_scope)
     unfit = [m for m in doc["measurements"] if m["status"] == "skipped"
              and (re.match(r"this (rung|twin) implements .* only, not ", m["reason"])
-                  or refused_by_design(by_name[m["implementation"]], m["shape"], m["reason"]))]
+                  or is_out_of_scope(m["reason"]))]
     failed = [(m["implementation"], m["precision"], m["autotune"], m["status"], m["reason"])
               for m in doc["measurements"] if m["implementation"] not in optional and m["status"] != "ok"
               and m not in unfit]

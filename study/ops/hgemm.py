@@ -53,7 +53,7 @@ from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERA
                                    split_plan, split_reduce, split_workspace, tensor_descriptors, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
-from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
+from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 from study.registry import Rung, register, twin
 from study.report.seed_ladder import SECTION
 from triton_kernels import hgemm as tk
@@ -141,8 +141,8 @@ def skinny_tokens(m: int) -> int:
 def skinny_check(params, shape, precision) -> str | None:
     """v10 takes M ≤ 64 only: the tokens are its wgmma instruction's N, one tile row of at most 64."""
     if shape["M"] > SKINNY_TOKENS[-1]:
-        return (f"v10 is for M ≤ {SKINNY_TOKENS[-1]} (the tokens are its wgmma's N, one tile of at most "
-                f"{SKINNY_TOKENS[-1]} rows); M={shape['M']}: v8/v9 take larger M")
+        return out_of_scope(f"v10 is for M ≤ {SKINNY_TOKENS[-1]} (the tokens are its wgmma's N, one tile of at "
+                            f"most {SKINNY_TOKENS[-1]} rows); M={shape['M']}: v8/v9 take larger M")
     return None
 
 
