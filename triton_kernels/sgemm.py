@@ -225,26 +225,6 @@ def sgemm_3xtf32_transposed(
 
 
 @triton.jit
-def transposed_range(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, k_lo, k_hi,
-                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """v12's unit: v11's twin's product (Cᵀ = Bᵀ·Aᵀ in tf32x3, a BN × BM FP32 accumulator) over the K
-    range [k_lo, k_hi) of tile (pid_m, pid_n); what lies past M, N and k_hi loads as zeros."""
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * stride_am + (k_lo + rk)[None, :] * stride_ak
-    b = b_ptr + (k_lo + rk)[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BN, BM), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, BK):
-        a_tile = tl.load(a, mask=(rm[:, None] < M) & (k0 + rk[None, :] < k_hi), other=0.0)
-        b_tile = tl.load(b, mask=(k0 + rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(tl.trans(b_tile), tl.trans(a_tile), acc, input_precision="tf32x3")
-        a += BK * stride_ak
-        b += BK * stride_bk
-    return acc
-
-
-@triton.jit
 def sgemm_3xtf32_split_k(
     a_ptr, b_ptr, c_ptr, part_ptr,
     M, N, K,
@@ -269,8 +249,9 @@ def sgemm_3xtf32_split_k(
         pid_m, pid_n = grouped_tile(u // splits, rows, cols, GROUP)
         k_lo = (u % splits) * per * BK
         k_hi = tl.minimum(K, k_lo + per * BK)
-        acc = transposed_range(a_ptr, b_ptr, M, N, stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n,
-                               k_lo, k_hi, BM, BN, BK)
+        # v11's twin's product over the K range [k_lo, k_hi): the operands from k_lo on, K the range's length
+        acc = accumulate(a_ptr + k_lo * stride_ak, b_ptr + k_lo * stride_bk, M, N, k_hi - k_lo, stride_am, stride_ak,
+                         stride_bk, stride_bn, pid_m, pid_n, BM, BN, BK, "tf32x3", TRANSPOSED=True)
         rm = pid_m * BM + tl.arange(0, BM)
         rn = pid_n * BN + tl.arange(0, BN)
         inside = (rn[:, None] < N) & (rm[None, :] < M)
