@@ -90,6 +90,15 @@ def softmax_online(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def _whole_row(x_row, y_row, N, WHOLE: tl.constexpr):
+    """The row whole in registers (WHOLE ≥ N, a power of two): read once, written once (v4's and v6's twins)."""
+    cols = tl.arange(0, WHOLE)
+    x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(y_row + cols, (e / tl.sum(e, axis=0)).to(y_row.dtype.element_ty), mask=cols < N)
+
+
+@triton.jit
 def softmax_whole(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr, WHOLE: tl.constexpr, FITS: tl.constexpr):
     """v4: the whole row (WHOLE ≥ N, a power of two) in registers, read once, when it FITS;
     otherwise v3's two passes over BLOCK columns at a time."""
@@ -97,10 +106,7 @@ def softmax_whole(x_ptr, y_ptr, M, N, BLOCK: tl.constexpr, WHOLE: tl.constexpr, 
     x_row = x_ptr + row * N
     y_row = y_ptr + row * N
     if FITS:
-        cols = tl.arange(0, WHOLE)
-        x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=0))
-        tl.store(y_row + cols, (e / tl.sum(e, axis=0)).to(y_row.dtype.element_ty), mask=cols < N)
+        _whole_row(x_row, y_row, N, WHOLE)
     else:
         m, d = _online_stats(x_row, N, BLOCK)
         _normalize(x_row, y_row, N, m, 1.0 / d, BLOCK)
@@ -150,10 +156,7 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     if ONE:
-        cols = tl.arange(0, WHOLE)
-        x = tl.load(x_row + cols, mask=cols < N, other=float("-inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=0))
-        tl.store(y_ptr + row * N + cols, (e / tl.sum(e, axis=0)).to(y_ptr.dtype.element_ty), mask=cols < N)
+        _whole_row(x_row, y_ptr + row * N, N, WHOLE)
     else:
         s = tl.program_id(1)
         start = s * SLICE
