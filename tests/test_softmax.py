@@ -97,6 +97,18 @@ def test_the_whole_row_twin_falls_back_to_two_passes_on_rows_beyond_its_register
     assert verdict.ok, verdict.message
 
 
+def test_the_thread_per_row_twin_compensates_its_serial_sum():
+    # A plain serial FP32 sum of 8192 exponentials drifts ~7e-6 (N·2^-30: past the 2e-4 gate at
+    # N = 2^18, found on the H200); the compensated one stays near 1e-7.
+    impl = implementation("softmax/v0_thread_per_row/triton")
+    shape = {"M": 2, "N": 8192}
+    tensors = {"X": PROBLEM.make_inputs(shape, FP32, 3, "cpu")["X"].to(DEVICE)}
+    ref, scale = PROBLEM.reference(tensors, FP32)
+    launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, FP32)
+    verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
+    assert verdict.ok and verdict.err < 1e-6, verdict
+
+
 @pytest.mark.parametrize("name", ["softmax/v3_online/triton", "softmax/v4_on_chip/triton"])
 def test_a_nan_in_a_row_makes_the_whole_row_nan_as_torch_does(name):
     # the online pair must carry a NaN through lanes that saw only −inf (found in review)

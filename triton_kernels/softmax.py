@@ -26,9 +26,14 @@ def softmax_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr):
     m = tl.full([ROWS], float("-inf"), tl.float32)
     for j in range(0, N):
         m = tl.maximum(m, tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32))
+    # Compensated as the CUDA rung's: a plain serial sum drifts past the FP32 gate at N ≈ 2^18.
     d = tl.zeros([ROWS], dtype=tl.float32)
+    lost = tl.zeros([ROWS], dtype=tl.float32)
     for j in range(0, N):
-        d += tl.exp(tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32) - m)
+        term = tl.exp(tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32) - m) - lost
+        total = d + term
+        lost = (total - d) - term
+        d = total
     for j in range(0, N):
         x = tl.load(x_ptr + base + j, mask=ok, other=0.0).to(tl.float32)
         tl.store(y_ptr + base + j, (tl.exp(x - m) / d).to(y_ptr.dtype.element_ty), mask=ok)
