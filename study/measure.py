@@ -185,9 +185,11 @@ INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
 def interrupted_line(json_path: Path, total: int) -> str:
-    """The one line an interrupted run prints: what was saved and how to resume."""
+    """The one line an interrupted run prints: what was saved of how many planned, and how to resume.
+    The saved plan is the count once paired cases extended it (``total`` counts the cases it began with)."""
     try:
-        saved = len(results.load(json_path)["measurements"])
+        doc = results.load(json_path)
+        saved, total = len(doc["measurements"]), len(doc.get("plan") or ()) or total
     except (OSError, ValueError):
         saved = 0
     return (f"interrupted: {saved} of {total} measurements are saved in {json_path}; "

@@ -288,6 +288,10 @@ def test_the_best_rungs_paired_extend_the_finished_run_and_a_cut_extension_resum
     assert cut_short["plan"] == [c.key for c in extended] and cut_short["extended_at"] == first
     old, why = resumable(path, [c.key for c in ordered(cases)], ENV)  # the command again: the extension goes on
     assert old is not None and why.startswith(f"resuming: {first + 1} of {len(extended)} cases"), why
+    from study.measure import interrupted_line
+
+    # the line an interrupt prints counts the extended plan, not the cases the run began with
+    assert interrupted_line(path, first).startswith(f"interrupted: {first + 1} of {len(extended)} measurements")
     again = run_compare(cases, ENV, path, _fake(calls), say=lambda _: None, extension=extension)
     assert again["complete"] and len(again["measurements"]) == len(extended)
     assert [m["case"] for m in again["measurements"]] == [c.key for c in extended]
