@@ -274,8 +274,9 @@ class Session:
                 interleaved = {"ratio": pairing["ratio"], "ci": pairing["ci"], "rounds": pairing["rounds"],
                                "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"]}
                 pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, settle_each=True)
-        if not pairing["ratios"]:
-            raise RuntimeError("every round was discarded as throttled before the timeout; clocks seen: "
+        if pairing["ratio"] is None:
+            raise RuntimeError(f"{pairing['rounds']} round(s) kept before the timeout, the rest discarded as throttled: "
+                               "no A-first round with a B-first one to pair; clocks seen: "
                                f"{pairing['clocks']}, the reference's {pairing['reference_clocks']}")
         mine, theirs_discarded = pairing["discarded_throttled"]
         sampling = {"samples": pairing["samples"], "clocks": pairing["clocks"],
@@ -285,6 +286,7 @@ class Session:
                                "wall_s": pairing["wall_s"]}}
         paired = {"reference": reference.name, "reference_autotune": autotune, "ratio": pairing["ratio"],
                   "ci": pairing["ci"], "rounds": pairing["rounds"], "ratios": pairing["ratios"], "stop": pairing["stop"],
+                  "order_effect": pairing["order_effect"],
                   "reference_median_ms": stats.summarize(pairing["reference_samples"]).median,
                   "reference_discarded_throttled": theirs_discarded, "reference_clocks": pairing["reference_clocks"],
                   "reference_steady": other["steady"], "settle_each": pairing["settle_each"]}

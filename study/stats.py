@@ -117,6 +117,26 @@ def bootstrap_medians(xs: Sequence[float], rng, resamples: int = BOOTSTRAP_RESAM
     return np.median(xs[rng.integers(0, len(xs), (resamples, len(xs)))], axis=1)
 
 
+def abba_units(ratios: Sequence[float]) -> list[float]:
+    """The geometric mean of each A-first round's ratio and the B-first round kept after it (a paired
+    measurement's rounds alternate, A first at even indices): whatever a kernel pays or gains for going
+    first in a round multiplies one ratio and divides the other, and cancels in their product. On the
+    H200 the B-first rounds' median ratio differed from the A-first rounds' by 6–8 % (either sign, by
+    pair) for cold softmax launches of ~10 µs and 1–2 % for GEMMs, so the ratios of single rounds fell
+    in two clusters whose gap, not the kernels, set their median and its interval (docs/method.md §8).
+    A last unpaired round is left out."""
+    return [math.sqrt(a * b) for a, b in zip(ratios[0::2], ratios[1::2])]
+
+
+def order_effect(ratios: Sequence[float]) -> float | None:
+    """The B-first rounds' median ratio over the A-first rounds': 1 when going first costs neither side
+    anything; above 1 when the side that goes first runs slower (None below a round of each)."""
+    firsts, seconds = ratios[0::2], ratios[1::2]
+    if not firsts or not seconds:
+        return None
+    return summarize(seconds).median / summarize(firsts).median
+
+
 def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
     """(median, 2.5th and 97.5th percentiles of the bootstrapped median): the 95 % interval of a
     median of few values (a paired measurement's round ratios). Seeded: the same values give the

@@ -44,8 +44,8 @@ class TimerSettings:
 
     Pairing (a case measured against its op's reference, ``--paired``): rounds of a batch each,
     alternating the implementation and the reference (ABBA), at least ``min_rounds``, until the
-    median of the rounds' ratios has a 95 % interval within ± ``pair_ci`` of it, or ``max_rounds``,
-    or ``timeout_s``.
+    median of the ABBA units' ratios (an A-first round with the B-first one after it) has a 95 %
+    interval within ± ``pair_ci`` of it, or ``max_rounds``, or ``timeout_s``.
     """
 
     mode: str = "cold"
@@ -67,7 +67,7 @@ class TimerSettings:
     gate_trials: int = 3  # correctness trials before timing: fresh random inputs, then structured ones
     settle_max_s: float = 2.0
     pair_ci: float = 0.004
-    min_rounds: int = 10
+    min_rounds: int = 16  # eight ABBA units: the fewest whose median has a distribution-free 95 % interval
     max_rounds: int = 400
 
     def __post_init__(self):
@@ -142,11 +142,13 @@ def stop_rule(st: TimerSettings, kept: list[float], elapsed_s: float) -> str | N
 
 def pair_stop(st: TimerSettings, ratios: list[float], elapsed_s: float) -> str | None:
     """Why a paired measurement stops now (``ci``, ``max_rounds``, ``timeout``), or None: the median of
-    the kept rounds' ratios known within ± ``pair_ci`` (order statistics, as :func:`stop_rule`'s
-    ``ci``) over an even count of them (as many A-first as B-first), or ``timeout_s`` passed, however
-    few rounds were kept (a stop other than ``ci`` is above target)."""
+    the kept rounds' ABBA units (:func:`study.stats.abba_units`, an A-first round and the B-first round
+    after it) known within ± ``pair_ci`` (order statistics, as :func:`stop_rule`'s ``ci``: eight units
+    at least) over an even count of rounds, or ``timeout_s`` passed, however few rounds were kept (a
+    stop other than ``ci`` is above target)."""
     balanced = len(ratios) % 2 == 0
-    if balanced and len(ratios) >= st.min_rounds and stats.summarize(ratios).median_ci <= st.pair_ci:
+    if (balanced and len(ratios) >= st.min_rounds
+            and stats.summarize(stats.abba_units(ratios)).median_ci <= st.pair_ci):
         return "ci"
     if balanced and len(ratios) >= st.max_rounds:
         return "max_rounds"

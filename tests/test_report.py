@@ -342,7 +342,7 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
     records = [dict(m) for m in gemv["measurements"]]
     fast = next(m for m in records if m["implementation"] == "sgemv/v1_b/cuda" and m["mode"] == "cold")
     pairing = {"reference": "sgemv/torch_mv/cublas", "ratio": 1.004, "ci": [0.997, 1.011], "rounds": 24,
-               "stop": "ci", "ratios": [1.0] * 24, "reference_median_ms": 0.002,
+               "stop": "ci", "ratios": [0.98, 1.03] * 12, "reference_median_ms": 0.002,
                "reference_clocks": {"sm_mhz_median": 1900.0, "power_w_median": 400.0}}
     records.append({**fast, "paired": pairing, "median_ms": 0.00199,
                     "clocks": {"sm_mhz_median": 1995.0, "power_w_median": 410.0, "at_power_cap": False}})
@@ -352,6 +352,7 @@ def test_a_paired_record_shows_its_interval_and_an_impossible_one_its_figure_nev
     text = report.render(results.document(gemv["environment"], records), Path("x.md"), draw=False)
     row = next(l for l in text.splitlines() if l.startswith("| `sgemv/v1_b/cuda`") and "24" in l)
     assert "1.00× [0.997, 1.011] same within noise" in row and "1995 / 1900" in row and "410 / 400" in row
+    assert "| +5.1 %  |" in row  # B-first rounds 1.03, A-first 0.98: the order effect, from the rounds kept
     assert "Paired against the reference" in text
     ladder = [l for l in text.splitlines() if l.startswith("| v1")]  # the unpaired record keeps the ladder's row
     assert len(ladder) == 1 and "2.00×" not in ladder[0].split("|")[4]

@@ -49,12 +49,12 @@ class FakeTimer:
         self.calls.append(("paired", len(fns), settle_each))
         if settle_each:  # each side settled before its batches: both back at the clock they hold alone
             return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.55, 0.55, 0.6], "ratios": [1.1, 1.09, 1.11],
-                    "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3,
+                    "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3, "order_effect": 1.0,
                     "discarded_throttled": [0, 0], "settle_each": True, "settled_mhz": [[1500.0] * 4, [1500.0] * 4],
                     "clocks": {"available": True, "sm_mhz_median": 1500.0},
                     "reference_clocks": {"available": True, "sm_mhz_median": 1500.0}}
         return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.6, 0.6, 0.7], "ratios": [1.2, 1.18, 1.22],
-                "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
+                "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1, "order_effect": 1.02,
                 "discarded_throttled": [0, 0], "settle_each": False,
                 "clocks": {"available": True, "sm_mhz_median": 1500.0},
                 "reference_clocks": {"available": True, "sm_mhz_median": self.reference_mhz}}
@@ -214,6 +214,7 @@ def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatc
     assert record["status"] == "ok" and [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False)]
     pairing = record["paired"]
     assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
+    assert pairing["order_effect"] == 1.02  # kept beside the ratio, which the ABBA units rid of it
     from study import metrics
     from study.report.labels import flags
 
@@ -320,11 +321,13 @@ def test_a_paired_round_with_a_throttled_batch_is_dropped_whole_and_rounds_stay_
     timer = timer_module.Timer(settings, types.SimpleNamespace(max_sm_clock_mhz=1980.0), None, None)
     timer.samples = samples
     pairing = timer.paired((lambda: 1.0, lambda: 1.25), (1.0, 1.25), flush=False)
-    assert pairing["discarded_throttled"] == [10, 0] and pairing["rounds"] == 10 and pairing["stop"] == "ci"
-    assert pairing["ratio"] == 1.25 and pairing["ci"] == [1.25, 1.25] and len(pairing["samples"]) == 10 * 10
-    # kept rounds alternate which side goes first: A B, B A (dropped), B A, A B, B A, …: five of each
+    # sixteen rounds: eight ABBA units, the fewest whose median has an interval
+    assert pairing["discarded_throttled"] == [10, 0] and pairing["rounds"] == 16 and pairing["stop"] == "ci"
+    assert pairing["ratio"] == 1.25 and pairing["ci"] == [1.25, 1.25] and len(pairing["samples"]) == 16 * 10
+    assert pairing["order_effect"] == 1.0
+    # kept rounds alternate which side goes first: A B, B A (dropped), B A, A B, B A, …: eight of each
     firsts = [calls[i]() for i in range(0, len(calls), 2)]
-    assert firsts[:5] == [1.0, 1.25, 1.25, 1.0, 1.25] and len(firsts) == 11
+    assert firsts[:5] == [1.0, 1.25, 1.25, 1.0, 1.25] and len(firsts) == 17
     assert not pairing["settle_each"] and "settled_mhz" not in pairing
 
 
@@ -345,7 +348,7 @@ def test_settled_rounds_settle_each_kernel_before_each_of_its_batches():
     timer = timer_module.Timer(settings, types.SimpleNamespace(max_sm_clock_mhz=1980.0), None, None)
     timer.samples, timer.settle = samples, settle
     pairing = timer.paired((lambda: 1.0, lambda: 2.5), (1.0, 2.5), flush=True, settle_each=True)
-    assert pairing["ratio"] == 2.5 and pairing["rounds"] == 10 and pairing["settle_each"]
+    assert pairing["ratio"] == 2.5 and pairing["rounds"] == 16 and pairing["settle_each"]
     assert events[:4] == [("settle", 1.0), ("batch", 1.0), ("settle", 2.5), ("batch", 2.5)]
     assert events[4:8] == [("settle", 2.5), ("batch", 2.5), ("settle", 1.0), ("batch", 1.0)]
-    assert pairing["settled_mhz"] == [[1740.0] * 10, [1950.0] * 10]
+    assert pairing["settled_mhz"] == [[1740.0] * 16, [1950.0] * 16]

@@ -93,13 +93,33 @@ def test_pairing_stops_when_the_median_ratio_is_known_or_at_a_bound():
     from study.timing import TimerSettings, pair_stop
 
     st = TimerSettings(pair_ci=0.004, min_rounds=10, max_rounds=40, timeout_s=5)
-    steady = [1.01] * 9
-    assert pair_stop(st, steady, 0.1) is None  # fewer rounds than the minimum
+    steady = [1.01] * 15
+    assert pair_stop(st, steady[:9], 0.1) is None  # fewer rounds than the minimum
+    assert pair_stop(st, steady[:14], 0.1) is None  # seven ABBA units: the median's interval reaches past them
     assert pair_stop(st, steady + [1.01], 0.1) == "ci"
-    noisy = [1.0, 1.1] * 5
+    noisy = [1.0, 1.0, 1.1, 1.1] * 4  # units of 1.0 and 1.1
     assert pair_stop(st, noisy, 0.1) is None and pair_stop(st, noisy, 6.0) == "timeout"
-    assert pair_stop(st, noisy * 4, 0.1) == "max_rounds"
-    assert pair_stop(st, steady * 3 + [1.01, 1.01], 0.1) is None  # 29 rounds: one more A-first than B-first
+    assert pair_stop(st, noisy + noisy + noisy[:8], 0.1) == "max_rounds"
+    assert pair_stop(st, steady * 2 + [1.01], 0.1) is None  # 31 rounds: one more A-first than B-first
     assert pair_stop(st, steady[:3], 6.0) == "timeout"  # the timeout holds however few rounds were kept
+    # going first costs 8 %: two clusters of single rounds, one ratio per ABBA unit
+    ordered = [1.0 / 1.04, 1.04] * 8
+    assert pair_stop(st, ordered, 0.1) == "ci"
     with pytest.raises(ValueError):
         TimerSettings(min_rounds=2)
+
+
+def test_abba_units_cancel_what_going_first_costs_and_the_effect_is_kept():
+    from study.stats import abba_units, median_interval, order_effect
+
+    # A runs 1.43× faster than B; whichever goes first in a round pays 4 % (the H200's cold
+    # softmax rounds at ~10 µs): single rounds fall at 1.375 and 1.487, their median in the gap
+    rounds = [1.43 / 1.04, 1.43 * 1.04] * 10
+    units = abba_units(rounds)
+    assert len(units) == 10 and units == pytest.approx([1.43] * 10)
+    ratio, low, high = median_interval(units)
+    assert ratio == pytest.approx(1.43) and high - low < 1e-9
+    _, low_rounds, high_rounds = median_interval(rounds)
+    assert high_rounds - low_rounds > 0.1  # the rounds alone: an interval as wide as the gap
+    assert order_effect(rounds) == pytest.approx(1.04**2)
+    assert abba_units(rounds[:3]) == pytest.approx([1.43]) and order_effect(rounds[:1]) is None

@@ -212,7 +212,9 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
         pairs = paired_table(op_ms)
         if pairs:
             out += ["Paired against the reference: timed in rounds alternating with the reference (ABBA), both in "
-                    "the same power state; × ref is the median of the rounds' ratios, with its 95 % bootstrap "
+                    "the same power state; × ref is the median ratio of its ABBA units (an A-first round with the "
+                    "B-first one after it: what going first costs a kernel cancels; *order* shows its size, the "
+                    "B-first rounds' median ratio over the A-first rounds'), with its 95 % bootstrap "
                     "interval (`same within noise` where it holds 1):", "", pairs, ""]
         for section in (sections or {}).get(op, ()):
             out += section.write(ms, md_path.parent / "figures" / f"{md_path.stem}-{op}-{section.name}.png"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from study import metrics
+from study import metrics, stats
 from study.report.labels import (BACKEND_LABEL, EMULATION, RUNG_BACKENDS, flags, headline_cell, modes_of, num,
                                  ratio_cell, shape_label, unit_of)
 
@@ -234,10 +234,18 @@ def summary_table(doc: dict) -> str:
                            "% peak", "× ref"], tablefmt="simple")
 
 
+def _order_cell(pairing: dict) -> str:
+    """The order effect as a signed percentage (a record from before it was kept: from its rounds' ratios)."""
+    effect = pairing.get("order_effect") or stats.order_effect(pairing.get("ratios") or [])
+    return "" if effect is None else f"{100 * (effect - 1):+.1f} %"
+
+
 def paired_table(ms: list[dict]) -> str | None:
-    """Every paired record of an op: its ratio to the reference as the median of alternating rounds,
-    the 95 % interval and rounds, the figure, and each side's median SM clock and power while the rounds
-    ran (both sides at the same power state). None without paired records."""
+    """Every paired record of an op: its ratio to the reference as the median of its ABBA units (an
+    A-first round with the B-first one after it), the 95 % interval and rounds, what going first cost
+    (the B-first rounds' median ratio over the A-first rounds', study.stats.order_effect: the units cancel
+    it, the column shows its size), the figure, and each side's median SM clock and power while the
+    rounds ran (both sides at the same power state). None without paired records."""
     rows = []
     for m in ms:
         pairing = m.get("paired")
@@ -246,7 +254,7 @@ def paired_table(ms: list[dict]) -> str | None:
         mine, theirs = m.get("clocks") or {}, pairing.get("reference_clocks") or {}
         rows.append([f"`{m['implementation']}`", shape_label(m["shape"]), m.get("precision"), m.get("mode"),
                      m["autotune"], headline_cell(m), ratio_cell(m) if m["status"] == "ok" else f"**{m['status']}**",
-                     str(pairing["rounds"]), f"{num(mine.get('sm_mhz_median'), '.0f')} / "
+                     str(pairing["rounds"]), _order_cell(pairing), f"{num(mine.get('sm_mhz_median'), '.0f')} / "
                      f"{num(theirs.get('sm_mhz_median'), '.0f')}",
                      f"{num(mine.get('power_w_median'), '.0f')} / {num(theirs.get('power_w_median'), '.0f')}",
                      f"`{pairing['reference']}`"])
@@ -254,4 +262,4 @@ def paired_table(ms: list[dict]) -> str | None:
         return None
     unit = unit_of(ms)
     return tabulate(rows, ["implementation", "shape", "precision", "mode", "autotune", unit, "× ref [95 %]", "rounds",
-                           "SM MHz (it / ref)", "W (it / ref)", "reference"], tablefmt="github", disable_numparse=True)
+                           "order", "SM MHz (it / ref)", "W (it / ref)", "reference"], tablefmt="github", disable_numparse=True)
