@@ -245,12 +245,13 @@ def test_v4_reads_tall_skinny_rows_in_tiles_and_wide_or_misaligned_ones_row_by_r
     assert verdict.ok and launch.config["path"] == "rows", (verdict.message, launch.config)
 
 
-def test_v3_split_reduction_is_deterministic_and_its_counters_reset():
+@pytest.mark.parametrize("m, n, least", [(1024, 65536, 2), (1, 2**20, 1024)])  # 1×2^20: 2048 slices, the block reduces
+def test_v3_split_reduction_is_deterministic_and_its_counters_reset(m, n, least):
     impl = next(i for i in IMPLS if i.name == "sgemv/v3_split_n/cuda")
     fp32 = ladder("sgemv").problem.precision("fp32")
-    problem, shape, tensors, ref, scale = _data("sgemv", (1024, 65536), fp32)
+    problem, shape, tensors, ref, scale = _data("sgemv", (m, n), fp32)
     verdict, launch = _run(impl, problem, shape, tensors, ref, scale, fp32)
-    assert verdict.ok and launch.keep.grid[1] > 1, (verdict.message, launch.keep.grid)
+    assert verdict.ok and launch.keep.grid[1] >= least, (verdict.message, launch.keep.grid)
     first = launch.out.clone()
     for _ in range(20):
         launch.fn()

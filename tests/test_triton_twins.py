@@ -143,6 +143,32 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
         assert torch.equal(launch.out, first)
 
 
+def test_the_split_n_twin_reduces_many_slices_in_groups_and_runs_again():
+    # 2×12000 FP32: 19 slices of 5 loads a lane (at least MIN_SLICE_LOADS), more than one group of 16 and no
+    # multiple of it; the last program's grouped sum gives the same bits on every launch.
+    import torch
+
+    from study.catalog import implementation
+    from study.ops.sgemv import split_plan
+
+    impl = implementation("sgemv/v3_split_n/triton")
+    problem = ladder("sgemv").problem
+    shape = {"M": 2, "N": 12000}
+    assert split_plan(2, 12000, 4, 132) == (19, 640) and split_plan(1, 2**20, 4, 132) == (2048, 512)
+    precision = problem.precision("fp32")
+    tensors = problem.make_inputs(shape, precision, seed=5, device=DEVICE)
+    ref, scale = problem.reference(tensors, precision)
+    launch = backend("triton").prepare(impl, problem, tensors, shape, precision)
+    launch.fn()
+    first = launch.out.clone()
+    verdict = problem.verify(first, ref, scale, precision)
+    assert verdict.ok, verdict.message
+    for _ in range(2):
+        launch.out.fill_(float("nan"))
+        launch.fn()
+        assert torch.equal(launch.out, first)
+
+
 def test_the_split_wgmma_3xtf32_twin_fits_its_height_splits_and_sums_in_order():
     # sgemm v12's twin: 17×33×600 fits BM 32 (FIT=1) and splits its 19 slices of 32 into four ranges of 5
     # (hgemm v9's plan), then hgemm's ordered sum; a space point keeps its BM (16 rows, MIN_SLICES 2: seven

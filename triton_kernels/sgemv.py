@@ -68,7 +68,8 @@ def sgemv_vector(a_ptr, x_ptr, y_ptr, M, N, stride_am, ROWS: tl.constexpr, VEC: 
 
 @triton.jit
 def sgemv_split_n(a_ptr, x_ptr, y_ptr, M, N, stride_am, split_n, part_ptr, count_ptr,
-                  ROWS: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, SPLITS: tl.constexpr):
+                  ROWS: tl.constexpr, UNROLL: tl.constexpr, VEC: tl.constexpr, SPLITS: tl.constexpr,
+                  GROUPS: tl.constexpr = 16):
     """v3: the columns [pid_s·split_n, (pid_s+1)·split_n) of ROWS rows, 32·VEC·UNROLL per step;
     with SPLITS > 1, FP32 partials and an ordered reduction by the last program of the row group."""
     pid_m = tl.program_id(0)
@@ -85,10 +86,15 @@ def sgemv_split_n(a_ptr, x_ptr, y_ptr, M, N, stride_am, split_n, part_ptr, count
         tl.debug_barrier()  # every lane's partial is written before the release below
         seen = tl.atomic_add(count_ptr + pid_m, 1, sem="acq_rel", scope="gpu")
         if seen == SPLITS - 1:
-            out = tl.zeros((ROWS,), dtype=tl.float32)
-            for q in range(0, SPLITS):  # slice order: the same sum whoever is last
-                out += tl.load(part_ptr + q * M + rows, mask=row_ok, other=0.0, volatile=True)
-            tl.store(y_ptr + rows, out.to(y_ptr.dtype.element_ty), mask=row_ok)
+            # GROUPS slices at a time, as the CUDA rung's whole block reduces: a fixed order whoever
+            # is last, and thousands of slices at one row are not added one by one.
+            groups = tl.arange(0, GROUPS)
+            out = tl.zeros((GROUPS, ROWS), dtype=tl.float32)
+            for q in range(0, SPLITS, GROUPS):
+                ok = ((q + groups) < SPLITS)[:, None] & row_ok[None, :]
+                out += tl.load(part_ptr + (q + groups)[:, None] * M + rows[None, :], mask=ok, other=0.0,
+                               volatile=True)
+            tl.store(y_ptr + rows, tl.sum(out, axis=0).to(y_ptr.dtype.element_ty), mask=row_ok)
             tl.store(count_ptr + pid_m, 0)  # ready for the next launch
 
 

@@ -8,11 +8,12 @@
 //     slices of split_n columns. Each block writes one FP32 partial sum per row and slice;
 //     the last block of a row group to finish (an atomic counter per group, after a
 //     __threadfence) adds the slices in slice order 0, 1, 2, ... and writes y, so the
-//     result is the same whichever block finishes last: deterministic, one launch.
-//     The block resets its counter to 0 for the next launch.
+//     result is the same whichever block finishes last: deterministic, one launch. The whole
+//     last block reduces (32 / WARP_ROWS threads a row, in a fixed order): thousands of slices
+//     at one or a few rows. The block resets its counter to 0 for the next launch.
 // The split count is chosen by the launch (study/ops/sgemv.py: 64 row slices per SM, each
-// slice at least one warp-wide vector load wide); with one slice the kernel writes y
-// directly and is v2 plus the unrolled loads.
+// slice at least MIN_SLICE_LOADS warp-wide vector loads wide); with one slice the kernel writes
+// y directly and is v2 plus the unrolled loads.
 // What ncu showed on the H200 (FP32, reports/h200/profiles/): at 16384^2 v2 already streams
 // at 91 % of DRAM peak (4.38 TB/s, 94 % achieved occupancy) against cuBLAS gemv2T's 88 %
 // (4.23 TB/s, plus a 5 us split-K reduce kernel); the gap v3 closes is the short-wide case:
@@ -20,6 +21,8 @@
 // DRAM throughput 75 % — too few warps to keep enough bytes in flight.
 // Removes: v2's latency exposure (too few loads in flight per lane) and its idle SMs on
 // short-wide shapes.
+// Registers (nvcc 13, sm_90a): 31-62, no spill except at the WARP_ROWS=1 UNROLL=4 FP32 aligned points:
+// 8 bytes, where ptxas settles on 32 registers (40 and none with the one-thread-a-row reduction before).
 // Builds on: v2 (same WARP_ROWS rows per warp, same 16-byte loads and scalar fallback).
 // Constraints: ALIGNED=1 as v2 for the 16-byte path (split_n is then a multiple of
 // 32*VEC, so every slice starts on 16 bytes); counter holds at least gridDim.x zeros and
@@ -41,6 +44,7 @@
 static_assert(THREADS % 32 == 0, "THREADS must be whole warps");
 static_assert(LANES == 32 && SPLIT == 1, "LANES (threads per row) and SPLIT (a column split over gridDim.y) tell the launch the grid");
 static_assert(WARP_ROWS >= 1 && WARP_ROWS <= 8 && UNROLL >= 1 && UNROLL <= 8, "WARP_ROWS rows per warp and UNROLL loads in flight: 1..8");
+static_assert(32 % WARP_ROWS == 0, "the reduction gives each row 32 / WARP_ROWS threads");
 constexpr int ROWS = (THREADS / 32) * WARP_ROWS;  // rows per block
 
 extern "C" __global__ void __launch_bounds__(THREADS)
@@ -107,11 +111,28 @@ sgemv_v3_split_n(const storage_t* __restrict__ A, const storage_t* __restrict__ 
     __syncthreads();
     if (!last) return;
     __threadfence();  // see every other block's partials
-    for (int i = threadIdx.x; i < ROWS; i += THREADS) {
-        const int row = blockIdx.x * ROWS + i;
-        if (row >= M) break;
+    // The whole block reduces: GROUPS threads a row, thread g of a row adding slices g, g + GROUPS, ...
+    // into four sums in turn, then the row's GROUPS sums in g order. The order is fixed by indices, not by which block came
+    // last, so y is the same every launch. One thread a row adding every slice took most of the time
+    // at one row of 2^20 FP32 (8192 slices then: v3 at 56 GB/s against cuBLAS's 652 on the H200).
+    constexpr int GROUPS = THREADS / ROWS;  // 32 / WARP_ROWS
+    __shared__ float sums[THREADS];
+    const int i = threadIdx.x % ROWS, g = threadIdx.x / ROWS;
+    const int row = blockIdx.x * ROWS + i;
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};  // four loads in flight a thread (L2, not a stale L1: __ldcg)
+    int q = g;
+    if (row < M) {
+#pragma unroll 1
+        for (; q + 3 * GROUPS < splits; q += 4 * GROUPS)
+#pragma unroll
+            for (int u = 0; u < 4; ++u) s[u] += __ldcg(&partial[(size_t)(q + u * GROUPS) * M + row]);
+        for (; q < splits; q += GROUPS) s[0] += __ldcg(&partial[(size_t)q * M + row]);
+    }
+    sums[threadIdx.x] = (s[0] + s[1]) + (s[2] + s[3]);
+    __syncthreads();
+    if (g == 0 && row < M) {
         float total = 0.0f;
-        for (int q = 0; q < splits; ++q) total += __ldcg(&partial[(size_t)q * M + row]);  // L2, not a stale L1
+        for (int h = 0; h < GROUPS; ++h) total += sums[h * ROWS + i];
         y[row] = from_float(total);
     }
     if (threadIdx.x == 0) counter[blockIdx.x] = 0;

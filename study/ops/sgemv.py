@@ -44,14 +44,19 @@ OUTPUT_ROUNDING = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 # row per warp. ncu on the H200 at 1024×65536 FP32 with a target of 32: 5 slices, 320 blocks, 29 %
 # achieved occupancy, 3.6 TB/s (75 % of DRAM peak).
 ROW_SLICES_PER_SM = 64
+# ... but no slice narrower than this many 16-byte loads a lane: at one row of 2^20 FP32 the target
+# alone gave 8192 slices of one load each (v3 at 56 GB/s, cuBLAS 652 on the H200, c19), every
+# block's launch, partial and count for 512 bytes.
+MIN_SLICE_LOADS = 4
 
 
 def split_plan(m: int, n: int, element_bytes: int, sms: int) -> tuple[int, int]:
     """(slices, columns per slice) for v3: enough row slices for ROW_SLICES_PER_SM per SM, each
-    slice a whole number of warp-wide 16-byte loads (so every slice starts aligned)."""
+    slice a whole number of warp-wide 16-byte loads (so every slice starts aligned), at least
+    MIN_SLICE_LOADS of them."""
     chunk = 32 * (16 // element_bytes)
     want = max(1, cdiv(sms * ROW_SLICES_PER_SM, m))
-    splits = max(1, min(want, n // chunk, 65535))
+    splits = max(1, min(want, n // (chunk * MIN_SLICE_LOADS), 65535))
     split_n = cdiv(cdiv(n, splits), chunk) * chunk
     return cdiv(n, split_n), split_n
 
