@@ -151,7 +151,7 @@ def pair_gaps(record: dict) -> dict:
 def with_x_ref(records: list[dict]) -> list[dict]:
     """``x_ref`` = the reference baseline's median / this median in the same group (> 1:
     faster than the reference); None when either is not ok. A paired record's is its own pairing's
-    (the median of the rounds' ratios), with ``x_ref_ci`` and ``paired_rounds``. Pure: returns new records."""
+    (the median ratio of its ABBA units), with ``x_ref_ci`` and ``paired_rounds``. Pure: returns new records."""
     reference = {group_key(r): r["median_ms"] for r in records
                  if r.get("reference") and r["status"] == "ok" and r.get("median_ms") and not r.get("paired")}
     out = []
