@@ -224,25 +224,38 @@ def hgemm_skinny_m(
     with a copy, its choice; an N of 8 (``tl.dot`` needs every side ≥ 16, so the launch picks TOKENS ≥
     16); the producer warp and the mbarrier ring (software pipelining, ``num_stages``)."""
     splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
-    cols = tl.cdiv(N, BN)
+    for u in tl.range(tl.program_id(0), tl.cdiv(N, BN) * splits, NUM_SMS):
+        acc = skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS, BN, BK)
+        skinny_store(c_ptr, part_ptr, acc, u, splits, M, N, stride_cm, stride_cn, ldp, TOKENS, BN)
+
+
+@triton.jit
+def skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """v10's unit ``u`` (block column u // splits, K range u % splits): the BN × TOKENS block of Cᵀ."""
+    pid_n = u // splits
+    k_begin = (u % splits) * per * BK
+    k_end = tl.minimum(K, k_begin + per * BK)
+    acc = tl.zeros((BN, TOKENS), dtype=tl.float32)
+    for k0 in range(k_begin, k_end, BK):
+        w = b_desc.load([k0, pid_n * BN])
+        x = a_desc.load([0, k0])
+        acc = tl.dot(tl.trans(w), tl.trans(x), acc)
+    return acc
+
+
+@triton.jit
+def skinny_store(c_ptr, part_ptr, acc, u, splits, M, N, stride_cm, stride_cn, ldp, TOKENS: tl.constexpr,
+                 BN: tl.constexpr):
+    """A unit's block of Cᵀ back into C (one split: rounded to C's type) or into its split's FP32 plane."""
     rm = tl.arange(0, TOKENS)
-    for u in tl.range(tl.program_id(0), cols * splits, NUM_SMS):
-        pid_n = u // splits
-        k_begin = (u % splits) * per * BK
-        k_end = tl.minimum(K, k_begin + per * BK)
-        acc = tl.zeros((BN, TOKENS), dtype=tl.float32)
-        for k0 in range(k_begin, k_end, BK):
-            w = b_desc.load([k0, pid_n * BN])
-            x = a_desc.load([0, k0])
-            acc = tl.dot(tl.trans(w), tl.trans(x), acc)
-        rn = pid_n * BN + tl.arange(0, BN)
-        inside = (rn[:, None] < N) & (rm[None, :] < M)
-        if splits == 1:
-            tl.store(c_ptr + rm[None, :] * stride_cm + rn[:, None] * stride_cn, acc.to(c_ptr.dtype.element_ty),
-                     mask=inside)
-        else:
-            plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
-            tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
+    rn = (u // splits) * BN + tl.arange(0, BN)
+    inside = (rn[:, None] < N) & (rm[None, :] < M)
+    if splits == 1:
+        tl.store(c_ptr + rm[None, :] * stride_cm + rn[:, None] * stride_cn, acc.to(c_ptr.dtype.element_ty),
+                 mask=inside)
+    else:
+        plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
+        tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
 
 
 def skinny_blocks(nargs):
