@@ -373,19 +373,20 @@ def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
         assert torch.equal(launch.out, first)
 
 
-def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly():
-    # hgemm v10 at each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split four ways (4096 × 4096:
-    # 32 tiles of 128) and not split (11008 columns: 86 tiles); the small integers show any element put at
-    # (n, m) instead of (m, n); the ordered reduction gives the same bits on every launch.
-    from study.problem import check_output
-
-    impl = next(i for i in IMPLS if i.name == "hgemm/v10_skinny_m/cuda")
+@pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
+def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly(name):
+    # hgemm v10 (and gemm_bias_relu v4, its kernel with the bias and ReLU in the store or the reduction) at
+    # each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split four ways (4096 × 4096: 32 tiles of
+    # 128) and not split (11008 columns: 86 tiles); the small integers show any element put at (n, m)
+    # instead of (m, n), or a bias at the wrong column; the ordered reduction gives the same bits every launch.
+    impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    bf16 = ladder("hgemm").problem.precision("bf16")
+    op = impl.op
+    bf16 = ladder(op).problem.precision("bf16")
     for shape, tokens, several in (((1, 4096, 4096), 8, True), ((13, 4096, 4096), 16, True),
                                    ((32, 11008, 4096), 32, False), ((64, 4096, 4096), 64, True)):
-        problem, sh, tensors, ref, scale = _data("hgemm", shape, bf16)
+        problem, sh, tensors, ref, scale = _data(op, shape, bf16)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
         assert verdict.ok, (shape, verdict.message)
         assert launch.config["TOKENS"] == tokens and (launch.config["splits"] > 1) == several, launch.config

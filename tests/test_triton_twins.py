@@ -22,8 +22,9 @@ SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv"
           # 1×72×520, 16×136×200 and 5×264×72: skinny M (v10's 8-, 16- and 8-token widths; the first splits K).
           "hgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (72, 136, 40), (40, 264, 136), (1, 72, 520), (16, 136, 200),
                     (5, 264, 72)],
-          # gemm_bias_relu: the same tails; 72×136×40 with 16-byte rows runs the TMA twins (v2, v0's FP16 GEMM).
-          "gemm_bias_relu": [(1, 1, 1), (33, 17, 20), (72, 136, 40)]}
+          # gemm_bias_relu: the same tails; 72×136×40 with 16-byte rows runs the TMA twins (v2, v0's FP16 GEMM);
+          # 1×72×520 and 16×136×200 v4's skinny M (the first splits K: the bias in the reduction).
+          "gemm_bias_relu": [(1, 1, 1), (33, 17, 20), (72, 136, 40), (1, 72, 520), (16, 136, 200)]}
 TWINS = [i for i in implementations() if i.backend == "triton"]
 TMA_RUNGS = [r.key for r in ladder("hgemm").rungs if r.multiples]  # hgemm's rungs whose operands arrive by TMA
 CASES = [(impl, shape, p) for impl in TWINS for shape in shapes_of(SHAPES, impl.op)
@@ -89,6 +90,7 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "hgemm/v10_skinny_m": ["warps 8 vs THREADS 288"],
               "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
               "gemm_bias_relu/v3_split_k": ["warps 8 vs THREADS 384"],  # v9's twin with an epilogue
+              "gemm_bias_relu/v4_skinny_m": ["warps 8 vs THREADS 288"],  # v10's twin with an epilogue
               "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
               "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"],

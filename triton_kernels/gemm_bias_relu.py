@@ -13,6 +13,8 @@ accumulator before the one rounding to C's type:
 - v3 (split-K): hgemm v9's twin (v8's over tiles × K ranges, the same plan) with the epilogue where
   C is written: on the accumulator when the plan has one split, else in the reduction that sums the
   FP32 partial planes in order (``reduce_splits_bias_relu``).
+- v4 (skinny M): hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, the tokens the dot's N) with the epilogue placed as
+  v3's: on the accumulator (the bias along its rows, C's columns) with one split, else in the reduction.
 
 What a twin cannot say: where the bias is held (the CUDA rungs load each thread's columns once a
 tile into registers; Triton places the loaded vector as its layout dictates). Plain kernels and
@@ -23,9 +25,9 @@ import triton
 import triton.language as tl
 
 from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, store
-from triton_kernels.hgemm import (PERSISTENT_SPACE, SPLIT_SPACE, V8_WARP_SPECIALIZED, V9_SPLIT_K,  # noqa: F401
-                                   descriptor_accumulate, descriptor_blocks, split_plan, split_unit, store_partial,
-                                   sum_planes)
+from triton_kernels.hgemm import (PERSISTENT_SPACE, SKINNY_SPACE, SPLIT_SPACE, V8_WARP_SPECIALIZED,  # noqa: F401
+                                   V9_SPLIT_K, V10_SKINNY_M, descriptor_accumulate, descriptor_blocks, skinny_blocks,
+                                   skinny_store, skinny_unit, split_plan, split_unit, store_partial, sum_planes)
 from triton_kernels.sgemm import MULTISTAGE_SPACE, V7_MULTISTAGE
 
 
@@ -103,6 +105,26 @@ def gemm_bias_relu_split_k(
 
 
 @triton.jit
+def gemm_bias_relu_skinny_m(
+    a_desc, b_desc, bias_ptr, c_ptr, part_ptr,
+    M, N, K,
+    stride_cm, stride_cn, ldp, NUM_SMS,
+    TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+):
+    """v4: hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, its units, plan and partial planes) with the epilogue: one
+    split, relu(acc + bias) along the block's BN weight columns (Cᵀ's rows) before C's rounding; more,
+    the FP32 partials, whose sum :func:`reduce_splits_bias_relu` takes through the epilogue."""
+    splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
+    for u in tl.range(tl.program_id(0), tl.cdiv(N, BN) * splits, NUM_SMS):
+        acc = skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS, BN, BK)
+        if splits == 1:
+            rn = (u // splits) * BN + tl.arange(0, BN)
+            bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)
+            acc = tl.maximum(acc + bias[:, None], 0.0)
+        skinny_store(c_ptr, part_ptr, acc, u, splits, M, N, stride_cm, stride_cn, ldp, TOKENS, BN)
+
+
+@triton.jit
 def reduce_splits_bias_relu(part_ptr, c_ptr, bias_ptr, M, N, ldp, stride_cm, splits, BLOCK: tl.constexpr):
     """v3's second pass: C = relu(the sum of the ``splits`` planes in plane order + bias), in FP32,
     rounded once to C's type; BLOCK consecutive elements of C a program (hgemm v9's reduction with the
@@ -125,3 +147,6 @@ WGMMA_SPACE = PERSISTENT_SPACE
 # CUDA v3: hgemm v9's tile, pipeline and split plan (MIN_SLICES); its twin's config and space.
 V3_SPLIT_K = dict(V9_SPLIT_K)
 SPLIT_K_SPACE = SPLIT_SPACE
+# CUDA v4: hgemm v10's kernel (TOKENS from the launch); its twin's config and space.
+V4_SKINNY_M = dict(V10_SKINNY_M)
+SKINNY_M_SPACE = SKINNY_SPACE

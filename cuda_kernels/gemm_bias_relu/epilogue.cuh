@@ -62,3 +62,13 @@ struct BiasReluColumn {
         return bias_relu(v, to_float(__ldg(bias + col)));
     }
 };
+
+// hgemm v10's transposed C store (hgemm/skinny_m.cuh; v4 when it does not split): each accumulator comes
+// with its column, whose bias is loaded there (a thread holds two columns for all of its tokens: the
+// loads after the first hit L1). C is at most 64 rows, ≤ 64/K of the traffic: no staging of the bias.
+struct BiasReluToStorage {
+    const storage_t* bias;
+    __device__ __forceinline__ storage_t operator()(float v, int col) const {
+        return from_float(bias_relu(v, to_float(__ldg(bias + col))));
+    }
+};

@@ -8,7 +8,8 @@ config) writes C, then a pointwise kernel reads C back and writes it again, both
 closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 the epilogue fused
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
 TMA store (FP16/BF16) → v3 v2 over tiles × K ranges for products of few tiles (hgemm v9's split-K
-plan), the epilogue in the reduction that sums the FP32 partials when it splits. The bare GEMM those
+plan), the epilogue in the reduction that sums the FP32 partials when it splits → v4 hgemm v10's
+skinny-M kernel (Cᵀ = Bᵀ·Aᵀ, M ≤ 64 tokens) with the epilogue in its C store, or in the reduction. The bare GEMM those
 rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
 table sets unfused, fused (v1, v2) and bare side by side (study/report/fusion.py). Baselines: eager
 torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``), ``torch.compile`` (Inductor; its mode
@@ -38,6 +39,7 @@ precision).
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -105,8 +107,8 @@ class GemmBiasRelu(Gemm):
                       {"M": 8192, "N": 4096, "K": 1024}, {"M": 16384, "N": 11008, "K": 4096})
     # Tails past every tile with 16-byte rows (the TMA rungs read them in place), the same on exact
     # tiles, and N odd, K = 1 (the scalar paths; the TMA rungs stage A, B and C, and v2 loads the last
-    # column's bias alone); one tile of 9 K slices (17×72×520), which v3 splits in two, so memcheck and
-    # racecheck see its partial planes and the reduction that adds the bias.
+    # column's bias alone); one tile of 9 K slices (17×72×520), which v3 and v4 split in two, so memcheck
+    # and racecheck see their partial planes and the reductions that add the bias (v4 runs at M ≤ 64 only).
     sanitize_shapes = ({"M": 67, "N": 136, "K": 40}, {"M": 128, "N": 256, "K": 64}, {"M": 3, "N": 5, "K": 1},
                        {"M": 17, "N": 72, "K": 520})
     tolerance = TOLERANCE
@@ -209,6 +211,13 @@ def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=gemm.check, defines=gemm.defines)
 
 
+def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v4: hgemm v10's launch (its TOKENS, plan, workspace and grid; :func:`study.ops.hgemm.skinny_launch`)
+    whose reduction, when it splits, is this rung's, the bias after C."""
+    return hgemm.skinny_launch(defines, tensors, out, shape, precision, reduce="gemm_bias_relu_v4_reduce_splits",
+                               extra=("bias",))
+
+
 def split_k_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     """v3: hgemm v9's launch (its plan, workspace and grid; :func:`study.ops.hgemm.split_launch`) whose
     reduction, when it splits, is this rung's, the bias after C."""
@@ -222,6 +231,11 @@ FUSED_WGMMA = fused(PERSISTENT, at=3, bias_bytes=4)         # hgemm v8's kernel
 # hgemm v9's kernel (as v2's, the bias after the tensor maps); rows TMA cannot take staged inside the launch.
 FUSED_SPLIT_K = fused(staged_launcher(CudaLauncher(launch=split_k_launch, defines=aligned_defines(HALVES))), at=3,
                       bias_bytes=4)
+# hgemm v10's kernel, the bias after C (its third argument); A and B staged where TMA cannot take their rows,
+# C by plain stores; M ≤ 64 only.
+SKINNY_SCOPE = hgemm.skinny_scope("v4", "v2/v3")
+FUSED_SKINNY_M = fused(staged_launcher(CudaLauncher(launch=skinny_launch, defines=hgemm.skinny_defines), out=False,
+                                       check=SKINNY_SCOPE), at=3)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
@@ -287,10 +301,24 @@ def split_twin_launch(kernel, tensors, out, shape, config, precision):
                                    reduce=tk.reduce_splits_bias_relu)
 
 
-def reduce_after_tuned_partials(nargs, exception=None):
-    """v3's twin under ``triton.autotune``: hgemm v9's post hook (each config's partials reduced inside
-    its timed call) with this rung's reduction, which takes the bias."""
-    hgemm.reduce_after_tuned_partials(nargs, exception, kernel=tk.reduce_splits_bias_relu, extra=("bias_ptr",))
+def skinny_twin_check(shape, precision) -> str | None:
+    return SKINNY_SCOPE(None, shape, precision)
+
+
+def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v4's twin: hgemm v10's twin launch with the bias after the descriptors and, in its reduction
+    (``reduce_splits_bias_relu``), after C."""
+    _require_bias(tensors, shape)
+    return hgemm.skinny_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",),
+                                    reduce=tk.reduce_splits_bias_relu)
+
+
+def reduce_after_tuned_partials(nargs, exception=None, rows="BM"):
+    """v3's and v4's twins under ``triton.autotune``: hgemm v9's post hook (each config's partials reduced
+    inside its timed call) with this op's reduction, which takes the bias; ``rows``: the argument holding
+    the tile's rows (v4's twin: TOKENS)."""
+    hgemm.reduce_after_tuned_partials(nargs, exception, kernel=tk.reduce_splits_bias_relu, extra=("bias_ptr",),
+                                      rows=rows)
 
 
 # ---- baselines ------------------------------------------------------------------
@@ -376,6 +404,13 @@ register(
              triton=twin(tk.gemm_bias_relu_split_k, tk.V3_SPLIT_K, tk.SPLIT_K_SPACE, launch=split_twin_launch,
                          precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks,
                          post_hook=reduce_after_tuned_partials)),
+        Rung("v4_skinny_m", "hgemm v10's kernel (Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N; M ≤ 64) with the bias and ReLU in "
+             "its C store, or, when it splits K, in the reduction that sums the FP32 partials",
+             "v2/v3's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight columns per SM)",
+             cuda="04_skinny_m.cu", launch=FUSED_SKINNY_M, multiples=TMA_HALVES,
+             triton=twin(tk.gemm_bias_relu_skinny_m, tk.V4_SKINNY_M, tk.SKINNY_M_SPACE, launch=skinny_twin_launch,
+                         check=skinny_twin_check, precisions=("fp16", "bf16"), pre_hook=tk.skinny_blocks,
+                         post_hook=functools.partial(reduce_after_tuned_partials, rows="TOKENS"))),
     ],
     baselines=[
         Baseline("nvmath_relu_bias", "nvmath Matmul, RELU_BIAS epilogue (cuBLASLt)", "cuBLASLt", "cublaslt",

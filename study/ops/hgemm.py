@@ -138,12 +138,19 @@ def skinny_tokens(m: int) -> int:
     return next(t for t in SKINNY_TOKENS if t >= m)
 
 
-def skinny_check(params, shape, precision) -> str | None:
-    """v10 takes M ≤ 64 only: the tokens are its wgmma instruction's N, one tile row of at most 64."""
-    if shape["M"] > SKINNY_TOKENS[-1]:
-        return out_of_scope(f"v10 is for M ≤ {SKINNY_TOKENS[-1]} (the tokens are its wgmma's N, one tile of at "
-                            f"most {SKINNY_TOKENS[-1]} rows); M={shape['M']}: v8/v9 take larger M")
-    return None
+def skinny_scope(rung: str, larger: str):
+    """The check of a rung on v10's kernel (v10; gemm_bias_relu v4): M ≤ 64 only, the tokens its wgmma
+    instruction's N, one tile row of at most 64; ``larger``: the rungs that take larger M."""
+    def check(params, shape, precision) -> str | None:
+        if shape["M"] > SKINNY_TOKENS[-1]:
+            return out_of_scope(f"{rung} is for M ≤ {SKINNY_TOKENS[-1]} (the tokens are its wgmma's N, one tile of "
+                                f"at most {SKINNY_TOKENS[-1]} rows); M={shape['M']}: {larger} take larger M")
+        return None
+
+    return check
+
+
+skinny_check = skinny_scope("v10", "v8/v9")
 
 
 def skinny_defines(config, tensors, out, shape, precision):
@@ -159,11 +166,13 @@ def skinny_smem(defines) -> int:
     return stages * (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + stages * 16 + 1024
 
 
-def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v10_reduce_splits",
+                  extra: tuple = ()) -> CudaLaunch:
     """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n), C by pointer (any
     rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as v9's with BM =
-    TOKENS (:func:`split_plan`: one row of tiles), the workspace, and v9's reduction after it when the
-    plan has two splits or more."""
+    TOKENS (:func:`split_plan`: one row of tiles), the workspace, and the reduction ``reduce`` (in the
+    rung's file) after it when the plan has two splits or more, the tensors named ``extra`` among its
+    arguments after C (gemm_bias_relu v4's bias)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     tokens, sms = defines["TOKENS"], sm_count(out)
@@ -175,7 +184,8 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, smem=skinny_smem(defines),
-                      after=split_reduce(defines, partial, out, (), m, n, ldp, splits, "hgemm_v10_reduce_splits"),
+                      after=split_reduce(defines, partial, out, tuple(tensors[e] for e in extra), m, n, ldp, splits,
+                                         reduce),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens},
                       keep=(a, b, out, partial))
 
@@ -263,16 +273,19 @@ def skinny_twin_check(shape, precision) -> str | None:
     return skinny_check(None, shape, precision)
 
 
-def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
+def skinny_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), reduce=tk.reduce_splits):
     """v10's twin: descriptors of A (TOKENS × BK boxes, TOKENS picked from M) and B (BK × BN), the plan of
     the config's tile (under autotune each config's own), a workspace for the largest, and the reduction
-    after the partials when the plan that ran has two splits or more (v9's twin's scheme)."""
+    after the partials when the plan that ran has two splits or more (v9's twin's scheme); ``extra``:
+    names of tensors passed after the descriptors and, by the reduction kernel ``reduce``, after C
+    (gemm_bias_relu v4's bias)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     tokens = skinny_twin_tokens(m)
     meta = dict(config)
     a_desc, b_desc, copy = tensor_descriptors(a, b, shape, {"BM": tokens, "BK": meta.get("BK", 64),
                                                             "BN": meta.get("BN", 64)})
+    more = [tensors[name] for name in extra]
     sms = sm_count(out)
     plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens)
 
@@ -284,10 +297,11 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
 
     def fn():
         copy()
-        kernel[grid](a_desc, b_desc, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms, TOKENS=tokens,
-                     **meta)
+        kernel[grid](a_desc, b_desc, *more, out, partial, m, n, k, out.stride(-2), out.stride(-1), ldp, sms,
+                     TOKENS=tokens, **meta)
         best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
-        reduce_splits(partial, out, m, n, ldp, out.stride(-2), splits(best.kwargs if best is not None else meta))
+        reduce_splits(partial, out, m, n, ldp, out.stride(-2), splits(best.kwargs if best is not None else meta),
+                      reduce, more)
 
     fn.facts = {**copy.facts, "tokens": tokens, **({"splits": splits(meta)} if "BN" in meta else {})}
     return fn
