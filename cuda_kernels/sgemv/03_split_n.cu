@@ -7,10 +7,10 @@
 //     as 1024 x 65536: 512 warps at WARP_ROWS=2 for 132 SMs), the columns are split into gridDim.y
 //     slices of split_n columns. Each block writes one FP32 partial sum per row and slice;
 //     the last block of a row group to finish (an atomic counter per group, after a
-//     __threadfence) adds the slices in slice order 0, 1, 2, ... and writes y, so the
+//     __threadfence) adds the slices in an order fixed by their indices and writes y, so the
 //     result is the same whichever block finishes last: deterministic, one launch. The whole
-//     last block reduces (32 / WARP_ROWS threads a row, in a fixed order): thousands of slices
-//     at one or a few rows. The block resets its counter to 0 for the next launch.
+//     last block reduces (32 / WARP_ROWS threads a row): thousands of slices at one or a few
+//     rows. The block resets its counter to 0 for the next launch.
 // The split count is chosen by the launch (study/ops/sgemv.py: 64 row slices per SM, each
 // slice at least MIN_SLICE_LOADS warp-wide vector loads wide); with one slice the kernel writes
 // y directly and is v2 plus the unrolled loads.
@@ -111,10 +111,11 @@ sgemv_v3_split_n(const storage_t* __restrict__ A, const storage_t* __restrict__ 
     __syncthreads();
     if (!last) return;
     __threadfence();  // see every other block's partials
-    // The whole block reduces: GROUPS threads a row, thread g of a row adding slices g, g + GROUPS, ...
-    // into four sums in turn, then the row's GROUPS sums in g order. The order is fixed by indices, not by which block came
-    // last, so y is the same every launch. One thread a row adding every slice took most of the time
-    // at one row of 2^20 FP32 (8192 slices then: v3 at 56 GB/s against cuBLAS's 652 on the H200).
+    // The whole block reduces: GROUPS threads a row, thread g of a row adding slices g, g + GROUPS, …
+    // into four sums in turn, then the row's GROUPS sums in g order. The order is fixed by indices,
+    // not by which block came last, so y is the same every launch. One thread a row adding every
+    // slice took most of the time at one row of 2^20 FP32 (8192 slices then: v3 at 56 GB/s against
+    // cuBLAS's 652 on the H200).
     constexpr int GROUPS = THREADS / ROWS;  // 32 / WARP_ROWS
     __shared__ float sums[THREADS];
     const int i = threadIdx.x % ROWS, g = threadIdx.x / ROWS;
