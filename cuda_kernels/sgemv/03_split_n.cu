@@ -22,7 +22,8 @@
 // Removes: v2's latency exposure (too few loads in flight per lane) and its idle SMs on
 // short-wide shapes.
 // Registers (nvcc 13, sm_90a): 31-62, no spill except at the WARP_ROWS=1 UNROLL=4 FP32 aligned points:
-// 8 bytes, where ptxas settles on 32 registers (40 and none with the one-thread-a-row reduction before).
+// 8 bytes, where ptxas settles on 32 registers (40 and none with the one-thread-a-row reduction before);
+// the SASS stores a value once at entry and reloads it after the main loop, none inside it.
 // Builds on: v2 (same WARP_ROWS rows per warp, same 16-byte loads and scalar fallback).
 // Constraints: ALIGNED=1 as v2 for the 16-byte path (split_n is then a multiple of
 // 32*VEC, so every slice starts on 16 bytes); counter holds at least gridDim.x zeros and
