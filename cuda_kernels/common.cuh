@@ -166,12 +166,29 @@ __device__ __forceinline__ void load_fragments(float (&ra)[Rows], float (&rb)[Co
         *reinterpret_cast<float4*>(&rb[h * 4]) = *reinterpret_cast<const float4*>(b + h * GapB);
 }
 
+// FMA_ORDER (an axis of sgemm v7's space): 0 row by row, each A value reused along its row; 1 column
+// by column, each column walked the other way from the last. Which registers ptxas gives the FFMAs
+// follows the order: at v7's tuned point 1 leaves 17 % of them with two fresh sources in one register
+// bank against 0's 23 % (experiments/ffma_banks.py; what that buys is the GPU's to say).
+#ifndef FMA_ORDER
+#define FMA_ORDER 0
+#endif
 template <int Rows, int Cols>
 __device__ __forceinline__ void fma_fragments(float (&acc)[Rows][Cols], const float (&ra)[Rows], const float (&rb)[Cols]) {
+    if constexpr (FMA_ORDER == 1) {
 #pragma unroll
-    for (int i = 0; i < Rows; ++i)
+        for (int j = 0; j < Cols; ++j)
 #pragma unroll
-        for (int j = 0; j < Cols; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+            for (int s = 0; s < Rows; ++s) {
+                const int i = j % 2 ? Rows - 1 - s : s;
+                acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+            }
+    } else {
+#pragma unroll
+        for (int i = 0; i < Rows; ++i)
+#pragma unroll
+            for (int j = 0; j < Cols; ++j) acc[i][j] = fmaf(ra[i], rb[j], acc[i][j]);
+    }
 }
 
 template <int Rows, int Cols, int GapA, int GapB>

@@ -134,7 +134,7 @@ def test_on_a_gpu_without_sm_90a_the_half_unfused_rung_is_refused_with_its_gemms
 
 def test_the_fused_rungs_declare_the_config_and_space_of_the_gemm_they_extend():
     for rung, gemm in (("v1_fused_simt", "sgemm/v7_multistage"), ("v2_fused_wgmma", "hgemm/v8_warp_specialized"),
-                       ("v3_split_k", "hgemm/v9_split_k")):
+                       ("v3_split_k", "hgemm/v9_split_k"), ("v4_skinny_m", "hgemm/v10_skinny_m")):
         for backend_name in ("cuda", "triton"):
             fused, bare = implementation(f"gemm_bias_relu/{rung}/{backend_name}"), implementation(f"{gemm}/{backend_name}")
             assert dict(fused.params) == dict(bare.params) and [dict(p) for p in fused.space] == [dict(p) for p in bare.space]
