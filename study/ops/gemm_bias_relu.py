@@ -9,8 +9,8 @@ closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
 TMA store (FP16/BF16) → v3 v2 over tiles × K ranges for products of few tiles (hgemm v9's split-K
 plan), the epilogue in the reduction that sums the FP32 partials when it splits → v4 hgemm v10's
-skinny-M kernel (Cᵀ = Bᵀ·Aᵀ, M ≤ 64 tokens) with the epilogue in its C store, or in the reduction. The bare GEMM those
-rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
+skinny-M kernel (Cᵀ = Bᵀ·Aᵀ, M ≤ 64 tokens) with the epilogue in its C store, or in the reduction.
+The bare GEMM those rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
 table sets unfused, fused (v1, v2) and bare side by side (study/report/fusion.py). Baselines: eager
 torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``), ``torch.compile`` (Inductor; its mode
 follows the autotune switch and is recorded), and cuBLASLt's ``RELU_BIAS`` epilogue through
