@@ -275,8 +275,8 @@ class Session:
                                "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"]}
                 pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, settle_each=True)
         if pairing["ratio"] is None:
-            raise RuntimeError(f"{pairing['rounds']} round(s) kept before the timeout, the rest discarded as throttled: "
-                               "no A-first round with a B-first one to pair; clocks seen: "
+            raise RuntimeError(f"{pairing['rounds']} round(s) kept before the timeout, the rest discarded as "
+                               "throttled: no A-first round with a B-first one to pair; clocks seen: "
                                f"{pairing['clocks']}, the reference's {pairing['reference_clocks']}")
         mine, theirs_discarded = pairing["discarded_throttled"]
         sampling = {"samples": pairing["samples"], "clocks": pairing["clocks"],

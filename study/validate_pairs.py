@@ -6,8 +6,8 @@ For each pair (a tensor-core GEMM at the power cap, a memory-bound softmax and G
 against cuBLAS FP32), measured by the study's own session (study.session.Session: the gate, settling,
 the paired rounds), so that what is validated is what ``compare`` runs:
 - the study's ratio: the paired case (rounds alternating the two kernels, study.timer.Timer.paired),
-  the median of its ABBA units' ratios (study.stats.abba_units) and its 95 % interval; and the same rounds with do_bench's flush
-  (writing the buffer, not reading it), each kernel settled before its batches where the study's pair was;
+  the median of its ABBA units' ratios (study.stats.abba_units) and its 95 % interval; and the same
+  rounds with do_bench's flush (writing the buffer, not reading it), each kernel settled before its batches where the study's pair was;
 - a do_bench-interleaved ratio: ``triton.testing.do_bench`` (median, its own write flush) on each
   kernel in turn, ROUNDS times, alternating which goes first; the median of its ABBA units' ratios;
 - an ncu ratio: ``gpu__time_duration`` medians of NCU_LAUNCHES launches of each (``--clock-control
@@ -158,13 +158,14 @@ def markdown(rows: list[dict]) -> list[str]:
                                   f"{a['do_bench_ms']:.4f}", f"{a['ncu_ms']:.4f}" if "ncu_ms" in a else "—"])
     return ["## Pairs: the study's ratio against do_bench's and ncu's", "",
             "× ref of each implementation to its op's reference (> 1: faster). *study*: rounds alternating the two "
-            "(ABBA), each settled first, the median ratio of its ABBA units (an A-first round with the B-first one after "
-            "it, so that what going first costs cancels) with its 95 % bootstrap interval, as "
+            "(ABBA), each settled first, the median ratio of its ABBA units (an A-first round with the B-first "
+            "one after it, so that what going first costs cancels) with its 95 % bootstrap interval, as "
             "`compare` records it (read flush; ⚑re-settled: interleaved, a side ran more than "
             f"{100 * metrics.PAIR_CLOCK_GAP:.0f} % above its own clock, so each was settled again before each "
             "batch); *study, write flush*: the same rounds after do_bench's flush (writing the buffer); "
             f"*do_bench*: `triton.testing.do_bench` (median, write flush) on each in turn, {ROUNDS} rounds "
-            "alternating which goes first, the median ratio of its ABBA units (the rounds' min–max); *ncu*: the ratio of the "
+            "alternating which goes first, the median ratio of its ABBA units (the rounds' min–max); "
+            "*ncu*: the ratio of the "
             "`gpu__time_duration` medians. Goal: the study within "
             f"{100 * TARGET:.0f} % of do_bench with the same flush (✓/✗).", "",
             tabulate(ratio_rows, ["implementation", "reference", "shape", "precision", "study", "study, write flush",

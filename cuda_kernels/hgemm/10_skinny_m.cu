@@ -33,8 +33,8 @@
 // llama2-7b suite's projections at 1 token 0.91–0.96 (v8 0.27–0.80, v9 0.65–0.80), at 16 tokens
 // 0.89–0.98; lowest at N = 22016. Not the SMs' fill: at 1 token N = 12288 (96 tiles, one split, 73 %
 // of the SMs busy) gave the highest, 0.961, N = 22016 (172 tiles, 1.3 rounds) 0.914, N = 4096 (32 tiles,
-// 4 splits, 97 %) 0.951; what does is for ncu. Correct at every autotune point and edge shape, clean under memcheck and racecheck
-// (c16/c17 at c5f5b0f).
+// 4 splits, 97 %) 0.951; what does is for ncu. Correct at every autotune point and edge shape, clean
+// under memcheck and racecheck (c16/c17 at c5f5b0f).
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4

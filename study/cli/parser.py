@@ -134,8 +134,8 @@ def add_run_options(p: argparse.ArgumentParser, name: str) -> None:
                    help="launches per CUDA graph in --mode graph (default: about 1 ms of work)")
     p.add_argument("--paired", nargs="?", const="all", default=None, choices=("all", "best", "off"),
                    help="time rungs in rounds alternating with the op's reference, both in the same power state, "
-                        "× ref the median ratio of ABBA units (an A-first round with the B-first one after it) with its 95 %% "
-                        "interval: all (--paired alone) "
+                        "× ref the median ratio of ABBA units (an A-first round with the B-first one after "
+                        "it) with its 95 %% interval: all (--paired alone) "
                         "every rung; best (compare's default) the best rung of each series again, for the "
                         "report's best-rung table; off (sweep's and align's default) none")
     p.add_argument("--fresh", action="store_true", help="start over even if an unfinished run can be resumed")

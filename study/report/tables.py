@@ -262,4 +262,5 @@ def paired_table(ms: list[dict]) -> str | None:
         return None
     unit = unit_of(ms)
     return tabulate(rows, ["implementation", "shape", "precision", "mode", "autotune", unit, "× ref [95 %]", "rounds",
-                           "order", "SM MHz (it / ref)", "W (it / ref)", "reference"], tablefmt="github", disable_numparse=True)
+                           "order", "SM MHz (it / ref)", "W (it / ref)", "reference"], tablefmt="github",
+                    disable_numparse=True)
