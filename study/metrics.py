@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 
+from study import stats
 from study.timing import PAIR_CLOCK_GAP, power_mix
 
 UNITS = {"compute": "GFLOPS", "memory": "GB/s"}
@@ -133,7 +134,9 @@ def pair_gaps(record: dict) -> dict:
     """A paired record's ``clock_spread`` (its two sides' median SM clocks while the rounds ran, apart
     by this fraction of the reference's), ``power_mix`` and ``borrowed`` (study.timing.power_mix: how far
     a side ran from, and above, the clock it settled at alone), and of a re-settled pair the
-    ``interleaved_borrowed`` that had it timed again; each None where unknown, {} for an unpaired record."""
+    ``interleaved_borrowed`` that had it timed again, and the ``order_effect`` of its rounds
+    (study.stats.order_effect: what going first cost, which the ABBA units of its ratio cancel); each None
+    where unknown, {} for an unpaired record."""
     pairing = record.get("paired")
     if not pairing:
         return {}
@@ -145,7 +148,8 @@ def pair_gaps(record: dict) -> dict:
     borrowed = (power_mix(steadies, (interleaved.get("clocks"), interleaved.get("reference_clocks")))["borrowed"]
                 if interleaved else None)
     return {"clock_spread": abs(mhz[0] - mhz[1]) / mhz[1] if all(mhz) else None, "power_mix": mix["power_mix"],
-            "borrowed": mix["borrowed"], "interleaved_borrowed": borrowed}
+            "borrowed": mix["borrowed"], "interleaved_borrowed": borrowed,
+            "order_effect": stats.order_effect(pairing.get("ratios") or [])}
 
 
 def with_x_ref(records: list[dict]) -> list[dict]:

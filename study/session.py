@@ -286,7 +286,6 @@ class Session:
                                "wall_s": pairing["wall_s"]}}
         paired = {"reference": reference.name, "reference_autotune": autotune, "ratio": pairing["ratio"],
                   "ci": pairing["ci"], "rounds": pairing["rounds"], "ratios": pairing["ratios"], "stop": pairing["stop"],
-                  "order_effect": pairing["order_effect"],
                   "reference_median_ms": stats.summarize(pairing["reference_samples"]).median,
                   "reference_discarded_throttled": theirs_discarded, "reference_clocks": pairing["reference_clocks"],
                   "reference_steady": other["steady"], "settle_each": pairing["settle_each"]}

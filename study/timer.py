@@ -327,7 +327,8 @@ class Timer:
         round is B's median over A's (> 1: A is faster). A round in which either batch ran throttled is
         discarded whole, as :meth:`measure` discards a batch. Rounds until :func:`study.timing.pair_stop`.
         The ratio is the median of the ABBA units (an A-first round's ratio with the B-first one after it,
-        :func:`study.stats.abba_units`), so that a cost of going first cancels; ``order_effect`` keeps its size.
+        :func:`study.stats.abba_units`), so that a cost of going first cancels (its size follows from the
+        rounds' ratios: study.metrics.pair_gaps).
         With ``settle_each``, each batch follows a :meth:`settle` of its own kernel: two kernels of unlike
         power lend each other headroom under the cap when interleaved (study.timing.power_mix), and only a
         kernel settled alone runs at the clock it holds in a loop of its own; ``settled_mhz`` keeps where
@@ -358,7 +359,6 @@ class Timer:
         ratio, low, high = stats.median_interval(units) if units else (None, None, None)
         return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio,
                 "ci": None if ratio is None else [low, high], "rounds": len(ratios), "stop": stop,
-                "order_effect": stats.order_effect(ratios),
                 "discarded_throttled": [s.discarded for s in seen], "wall_s": time.perf_counter() - started,
                 "clocks": seen[0].summary(self.clocks), "reference_clocks": seen[1].summary(self.clocks),
                 "settle_each": settle_each, **({"settled_mhz": list(settled_mhz)} if settle_each else {})}

@@ -102,13 +102,12 @@ def measure(name: str, reference: str, shape_text: str, precision: str, session,
         absolute[side]["do_bench_ms"] = statistics.median(t[i] for t in rounds)
     pairing = paired["paired"]
     row.update(status="ok", steady=[paired["steady"], pairing["reference_steady"]],
-               paired={**{k: pairing.get(k) for k in ("ratio", "ci", "rounds", "stop", "ratios", "order_effect")},
+               paired={**{k: pairing[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
                        **metrics.pair_gaps(paired), "settle_each": bool(pairing.get("settle_each")),
                        "interleaved": pairing.get("interleaved")},
-               paired_write_flush={k: written[k] for k in ("ratio", "ci", "rounds", "stop", "ratios", "order_effect")},
+               paired_write_flush={k: written[k] for k in ("ratio", "ci", "rounds", "stop", "ratios")},
                clocks={"implementation": paired["clocks"], "reference": pairing["reference_clocks"]},
                do_bench={"ratio": statistics.median(stats.abba_units(do_bench_ratios)), "ratios": do_bench_ratios,
-                         "order_effect": stats.order_effect(do_bench_ratios),
                          "min": min(do_bench_ratios), "max": max(do_bench_ratios)}, absolute=absolute)
     if ncu_time is not None:
         try:

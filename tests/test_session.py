@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from study import session as session_module
+from study import stats
 from study import timer as timer_module
 from study.backends import Launch
 from study.catalog import implementation, ladder
@@ -49,12 +50,12 @@ class FakeTimer:
         self.calls.append(("paired", len(fns), settle_each))
         if settle_each:  # each side settled before its batches: both back at the clock they hold alone
             return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.55, 0.55, 0.6], "ratios": [1.1, 1.09, 1.11],
-                    "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3, "order_effect": 1.0,
+                    "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3,
                     "discarded_throttled": [0, 0], "settle_each": True, "settled_mhz": [[1500.0] * 4, [1500.0] * 4],
                     "clocks": {"available": True, "sm_mhz_median": 1500.0},
                     "reference_clocks": {"available": True, "sm_mhz_median": 1500.0}}
         return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.6, 0.6, 0.7], "ratios": [1.2, 1.18, 1.22],
-                "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1, "order_effect": 1.02,
+                "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
                 "discarded_throttled": [0, 0], "settle_each": False,
                 "clocks": {"available": True, "sm_mhz_median": 1500.0},
                 "reference_clocks": {"available": True, "sm_mhz_median": self.reference_mhz}}
@@ -214,11 +215,12 @@ def test_a_paired_case_records_its_rounds_ratio_and_interval(session, monkeypatc
     assert record["status"] == "ok" and [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False)]
     pairing = record["paired"]
     assert pairing["reference"] == "sgemv/torch_mv/cublas" and pairing["ratio"] == 1.2 and pairing["rounds"] == 3
-    assert pairing["order_effect"] == 1.02  # kept beside the ratio, which the ABBA units rid of it
     from study import metrics
     from study.report.labels import flags
 
     gaps = metrics.pair_gaps(record)  # derived from the clocks the record keeps, not stored beside them
+    # what going first cost, derived from the rounds kept (A first 1.2 and 1.22, B first 1.18)
+    assert gaps["order_effect"] == pytest.approx(1.18 / 1.21)
     assert pairing["ci"] == [1.18, 1.22] and gaps["clock_spread"] == pytest.approx(30 / 1530)
     assert record["samples_ms"] == [0.5, 0.5, 0.6] and pairing["reference_median_ms"] == 0.6
     assert power_mix((record["steady"], pairing["reference_steady"]),
@@ -324,7 +326,7 @@ def test_a_paired_round_with_a_throttled_batch_is_dropped_whole_and_rounds_stay_
     # sixteen rounds: eight ABBA units, the fewest whose median has an interval
     assert pairing["discarded_throttled"] == [10, 0] and pairing["rounds"] == 16 and pairing["stop"] == "ci"
     assert pairing["ratio"] == 1.25 and pairing["ci"] == [1.25, 1.25] and len(pairing["samples"]) == 16 * 10
-    assert pairing["order_effect"] == 1.0
+    assert stats.order_effect(pairing["ratios"]) == 1.0
     # kept rounds alternate which side goes first: A B, B A (dropped), B A, A B, B A, …: eight of each
     firsts = [calls[i]() for i in range(0, len(calls), 2)]
     assert firsts[:5] == [1.0, 1.25, 1.25, 1.0, 1.25] and len(firsts) == 17

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from study import metrics, stats
+from study import metrics
 from study.report.labels import (BACKEND_LABEL, EMULATION, RUNG_BACKENDS, flags, headline_cell, modes_of, num,
                                  ratio_cell, shape_label, unit_of)
 
@@ -234,9 +234,9 @@ def summary_table(doc: dict) -> str:
                            "% peak", "× ref"], tablefmt="simple")
 
 
-def _order_cell(pairing: dict) -> str:
-    """The order effect as a signed percentage (a record from before it was kept: from its rounds' ratios)."""
-    effect = pairing.get("order_effect") or stats.order_effect(pairing.get("ratios") or [])
+def _order_cell(record: dict) -> str:
+    """A paired record's order effect (study.metrics.pair_gaps) as a signed percentage."""
+    effect = metrics.pair_gaps(record)["order_effect"]
     return "" if effect is None else f"{100 * (effect - 1):+.1f} %"
 
 
@@ -254,7 +254,7 @@ def paired_table(ms: list[dict]) -> str | None:
         mine, theirs = m.get("clocks") or {}, pairing.get("reference_clocks") or {}
         rows.append([f"`{m['implementation']}`", shape_label(m["shape"]), m.get("precision"), m.get("mode"),
                      m["autotune"], headline_cell(m), ratio_cell(m) if m["status"] == "ok" else f"**{m['status']}**",
-                     str(pairing["rounds"]), _order_cell(pairing), f"{num(mine.get('sm_mhz_median'), '.0f')} / "
+                     str(pairing["rounds"]), _order_cell(m), f"{num(mine.get('sm_mhz_median'), '.0f')} / "
                      f"{num(theirs.get('sm_mhz_median'), '.0f')}",
                      f"{num(mine.get('power_w_median'), '.0f')} / {num(theirs.get('power_w_median'), '.0f')}",
                      f"`{pairing['reference']}`"])
