@@ -27,6 +27,17 @@ __device__ __forceinline__ void mbar_fence_init() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// A producer/consumer ring of `stages` stages (one thread, then a __syncthreads()): stage s's full
+// barrier at full + 8s, completed by the producer's expect_tx and the bytes it announces; its empty
+// barrier at empty + 8s, completed by `releases` consumer arrivals (hgemm v8's and v10's bodies).
+__device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases) {
+    for (int s = 0; s < stages; ++s) {
+        mbar_init(full + s * 8, 1);
+        mbar_init(empty + s * 8, releases);
+    }
+    mbar_fence_init();
+}
+
 // One arrival that also announces `bytes` still to land: the phase completes when the arrivals are
 // in and the copies have delivered that many bytes.
 __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {

@@ -82,11 +82,7 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         tma_prefetch_map(map_a);
         tma_prefetch_map(map_b);
         tma_prefetch_map(map_c);
-        for (int s = 0; s < STAGES; ++s) {
-            mbar_init(full + s * 8, 1);                  // the producer's expect_tx; the bytes complete it
-            mbar_init(empty + s * 8, CONSUMERS * 4);     // one arrival per consumer warp
-        }
-        mbar_fence_init();
+        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4);  // one release per consumer warp
     }
     __syncthreads();
 
