@@ -123,42 +123,20 @@ def test_the_mirror_check_can_fail():
 def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
     # 5×7×300 on one tile: four K ranges of 80, partials, then v5's last program's ordered sum (the
     # counter it resets lets a second launch, and a third, give the same bits) or v10's second kernel.
-    import torch
-
     from study.ops.sgemm import split_k_plan
     from study.catalog import implementation
 
     impl = implementation(f"sgemm/{rung}/triton")
     problem = ladder("sgemm").problem
-    shape = {"M": 5, "N": 7, "K": 300}
     assert split_k_plan(5, 7, 300, impl.params["BM"], impl.params["BN"], 16, 132) == (4, 80)
-    precision = problem.precisions[0]
-    tensors = problem.make_inputs(shape, precision, seed=3, device=DEVICE)
-    ref, scale = problem.reference(tensors, precision)
-    launch = backend("triton").prepare(impl, problem, tensors, shape, precision)
-    launch.fn()
-    first = launch.out.clone()
-    assert problem.verify(first, ref, scale, precision).ok
-    for _ in range(2):
-        launch.out.fill_(float("nan"))
-        launch.fn()
-        assert torch.equal(launch.out, first)
+    _correct_and_the_same_again(impl, problem, {"M": 5, "N": 7, "K": 300}, problem.precisions[0], seed=3)
 
 
-def test_the_split_n_twin_reduces_many_slices_in_groups_and_runs_again():
-    # 2×12000 FP32: 19 slices of 5 loads a lane (at least MIN_SLICE_LOADS), more than one group of 16 and no
-    # multiple of it; the last program's grouped sum gives the same bits on every launch.
+def _correct_and_the_same_again(impl, problem, shape, precision, seed):
+    """One launch of a twin passes the gate; two more, each over a poisoned output, give the same bits."""
     import torch
 
-    from study.catalog import implementation
-    from study.ops.sgemv import split_plan
-
-    impl = implementation("sgemv/v3_split_n/triton")
-    problem = ladder("sgemv").problem
-    shape = {"M": 2, "N": 12000}
-    assert split_plan(2, 12000, 4, 132) == (19, 640) and split_plan(1, 2**20, 4, 132) == (2048, 512)
-    precision = problem.precision("fp32")
-    tensors = problem.make_inputs(shape, precision, seed=5, device=DEVICE)
+    tensors = problem.make_inputs(shape, precision, seed=seed, device=DEVICE)
     ref, scale = problem.reference(tensors, precision)
     launch = backend("triton").prepare(impl, problem, tensors, shape, precision)
     launch.fn()
@@ -169,6 +147,18 @@ def test_the_split_n_twin_reduces_many_slices_in_groups_and_runs_again():
         launch.out.fill_(float("nan"))
         launch.fn()
         assert torch.equal(launch.out, first)
+
+
+def test_the_split_n_twin_reduces_many_slices_in_groups_and_runs_again():
+    # 2×12000 FP32: 19 slices of 5 loads a lane (at least MIN_SLICE_LOADS), more than one group of 16 and no
+    # multiple of it; the last program's grouped sum gives the same bits on every launch.
+    from study.catalog import implementation
+    from study.ops.sgemv import split_plan
+
+    impl = implementation("sgemv/v3_split_n/triton")
+    problem = ladder("sgemv").problem
+    assert split_plan(2, 12000, 4, 132) == (19, 640) and split_plan(1, 2**20, 4, 132) == (2048, 512)
+    _correct_and_the_same_again(impl, problem, {"M": 2, "N": 12000}, problem.precision("fp32"), seed=5)
 
 
 def test_the_split_wgmma_3xtf32_twin_fits_its_height_splits_and_sums_in_order():
