@@ -231,10 +231,12 @@ def test_gemv_with_a_misaligned_vector_takes_the_scalar_path(rung):
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
-def test_v4_reads_tall_skinny_rows_in_tiles_and_wide_or_misaligned_ones_row_by_row(dtype):
+def test_v4_reads_tall_skinny_rows_in_tiles_or_registers_and_wide_or_misaligned_ones_row_by_row(dtype):
     impl = next(i for i in IMPLS if i.name == "sgemv/v4_row_tiles/cuda")
     precision = ladder("sgemv").problem.precision(dtype)
-    for (m, n), path in (((100003, 13), "tiles"), ((5000, 16), "tiles"), ((300, 20000), "rows")):
+    # 48 columns: 12 FP32 or 6 FP16 vectors a row, no power of two, staged; 8, 16, 64: whole vectors
+    for (m, n), path in (((100003, 13), "tiles"), ((777, 48), "tiles"), ((100003, 8), "vectors"),
+                         ((5000, 16), "vectors"), ((3001, 64), "vectors"), ((300, 20000), "rows")):
         problem, shape, tensors, ref, scale = _data("sgemv", (m, n), precision)
         verdict, launch = _run(impl, problem, shape, tensors, ref, scale, precision)
         assert verdict.ok and launch.config["path"] == path, (m, n, verdict.message, launch.config)

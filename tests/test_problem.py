@@ -255,9 +255,9 @@ def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_ru
     assert partial.numel() == slices * 1000 and counter.numel() == 63 and int(counter.abs().sum()) == 0
 
 
-def test_v4_tiles_start_on_16_bytes_and_hold_whole_rows_or_take_the_rows_path(monkeypatch):
+def test_v4_tiles_start_on_16_bytes_and_hold_whole_rows_in_registers_or_shared_memory_or_take_the_rows_path(monkeypatch):
     import study.backends.cuda as cuda
-    from study.ops.sgemv import ROW_TILES, fitted_lanes, tile_rows
+    from study.ops.sgemv import ROW_TILES, fitted_lanes, row_vectors, tile_rows
 
     for n, size in ((16, 2), (13, 2), (7, 4), (3, 4), (1, 2), (1000, 4), (4096, 4), (4097, 4), (2049, 2)):
         rows = tile_rows(n, size, 8192, True)
@@ -265,20 +265,29 @@ def test_v4_tiles_start_on_16_bytes_and_hold_whole_rows_or_take_the_rows_path(mo
         assert rows == 0 or (rows + 16) * n > 8192, (n, size)  # no further group of rows would fit
     assert tile_rows(16, 2, 16384, True) == 1024 and tile_rows(4097, 4, 8192, True) == 0
     assert tile_rows(16, 2, 16384, False) == 0  # A off 16 bytes: the rows path
+    # rows of 1, 2, 4 … 32 whole 16-byte vectors: summed in registers; others staged; past a tile: rows
+    assert [row_vectors(n, 4, True) for n in (4, 8, 12, 16, 64, 128, 256, 13)] == [1, 2, 0, 4, 16, 32, 0, 0]
+    assert [row_vectors(n, 2, True) for n in (8, 16, 24, 64, 256, 512)] == [1, 2, 0, 8, 32, 0]
+    assert row_vectors(64, 2, False) == 0  # A or x off 16 bytes
     monkeypatch.setattr(cuda, "as_cupy", lambda t: t)
-    for n, lanes in ((1, 1), (7, 1), (8, 2), (16, 4), (127, 16), (128, 32), (65536, 32)):
+    for n, lanes, path in ((1, 1, "tiles"), (7, 1, "tiles"), (8, 2, "vectors"), (16, 4, "vectors"), (127, 16, "tiles"),
+                           (128, 32, "vectors"), (256, 32, "tiles"), (65536, 32, "rows")):
         shape = {"M": 40, "N": n}
         t = SGEMV.make_inputs(shape, FP32, 0, "cpu")
         out = SGEMV.make_output(shape, FP32, "cpu")
         defines = fitted_lanes({"THREADS": 256, "TILE_VECS": 8, "LANES": 32, "FIT": 1}, t, out, shape, FP32)
         assert defines["LANES"] == lanes and defines["THREADS"] == 256
         launch = ROW_TILES.launch(defines, t, out, shape, FP32)
-        rows = int(launch.args[5])
-        if n <= 2048:
-            assert launch.facts == {"path": "tiles", "tile_rows": rows} and rows >= 1
+        rows, vecs = int(launch.args[5]), int(launch.args[6])
+        assert launch.facts["path"] == path, (n, launch.facts)
+        if path == "vectors":  # a tile is exactly THREADS·TILE_VECS vectors of whole rows, no shared memory
+            assert rows * vecs == 256 * 8 and vecs == n // 4 and launch.smem == 0
+            assert launch.facts == {"path": "vectors", "tile_rows": rows} and launch.grid == (-(-40 // rows), 1, 1)
+        elif path == "tiles":
+            assert launch.facts == {"path": "tiles", "tile_rows": rows} and rows >= 1 and vecs == 0
             assert launch.grid == (-(-40 // rows), 1, 1) and launch.smem == (8192 + n) * 4
         else:
-            assert launch.facts == {"path": "rows"} and rows == 0 and launch.smem == 0
+            assert launch.facts == {"path": "rows"} and rows == 0 and vecs == 0 and launch.smem == 0
     fixed = fitted_lanes({"THREADS": 256, "TILE_VECS": 8, "LANES": 4, "FIT": 0}, t, out, shape, FP32)
     assert fixed["LANES"] == 4  # a space point keeps its own
 

@@ -18,10 +18,20 @@
 // an SM), which the space's LANES points trade against more shuffles; a profile will say which
 // wins. Rows longer than a tile (N·size > THREADS·TILE_VECS·16 / (16 / gcd(N·size, 16))) are v2/v3's
 // case: the launch passes tile_rows = 0 and the block takes a plain LANES-per-row loop from global
-// memory (path "rows" in the record; "tiles" otherwise).
+// memory (path "rows" in the record; "tiles" or, below, "vectors" otherwise).
+// Rows of V = N/VEC whole vectors, V a power of two up to 32 (FP16/BF16 N = 8..256, FP32 N = 4..128,
+// A and x on 16 bytes): the launch passes row_vecs = V and the block skips shared memory. Vector i of
+// the tile is then the (i mod V)-th 16 bytes of row i / V, and since THREADS is a multiple of V a
+// thread's vectors are the same columns of every row it touches: its 16 bytes of x are loaded once,
+// each vector is summed in registers and V consecutive lanes add their sums with shuffles (fixed
+// order). The staged path spends per element a shared store, two shared loads, two conversions and a
+// loop step on top of the FMA: at FP16 N = 64 it reached 2,098 GB/s against cuBLAS's 3,653 while FP32
+// at the same shape (half the elements a byte) reached 3,460 (c20), the mark of an instruction-bound
+// loop; the vectors path drops the shared round trip and the loop (by the source, about three
+// instructions an element against eight; path "vectors" in the record).
 // Builds on: v1 (lanes over a row, shuffle reduction), v2 (16-byte loads). Constraints: A contiguous
 // and 16-byte aligned for the tiles (else the rows path); dynamic shared memory THREADS·TILE_VECS·16
-// bytes + N elements of x.
+// bytes + N elements of x on the staged path, none on the vectors path.
 // arch: sm_80
 // precisions: fp32 fp16 bf16
 // Lanes fitted to the row (FIT=1, the declared config; study/ops/sgemv.py, fitted_lanes): the
@@ -51,7 +61,7 @@ __device__ __forceinline__ float group_sum(float v) {
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 sgemv_v4_row_tiles(const storage_t* __restrict__ A, const storage_t* __restrict__ x,
-                   storage_t* __restrict__ y, int M, int N, int tile_rows) {
+                   storage_t* __restrict__ y, int M, int N, int tile_rows, int row_vecs) {
     const int lane = threadIdx.x % LANES, group = threadIdx.x / LANES;
     if (tile_rows == 0) {  // rows longer than a tile (uniform over the grid): LANES lanes a row from global
         for (long long base = (long long)blockIdx.x * GROUPS; base < M; base += (long long)gridDim.x * GROUPS) {
@@ -64,13 +74,34 @@ sgemv_v4_row_tiles(const storage_t* __restrict__ A, const storage_t* __restrict_
         }
         return;
     }
+    const long long row0 = (long long)blockIdx.x * tile_rows;
+    const int rows = (int)min((long long)tile_rows, M - row0);
+    if (row_vecs > 0) {  // N = row_vecs·VEC, row_vecs a power of two ≤ 32 (uniform over the grid)
+        const uint4* src = reinterpret_cast<const uint4*>(A + row0 * N);  // on 16 bytes: N·size is a multiple of 16
+        const int vecs = rows * row_vecs;
+        const int part = threadIdx.x & (row_vecs - 1);  // = i mod row_vecs for every vector i it loads
+        const uint4 xv = reinterpret_cast<const uint4*>(x)[part];
+        uint4 v[TILE_VECS];
+#pragma unroll
+        for (int u = 0; u < TILE_VECS; ++u) {  // every load issued before any is used: bytes in flight
+            const int i = threadIdx.x + u * THREADS;
+            if (i < vecs) v[u] = src[i];
+        }
+#pragma unroll
+        for (int u = 0; u < TILE_VECS; ++u) {
+            const int i = threadIdx.x + u * THREADS;
+            float acc = i < vecs ? dot16(v[u], xv, 0.0f) : 0.0f;
+            for (int offset = row_vecs / 2; offset > 0; offset >>= 1)  // within aligned groups of row_vecs lanes
+                acc += __shfl_xor_sync(0xffffffffu, acc, offset);
+            if (part == 0 && i < vecs) y[row0 + i / row_vecs] = from_float(acc);
+        }
+        return;
+    }
     require_dynamic_smem((TILE + N) * sizeof(storage_t));
     extern __shared__ __align__(16) unsigned char smem[];
     storage_t* tile = reinterpret_cast<storage_t*>(smem);
     storage_t* xs = tile + TILE;
 
-    const long long row0 = (long long)blockIdx.x * tile_rows;
-    const int rows = (int)min((long long)tile_rows, M - row0);
     const int count = rows * N;  // ≤ tile_rows·N ≤ TILE
     const storage_t* src = A + row0 * N;  // on 16 bytes: tile_rows·N·size is a multiple of 16
     const int vecs = count / VEC;

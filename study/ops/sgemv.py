@@ -72,8 +72,9 @@ class SGEMV(Problem):
                       {"M": 8192, "N": 1024}, {"M": 1024, "N": 65536})
     default_modes = ("cold", "hot")
     # N not a multiple of 4 (the scalar paths; v4's tiles of 4 rows and a partial last tile), aligned rows
-    # split into many slices (v3's reduction), and FP32 rows past a v4 tile (its rows path)
-    sanitize_shapes = ({"M": 67, "N": 1031}, {"M": 129, "N": 4096}, {"M": 5, "N": 4099})
+    # split into many slices (v3's reduction), FP32 rows past a v4 tile (its rows path), and rows of 16 or 8
+    # whole vectors (v4's vectors path, a partial last tile)
+    sanitize_shapes = ({"M": 67, "N": 1031}, {"M": 129, "N": 4096}, {"M": 5, "N": 4099}, {"M": 300, "N": 64})
     tolerance = {"fp32": TAU, "fp16": TAU, "bf16": TAU}
     error_metric = "max |out − ref| / (|A|·|x| + |ref|·u/τ), u the output's unit roundoff"
 
@@ -181,15 +182,28 @@ def fitted_lanes(config, tensors, out, shape, precision):
     return {**defines, "LANES": min(32, 1 << (per_lane.bit_length() - 1))}
 
 
+def row_vectors(n: int, element_bytes: int, aligned: bool) -> int:
+    """v4's vectors path: the 16-byte vectors a row holds when that is a power of two up to 32 (so
+    that a row's vectors sit on consecutive, aligned lanes) and A and x start on 16 bytes; else 0."""
+    vecs = n * element_bytes // 16 if aligned and n * element_bytes % 16 == 0 else 0
+    return vecs if 0 < vecs <= 32 and vecs & (vecs - 1) == 0 else 0
+
+
 def row_tiles_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v4: a block per tile of whole rows (:func:`tile_rows`), x staged beside it; rows longer than a
-    tile take the kernel's rows path, LANES lanes a row (the record says which: ``path``)."""
+    """v4: a block per tile of whole rows (:func:`tile_rows`); rows of a few whole vectors
+    (:func:`row_vectors`) are summed in registers, others staged in shared memory with x; rows longer
+    than a tile take the kernel's rows path, LANES lanes a row (the record says which: ``path``)."""
     a = tensors["A"]
     m, n = shape["M"], shape["N"]
     size = out.element_size()
     tile = tile_elements(defines, size)
     rows = tile_rows(n, size, tile, a.is_contiguous() and a.data_ptr() % 16 == 0)
-    args = (cuda.as_cupy(a), cuda.as_cupy(tensors["x"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(rows))
+    vecs = row_vectors(n, size, bool(defines["ALIGNED"])) if rows else 0
+    args = (cuda.as_cupy(a), cuda.as_cupy(tensors["x"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(rows),
+            np.int32(vecs))
+    if vecs:
+        return CudaLaunch(grid=(cdiv(m, rows), 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                          facts={"path": "vectors", "tile_rows": rows})
     if rows:
         return CudaLaunch(grid=(cdiv(m, rows), 1, 1), block=(defines["THREADS"], 1, 1), args=args,
                           smem=(tile + n) * size, facts={"path": "tiles", "tile_rows": rows})
@@ -283,8 +297,9 @@ register(
              "ordered last-block reduction", "too few bytes in flight (latency-bound), idle SMs on short-wide A",
              cuda="03_split_n.cu", launch=SPLIT,
              triton=twin(tk.sgemv_split_n, tk.V3_SPLIT_N, tk.SPLIT_SPACE, launch=split_twin_launch)),
-        Rung("v4_row_tiles", "tiles of whole rows read as one contiguous run with 16-byte loads, staged in shared "
-             "memory, LANES lanes a row fitted to its length",
+        Rung("v4_row_tiles", "tiles of whole rows read as one contiguous run with 16-byte loads; rows of a few "
+             "whole vectors summed in registers, others staged in shared memory, LANES lanes a row fitted to its "
+             "length",
              "idle lanes and narrow loads on short rows (tall-skinny A)", cuda="04_row_tiles.cu", launch=ROW_TILES,
              triton=twin(tk.sgemv_row_tiles, tk.V4_ROW_TILES, tk.TILE_SPACE, launch=tile_twin_launch)),
     ],
