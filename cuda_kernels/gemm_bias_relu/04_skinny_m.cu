@@ -14,7 +14,9 @@
 // Removes: v2/v3's 128-row tiles at decode-sized M.
 // Builds on: hgemm v10 (the kernel, its plan and reduction), v3 (the reduction's epilogue).
 // Constraints: M ≤ 64 (the launch refuses more: v2/v3 take it); K and N as v10 (rows TMA cannot read
-// are staged by the launch); the workspace holds splits × M × ldp floats. Not yet run on a GPU.
+// are staged by the launch); the workspace holds splits × M × ldp floats.
+// Measured (H200, c20 at 21f957b, BF16, cold, autotune off, paired against cuBLASLt's RELU_BIAS):
+// 1×22016×4096 0.90× [0.899, 0.900], 16×22016×4096 0.84× [0.835, 0.837] (v2/v3 0.67–0.70× there).
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4

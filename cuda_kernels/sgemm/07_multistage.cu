@@ -39,8 +39,10 @@
 // serpentine (1). The order decides the registers ptxas gives them: counted in the SASS on the CPU
 // (experiments/ffma_banks.py, nvcc 13.0 sm_90a) under a two-bank, index-parity register file, the
 // tuned point's FFMAs with two fresh sources in one bank fall from 465 to 344 of 2,048 (23 → 17 %),
-// registers 219 → 251, no spill; the point is in the space for the tuner and ncu to judge (not yet
-// run on a GPU). At the declared tile the same order spills 28 bytes, so it stays 0 there.
+// registers 219 → 251, no spill. ncu at 4096³ (c20 at 21f957b, one launch each): 2.919 ms against
+// 2.979, FMA pipe 74.3 % against 72.5 %, issue active 80.4 % against 78.0 %, dispatch stalls out of
+// the top two (reports/h200/experiments/fma-order-21f957b/profiles.md). At the declared tile the same
+// order spills 28 bytes, so it stays 0 there.
 // Builds on: v6 (tile_warp.cuh: the same code with STAGES and GROUP as parameters).
 // Constraints: none; dynamic shared memory up to 3 × 16 × (128 + 256 + 8) × 4 = 75,264 bytes (the space's largest).
 // arch: sm_80
