@@ -27,8 +27,13 @@
 // order). The staged path spends per element a shared store, two shared loads, two conversions and a
 // loop step on top of the FMA: at FP16 N = 64 it reached 2,098 GB/s against cuBLAS's 3,653 while FP32
 // at the same shape (half the elements a byte) reached 3,460 (c20), the mark of an instruction-bound
-// loop; the vectors path drops the shared round trip and the loop (by the source, about three
-// instructions an element against eight; path "vectors" in the record).
+// loop; the vectors path drops the shared round trip and the loop (path "vectors" in the record).
+// Its first version (dot16 converting x with each vector, one vector's shuffles after another's; c21
+// at 00a4915, cold, autotune off) lifted 2^20×64 FP16 to 3,449 GB/s (0.95× cuBLAS), BF16 3,480, and
+// reached 3,716–3,983 at 2^20–2^22 × 64–256 FP16/BF16 (0.86–0.95×); ncu at 2^22×256 FP16 (c22): issue
+// active 73 %, DRAM 80.5 %, top stall `wait` (fixed-latency dependencies), where the staged FP32 path
+// at the same shape issues 50 % of cycles at 93.5 % DRAM. So x is converted once per thread and the
+// TILE_VECS rows' shuffles interleave.
 // Builds on: v1 (lanes over a row, shuffle reduction), v2 (16-byte loads). Constraints: A contiguous
 // and 16-byte aligned for the tiles (else the rows path); dynamic shared memory THREADS·TILE_VECS·16
 // bytes + N elements of x on the staged path, none on the vectors path.
@@ -80,20 +85,37 @@ sgemv_v4_row_tiles(const storage_t* __restrict__ A, const storage_t* __restrict_
         const uint4* src = reinterpret_cast<const uint4*>(A + row0 * N);  // on 16 bytes: N·size is a multiple of 16
         const int vecs = rows * row_vecs;
         const int part = threadIdx.x & (row_vecs - 1);  // = i mod row_vecs for every vector i it loads
-        const uint4 xv = reinterpret_cast<const uint4*>(x)[part];
+        float xf[VEC];  // converted once: the FP16/BF16 loop is issue-bound (ncu, below), a cvt an element saved
+        {
+            const uint4 xv = reinterpret_cast<const uint4*>(x)[part];
+            const storage_t* xe = reinterpret_cast<const storage_t*>(&xv);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) xf[e] = to_float(xe[e]);
+        }
         uint4 v[TILE_VECS];
 #pragma unroll
         for (int u = 0; u < TILE_VECS; ++u) {  // every load issued before any is used: bytes in flight
             const int i = threadIdx.x + u * THREADS;
             if (i < vecs) v[u] = src[i];
         }
+        float acc[TILE_VECS];
+#pragma unroll
+        for (int u = 0; u < TILE_VECS; ++u) {
+            const storage_t* ae = reinterpret_cast<const storage_t*>(&v[u]);
+            acc[u] = 0.0f;
+            if (threadIdx.x + u * THREADS < vecs)
+#pragma unroll
+                for (int e = 0; e < VEC; ++e) acc[u] = fmaf(to_float(ae[e]), xf[e], acc[u]);
+        }
+        // TILE_VECS independent shuffles a step rather than one vector's chain after another: ncu's
+        // top stall on the first version was `wait` (fixed-latency dependencies).
+        for (int offset = row_vecs / 2; offset > 0; offset >>= 1)  // within aligned groups of row_vecs lanes
+#pragma unroll
+            for (int u = 0; u < TILE_VECS; ++u) acc[u] += __shfl_xor_sync(0xffffffffu, acc[u], offset);
 #pragma unroll
         for (int u = 0; u < TILE_VECS; ++u) {
             const int i = threadIdx.x + u * THREADS;
-            float acc = i < vecs ? dot16(v[u], xv, 0.0f) : 0.0f;
-            for (int offset = row_vecs / 2; offset > 0; offset >>= 1)  // within aligned groups of row_vecs lanes
-                acc += __shfl_xor_sync(0xffffffffu, acc, offset);
-            if (part == 0 && i < vecs) y[row0 + i / row_vecs] = from_float(acc);
+            if (part == 0 && i < vecs) y[row0 + i / row_vecs] = from_float(acc[u]);
         }
         return;
     }
