@@ -33,7 +33,9 @@
 // reached 3,716–3,983 at 2^20–2^22 × 64–256 FP16/BF16 (0.86–0.95×); ncu at 2^22×256 FP16 (c22): issue
 // active 73 %, DRAM 80.5 %, top stall `wait` (fixed-latency dependencies), where the staged FP32 path
 // at the same shape issues 50 % of cycles at 93.5 % DRAM. So x is converted once per thread and the
-// TILE_VECS rows' shuffles interleave.
+// TILE_VECS rows' shuffles interleave: ncu 0.4829 ms against 0.5572 at 2^22×256 FP16, DRAM 92.9 %;
+// cold, unpaired (c23 at 298b687): 2^22×64 FP16 4,217 GB/s (1.01× cuBLAS), BF16 4,104 (0.98×),
+// FP32 4,322 (2.28×); 2^20×64 FP16 3,714 (1.02×).
 // Builds on: v1 (lanes over a row, shuffle reduction), v2 (16-byte loads). Constraints: A contiguous
 // and 16-byte aligned for the tiles (else the rows path); dynamic shared memory THREADS·TILE_VECS·16
 // bytes + N elements of x on the staged path, none on the vectors path.
@@ -41,7 +43,7 @@
 // precisions: fp32 fp16 bf16
 // Lanes fitted to the row (FIT=1, the declared config; study/ops/sgemv.py, fitted_lanes): the
 // largest power of two up to 32 that gives each lane at least 4 elements of a row, so a 16-element
-// row is summed by 4 lanes and a row of 128 or more by a whole warp. Not yet measured on a GPU.
+// row is summed by 4 lanes and a row of 128 or more by a whole warp (the staged path's rows only).
 // config: THREADS=256 TILE_VECS=8 LANES=32 FIT=1
 // space: THREADS=256 TILE_VECS=8 LANES=4 FIT=0
 // space: THREADS=256 TILE_VECS=8 LANES=16 FIT=0
