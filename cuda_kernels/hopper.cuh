@@ -58,6 +58,25 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     } while (!done);
 }
 
+// ---- the same across a 2-block cluster (hgemm v11; needs cluster.cuh's barrier for set-up) --------
+// One arrival on the barrier at the same offset as `bar` in block `rank` of the cluster (DSMEM: mapa
+// turns the offset into that block's window). Release at cluster scope: this thread's reads of its own
+// shared memory (its wgmmas, waited for) are ordered before the other block's producer learns of it.
+__device__ __forceinline__ void mbar_arrive_remote(unsigned bar, int rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
+}
+
+// mbar_wait with acquire at cluster scope: for a barrier that the other block's threads arrive on.
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
+    unsigned done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+
 // ---- TMA ------------------------------------------------------------------------------------
 // Copy the box at element coordinates (x innermost, y) of `map`'s tensor into shared memory at
 // `dst` and count its bytes on `bar`. Out-of-bounds elements of the box are written as zeros, so
@@ -72,6 +91,16 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int x, int y, int z, unsigned bar) {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n"
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+
+// tma_load_2d into every block of the cluster named in `mask` (bit r: rank r): one read of the box
+// from L2, written at the same offset as `dst` in each of those blocks' shared memory and counted on
+// the barrier at the same offset as `bar` in each (sm_90a).
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap* map, int x, int y, unsigned bar,
+                                                      unsigned short mask) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
 }
 
 // Copy a box from shared memory at `src` to the tensor at element coordinates (x, y): the copy

@@ -188,7 +188,7 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
     from study.ops.gemm_common import persistent_smem
     from study.ops.hgemm import SKINNY_TOKENS, skinny_smem, wgmma_tma_smem
 
-    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized", "v9_split_k", "v10_skinny_m"]
+    assert TMA_RUNGS == ["v7_wgmma_tma", "v8_warp_specialized", "v9_split_k", "v10_skinny_m", "v11_cluster_multicast"]
     for rung in TMA_RUNGS:
         for backend in ("cuda", "triton"):
             impl = implementation(f"hgemm/{rung}/{backend}")
@@ -204,7 +204,7 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
                     assert skinny_smem({**point, "TOKENS": tokens}) <= 227 * 1024, (point, tokens)
                 continue
             # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
-            smem = wgmma_tma_smem if rung == "v7_wgmma_tma" else persistent_smem  # v9 runs v8's kernel body
+            smem = wgmma_tma_smem if rung == "v7_wgmma_tma" else persistent_smem  # v9, v11 run v8's kernel body
             assert smem(point) <= 227 * 1024
             assert (point["BM"] * 64 + point["BN"] * point["BK"]) * 2 % 1024 == 0, point
     v6 = implementation("hgemm/v6_mma_sync/cuda")
@@ -302,6 +302,25 @@ def test_split_k_splits_products_of_few_tiles_into_equal_ranges_and_sums_them_af
             assert rargs[0] is args[8] and rargs[1].data_ptr() == launch.out.data_ptr()
             assert args[8].numel() == splits * shape["M"] * 4096 and [int(a) for a in rargs[2:]] == \
                 [shape["M"], shape["N"], 4096, launch.out.stride(0), splits]
+
+
+def test_the_cluster_rung_launches_whole_pairs_of_blocks_over_pairs_of_tiles(fake_cuda):
+    from study.backends import backend
+
+    impl = implementation("hgemm/v11_cluster_multicast/cuda")
+    # (shape, pairs of 128 × 256 tiles): 32 block rows make 16 pair rows; 3 make 2 (the second pair's
+    # lower tile lies past M); one block row, one pair
+    for shape, pairs in (({"M": 4096, "N": 4096, "K": 4096}, 16 * 16), ({"M": 300, "N": 1000, "K": 64}, 2 * 4),
+                         ({"M": 64, "N": 256, "K": 64}, 1)):
+        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
+        fake_cuda.clear()
+        launch.fn()
+        [(symbol, grid, block, args, smem)] = fake_cuda
+        assert symbol == "hgemm_v11_cluster_multicast" and block == (384, 1, 1)
+        assert grid == (2 * min(pairs, 66), 1, 1) and grid[0] % 2 == 0  # whole clusters, one block per SM
+        assert [int(a) for a in args[3:6]] == [shape["M"], shape["N"], shape["K"]]
+        assert launch.config["blocks"] == grid[0]
 
 
 def test_the_split_k_twin_sums_its_ranges_in_order():

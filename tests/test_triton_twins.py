@@ -86,6 +86,7 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               # warpgroups, and the producer warpgroup has no counterpart.
               "hgemm/v8_warp_specialized": ["warps 8 vs THREADS 384"],
               "hgemm/v9_split_k": ["warps 8 vs THREADS 384"],  # v8's twin over split-K units
+              "hgemm/v11_cluster_multicast": ["warps 8 vs THREADS 384"],  # v8's twin over pairs of tiles
               # v10: the twin's 8 warps are the two consumer warpgroups; the producer warp has no counterpart
               "hgemm/v10_skinny_m": ["warps 8 vs THREADS 288"],
               "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
@@ -130,6 +131,17 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
     problem = ladder("sgemm").problem
     assert split_k_plan(5, 7, 300, impl.params["BM"], impl.params["BN"], 16, 132) == (4, 80)
     _correct_and_the_same_again(impl, problem, {"M": 5, "N": 7, "K": 300}, problem.precisions[0], seed=3)
+
+
+@pytest.mark.parametrize("m", [300, 256])
+def test_the_pair_twin_computes_both_tiles_of_each_pair(m):
+    # hgemm v11's twin: 3 block rows of 128 (the second pair's lower tile past M) or 2, two block columns
+    # of 256 (264 wide): programs 2c and 2c + 1 split each pair; the SHAPES above are one block row each.
+    from study.catalog import implementation
+
+    impl = implementation("hgemm/v11_cluster_multicast/triton")
+    problem = ladder("hgemm").problem
+    _correct_and_the_same_again(impl, problem, {"M": m, "N": 264, "K": 72}, problem.precisions[0], seed=m)
 
 
 def _correct_and_the_same_again(impl, problem, shape, precision, seed):

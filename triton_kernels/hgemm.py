@@ -145,6 +145,28 @@ def hgemm_persistent(
 
 
 @triton.jit
+def hgemm_pairs(
+    a_desc, b_desc, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v11: v8's twin walking pairs of tiles as the CUDA rung's clusters do: programs 2c and 2c + 1 (an
+    even grid, at most NUM_SMS) take block rows 2p and 2p + 1 of one block column, pairs in the grouped
+    order over pair rows, so the two programs ask L2 for the same B slices at about the same time. What
+    the twin cannot say: the cluster itself and the multicast copy (Triton 3.6's ``num_ctas`` lays out
+    one program over several blocks; it does not let two programs share a load), so L2 still serves each
+    program its own B; with odd block rows the last pair's second tile lies past M (masked, as CUDA's)."""
+    rows = tl.cdiv(M, BM)
+    cols = tl.cdiv(N, BN)
+    pairs = tl.cdiv(rows, 2)
+    rank = tl.program_id(0) % 2
+    for u in tl.range(tl.program_id(0) // 2, pairs * cols, tl.num_programs(0) // 2, flatten=True):
+        pid_p, pid_n = grouped_tile(u, pairs, cols, GROUP)
+        descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, 2 * pid_p + rank, pid_n, BM, BN, BK)
+
+
+@triton.jit
 def split_plan(M, N, K, NUM_SMS, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr):
     """v9's plan, as study/ops/hgemm.py's ``split_plan`` makes it for the CUDA rung: (splits, slices a
     split) from the tile count, the SMs and K's slices."""
@@ -343,6 +365,10 @@ WGMMA_SPACE = [dict(BM=bm, BN=bn, BK=64, GROUP=8, num_warps=bm // 16, num_stages
 V8_WARP_SPECIALIZED = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4)
 PERSISTENT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=g, num_warps=8, num_stages=s)
                     for bn, s, g in ((256, 4, 8), (256, 3, 8), (256, 4, 16), (128, 6, 8))]
+# CUDA v11: v8's tile and pipeline over pairs of tiles; the space is the CUDA rung's.
+V11_CLUSTER_MULTICAST = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=4)
+PAIR_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=g, num_warps=8, num_stages=s)
+              for bn, s, g in ((256, 4, 8), (256, 3, 8), (256, 4, 4), (256, 4, 16), (128, 6, 8))]
 # CUDA v9: v8's tile and pipeline over split-K units (MIN_SLICES: the plan's shortest range, a launch
 # parameter); the space is the CUDA rung's.
 V9_SPLIT_K = dict(BM=128, BN=256, BK=64, GROUP=8, MIN_SLICES=4, num_warps=8, num_stages=4)

@@ -13,8 +13,18 @@
 // [(u % splits)·slices_per, +slices_per) of tile u / splits, and a unit's FP32 accumulators go to
 // plane u % splits of `partial` (rows `ldp` floats apart) instead of C; a second kernel sums the
 // planes. Without it the code is v8's as it was (if constexpr).
+// Pair (hgemm v11): the grid is 2-block clusters, and a cluster walks pairs of tiles one above the
+// other (block rows 2p and 2p + 1, one block column): each block loads its own A and half of the B
+// slice both need, multicast into both (WgmmaStage::load_pair), so L2 serves B once per pair. A stage
+// of either block is then written by both producers: it may be refilled only when the consumers of
+// both blocks have released it, so each consumer warp arrives on its own empty barrier and on the
+// other block's (twice the arrivals), and the producers wait at cluster scope. Both blocks walk the same
+// units, hence the same stage uses, and before it exits a block's producer waits for the last release
+// of every stage (no arrival of the other block's is then still to come into this block's barriers);
+// the multicasts into it were all consumed by its own consumers.
 #pragma once
 
+#include "cluster.cuh"
 #include "hgemm/wgmma_tile.cuh"
 #include "sgemm/grouped_order.cuh"
 
@@ -62,48 +72,64 @@ __device__ __forceinline__ void store_partial(const float (&acc)[BN / 2], float*
     }
 }
 
-template <class Epilogue, int Rank = 2, bool Split = false>
+template <class Epilogue, int Rank = 2, bool Split = false, bool Pair = false>
 __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, const TensorMap* map_b,
                                                       const TensorMap* map_c, int M, int N, int K,
                                                       Epilogue epilogue, int batch = 1, int splits = 1,
                                                       int slices_per = 0, float* partial = nullptr, int ldp = 0) {
     static_assert(!Split || Rank == 2, "split-K is written for one product");
+    static_assert(!Pair || (Rank == 2 && !Split), "the pair walk is written for one product, unsplit");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
     const unsigned boxes = base + STAGES * Stage::BYTES, full = boxes + CONSUMERS * 2 * BOX_BYTES;
     const unsigned empty = full + STAGES * 8;
     const int tid = threadIdx.x, wg = tid / 128;
-    const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK);
-    const int tiles = Rank == 3 ? batch * rows * cols : rows * cols;
+    const int rows = Pair ? CDIV(CDIV(M, BM), 2) : CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK);
+    const int tiles = Rank == 3 ? batch * rows * cols : rows * cols;  // Pair: rows of tile pairs
     const int units = Split ? tiles * splits : tiles;
 
     if (tid == 0) {
         tma_prefetch_map(map_a);
         tma_prefetch_map(map_b);
         tma_prefetch_map(map_c);
-        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4);  // one release per consumer warp
+        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4 * (Pair ? 2 : 1));  // one release per consumer warp
     }
-    __syncthreads();
+    if constexpr (Pair) {  // the other block's barriers are initialised before anything is multicast to them
+        cluster_arrive();
+        cluster_wait();
+    } else {
+        __syncthreads();
+    }
 
     if (wg == 0) {  // producer
         release_registers<40>();
         if (tid != 0) return;
         int use = 0;  // slices issued so far, over all tiles: stage use % STAGES, its round use / STAGES
-        for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        // Pair: cluster c (blocks 2c, 2c + 1) walks units c, c + gridDim.x / 2, …, each block the tile of its rank
+        for (int unit = Pair ? blockIdx.x / 2 : blockIdx.x; unit < units; unit += Pair ? gridDim.x / 2 : gridDim.x) {
             int z, bm, bn, s0 = 0, s1 = slices;
             if constexpr (Split) {
                 s0 = unit % splits * slices_per;
                 s1 = min(slices, s0 + slices_per);  // the launch plans no empty range
             }
             walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
+            if constexpr (Pair) bm = 2 * bm + cluster_rank();  // past M when the rows are odd: zeros in, none stored
             for (int s = s0; s < s1; ++s, ++use) {
                 const int stage = use % STAGES;
-                if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
-                Stage::load<Rank>(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
-                                  s * BK, z);
+                if constexpr (Pair) {
+                    if (use >= STAGES) mbar_wait_cluster(empty + stage * 8, (use / STAGES - 1) & 1);  // both blocks'
+                    Stage::load_pair(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
+                                     s * BK, cluster_rank());
+                } else {
+                    if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                    Stage::load<Rank>(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
+                                      s * BK, z);
+                }
             }
         }
+        if constexpr (Pair)  // the last release of every stage, the other block's included, before exit
+            for (int u = max(0, use - STAGES); u < use; ++u) mbar_wait_cluster(empty + u % STAGES * 8, (u / STAGES) & 1);
         return;
     }
 
@@ -115,13 +141,14 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     // tile's parity — box 0 every tile would be rewritten while the last tile's store, which
     // tma_store_wait_read<1> leaves pending, may still be reading it.
     int staged = 0;
-    for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    for (int unit = Pair ? blockIdx.x / 2 : blockIdx.x; unit < units; unit += Pair ? gridDim.x / 2 : gridDim.x) {
         int z, bm, bn, s0 = 0, s1 = slices;
         if constexpr (Split) {
             s0 = unit % splits * slices_per;
             s1 = min(slices, s0 + slices_per);
         }
         walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
+        if constexpr (Pair) bm = 2 * bm + cluster_rank();
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
@@ -130,12 +157,19 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
             mbar_wait(full + stage * 8, (use / STAGES) & 1);
             Stage::multiply(acc, base + stage * Stage::BYTES, consumer);
             // the previous slice's products are done: release its stage
-            if (s > s0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);
+            if (s > s0 && thread % 32 == 0) {
+                mbar_arrive(empty + (use - 1) % STAGES * 8);
+                // Pair: the other block's producer writes into this stage too
+                if constexpr (Pair) mbar_arrive_remote(empty + (use - 1) % STAGES * 8, cluster_rank() ^ 1);
+            }
         }
         epilogue.begin_tile(bn * BN, N, thread);
         wgmma_wait<0>();
         fence_registers(acc);
-        if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);  // the tile's last slice
+        if (thread % 32 == 0) {  // the tile's last slice
+            mbar_arrive(empty + (use - 1) % STAGES * 8);
+            if constexpr (Pair) mbar_arrive_remote(empty + (use - 1) % STAGES * 8, cluster_rank() ^ 1);
+        }
         if constexpr (Split) {
             store_partial(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, ldp, bm * BM + consumer * 64,
                           bn * BN, thread);

@@ -37,6 +37,19 @@ struct WgmmaStage {
         }
     }
 
+    // load for one block of a 2-block cluster whose tiles share their columns (hgemm v11): its own A,
+    // and B's boxes c ≡ rank (mod 2) multicast into both blocks, so that each block's stage receives the
+    // whole slice of B, half of it copied by the other block; its barrier counts all of it.
+    static __device__ __forceinline__ void load_pair(unsigned stage, unsigned bar, const TensorMap* map_a,
+                                                     const TensorMap* map_b, int m0, int n0, int k0, int rank) {
+        static_assert(TileN / 64 % 2 == 0, "the pair splits B's 64-wide boxes between its two blocks");
+        mbar_arrive_expect_tx(bar, BYTES);
+        tma_load_2d(stage, map_a, k0, m0, bar);
+#pragma unroll
+        for (int c = rank; c < TileN / 64; c += 2)
+            tma_load_2d_multicast(stage + A_BYTES + c * B_BOX_BYTES, map_b, n0 + c * 64, k0, bar, 0b11);
+    }
+
     // acc += the slice's A rows 64·wg … 64·wg+63 times all of its B: BK/16 wgmmas issued by warpgroup
     // wg and committed as one group; returns once the group before it (the previous slice's) is
     // done, so that slice's stage may be refilled while this one's products run on. A advances 32

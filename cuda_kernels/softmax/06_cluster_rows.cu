@@ -60,6 +60,7 @@
 // space: CLUSTER=8 THREADS=512 ON_CHIP=16 FIT=0
 // space: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=0
 #include "common.cuh"
+#include "cluster.cuh"
 #include "row.cuh"
 
 static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
@@ -71,20 +72,6 @@ static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
 constexpr int SCRATCH = 64 + 4;
 
 #if CLUSTER > 1
-// This block's rank in its cluster (the rank mapa names it by).
-__device__ __forceinline__ int cluster_rank() {
-    unsigned r;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return (int)r;
-}
-
-// Every thread of every block of the cluster arrives (release: its earlier memory accesses are
-// ordered before the arrival) ...
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-
-// ... and waits until all have (acquire: what they wrote before arriving is visible after).
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-
 // The float at the same shared-memory offset as `p` in block `rank` of the cluster (DSMEM).
 __device__ __forceinline__ float cluster_load(const float* p, int rank) {
     unsigned remote;

@@ -229,17 +229,18 @@ def persistent_smem(defines) -> int:
     return stages * (bm * HALF_BOX + bn * bk) * 2 + bm // 64 * 2 * HALF_BOX * HALF_BOX * 2 + stages * 8 * 2 + 1024
 
 
-def persistent_tma_launch(defines, a, b, out, sizes, tiles: int) -> CudaLaunch:
+def persistent_tma_launch(defines, a, b, out, sizes, tiles: int, cluster: int = 1) -> CudaLaunch:
     """hgemm v8's launch: tensor maps of A (boxes BM rows of 64), B (BK rows of 64) and C (64 × 64), each
     a matrix or a batch of them (study/backends/tma.py), then ``sizes`` as int32 arguments; one block per
     SM walks the ``tiles`` (fewer if fewer tiles). C leaves by TMA stores, so it needs the 16-byte rows
-    that A and B need."""
+    that A and B need. ``cluster`` (hgemm v11: 2): the kernel runs as clusters of that many blocks, each
+    cluster walking the ``tiles`` (its units), so the grid is a whole number of clusters, one block per SM."""
     reason = alignment_reason("C", out)
     if reason:
         raise Unsupported(reason)
     maps = (tma.tensor_map("A", a, HALF_BOX, defines["BM"]), tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
             tma.tensor_map("C", out, HALF_BOX, HALF_BOX))
-    blocks = min(tiles, sm_count(a))
+    blocks = cluster * min(tiles, sm_count(a) // cluster)
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=(*maps, *map(np.int32, sizes)),
                       smem=persistent_smem(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
@@ -367,9 +368,10 @@ def tensor_descriptors(a, b, shape, meta):
     return a_desc, b_desc, copy
 
 
-def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=()):
+def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), pair: bool = False):
     """hgemm v8's twin: TMA descriptors, at most one program per SM walking the tiles; ``extra``:
-    names of tensors passed after the descriptors (gemm_bias_relu v2's bias)."""
+    names of tensors passed after the descriptors (gemm_bias_relu v2's bias); ``pair`` (hgemm v11's
+    twin): programs 2c and 2c + 1 walk pairs of tiles one above the other, so the grid is even."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
@@ -378,6 +380,8 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
     sms = sm_count(a)
 
     def grid(cfg):
+        if pair:
+            return (2 * min(cdiv(n, cfg["BN"]) * cdiv(cdiv(m, cfg["BM"]), 2), sms // 2),)
         return (min(cdiv(n, cfg["BN"]) * cdiv(m, cfg["BM"]), sms),)
 
     def fn():
