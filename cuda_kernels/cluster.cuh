@@ -11,7 +11,9 @@ __device__ __forceinline__ int cluster_rank() {
 
 // Every thread of every block of the cluster arrives (release: its earlier memory accesses are
 // ordered before the arrival) ...
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
 
 // ... and waits until all have (acquire: what they wrote before arriving is visible after).
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }

@@ -255,7 +255,7 @@ def test_gemv_cuda_launch_reads_its_grid_from_the_declared_parameters_not_the_ru
     assert partial.numel() == slices * 1000 and counter.numel() == 63 and int(counter.abs().sum()) == 0
 
 
-def test_v4_tiles_start_on_16_bytes_and_hold_whole_rows_in_registers_or_shared_memory_or_take_the_rows_path(monkeypatch):
+def test_v4_tiles_start_on_16_bytes_hold_whole_rows_in_registers_or_shared_memory_or_take_the_rows_path(monkeypatch):
     import study.backends.cuda as cuda
     from study.ops.sgemv import ROW_TILES, fitted_lanes, row_vectors, tile_rows
 

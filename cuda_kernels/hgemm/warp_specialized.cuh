@@ -129,7 +129,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
             }
         }
         if constexpr (Pair)  // the last release of every stage, the other block's included, before exit
-            for (int u = max(0, use - STAGES); u < use; ++u) mbar_wait_cluster(empty + u % STAGES * 8, (u / STAGES) & 1);
+            for (int u = max(0, use - STAGES); u < use; ++u)
+                mbar_wait_cluster(empty + u % STAGES * 8, (u / STAGES) & 1);
         return;
     }
 

@@ -49,8 +49,9 @@ from study.backends.tma import alignment_reason
 # and sgemm v12; its names stay importable from here.
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
-                                   persistent_tma_launch, persistent_twin_launch, reduce_after_tuned_partials, reduce_splits, split_launch,
-                                   split_plan, split_reduce, split_workspace, tensor_descriptors, tiled, twin_split_plans)
+                                   persistent_tma_launch, persistent_twin_launch, reduce_after_tuned_partials,
+                                   reduce_splits, split_launch, split_plan, split_reduce, split_workspace,
+                                   tensor_descriptors, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
