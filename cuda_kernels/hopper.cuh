@@ -22,12 +22,13 @@ __device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
 }
 
 // Make initialised barriers visible to the TMA unit (the async proxy) before any copy names them;
-// a __syncthreads() must follow before other threads use them.
+// a __syncthreads() (a cluster barrier where another block's copies or arrivals reach them) must follow
+// before other threads use them.
 __device__ __forceinline__ void mbar_fence_init() {
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
-// A producer/consumer ring of `stages` stages (one thread, then a __syncthreads()): stage s's full
+// A producer/consumer ring of `stages` stages (one thread, then a barrier as above): stage s's full
 // barrier at full + 8s, completed by the producer's expect_tx and the bytes it announces; its empty
 // barrier at empty + 8s, completed by `releases` consumer arrivals (hgemm v8's and v10's bodies).
 __device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases) {
@@ -58,23 +59,16 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
     } while (!done);
 }
 
-// ---- the same across a 2-block cluster (hgemm v11; needs cluster.cuh's barrier for set-up) --------
+// ---- across a 2-block cluster (hgemm v11; cluster.cuh's barrier after the set-up) -------------------
 // One arrival on the barrier at the same offset as `bar` in block `rank` of the cluster (DSMEM: mapa
-// turns the offset into that block's window). Release at cluster scope: this thread's reads of its own
-// shared memory (its wgmmas, waited for) are ordered before the other block's producer learns of it.
+// turns the offset into that block's window). The plain form: what it announces is that this block's
+// wgmmas, already waited for, no longer read a stage, and no generic write needs publishing; the
+// `.release.cluster` form would put a GPU-wide MEMBAR before every arrival (SASS, docs/toolchain.md 6.7).
+// The waiting producer uses mbar_wait as for local arrivals.
 __device__ __forceinline__ void mbar_arrive_remote(unsigned bar, int rank) {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
-}
-
-// mbar_wait with acquire at cluster scope: for a barrier that the other block's threads arrive on.
-__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity) {
-    unsigned done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(remote) : "memory");
 }
 
 // ---- TMA ------------------------------------------------------------------------------------

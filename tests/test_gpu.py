@@ -102,7 +102,9 @@ def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precisio
 
 # sgemm: 1×4096×4096, 16×4096×11008, 64×64×65536 and 5×7×1000 split at every point of v12 (its heights 16–128).
 AUTOTUNE_SHAPES = {"sgemm": [(17, 33, 65), (1000, 1500, 1700), (64, 96, 2048), (1, 4096, 4096), (16, 4096, 11008),
-                             (64, 64, 65536), (5, 7, 1000)], "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24)],
+                             (64, 64, 65536), (5, 7, 1000)],
+                   # sgemv: 20011×64, rows of whole vectors (v4's vectors path at every point)
+                   "sgemv": [(17, 1023), (1000, 4096), (96, 20000), (20011, 24), (20011, 64)],
                    "bgemm": [(3, 17, 33, 65), (7, 130, 129, 67), (3, 257, 264, 520), (300, 65, 72, 64)],
                    # softmax: every point of v6 on rows its cluster holds and on rows it does not (two passes)
                    "softmax": [(7, 1031), (9, 4096), (2, 40000), (3, 50257), (32, 262144)],
@@ -219,24 +221,30 @@ def test_an_unsupported_launch_is_recorded_as_skipped_with_its_reason(autotune, 
     assert record["status"] == "skipped" and "no tensor map for this one (planted)" in record["reason"], record
 
 
-@pytest.mark.parametrize("rung", ["v2_vector_loads", "v3_split_n"])
+@pytest.mark.parametrize("rung", ["v2_vector_loads", "v3_split_n", "v4_row_tiles"])
 def test_gemv_with_a_misaligned_vector_takes_the_scalar_path(rung):
+    # v4 at 64 columns: its vectors path would load x 16 bytes at a time; a misaligned x stages the rows
     impl = next(i for i in IMPLS if i.name == f"sgemv/{rung}/cuda")
     fp16 = ladder("sgemv").problem.precision("fp16")
-    problem, shape, tensors, ref, scale = _data("sgemv", (256, 1024), fp16)
-    x = torch.empty(1025, device="cuda", dtype=torch.float16)[1:]  # 2-byte offset
+    n = 64 if rung == "v4_row_tiles" else 1024
+    problem, shape, tensors, ref, scale = _data("sgemv", (256, n), fp16)
+    x = torch.empty(n + 1, device="cuda", dtype=torch.float16)[1:]  # 2-byte offset
     x.copy_(tensors["x"])
     verdict, launch = _run(impl, problem, shape, {"A": tensors["A"], "x": x}, ref, scale, fp16)
     assert launch.config["ALIGNED"] == 0 and verdict.ok, verdict.message
+    assert rung != "v4_row_tiles" or launch.config["path"] == "tiles", launch.config
 
 
 @pytest.mark.parametrize("dtype", ["fp32", "fp16", "bf16"])
 def test_v4_reads_tall_skinny_rows_in_tiles_or_registers_and_wide_or_misaligned_ones_row_by_row(dtype):
     impl = next(i for i in IMPLS if i.name == "sgemv/v4_row_tiles/cuda")
     precision = ladder("sgemv").problem.precision(dtype)
-    # 48 columns: 12 FP32 or 6 FP16 vectors a row, no power of two, staged; 8, 16, 64: whole vectors
+    # 48 columns: 12 FP32 or 6 FP16 vectors a row, no power of two, staged; 8, 16, 64 and `widest` (32 vectors,
+    # a whole warp's shuffles): summed in registers
+    widest = 128 if dtype == "fp32" else 256
     for (m, n), path in (((100003, 13), "tiles"), ((777, 48), "tiles"), ((100003, 8), "vectors"),
-                         ((5000, 16), "vectors"), ((3001, 64), "vectors"), ((300, 20000), "rows")):
+                         ((5000, 16), "vectors"), ((3001, 64), "vectors"), ((1001, widest), "vectors"),
+                         ((300, 20000), "rows")):
         problem, shape, tensors, ref, scale = _data("sgemv", (m, n), precision)
         verdict, launch = _run(impl, problem, shape, tensors, ref, scale, precision)
         assert verdict.ok and launch.config["path"] == path, (m, n, verdict.message, launch.config)

@@ -18,10 +18,10 @@
 // slice both need, multicast into both (WgmmaStage::load_pair), so L2 serves B once per pair. A stage
 // of either block is then written by both producers: it may be refilled only when the consumers of
 // both blocks have released it, so each consumer warp arrives on its own empty barrier and on the
-// other block's (twice the arrivals), and the producers wait at cluster scope. Both blocks walk the same
-// units, hence the same stage uses, and before it exits a block's producer waits for the last release
-// of every stage (no arrival of the other block's is then still to come into this block's barriers);
-// the multicasts into it were all consumed by its own consumers.
+// other block's (twice the arrivals). Both blocks walk the same units, hence the same stage uses, and
+// before it exits a block's producer waits for the last release of every stage (no arrival of the
+// other block's is then still to come into this block's barriers); the multicasts into it were all
+// consumed by its own consumers.
 #pragma once
 
 #include "cluster.cuh"
@@ -43,11 +43,29 @@ struct NoEpilogue {
     __device__ __forceinline__ float operator()(float v, int, int) const { return v; }
 };
 
-// Tile `tile` of the walk: its entry z (0 for one matrix) and its block row and column.
-template <int Rank>
+// The walk's first unit and step: a block's own (one block an SM), or, Pair, its cluster's (blocks 2c and
+// 2c + 1 walk units c, c + gridDim.x / 2, …, each block the tile of its rank in every unit).
+template <bool Pair>
+__device__ __forceinline__ int first_unit() { return Pair ? blockIdx.x / 2 : blockIdx.x; }
+template <bool Pair>
+__device__ __forceinline__ int unit_step() { return Pair ? gridDim.x / 2 : gridDim.x; }
+
+// A consumer warp's release of the stage whose empty barrier is `bar`: to this block's producer and,
+// Pair, to the other block's, which writes into the stage too.
+template <bool Pair>
+__device__ __forceinline__ void release_stage(unsigned bar) {
+    mbar_arrive(bar);
+    if constexpr (Pair) mbar_arrive_remote(bar, cluster_rank() ^ 1);
+}
+
+// Tile `tile` of the walk: its entry z (0 for one matrix) and its block row and column; Pair: the walk
+// is over pairs of block rows, and this block takes the row of its rank (past M when the rows are odd:
+// zeros in, nothing stored).
+template <int Rank, bool Pair = false>
 __device__ __forceinline__ void walk_coords(int tile, int rows, int cols, int& z, int& bm, int& bn) {
     z = Rank == 3 ? tile / (rows * cols) : 0;
     grouped_tile_coords<GROUP>(Rank == 3 ? tile - z * (rows * cols) : tile, rows, cols, bm, bn);
+    if constexpr (Pair) bm = 2 * bm + cluster_rank();
 }
 
 // A unit's accumulators as FP32 into its plane of the split-K workspace: the fragment of
@@ -93,7 +111,8 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         tma_prefetch_map(map_a);
         tma_prefetch_map(map_b);
         tma_prefetch_map(map_c);
-        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4 * (Pair ? 2 : 1));  // one release per consumer warp
+        // one release per consumer warp (Pair: of either block)
+        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4 * (Pair ? 2 : 1));
     }
     if constexpr (Pair) {  // the other block's barriers are initialised before anything is multicast to them
         cluster_arrive();
@@ -106,31 +125,26 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
         release_registers<40>();
         if (tid != 0) return;
         int use = 0;  // slices issued so far, over all tiles: stage use % STAGES, its round use / STAGES
-        // Pair: cluster c (blocks 2c, 2c + 1) walks units c, c + gridDim.x / 2, …, each block the tile of its rank
-        for (int unit = Pair ? blockIdx.x / 2 : blockIdx.x; unit < units; unit += Pair ? gridDim.x / 2 : gridDim.x) {
+        for (int unit = first_unit<Pair>(); unit < units; unit += unit_step<Pair>()) {
             int z, bm, bn, s0 = 0, s1 = slices;
             if constexpr (Split) {
                 s0 = unit % splits * slices_per;
                 s1 = min(slices, s0 + slices_per);  // the launch plans no empty range
             }
-            walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
-            if constexpr (Pair) bm = 2 * bm + cluster_rank();  // past M when the rows are odd: zeros in, none stored
+            walk_coords<Rank, Pair>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
             for (int s = s0; s < s1; ++s, ++use) {
                 const int stage = use % STAGES;
-                if constexpr (Pair) {
-                    if (use >= STAGES) mbar_wait_cluster(empty + stage * 8, (use / STAGES - 1) & 1);  // both blocks'
+                if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                if constexpr (Pair)
                     Stage::load_pair(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
                                      s * BK, cluster_rank());
-                } else {
-                    if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                else
                     Stage::load<Rank>(base + stage * Stage::BYTES, full + stage * 8, map_a, map_b, bm * BM, bn * BN,
                                       s * BK, z);
-                }
             }
         }
         if constexpr (Pair)  // the last release of every stage, the other block's included, before exit
-            for (int u = max(0, use - STAGES); u < use; ++u)
-                mbar_wait_cluster(empty + u % STAGES * 8, (u / STAGES) & 1);
+            for (int u = max(0, use - STAGES); u < use; ++u) mbar_wait(empty + u % STAGES * 8, (u / STAGES) & 1);
         return;
     }
 
@@ -142,14 +156,13 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
     // tile's parity — box 0 every tile would be rewritten while the last tile's store, which
     // tma_store_wait_read<1> leaves pending, may still be reading it.
     int staged = 0;
-    for (int unit = Pair ? blockIdx.x / 2 : blockIdx.x; unit < units; unit += Pair ? gridDim.x / 2 : gridDim.x) {
+    for (int unit = first_unit<Pair>(); unit < units; unit += unit_step<Pair>()) {
         int z, bm, bn, s0 = 0, s1 = slices;
         if constexpr (Split) {
             s0 = unit % splits * slices_per;
             s1 = min(slices, s0 + slices_per);
         }
-        walk_coords<Rank>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
-        if constexpr (Pair) bm = 2 * bm + cluster_rank();
+        walk_coords<Rank, Pair>(Split ? unit / splits : unit, rows, cols, z, bm, bn);
         float acc[BN / 2];
 #pragma unroll
         for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
@@ -158,19 +171,12 @@ __device__ __forceinline__ void warp_specialized_gemm(const TensorMap* map_a, co
             mbar_wait(full + stage * 8, (use / STAGES) & 1);
             Stage::multiply(acc, base + stage * Stage::BYTES, consumer);
             // the previous slice's products are done: release its stage
-            if (s > s0 && thread % 32 == 0) {
-                mbar_arrive(empty + (use - 1) % STAGES * 8);
-                // Pair: the other block's producer writes into this stage too
-                if constexpr (Pair) mbar_arrive_remote(empty + (use - 1) % STAGES * 8, cluster_rank() ^ 1);
-            }
+            if (s > s0 && thread % 32 == 0) release_stage<Pair>(empty + (use - 1) % STAGES * 8);
         }
         epilogue.begin_tile(bn * BN, N, thread);
         wgmma_wait<0>();
         fence_registers(acc);
-        if (thread % 32 == 0) {  // the tile's last slice
-            mbar_arrive(empty + (use - 1) % STAGES * 8);
-            if constexpr (Pair) mbar_arrive_remote(empty + (use - 1) % STAGES * 8, cluster_rank() ^ 1);
-        }
+        if (thread % 32 == 0) release_stage<Pair>(empty + (use - 1) % STAGES * 8);  // the tile's last slice
         if constexpr (Split) {
             store_partial(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, ldp, bm * BM + consumer * 64,
                           bn * BN, thread);

@@ -29,8 +29,9 @@
 // at the same shape (half the elements a byte) reached 3,460 (c20), the mark of an instruction-bound
 // loop; the vectors path drops the shared round trip and the loop (path "vectors" in the record).
 // Its first version (dot16 converting x with each vector, one vector's shuffles after another's; c21
-// at 00a4915, cold, autotune off) lifted 2^20×64 FP16 to 3,449 GB/s (0.95× cuBLAS), BF16 3,480, and
-// reached 3,716–3,983 at 2^20–2^22 × 64–256 FP16/BF16 (0.86–0.95×); ncu at 2^22×256 FP16 (c22): issue
+// at 00a4915, cold, autotune off, paired) lifted 2^20×64 FP16 to 3,463 GB/s (0.95× cuBLAS), BF16 3,483,
+// and reached 3,716–4,018 at 2^20×256 and 2^22×64–256 FP16/BF16 (0.86–0.96×, unpaired); ncu at
+// 2^22×256 FP16 (c22): issue
 // active 73 %, DRAM 80.5 %, top stall `wait` (fixed-latency dependencies), where the staged FP32 path
 // at the same shape issues 50 % of cycles at 93.5 % DRAM. So x is converted once per thread and the
 // TILE_VECS rows' shuffles interleave: ncu 0.4829 ms against 0.5572 at 2^22×256 FP16, DRAM 92.9 %;

@@ -229,6 +229,12 @@ def persistent_smem(defines) -> int:
     return stages * (bm * HALF_BOX + bn * bk) * 2 + bm // 64 * 2 * HALF_BOX * HALF_BOX * 2 + stages * 8 * 2 + 1024
 
 
+def tile_pairs(m: int, n: int, bm: int, bn: int) -> int:
+    """hgemm v11's units: pairs of tiles one above the other (block rows 2p and 2p + 1 of a block column),
+    the last pair's lower tile past M when the block rows are odd."""
+    return cdiv(cdiv(m, bm), 2) * cdiv(n, bn)
+
+
 def persistent_tma_launch(defines, a, b, out, sizes, tiles: int, cluster: int = 1) -> CudaLaunch:
     """hgemm v8's launch: tensor maps of A (boxes BM rows of 64), B (BK rows of 64) and C (64 × 64), each
     a matrix or a batch of them (study/backends/tma.py), then ``sizes`` as int32 arguments; one block per
@@ -381,7 +387,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
 
     def grid(cfg):
         if pair:
-            return (2 * min(cdiv(n, cfg["BN"]) * cdiv(cdiv(m, cfg["BM"]), 2), sms // 2),)
+            return (2 * min(tile_pairs(m, n, cfg["BM"], cfg["BN"]), sms // 2),)
         return (min(cdiv(n, cfg["BN"]) * cdiv(m, cfg["BM"]), sms),)
 
     def fn():

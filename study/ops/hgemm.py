@@ -51,7 +51,7 @@ from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERA
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_tma_launch, persistent_twin_launch, reduce_after_tuned_partials,
                                    reduce_splits, split_launch, split_plan, split_reduce, split_workspace,
-                                   tensor_descriptors, tiled, twin_split_plans)
+                                   tensor_descriptors, tile_pairs, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
@@ -132,7 +132,7 @@ def pair_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     """v11: v8's launch over pairs of tiles one above the other (block rows 2p, 2p + 1), a 2-block cluster
     each: at most SMs / 2 clusters walk them, so the grid is even."""
     m, n, k = shape["M"], shape["N"], shape["K"]
-    pairs = cdiv(cdiv(m, defines["BM"]), 2) * cdiv(n, defines["BN"])
+    pairs = tile_pairs(m, n, defines["BM"], defines["BN"])
     return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (m, n, k), pairs, cluster=2)
 
 

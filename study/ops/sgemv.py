@@ -72,7 +72,7 @@ class SGEMV(Problem):
                       {"M": 8192, "N": 1024}, {"M": 1024, "N": 65536})
     default_modes = ("cold", "hot")
     # N not a multiple of 4 (the scalar paths; v4's tiles of 4 rows and a partial last tile), aligned rows
-    # split into many slices (v3's reduction), FP32 rows past a v4 tile (its rows path), and rows of 16 or 8
+    # split into many slices (v3's reduction), FP32 rows past a v4 tile (its rows path), and FP32 rows of 16
     # whole vectors (v4's vectors path, a partial last tile)
     sanitize_shapes = ({"M": 67, "N": 1031}, {"M": 129, "N": 4096}, {"M": 5, "N": 4099}, {"M": 300, "N": 64})
     tolerance = {"fp32": TAU, "fp16": TAU, "bf16": TAU}
