@@ -8,8 +8,8 @@
 // which writes each box into both blocks' stage and counts its bytes on both blocks' full barriers: per
 // pair, L2 serves 2 × 16 + 32 KB a slice instead of 2 × 48 (a third less). The price: a stage is written
 // by both producers, so it may be refilled only when both blocks' consumers have released it; each
-// consumer warp arrives on its own block's empty barrier and, through DSMEM, on the other's, and the
-// producers wait at cluster scope. Both blocks walk the same units, so their stage uses pair up one to
+// consumer warp arrives on its own block's empty barrier and, through DSMEM, on the other's, whose
+// barrier expects twice v8's arrivals. Both blocks walk the same units, so their stage uses pair up one to
 // one; a block's producer waits for the last release of every stage before it exits (so no remote
 // arrival is still to come into its shared memory). The body is v8's (hgemm/warp_specialized.cuh with
 // Pair), its epilogue included: C through shared memory and TMA stores, in flight while the next tile
@@ -24,8 +24,8 @@
 // grid.x even, at most 2 × (SMs / 2) blocks (study/ops/hgemm.py, pair_launch).
 // Hardware facts (PTX ISA 8.0, sm_90a): cp.async.bulk.tensor … .multicast::cluster writes the box at
 // the same shared-memory offset in every block of its mask and signals the mbarrier at the same offset
-// in each; mbarrier.arrive.release.cluster.shared::cluster arrives on another block's barrier through
-// the address mapa gives; a block's barriers must be initialised (fence.mbarrier_init.release.cluster,
+// in each; mbarrier.arrive.shared::cluster arrives on another block's barrier through the address mapa
+// gives (the plain form: .release.cluster would add a GPU-wide MEMBAR to every arrival); a block's barriers must be initialised (fence.mbarrier_init.release.cluster,
 // then a cluster barrier) before the other block multicasts to them. docs/toolchain.md 6.7.
 // arch: sm_90a
 // precisions: fp16 bf16
