@@ -25,8 +25,9 @@
 // Hardware facts (PTX ISA 8.0, sm_90a): cp.async.bulk.tensor … .multicast::cluster writes the box at
 // the same shared-memory offset in every block of its mask and signals the mbarrier at the same offset
 // in each; mbarrier.arrive.shared::cluster arrives on another block's barrier through the address mapa
-// gives (the plain form: .release.cluster would add a GPU-wide MEMBAR to every arrival); a block's barriers must be initialised (fence.mbarrier_init.release.cluster,
-// then a cluster barrier) before the other block multicasts to them. docs/toolchain.md 6.7.
+// gives (the plain form: .release.cluster would add a GPU-wide MEMBAR to every arrival); a block's
+// barriers must be initialised (fence.mbarrier_init.release.cluster, then a cluster barrier) before
+// the other block multicasts to them. docs/toolchain.md 6.7.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BM=128 BN=256 BK=64 STAGES=4 GROUP=8 THREADS=384
