@@ -21,7 +21,7 @@
 // zeros past M (stored nowhere); the grouped order over pairs is v8's, not a space-filling curve.
 // Builds on: v8 (its body with Pair; WgmmaStage::load_pair). Constraints: as v8 (K and N multiples of 8,
 // 16-byte aligned rows, otherwise staged by the launch); BN a multiple of 128 (B's boxes split in two);
-// grid.x even, at most 2 × (SMs / 2) blocks (study/ops/hgemm.py, pair_launch).
+// grid.x even, at most 2 × (SMs / 2) blocks (study/ops/gemm_common.py, persistent_launch, cluster 2).
 // Hardware facts (PTX ISA 8.0, sm_90a): cp.async.bulk.tensor … .multicast::cluster writes the box at
 // the same shared-memory offset in every block of its mask and signals the mbarrier at the same offset
 // in each; mbarrier.arrive.shared::cluster arrives on another block's barrier through the address mapa

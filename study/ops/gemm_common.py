@@ -229,18 +229,11 @@ def persistent_smem(defines) -> int:
     return stages * (bm * HALF_BOX + bn * bk) * 2 + bm // 64 * 2 * HALF_BOX * HALF_BOX * 2 + stages * 8 * 2 + 1024
 
 
-def tile_pairs(m: int, n: int, bm: int, bn: int) -> int:
-    """hgemm v11's units: pairs of tiles one above the other (block rows 2p and 2p + 1 of a block column),
-    the last pair's lower tile past M when the block rows are odd."""
-    return cdiv(cdiv(m, bm), 2) * cdiv(n, bn)
-
-
 def persistent_tma_launch(defines, a, b, out, sizes, tiles: int, cluster: int = 1) -> CudaLaunch:
     """hgemm v8's launch: tensor maps of A (boxes BM rows of 64), B (BK rows of 64) and C (64 × 64), each
     a matrix or a batch of them (study/backends/tma.py), then ``sizes`` as int32 arguments; one block per
-    SM walks the ``tiles`` (fewer if fewer tiles). C leaves by TMA stores, so it needs the 16-byte rows
-    that A and B need. ``cluster`` (hgemm v11: 2): the kernel runs as clusters of that many blocks, each
-    cluster walking the ``tiles`` (its units), so the grid is a whole number of clusters, one block per SM."""
+    SM walks the ``tiles`` (fewer if fewer tiles), or (v11) one cluster of ``cluster`` blocks per ``cluster``
+    SMs. C leaves by TMA stores, so it needs the 16-byte rows that A and B need."""
     reason = alignment_reason("C", out)
     if reason:
         raise Unsupported(reason)
@@ -251,13 +244,13 @@ def persistent_tma_launch(defines, a, b, out, sizes, tiles: int, cluster: int = 
                       smem=persistent_smem(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
 
-def persistent_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+def persistent_launch(defines, tensors, out, shape, precision, cluster: int = 1) -> CudaLaunch:
     """hgemm v8 over one product or a batch (bgemm v1: the entry its tensor maps' third dimension, the
-    persistent grid walking batch × tiles)."""
+    persistent grid walking batch × tiles); hgemm v11 (``cluster`` 2) over columns of two tiles."""
     batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     sizes = (batch, m, n, k) if "batch" in shape else (m, n, k)
-    tiles = batch * cdiv(m, defines["BM"]) * cdiv(n, defines["BN"])
-    return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, sizes, tiles)
+    units = batch * cdiv(cdiv(m, defines["BM"]), cluster) * cdiv(n, defines["BN"])
+    return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, sizes, units, cluster)
 
 
 # hgemm v8's kernel: no grid-axis limit (one block per SM walks the tiles); rows TMA cannot take (A, B,
@@ -374,10 +367,9 @@ def tensor_descriptors(a, b, shape, meta):
     return a_desc, b_desc, copy
 
 
-def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), pair: bool = False):
-    """hgemm v8's twin: TMA descriptors, at most one program per SM walking the tiles; ``extra``:
-    names of tensors passed after the descriptors (gemm_bias_relu v2's bias); ``pair`` (hgemm v11's
-    twin): programs 2c and 2c + 1 walk pairs of tiles one above the other, so the grid is even."""
+def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=(), cluster: int = 1):
+    """hgemm v8's twin: TMA descriptors, at most one program per SM walking the tiles (v11's: ``cluster``
+    programs a column of ``cluster`` tiles); ``extra``: tensors after the descriptors (gemm_bias_relu v2's bias)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
@@ -386,9 +378,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
     sms = sm_count(a)
 
     def grid(cfg):
-        if pair:
-            return (2 * min(tile_pairs(m, n, cfg["BM"], cfg["BN"]), sms // 2),)
-        return (min(cdiv(n, cfg["BN"]) * cdiv(m, cfg["BM"]), sms),)
+        return (cluster * min(cdiv(cdiv(m, cfg["BM"]), cluster) * cdiv(n, cfg["BN"]), sms // cluster),)
 
     def fn():
         copy()

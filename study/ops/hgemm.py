@@ -49,9 +49,9 @@ from study.backends.tma import alignment_reason
 # and sgemm v12; its names stay importable from here.
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
-                                   persistent_tma_launch, persistent_twin_launch, reduce_after_tuned_partials,
+                                   persistent_launch, persistent_twin_launch, reduce_after_tuned_partials,
                                    reduce_splits, split_launch, split_plan, split_reduce, split_workspace,
-                                   tensor_descriptors, tile_pairs, tiled, twin_split_plans)
+                                   tensor_descriptors, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
@@ -128,16 +128,10 @@ MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
 WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
 
 
-def pair_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v11: v8's launch over pairs of tiles one above the other (block rows 2p, 2p + 1), a 2-block cluster
-    each: at most SMs / 2 clusters walk them, so the grid is even."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
-    pairs = tile_pairs(m, n, defines["BM"], defines["BN"])
-    return persistent_tma_launch(defines, tensors["A"], tensors["B"], out, (m, n, k), pairs, cluster=2)
-
-
-# v11: as v8, rows TMA cannot take staged inside the launch.
-PAIRS = staged_launcher(CudaLauncher(launch=pair_launch, defines=aligned_defines(HALVES)))
+# v11: v8's launch over pairs of tiles one above the other (block rows 2p, 2p + 1), a 2-block cluster each: at most
+# SMs / 2 clusters walk them (an even grid); rows TMA cannot take staged inside the launch, as v8's.
+PAIRS = staged_launcher(CudaLauncher(launch=functools.partial(persistent_launch, cluster=2),
+                                     defines=aligned_defines(HALVES)))
 
 # v9: as v8, rows TMA cannot take staged inside the launch.
 SPLIT_K = staged_launcher(CudaLauncher(launch=split_launch, defines=aligned_defines(HALVES)))
@@ -377,7 +371,7 @@ register(
              "twice by the two blocks of a block column", cuda="11_cluster_multicast.cu", launch=PAIRS,
              multiples=TMA_HALVES,
              triton=twin(tk.hgemm_pairs, tk.V11_CLUSTER_MULTICAST, tk.PAIR_SPACE,
-                         launch=functools.partial(persistent_twin_launch, pair=True), pre_hook=tk.descriptor_blocks)),
+                         launch=functools.partial(persistent_twin_launch, cluster=2), pre_hook=tk.descriptor_blocks)),
     ],
     baselines=BASELINES,
     headline=("v6_mma_sync", "v8_warp_specialized"),
