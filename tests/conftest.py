@@ -29,16 +29,31 @@ class _Kernel:
         self.log.append((self.symbol, grid, block, args, shared_mem))
 
 
+class _Launches(list):
+    """The launches a faked CUDA path made, in order: (symbol, grid, block, args, shared memory)."""
+
+    def run(self, impl, problem, shape, precision, **prepare):
+        """Prepare ``impl`` on seed-0 CPU inputs of ``shape`` (``prepare``: e.g. a config) and run it once,
+        this list holding that run's launches alone. Returns (tensors, launch)."""
+        from study.backends import backend
+
+        tensors = problem.make_inputs(shape, precision, 0, "cpu")
+        launch = backend("cuda").prepare(impl, problem, tensors, shape, precision, **prepare)
+        self.clear()
+        launch.fn()
+        return tensors, launch
+
+
 @pytest.fixture
 def fake_cuda(monkeypatch):
     """The CUDA launch path on the CPU: compilation, DLPack views, tensor maps and streams faked,
-    everything an op and the backend decide left real. Yields the list of launches, in order:
-    (symbol, grid, block, args, shared memory)."""
+    everything an op and the backend decide left real. Yields the list of launches (:class:`_Launches`:
+    its ``run`` prepares and runs an implementation)."""
     import study.backends.cuda as cuda
     import study.backends.cuda_launch as cuda_launch
     import study.backends.tma as tma
 
-    log = []
+    log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))

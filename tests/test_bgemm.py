@@ -73,14 +73,9 @@ def test_the_tensor_core_rung_takes_any_k_and_n_and_knows_the_entries_tma_cannot
 
 
 def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
-    from study.backends import backend
-
     impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
     for shape, tiles in ((SHAPE, 3 * 1 * 2), ({"batch": 200, "M": 40, "N": 64, "K": 16}, 200)):
-        fake_cuda.clear()
-        tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
-        launch = backend("cuda").prepare(impl, BGEMM, tensors, shape, FP16_TENSOR)
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda
         assert symbol == "bgemm_v1_batched_wgmma" and block == (384, 1, 1)
         assert args[:3] == (("map", "A", tensors["A"].data_ptr()), ("map", "B", tensors["B"].data_ptr()),

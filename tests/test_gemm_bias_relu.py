@@ -260,10 +260,7 @@ def test_the_split_k_rung_plans_as_hgemm_v9_and_ends_with_the_reduction_that_app
     bf16 = PROBLEM.precision("bf16")
     for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 8), ({"M": 1024, "N": 4096, "K": 4096}, 1)):
         assert split_plan(shape["M"], shape["N"], shape["K"], 128, 256, 64, 4, 132)[0] == splits  # hgemm v9's plan
-        tensors = PROBLEM.make_inputs(shape, bf16, 0, "cpu")
-        launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, bf16)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, PROBLEM, shape, bf16)
         assert launch.config["splits"] == splits and "staged" not in launch.config
         # one split: v2's path alone (the epilogue on the accumulators); more: the reduction adds it
         assert [c[0] for c in fake_cuda] == ["gemm_bias_relu_v3_split_k"] + ["gemm_bias_relu_v3_reduce_splits"] * (
@@ -287,10 +284,7 @@ def test_the_split_k_rungs_reduction_writes_the_staged_c_before_it_is_copied_out
     impl = implementation("gemm_bias_relu/v3_split_k/cuda")
     fp16 = PROBLEM.precision("fp16")
     shape = {"M": 17, "N": 70, "K": 520}
-    tensors = PROBLEM.make_inputs(shape, fp16, 0, "cpu")
-    launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, fp16)
-    fake_cuda.clear()
-    launch.fn()
+    tensors, launch = fake_cuda.run(impl, PROBLEM, shape, fp16)
     assert launch.config["staged"] == "B+C" and launch.config["splits"] == 2
     assert [c[0] for c in fake_cuda] == ["stage_rows", "gemm_bias_relu_v3_split_k", "gemm_bias_relu_v3_reduce_splits",
                                          "stage_rows"]
@@ -353,10 +347,7 @@ def test_the_skinny_rung_runs_hgemm_v10s_launch_with_the_bias_after_c_and_in_its
     # 16 tokens × 4096 weight columns of 4096: 32 tiles of 128 columns, four splits; 1 × 22016: 172 tiles, one
     for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 4), ({"M": 1, "N": 22016, "K": 4096}, 1)):
         assert split_plan(shape["M"], shape["N"], shape["K"], 16, 128, 64, 4, 132)[0] == splits  # hgemm v10's plan
-        tensors = PROBLEM.make_inputs(shape, fp16, 0, "cpu")
-        launch = backend("cuda").prepare(impl, PROBLEM, tensors, shape, fp16)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, PROBLEM, shape, fp16)
         assert launch.config["splits"] == splits and launch.config["tokens"] in (8, 16)
         # one split: the bias and ReLU in the C store; more: the reduction applies them
         assert [c[0] for c in fake_cuda] == ["gemm_bias_relu_v4_skinny_m"] + ["gemm_bias_relu_v4_reduce_splits"] * (

@@ -270,7 +270,6 @@ if __name__ == "__main__":
 
 
 def test_split_k_splits_products_of_few_tiles_into_equal_ranges_and_sums_them_after(fake_cuda):
-    from study.backends import backend
     from study.ops.hgemm import split_plan
 
     # the SMs over the tiles, at most K's slices over MIN_SLICES, none empty
@@ -284,10 +283,7 @@ def test_split_k_splits_products_of_few_tiles_into_equal_ranges_and_sums_them_af
         assert splits * per >= slices > (splits - 1) * per  # every range holds a slice
     impl = implementation("hgemm/v9_split_k/cuda")
     for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 8), ({"M": 1024, "N": 4096, "K": 4096}, 1)):
-        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
-        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
         assert launch.config["splits"] == splits and "staged" not in launch.config
         symbols = [c[0] for c in fake_cuda]
         assert symbols == ["hgemm_v9_split_k"] + ["hgemm_v9_reduce_splits"] * (splits > 1)
@@ -305,17 +301,12 @@ def test_split_k_splits_products_of_few_tiles_into_equal_ranges_and_sums_them_af
 
 
 def test_the_cluster_rung_launches_whole_pairs_of_blocks_over_pairs_of_tiles(fake_cuda):
-    from study.backends import backend
-
     impl = implementation("hgemm/v11_cluster_multicast/cuda")
     # (shape, pairs of 128 × 256 tiles): 32 block rows make 16 pair rows; 3 make 2 (the second pair's
     # lower tile lies past M); one block row, one pair
     for shape, pairs in (({"M": 4096, "N": 4096, "K": 4096}, 16 * 16), ({"M": 300, "N": 1000, "K": 64}, 2 * 4),
                          ({"M": 64, "N": 256, "K": 64}, 1)):
-        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
-        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda
         assert symbol == "hgemm_v11_cluster_multicast" and block == (384, 1, 1)
         assert grid == (2 * min(pairs, 66), 1, 1)  # whole clusters, one block per SM
@@ -382,11 +373,8 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
                                   ({"M": 16, "N": 11008, "K": 4096}, 16, 1), ({"M": 1, "N": 32000, "K": 4096}, 8, 1),
                                   ({"M": 33, "N": 72, "K": 520}, 64, 2)):
         m, n, k = shape["M"], shape["N"], shape["K"]
-        tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
         boxes.clear()
-        launch = backend("cuda").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
         per = split_plan(m, n, k, tokens, 128, 64, 4, 132)[1]
         assert split_plan(m, n, k, tokens, 128, 64, 4, 132)[0] == splits
         assert launch.config["TOKENS"] == tokens and launch.config["splits"] == splits, launch.config

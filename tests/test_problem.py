@@ -400,7 +400,6 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
     rows are wgmma's N), a space point keeps its own; hgemm v9's plan from the fitted tile count; v11's
     kernel over tiles × splits units, then hgemm's plane sum (sgemm_v12_reduce_splits) when split; the
     plan and BM recorded."""
-    from study.backends import backend
     from study.catalog import implementation
     from study.ops.hgemm import split_plan
     from study.ops.sgemm import TMA_BOX, fitted_height, wgmma_shared_bytes
@@ -422,10 +421,7 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
              ({"M": 1, "N": 4096, "K": 4096}, {"FIT": 0, "MIN_SLICES": 8}, 128, 4))
     for shape, override, bm, splits in cases:
         config = {**impl.params, **override}
-        tensors = SGEMM.make_inputs(shape, FP32, 0, "cpu")
-        launch = backend("cuda").prepare(impl, SGEMM, tensors, shape, FP32, config=config)
-        fake_cuda.clear()
-        launch.fn()
+        tensors, launch = fake_cuda.run(impl, SGEMM, shape, FP32, config=config)
         m, n, k = shape["M"], shape["N"], shape["K"]
         plan = split_plan(m, n, k, bm, 128, 32, config["MIN_SLICES"], sm_count(launch.out))
         assert plan[0] == splits and launch.config["splits"] == splits and launch.config["BM"] == bm, shape

@@ -14,10 +14,7 @@ def _prepare(name, shape, precision_name, fake_cuda):
     impl = implementation(name)
     problem = ladder(impl.op).problem
     precision = problem.precision(precision_name)
-    tensors = problem.make_inputs(shape, precision, 0, "cpu")
-    launch = backend("cuda").prepare(impl, problem, tensors, shape, precision)
-    fake_cuda.clear()
-    launch.fn()
+    tensors, launch = fake_cuda.run(impl, problem, shape, precision)
     return tensors, launch, list(fake_cuda)
 
 
