@@ -436,15 +436,15 @@ def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
 
 
 def test_softmax_v6_records_its_path_and_repeats_exactly():
-    # CLUSTER=1 (v4's body) for rows one block holds, the smallest cluster that holds longer ones on chip,
-    # the two-pass fallback over 8 blocks beyond; every block of a row reads the same merged maximum and
-    # sum, so launches repeat bit for bit.
+    # CLUSTER=1 (v4's body) for rows one block holds, 8 blocks of 512 × 4 vectors for longer ones (on chip up
+    # to 16384 vectors, two passes beyond); every block of a row reads the same merged maximum and sum, so
+    # launches repeat bit for bit.
     impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    expected = {("fp32", (4, 4096)): (1, 1), ("fp32", (3, 50257)): (2, 1), ("fp32", (4, 65536)): (2, 1),
-                ("fp32", (32, 262144)): (8, 1), ("fp32", (2, 300000)): (8, 0), ("fp16", (4, 65536)): (1, 1),
-                ("bf16", (32, 262144)): (4, 1), ("bf16", (2, 600000)): (8, 0)}
+    expected = {("fp32", (4, 4096)): (1, 1), ("fp32", (3, 50257)): (8, 1), ("fp32", (4, 65536)): (8, 1),
+                ("fp32", (32, 262144)): (8, 0), ("fp32", (2, 300000)): (8, 0), ("fp16", (4, 65536)): (1, 1),
+                ("bf16", (3, 131072)): (8, 1), ("bf16", (32, 262144)): (8, 0), ("bf16", (2, 600000)): (8, 0)}
     for (name, shape), (cluster, on_chip) in expected.items():
         precision = ladder("softmax").problem.precision(name)
         problem, sh, tensors, ref, scale = _data("softmax", shape, precision)

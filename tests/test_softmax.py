@@ -158,7 +158,7 @@ def test_v4_sizes_its_declared_block_to_the_row_and_tunes_its_points_as_written(
     # the fewest slots that hold the row (16-byte vectors; 4 floats a slot on the PEEL path), ties to more threads
     assert block(4096, "fp32") == (128, 8) and block(4096, "fp16") == (128, 4) and block(1024, "bf16") == (128, 4)
     assert block(32768, "fp32") == (1024, 8) and block(32768, "fp16") == (1024, 4) and block(3001, "fp32") == (128, 8)
-    assert block(40000, "fp32") == (1024, 8)  # held by none: the largest block, v3's two passes
+    assert block(40000, "fp32") == (1024, 4)  # held by none: v3's two passes at 32 registers, two blocks an SM
     point = {"THREADS": 512, "ON_CHIP": 16, "FIT": 0}
     assert block(4096, "fp32", point) == (512, 16)  # a tuning point launches as written
     shape = {"M": 3, "N": 4096}
@@ -171,7 +171,7 @@ def test_v4_sizes_its_declared_block_to_the_row_and_tunes_its_points_as_written(
 
 
 def test_v6_takes_the_fewest_blocks_that_hold_the_row_and_v4s_block_for_one(fake_cuda):
-    from study.ops.softmax import fitted_block, fitted_cluster
+    from study.ops.softmax import LONG_ROW_POINT, _block_points, fitted_block, fitted_cluster
     from study.problem import DTYPES
 
     impl = implementation("softmax/v6_cluster_rows/cuda")
@@ -193,19 +193,19 @@ def test_v6_takes_the_fewest_blocks_that_hold_the_row_and_v4s_block_for_one(fake
         v4 = fitted_block({"THREADS": 1024, "ON_CHIP": 8, "FIT": 1}, {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
                           PROBLEM.precision(name))
         assert fit(n, name) == (1, v4["THREADS"], v4["ON_CHIP"]), (n, name)
-    # longer: the smallest cluster of 1024 × 8 blocks that holds it (16-byte vectors; 4 floats a slot on PEEL)
-    assert fit(32769, "fp32") == (2, 1024, 8) and fit(65536, "fp32") == (2, 1024, 8)
-    assert fit(50257, "fp32") == (2, 1024, 8) and fit(131072, "fp32") == (4, 1024, 8)
-    assert fit(262144, "fp32") == (8, 1024, 8) and fit(262144, "bf16") == (4, 1024, 8)
-    assert fit(524288, "fp16") == (8, 1024, 8)
-    assert fit(300000, "fp32") == (8, 1024, 8)  # held by none: the largest cluster, two passes over it
-    # X and Y at different offsets from 16 bytes (the scalar path): 4 elements a slot whatever the type
-    assert fit(65536, "fp16", offset=1) == (2, 1024, 8)
+    # longer: 8 blocks of 512 threads × 4 vectors (32 registers, four blocks an SM), on chip where they hold the
+    # row (16384 16-byte vectors), else two passes over the cluster
+    for n, name in ((32769, "fp32"), (50257, "fp32"), (65536, "fp32"), (131072, "fp32"), (262144, "bf16"),
+                    (300000, "fp32"), (524288, "fp16")):
+        assert fit(n, name) == (8, 512, 4), (n, name)
+    assert fit(65536, "fp16", offset=1) == (8, 512, 4)  # the scalar path: 4 elements a slot
+    for path, point in LONG_ROW_POINT.items():  # the long-row points are points of the rungs' spaces
+        assert point in _block_points(path), path
     point = {"CLUSTER": 4, "THREADS": 512, "ON_CHIP": 8, "FIT": 0}
     assert fit(4096, "fp32", config=point) == (4, 512, 8)  # a tuning point launches as written
 
-    for (m, n), (grid, block, on_chip) in (((3, 4096), ((3, 1, 1), 128, 1)), ((3, 262144), ((24, 1, 1), 1024, 1)),
-                                           ((2, 300000), ((16, 1, 1), 1024, 0))):
+    for (m, n), (grid, block, on_chip) in (((3, 4096), ((3, 1, 1), 128, 1)), ((3, 65536), ((24, 1, 1), 512, 1)),
+                                           ((3, 262144), ((24, 1, 1), 512, 0)), ((2, 300000), ((16, 1, 1), 512, 0))):
         fake_cuda.clear()
         shape = {"M": m, "N": n}
         tensors = {"X": torch.zeros(m, n)}

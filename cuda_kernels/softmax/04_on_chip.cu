@@ -18,7 +18,9 @@
 // precisions: fp32 fp16 bf16
 // Block sized to the row (FIT=1, the declared config; study/ops/softmax.py, fitted_block): of the
 // space's points, the one of fewest register slots (THREADS·ON_CHIP) that holds the row, ties to
-// more threads; a row none holds takes the largest. Over the 15 tuned cases of reports/h200/
+// more threads; a row none holds takes 1024 × 4 (v3's two passes at 32 registers, two blocks an SM:
+// 0.234 ms at 1024×151936 BF16 against 0.292 for 1024 × 8, the largest, which it replaces; 11–22 %
+// at 1,024 rows of 151936–262144 FP32/BF16, c25 at 3e65580). Over the 15 tuned cases of reports/h200/
 // softmax.md (055c134: rows of 1024 to 32768, FP32/FP16/BF16) that rule picks the tuned best or a
 // point within 1 % of it, where the fixed 1024 × 8 it replaces was up to 11× slower on short rows
 // (65536 × 1024 BF16) and 2.7× at 16384 × 4096 FP32 (a row of 1024 vectors spread one a thread

@@ -40,10 +40,20 @@
 // beyond 65535 blocks (study/ops/softmax.py, cluster_rows_launch).
 // arch: sm_90
 // precisions: fp32 fp16 bf16
-// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, fitted_cluster): of the
-// space's points, the fewest blocks (CLUSTER) that hold the row, then v4's rule among those (the
-// fewest register slots THREADS·ON_CHIP, ties to more threads); a row none holds takes the largest
-// cluster (the two-pass fallback over 8 blocks). The CLUSTER=1 points are v4's choices for short rows.
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, fitted_cluster): a row one block
+// holds takes v4's rule over the CLUSTER=1 points (v4's body); a longer one 8 blocks of 512 threads ×
+// 4 vectors, on chip up to 16384 vectors, else two passes. Why (c25 at 3e65580, cold, autotune on over
+// every point, 1,024 rows of 50257–262144 and 32 of 131072–262144, FP32/BF16): registers, not the
+// cluster size, decide. ON_CHIP=4 compiles to 32 registers (two 1024-thread or four 512-thread blocks
+// an SM: one block's barriers and stores overlap the others' loads), ON_CHIP=8 to 48–56 (one 1024-thread
+// block an SM). 8 × 512 × 4 was within 15 % of the best point at all 10 such cases; the rule it replaces
+// (the fewest blocks that hold the row, 1024 × 8 each) was up to 48 % behind (1024×151936 BF16:
+// 0.348 ms against 0.234 for v4's two passes at 1024 × 4). Best points there: 1024×50257 FP32 8 × 256 × 8
+// on chip 3,470 GB/s (82.8 % of the copy ceiling); BF16 rows of 50257–262144 at 1,024 rows 2,658–2,705
+// (62.9–66.5 %) whichever point; 32×262144 BF16 8 × 1024 × 4 on chip 1,509 (54.6 %), FP32 8 × 512 × 4
+// two passes 2,108 (59.8 %). ncu at 1024×151936 BF16 (1 × 1024 × 4, two passes: 0.234 ms): DRAM 80.9 %
+// of peak for 62.9 % of the ceiling in useful bytes, L2 hit 34 %: the second read of 264 resident rows of
+// 304 KB (80 MB) does not stay in the 60 MB L2; issue 48.8 %, top stall long_scoreboard.
 // config: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=1
 // space: CLUSTER=1 THREADS=128 ON_CHIP=4 FIT=0
 // space: CLUSTER=1 THREADS=128 ON_CHIP=8 FIT=0

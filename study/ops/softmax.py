@@ -147,28 +147,37 @@ def row_slot(defines, out) -> int:
     return 16 // out.element_size() if defines["ALIGNED"] or defines.get("PEEL") else 4
 
 
+# A row that no single block holds (FIT=1): the point that c25's tuning (3e65580, docs/ladders/softmax.md)
+# put within 15 % of the best point at every such shape it measured (1,024 rows of 50257-262144 and 32 rows of
+# 131072-262144, FP32 and BF16): 32 registers a thread (ON_CHIP=4), so that two (1024 threads) or four (512)
+# blocks share an SM and one block's reductions and stores overlap the others' loads; v6 spreads the row over
+# a cluster of 8 (a few long rows still fill the SMs), on chip where it holds the row, else two passes whose
+# second read L2 serves in part. The rule it replaces (the fewest blocks that hold the row at 1024 × 8: 56
+# registers, one block an SM) was up to 48 % slower than the best point (1024×151936 BF16).
+LONG_ROW_POINT = {V4_PATH: (1, 1024, 4), V6_PATH: (8, 512, 4)}
+
+
 def fitted_block(config, tensors, out, shape, precision, path=V4_PATH):
     """v4's defines. A config with FIT=1 (its declared one) takes THREADS and ON_CHIP from the row: of the
-    space's points, the fewest register slots (THREADS·ON_CHIP) that hold it, ties to more threads (a short
-    row spread over a large block waits on a block-wide reduction for little data); a row none holds
-    takes the largest (the two-pass fallback, most threads). The header gives the measurements behind it.
-    A space with CLUSTER (v6, ``path``): the fewest blocks that hold the row come first, then the same rule;
-    a row none holds takes the most slots over the cluster, then the most threads."""
+    space's one-block points, the fewest register slots (THREADS·ON_CHIP) that hold it, ties to more threads (a
+    short row spread over a large block waits on a block-wide reduction for little data); a row none holds
+    takes :data:`LONG_ROW_POINT` (v3's two passes at two blocks an SM). The header gives the measurements
+    behind it. v6 (``path``, a space with CLUSTER): the same for rows one block holds (CLUSTER=1, v4's body);
+    a longer row takes its :data:`LONG_ROW_POINT`, a cluster of 8 blocks."""
     defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
     slot = row_slot(defines, out)
-    points = sorted(_block_points(path), key=lambda p: (p[0], p[1] * p[2], -p[1]))
-    fits = [p for p in points if fits_on_chip(shape["N"], p[0] * p[1], p[2], slot)]
-    cluster, threads, on_chip = fits[0] if fits else max(points, key=lambda p: (p[0] * p[1] * p[2], p[0] * p[1]))
+    points = sorted((p for p in _block_points(path) if p[0] == 1), key=lambda p: (p[1] * p[2], -p[1]))
+    fits = [p for p in points if fits_on_chip(shape["N"], p[1], p[2], slot)]
+    cluster, threads, on_chip = fits[0] if fits else LONG_ROW_POINT[path]
     return {**defines, **({"CLUSTER": cluster} if "CLUSTER" in config else {}), "THREADS": threads,
             "ON_CHIP": on_chip}
 
 
 def fitted_cluster(config, tensors, out, shape, precision):
-    """v6's defines: :func:`fitted_block` over v6's space, the fewest blocks first: CLUSTER=1 (v4's body,
-    one block) for a row one block holds, else the smallest cluster that holds it on chip, else the
-    largest (the two-pass fallback over 8 blocks)."""
+    """v6's defines: :func:`fitted_block` over v6's space: CLUSTER=1 (v4's body, one block) for a row one block
+    holds, else 8 blocks of 512 threads × 4 vectors, on chip where they hold the row, else two passes."""
     return fitted_block(config, tensors, out, shape, precision, path=V6_PATH)
 
 
