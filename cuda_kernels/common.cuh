@@ -44,14 +44,34 @@ __device__ __forceinline__ storage_t from_float(float v) {
 #endif
 }
 
+// The low and the high 16-bit element of a 32-bit word as a float. BF16 takes the word itself: a shift
+// or a mask, one instruction an element (bf16 is the top half of an fp32), where converting each half
+// as an unsigned short extracts it first (nvcc 13.0 PTX: cvt.u32.u16 then shl.b32 an element, beside
+// FP16's single cvt.f32.f16; the SASS of softmax v4-v6 and sgemv v2-v4 changes at BF16 only) — work an
+// element that a GEMV or softmax loop near its issue limit pays for every byte it reads.
+__device__ __forceinline__ float low_float(unsigned w) {
+#if defined(STORAGE_BF16)
+    return __uint_as_float(w << 16);
+#else
+    return to_float((unsigned short)(w & 0xffff));
+#endif
+}
+__device__ __forceinline__ float high_float(unsigned w) {
+#if defined(STORAGE_BF16)
+    return __uint_as_float(w & 0xffff0000u);
+#else
+    return to_float((unsigned short)(w >> 16));
+#endif
+}
+
 // acc + the dot product of two 16-byte vectors of storage_t (4 floats or 8 halves), in FP32.
 __device__ __forceinline__ float dot16(uint4 a, uint4 b, float acc) {
     const unsigned ua[4] = {a.x, a.y, a.z, a.w}, ub[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #if defined(STORAGE_FP16) || defined(STORAGE_BF16)
-        acc = fmaf(to_float((unsigned short)(ua[i] & 0xffff)), to_float((unsigned short)(ub[i] & 0xffff)), acc);
-        acc = fmaf(to_float((unsigned short)(ua[i] >> 16)), to_float((unsigned short)(ub[i] >> 16)), acc);
+        acc = fmaf(low_float(ua[i]), low_float(ub[i]), acc);
+        acc = fmaf(high_float(ua[i]), high_float(ub[i]), acc);
 #else
         acc = fmaf(__uint_as_float(ua[i]), __uint_as_float(ub[i]), acc);
 #endif
