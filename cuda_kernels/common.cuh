@@ -47,8 +47,10 @@ __device__ __forceinline__ storage_t from_float(float v) {
 // The low and the high 16-bit element of a 32-bit word as a float. BF16 takes the word itself: a shift
 // or a mask, one instruction an element (bf16 is the top half of an fp32), where converting each half
 // as an unsigned short extracts it first (nvcc 13.0 PTX: cvt.u32.u16 then shl.b32 an element, beside
-// FP16's single cvt.f32.f16; the SASS of softmax v4-v6 and sgemv v2-v4 changes at BF16 only) — work an
-// element that a GEMV or softmax loop near its issue limit pays for every byte it reads.
+// FP16's single cvt.f32.f16) — work an element that a GEMV loop near its issue limit pays for every
+// byte it reads: sgemv v4 BF16 at 2^20–2^22 × 64–256 gained 1.0–2.7 % (c27 at f33a66b beside c26, cold,
+// unpaired; paired × cuBLAS 0.993–0.997). Softmax v4–v6 BF16 showed no gain (within ±1.7 %, c27) and keep
+// the per-half form (row.cuh's unpack).
 __device__ __forceinline__ float low_float(unsigned w) {
 #if defined(STORAGE_BF16)
     return __uint_as_float(w << 16);

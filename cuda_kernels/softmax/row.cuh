@@ -49,8 +49,8 @@ __device__ __forceinline__ void unpack(uint4 v, float (&f)[VEC]) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
 #if defined(STORAGE_FP16) || defined(STORAGE_BF16)
-        f[2 * i] = low_float(u[i]);
-        f[2 * i + 1] = high_float(u[i]);
+        f[2 * i] = to_float((unsigned short)(u[i] & 0xffff));
+        f[2 * i + 1] = to_float((unsigned short)(u[i] >> 16));
 #else
         f[i] = __uint_as_float(u[i]);
 #endif
