@@ -179,6 +179,12 @@ IDLE = 0x1  # "the GPU is idle": not a throttle
 SW_POWER_CAP = 0x4  # the driver holds the clock down to keep the board under its power limit
 
 
+def held_by_power_cap(mask: int) -> bool:
+    """Whether the driver's power cap is the only reason the clock is down: the steady state of a
+    tensor-core kernel at the 700 W limit (1,380–1,545 MHz at 8192³ on the H200), not a disturbance."""
+    return mask & ~IDLE == SW_POWER_CAP
+
+
 def decode_reasons(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 

@@ -70,13 +70,17 @@ class Readings:
         self.clocks, self.power, self.reasons, self.discarded = [], [], 0, 0
 
     def keep(self, got: list, clock: float | None, reasons: int, watts: float | None) -> bool:
-        """Note one batch; False when it ran throttled and is to be discarded (after the recovery pause)."""
+        """Note one batch; False when it ran throttled and is to be discarded (after the recovery pause).
+        A batch the power cap alone slowed is kept: that is the clock a compute-bound kernel holds in a loop
+        at the limit (c28: every round of hgemm 8192³ FP16 at 1,485 MHz and below was discarded, and the
+        pair failed with none kept), the state paired measurement compares kernels in (docs/method.md §3)."""
         self.reasons |= reasons
         if watts is not None:
             self.power.append(watts)
         if clock is not None:
             self.clocks.append(clock)
-        if clock is not None and clock < self.threshold and self.settings.discard_throttled:
+        if (clock is not None and clock < self.threshold and self.settings.discard_throttled
+                and not hardware.held_by_power_cap(reasons)):
             self.discarded += len(got)
             time.sleep(self.settings.recovery_s)
             return False

@@ -354,3 +354,20 @@ def test_settled_rounds_settle_each_kernel_before_each_of_its_batches():
     assert events[:4] == [("settle", 1.0), ("batch", 1.0), ("settle", 2.5), ("batch", 2.5)]
     assert events[4:8] == [("settle", 2.5), ("batch", 2.5), ("settle", 1.0), ("batch", 1.0)]
     assert pairing["settled_mhz"] == [[1740.0] * 16, [1950.0] * 16]
+
+
+@pytest.mark.parametrize("reasons, kept", [(0x4, True),            # the power cap alone: the kernel's steady state
+                                           (0x4 | 0x1, True),      # ... while NVML also calls the GPU idle
+                                           (0x4 | 0x20, False),    # the cap and thermal slowdown: a disturbance
+                                           (0x8, False),           # hardware slowdown
+                                           (0x0, False)])          # no reason given: below the threshold, dropped
+def test_a_batch_slowed_by_the_power_cap_alone_is_kept(monkeypatch, reasons, kept):
+    # c28: hgemm 8192³ FP16 at the 700 W cap ran every paired round at 1,485 MHz or less (75 % of 1980 is 1485);
+    # each was dropped as throttled and the pair failed with no round kept
+    from study.timing import TimerSettings
+
+    monkeypatch.setattr(timer_module.time, "sleep", lambda s: None)
+    seen = timer_module.Readings(TimerSettings(), max_clock_mhz=1980.0)
+    assert seen.keep([1.0, 1.0], 1995.0 * 0.7, reasons, 690.0) is kept
+    assert seen.discarded == (0 if kept else 2)
+    assert seen.keep([1.0], 1980.0, 0x20, 400.0)  # above the threshold: kept whatever the reason
