@@ -36,7 +36,10 @@
 // at the same shape issues 50 % of cycles at 93.5 % DRAM. So x is converted once per thread and the
 // TILE_VECS rows' shuffles interleave: ncu 0.4829 ms against 0.5572 at 2^22×256 FP16, DRAM 92.9 %;
 // cold, unpaired (c23 at 298b687): 2^22×64 FP16 4,217 GB/s (1.01× cuBLAS), BF16 4,104 (0.98×),
-// FP32 4,322 (2.28×); 2^20×64 FP16 3,714 (1.02×).
+// FP32 4,322 (2.28×); 2^20×64 FP16 3,714 (1.02×). BF16 lagged FP16 by 2–4 % at every tall-skinny shape
+// (c26 at db2295e, 0.957–0.994× cuBLAS): its elements now come from the 32-bit words, a shift or a mask
+// each (common.cuh, low_float), and it holds 0.984–0.998× (c27 at f33a66b; paired 2^20×64 0.997
+// [0.996, 0.998], 2^22×64 0.993 [0.992, 0.994]); FP16 at the same shapes 1.008–1.029× (c26, unpaired).
 // Builds on: v1 (lanes over a row, shuffle reduction), v2 (16-byte loads). Constraints: A contiguous
 // and 16-byte aligned for the tiles (else the rows path); dynamic shared memory THREADS·TILE_VECS·16
 // bytes + N elements of x on the staged path, none on the vectors path.
