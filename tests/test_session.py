@@ -368,6 +368,6 @@ def test_a_batch_slowed_by_the_power_cap_alone_is_kept(monkeypatch, reasons, kep
 
     monkeypatch.setattr(timer_module.time, "sleep", lambda s: None)
     seen = timer_module.Readings(TimerSettings(), max_clock_mhz=1980.0)
-    assert seen.keep([1.0, 1.0], 1995.0 * 0.7, reasons, 690.0) is kept
+    assert seen.keep([1.0, 1.0], 1400.0, reasons, 690.0) is kept
     assert seen.discarded == (0 if kept else 2)
     assert seen.keep([1.0], 1980.0, 0x20, 400.0)  # above the threshold: kept whatever the reason

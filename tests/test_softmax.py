@@ -170,7 +170,7 @@ def test_v4_sizes_its_declared_block_to_the_row_and_tunes_its_points_as_written(
     assert launch.config["on_chip"] == 1
 
 
-def test_v6_takes_the_fewest_blocks_that_hold_the_row_and_v4s_block_for_one(fake_cuda):
+def test_v6_takes_v4s_block_for_a_row_one_holds_and_8_blocks_of_512_by_4_beyond(fake_cuda):
     from study.ops.softmax import LONG_ROW_POINT, _block_points, fitted_block, fitted_cluster
     from study.problem import DTYPES
 
