@@ -134,7 +134,8 @@ def test_on_a_gpu_without_sm_90a_the_half_unfused_rung_is_refused_with_its_gemms
 
 def test_the_fused_rungs_declare_the_config_and_space_of_the_gemm_they_extend():
     for rung, gemm in (("v1_fused_simt", "sgemm/v7_multistage"), ("v2_fused_wgmma", "hgemm/v8_warp_specialized"),
-                       ("v3_split_k", "hgemm/v9_split_k"), ("v4_skinny_m", "hgemm/v10_skinny_m")):
+                       ("v3_split_k", "hgemm/v9_split_k"), ("v4_skinny_m", "hgemm/v10_skinny_m"),
+                       ("v5_cluster_multicast", "hgemm/v11_cluster_multicast")):
         for backend_name in ("cuda", "triton"):
             fused, bare = implementation(f"gemm_bias_relu/{rung}/{backend_name}"), implementation(f"{gemm}/{backend_name}")
             assert dict(fused.params) == dict(bare.params) and [dict(p) for p in fused.space] == [dict(p) for p in bare.space]
@@ -206,7 +207,8 @@ def test_the_fusion_table_sets_unfused_fused_and_bare_side_by_side(tmp_path):
     ("v0_unfused", "bf16", ["hgemm_v8_warp_specialized", "gemm_bias_relu_v0_unfused"]),
     ("v1_fused_simt", "fp32", ["gemm_bias_relu_v1_fused_simt"]),
     ("v2_fused_wgmma", "fp16", ["gemm_bias_relu_v2_fused_wgmma"]),
-    ("v3_split_k", "fp16", ["gemm_bias_relu_v3_split_k"])])  # 72×136×40: one tile, one slice, v2's path
+    ("v3_split_k", "fp16", ["gemm_bias_relu_v3_split_k"]),  # 72×136×40: one tile, one slice, v2's path
+    ("v5_cluster_multicast", "bf16", ["gemm_bias_relu_v5_cluster_multicast"])])
 def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_kernel_takes_it(
         fake_cuda, rung, precision, kernels):
     impl = implementation(f"gemm_bias_relu/{rung}/cuda")
@@ -235,6 +237,9 @@ def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_ke
         assert bias_at == [2] and out_at == [3] and len(args) == 10 and smem == launch.config["smem_bytes"] > 0
     elif rung == "v2_fused_wgmma":  # hgemm v8's (map A, map B, map C, bias, M, N, K) on a persistent grid
         assert bias_at == [3] and args[2] == c_map and len(args) == 7 and launch.config["blocks"] == 1
+    elif rung == "v5_cluster_multicast":  # v2's arguments on hgemm v11's grid: one whole 2-block cluster, one pair
+        assert bias_at == [3] and args[2] == c_map and len(args) == 7 and grid == (2, 1, 1)
+        assert launch.config["blocks"] == 2
     else:  # hgemm v9's (maps, bias, M, N, K, splits, slices a split, workspace, ldp): one split here
         assert bias_at == [3] and args[2] == c_map and len(args) == 11 and launch.config["splits"] == 1
 
@@ -242,7 +247,8 @@ def test_each_cuda_rung_launches_its_kernels_in_order_with_the_bias_where_the_ke
 @pytest.mark.parametrize("rung,precision,storage", [("v1_fused_simt", "fp32", "STORAGE_FP32"),
                                                     ("v2_fused_wgmma", "bf16", "STORAGE_BF16"),
                                                     ("v2_fused_wgmma", "fp16", "STORAGE_FP16"),
-                                                    ("v3_split_k", "bf16", "STORAGE_BF16")])
+                                                    ("v3_split_k", "bf16", "STORAGE_BF16"),
+                                                    ("v5_cluster_multicast", "fp16", "STORAGE_FP16")])
 def test_a_fused_rung_takes_the_defines_of_the_gemm_op_of_its_precision(rung, precision, storage):
     impl, prec = implementation(f"gemm_bias_relu/{rung}/cuda"), PROBLEM.precision(precision)
     shape = {"M": 72, "N": 136, "K": 40}

@@ -92,6 +92,7 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "gemm_bias_relu/v2_fused_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin with an epilogue
               "gemm_bias_relu/v3_split_k": ["warps 8 vs THREADS 384"],  # v9's twin with an epilogue
               "gemm_bias_relu/v4_skinny_m": ["warps 8 vs THREADS 288"],  # v10's twin with an epilogue
+              "gemm_bias_relu/v5_cluster_multicast": ["warps 8 vs THREADS 384"],  # v11's twin with an epilogue
               "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
               "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"],
@@ -133,15 +134,18 @@ def test_the_split_k_twins_split_reduce_in_order_and_run_again(rung):
     _correct_and_the_same_again(impl, problem, {"M": 5, "N": 7, "K": 300}, problem.precisions[0], seed=3)
 
 
+@pytest.mark.parametrize("name", ["hgemm/v11_cluster_multicast", "gemm_bias_relu/v5_cluster_multicast"])
 @pytest.mark.parametrize("m", [300, 256])
-def test_the_pair_twin_computes_both_tiles_of_each_pair(m):
-    # hgemm v11's twin: 3 block rows of 128 (the second pair's lower tile past M) or 2, two block columns
-    # of 256 (264 wide): programs 2c and 2c + 1 split each pair; the SHAPES above are one block row each.
+def test_the_pair_twins_compute_both_tiles_of_each_pair(name, m):
+    # hgemm v11's twin and the fused op's on it: 3 block rows of 128 (the second pair's lower tile past M) or 2,
+    # two block columns of 256 (264 wide): programs 2c and 2c + 1 split each pair; the SHAPES above are one
+    # block row each.
     from study.catalog import implementation
 
-    impl = implementation("hgemm/v11_cluster_multicast/triton")
-    problem = ladder("hgemm").problem
-    _correct_and_the_same_again(impl, problem, {"M": m, "N": 264, "K": 72}, problem.precisions[0], seed=m)
+    impl = implementation(f"{name}/triton")
+    problem = ladder(name.split("/")[0]).problem
+    precision = problem.precision("fp16")
+    _correct_and_the_same_again(impl, problem, {"M": m, "N": 264, "K": 72}, precision, seed=m)
 
 
 def _correct_and_the_same_again(impl, problem, shape, precision, seed):

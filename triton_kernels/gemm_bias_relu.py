@@ -15,6 +15,8 @@ accumulator before the one rounding to C's type:
   FP32 partial planes in order (``reduce_splits_bias_relu``).
 - v4 (skinny M): hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, the tokens the dot's N) with the epilogue placed as
   v3's: on the accumulator (the bias along its rows, C's columns) with one split, else in the reduction.
+- v5 (pairs): hgemm v11's twin (programs 2c and 2c + 1 walk the two tiles of each pair of block rows)
+  with v2's epilogue.
 
 What a twin cannot say: where the bias is held (the CUDA rungs load each thread's columns once a
 tile into registers; Triton places the loaded vector as its layout dictates). Plain kernels and
@@ -25,9 +27,10 @@ import triton
 import triton.language as tl
 
 from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, store
-from triton_kernels.hgemm import (PERSISTENT_SPACE, SKINNY_SPACE, SPLIT_SPACE, V8_WARP_SPECIALIZED,  # noqa: F401
-                                   V9_SPLIT_K, V10_SKINNY_M, descriptor_accumulate, descriptor_blocks, skinny_blocks,
-                                   skinny_store, skinny_unit, split_plan, split_unit, store_partial, sum_planes)
+from triton_kernels.hgemm import (PAIR_SPACE, PERSISTENT_SPACE, SKINNY_SPACE, SPLIT_SPACE,  # noqa: F401
+                                   V8_WARP_SPECIALIZED, V9_SPLIT_K, V10_SKINNY_M, V11_CLUSTER_MULTICAST,
+                                   descriptor_accumulate, descriptor_blocks, pair_tile, skinny_blocks, skinny_store,
+                                   skinny_unit, split_plan, split_unit, store_partial, sum_planes)
 from triton_kernels.sgemm import MULTISTAGE_SPACE, V7_MULTISTAGE
 
 
@@ -78,6 +81,24 @@ def gemm_bias_relu_persistent(
     cols = tl.cdiv(N, BN)
     for t in tl.range(tl.program_id(0), rows * cols, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(t, rows, cols, GROUP)
+        acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
+        store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+
+
+@triton.jit
+def gemm_bias_relu_pairs(
+    a_desc, b_desc, bias_ptr, c_ptr,
+    M, N, K,
+    stride_cm, stride_cn, NUM_SMS,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+):
+    """v5: hgemm v11's twin (programs 2c and 2c + 1 take the two tiles of each pair, which share their B
+    slices) with the epilogue before the store. What it cannot say is v11's twin's: the cluster and the
+    multicast copy, so L2 serves each program its own B."""
+    pairs = tl.cdiv(tl.cdiv(M, BM), 2)
+    cols = tl.cdiv(N, BN)
+    for u in tl.range(tl.program_id(0) // 2, pairs * cols, tl.num_programs(0) // 2, flatten=True):
+        pid_m, pid_n = pair_tile(u, pairs, cols, GROUP)
         acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
         store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
@@ -144,6 +165,9 @@ SIMT_SPACE = MULTISTAGE_SPACE
 # CUDA v2: hgemm v8's tile; its twin's config and space.
 V2_FUSED_WGMMA = dict(V8_WARP_SPECIALIZED)
 WGMMA_SPACE = PERSISTENT_SPACE
+# CUDA v5: hgemm v11's tile and pipeline over pairs of tiles; its twin's config and space.
+V5_CLUSTER_MULTICAST = dict(V11_CLUSTER_MULTICAST)
+PAIRS_SPACE = PAIR_SPACE
 # CUDA v3: hgemm v9's tile, pipeline and split plan (MIN_SLICES); its twin's config and space.
 V3_SPLIT_K = dict(V9_SPLIT_K)
 SPLIT_K_SPACE = SPLIT_SPACE

@@ -157,13 +157,20 @@ def hgemm_pairs(
     the twin cannot say: the cluster itself and the multicast copy (Triton 3.6's ``num_ctas`` lays out
     one program over several blocks; it does not let two programs share a load), so L2 still serves each
     program its own B; with odd block rows the last pair's second tile lies past M (masked, as CUDA's)."""
-    rows = tl.cdiv(M, BM)
+    pairs = tl.cdiv(tl.cdiv(M, BM), 2)
     cols = tl.cdiv(N, BN)
-    pairs = tl.cdiv(rows, 2)
-    rank = tl.program_id(0) % 2
     for u in tl.range(tl.program_id(0) // 2, pairs * cols, tl.num_programs(0) // 2, flatten=True):
-        pid_p, pid_n = grouped_tile(u, pairs, cols, GROUP)
-        descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, 2 * pid_p + rank, pid_n, BM, BN, BK)
+        pid_m, pid_n = pair_tile(u, pairs, cols, GROUP)
+        descriptor_tile(a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
+
+
+@triton.jit
+def pair_tile(u, pairs, cols, GROUP: tl.constexpr):
+    """Unit u of the pair walk (v11's twin; gemm_bias_relu v5's): programs 2c and 2c + 1 share the unit's
+    pair p, in the grouped order over pair rows, and each takes block row 2p + its rank of block column
+    pid_n. Returns (pid_m, pid_n)."""
+    pid_p, pid_n = grouped_tile(u, pairs, cols, GROUP)
+    return 2 * pid_p + tl.program_id(0) % 2, pid_n
 
 
 @triton.jit

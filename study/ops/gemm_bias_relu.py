@@ -228,6 +228,7 @@ def split_k_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
 UNFUSED = CudaLauncher(launch=unfused_launch, check=unfused_check)
 FUSED_SIMT = fused(tiled(ffma_warp_tile_smem), at=2)        # sgemm v7's tile
 FUSED_WGMMA = fused(PERSISTENT, at=3, bias_bytes=4)         # hgemm v8's kernel
+FUSED_PAIRS = fused(hgemm.PAIRS, at=3, bias_bytes=4)        # hgemm v11's kernel and launch (2-block clusters)
 # hgemm v9's kernel (as v2's, the bias after the tensor maps); rows TMA cannot take staged inside the launch.
 FUSED_SPLIT_K = fused(staged_launcher(CudaLauncher(launch=split_k_launch, defines=aligned_defines(HALVES))), at=3,
                       bias_bytes=4)
@@ -291,6 +292,13 @@ def wgmma_twin_launch(kernel, tensors, out, shape, config, precision):
     """v2's twin: hgemm v8's persistent twin with the epilogue, the bias after the descriptors."""
     _require_bias(tensors, shape)
     return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",))
+
+
+def pairs_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v5's twin: hgemm v11's twin launch (an even grid, programs 2c and 2c + 1 a pair) with the bias after
+    the descriptors."""
+    _require_bias(tensors, shape)
+    return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",), cluster=2)
 
 
 def split_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -411,6 +419,11 @@ register(
              triton=twin(tk.gemm_bias_relu_skinny_m, tk.V4_SKINNY_M, tk.SKINNY_M_SPACE, launch=skinny_twin_launch,
                          check=skinny_twin_check, precisions=("fp16", "bf16"), pre_hook=tk.skinny_blocks,
                          post_hook=functools.partial(reduce_after_tuned_partials, rows="TOKENS"))),
+        Rung("v5_cluster_multicast", "v2's epilogue on hgemm v11: 2-block clusters walking pairs of tiles that share "
+             "their B slices, multicast by TMA into both blocks", "a third of v2's L2 traffic to the SMs (each pair's "
+             "B read twice)", cuda="05_cluster_multicast.cu", launch=FUSED_PAIRS, multiples=TMA_HALVES,
+             triton=twin(tk.gemm_bias_relu_pairs, tk.V5_CLUSTER_MULTICAST, tk.PAIRS_SPACE, launch=pairs_twin_launch,
+                         precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks)),
     ],
     baselines=[
         Baseline("nvmath_relu_bias", "nvmath Matmul, RELU_BIAS epilogue (cuBLASLt)", "cuBLASLt", "cublaslt",

@@ -22,7 +22,7 @@ OP = "gemm_bias_relu"
 BARE = {"fp32": ("sgemm", "v7_multistage"), "fp16": ("hgemm", "v8_warp_specialized"),
         "bf16": ("hgemm", "v8_warp_specialized")}
 # v3 (split-K) is left out: where it splits, its bare counterpart is hgemm v9, not BARE's v8; elsewhere it
-# runs v2's path.
+# runs v2's path. v4 and v5 likewise: their bare counterparts are hgemm v10 and v11.
 UNFUSED, FUSED = "v0_unfused", ("v1_fused_simt", "v2_fused_wgmma")
 EAGER, ADDMM, LT = "eager_relu_matmul_bias", "eager_addmm_relu", "nvmath_relu_bias"
 
