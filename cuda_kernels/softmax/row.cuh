@@ -13,6 +13,12 @@
 #define PEEL 0
 #endif
 #define VECTOR_PATH (ALIGNED || PEEL)
+// 16-byte vectors a thread loads before it uses any, in the two streaming passes (row_for_each,
+// row_normalize) on the vector paths. 1: one at a time, the code of every rung that does not set it.
+// More: bytes in flight a thread where ncu found the two-pass point latency-bound (softmax v6's header).
+#ifndef STREAM_UNROLL
+#define STREAM_UNROLL 1
+#endif
 
 static_assert(THREADS % 32 == 0 && THREADS <= 1024, "THREADS: whole warps, at most 1024");
 
@@ -161,7 +167,22 @@ __device__ __forceinline__ void row_for_each(const storage_t* __restrict__ x, in
 #if VECTOR_PATH
     const RowParts p = row_parts(x, N);
     const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
-    for (int k = Team::rank(); k < p.body; k += Team::SIZE) {
+    int k = Team::rank();
+#if STREAM_UNROLL > 1  // the same elements in the same order, STREAM_UNROLL loads issued first
+    for (; k + (STREAM_UNROLL - 1) * Team::SIZE < p.body; k += STREAM_UNROLL * Team::SIZE) {
+        uint4 held[STREAM_UNROLL];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) held[u] = xv[k + u * Team::SIZE];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) {
+            float v[VEC];
+            unpack(held[u], v);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) f(v[i]);
+        }
+    }
+#endif
+    for (; k < p.body; k += Team::SIZE) {
         float v[VEC];
         unpack(xv[k], v);
 #pragma unroll
@@ -191,7 +212,23 @@ __device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, s
     const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
     const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
     uint4* yv = reinterpret_cast<uint4*>(y + p.head);
-    for (int f = Team::rank(); f < p.body; f += Team::SIZE) {
+    int f = Team::rank();
+#if STREAM_UNROLL > 1
+    for (; f + (STREAM_UNROLL - 1) * Team::SIZE < p.body; f += STREAM_UNROLL * Team::SIZE) {
+        uint4 held[STREAM_UNROLL];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) held[u] = xv[f + u * Team::SIZE];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) {
+            float v[VEC];
+            unpack(held[u], v);
+#pragma unroll
+            for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
+            yv[f + u * Team::SIZE] = pack(v);
+        }
+    }
+#endif
+    for (; f < p.body; f += Team::SIZE) {
         float v[VEC];
         unpack(xv[f], v);
 #pragma unroll
