@@ -43,6 +43,15 @@ def with_bias_relu(acc, bias_ptr, N, pid_n, BN: tl.constexpr):
 
 
 @triton.jit
+def bias_relu_tile(a_desc, b_desc, bias_ptr, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n,
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C[pid_m·BM :, pid_n·BN :] = relu(A·B + bias) from tensor-descriptor tiles: hgemm's descriptor_tile with
+    the epilogue, the body of the v2 and v5 twins (Triton inlines it)."""
+    acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
+    store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+
+
+@triton.jit
 def bias_relu(c_ptr, bias_ptr, M, N, stride_cm, BM: tl.constexpr, BN: tl.constexpr):
     """v0's second kernel: C = relu(C + bias) in place over a BM × BN block of C, in FP32."""
     rm = tl.program_id(1) * BM + tl.arange(0, BM)
@@ -81,8 +90,7 @@ def gemm_bias_relu_persistent(
     cols = tl.cdiv(N, BN)
     for t in tl.range(tl.program_id(0), rows * cols, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(t, rows, cols, GROUP)
-        acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
-        store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+        bias_relu_tile(a_desc, b_desc, bias_ptr, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
 
 
 @triton.jit
@@ -99,8 +107,7 @@ def gemm_bias_relu_pairs(
     cols = tl.cdiv(N, BN)
     for u in tl.range(tl.program_id(0) // 2, pairs * cols, tl.num_programs(0) // 2, flatten=True):
         pid_m, pid_n = pair_tile(u, pairs, cols, GROUP)
-        acc = descriptor_accumulate(a_desc, b_desc, K, pid_m, pid_n, BM, BN, BK)
-        store(c_ptr, with_bias_relu(acc, bias_ptr, N, pid_n, BN), M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+        bias_relu_tile(a_desc, b_desc, bias_ptr, c_ptr, M, N, K, stride_cm, stride_cn, pid_m, pid_n, BM, BN, BK)
 
 
 @triton.jit

@@ -160,6 +160,25 @@ struct WarpTeam {
     static __device__ __forceinline__ void online(float& m, float& d, float*) { warp_online(m, d); }
 };
 
+#if VECTOR_PATH
+// Body vectors k = rank, rank + SIZE, … (< body) of the team's row passed to `g(k, vector)` in that
+// order, STREAM_UNROLL of them loaded before the first of them is passed: the two streaming passes' loop.
+template <class Team, class G>
+__device__ __forceinline__ void stream_vectors(const uint4* __restrict__ xv, int body, G g) {
+    int k = Team::rank();
+#if STREAM_UNROLL > 1
+    for (; k + (STREAM_UNROLL - 1) * Team::SIZE < body; k += STREAM_UNROLL * Team::SIZE) {
+        uint4 held[STREAM_UNROLL];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) held[u] = xv[k + u * Team::SIZE];
+#pragma unroll
+        for (int u = 0; u < STREAM_UNROLL; ++u) g(k + u * Team::SIZE, held[u]);
+    }
+#endif
+    for (; k < body; k += Team::SIZE) g(k, xv[k]);
+}
+#endif
+
 // Every element of the row this rank of the team reads, as a float, passed to `f`: the body's
 // 16-byte vectors, then the head and tail singles (ALIGNED or PEEL), or single elements only.
 template <class Team = BlockTeam, class F>
@@ -167,27 +186,12 @@ __device__ __forceinline__ void row_for_each(const storage_t* __restrict__ x, in
 #if VECTOR_PATH
     const RowParts p = row_parts(x, N);
     const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
-    int k = Team::rank();
-#if STREAM_UNROLL > 1  // the same elements in the same order, STREAM_UNROLL loads issued first
-    for (; k + (STREAM_UNROLL - 1) * Team::SIZE < p.body; k += STREAM_UNROLL * Team::SIZE) {
-        uint4 held[STREAM_UNROLL];
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; ++u) held[u] = xv[k + u * Team::SIZE];
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; ++u) {
-            float v[VEC];
-            unpack(held[u], v);
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) f(v[i]);
-        }
-    }
-#endif
-    for (; k < p.body; k += Team::SIZE) {
+    stream_vectors<Team>(xv, p.body, [&](int, uint4 vec) {
         float v[VEC];
-        unpack(xv[k], v);
+        unpack(vec, v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) f(v[i]);
-    }
+    });
     for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) f(to_float(x[p.single(i)]));
 #else
     for (int j = Team::rank(); j < N; j += Team::SIZE) f(to_float(x[j]));
@@ -212,29 +216,13 @@ __device__ __forceinline__ void row_normalize(const storage_t* __restrict__ x, s
     const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
     const uint4* xv = reinterpret_cast<const uint4*>(x + p.head);
     uint4* yv = reinterpret_cast<uint4*>(y + p.head);
-    int f = Team::rank();
-#if STREAM_UNROLL > 1
-    for (; f + (STREAM_UNROLL - 1) * Team::SIZE < p.body; f += STREAM_UNROLL * Team::SIZE) {
-        uint4 held[STREAM_UNROLL];
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; ++u) held[u] = xv[f + u * Team::SIZE];
-#pragma unroll
-        for (int u = 0; u < STREAM_UNROLL; ++u) {
-            float v[VEC];
-            unpack(held[u], v);
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
-            yv[f + u * Team::SIZE] = pack(v);
-        }
-    }
-#endif
-    for (; f < p.body; f += Team::SIZE) {
+    stream_vectors<Team>(xv, p.body, [&](int k, uint4 vec) {
         float v[VEC];
-        unpack(xv[f], v);
+        unpack(vec, v);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) v[i] = __expf(v[i] - m) * inv;
-        yv[f] = pack(v);
-    }
+        yv[k] = pack(v);
+    });
     for (int i = Team::rank(); i < p.head + p.tail; i += Team::SIZE) {
         const int j = p.single(i);
         y[j] = from_float(__expf(to_float(x[j]) - m) * inv);
