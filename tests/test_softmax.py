@@ -185,24 +185,25 @@ def test_v6_takes_v4s_block_for_a_row_one_holds_and_8_blocks_of_512_by_4_beyond(
         x = x_of(n, name, offset)
         d = fitted_cluster(dict(config or impl.params), {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
                            PROBLEM.precision(name))
-        return d["CLUSTER"], d["THREADS"], d["ON_CHIP"]
+        return d["CLUSTER"], d["THREADS"], d["ON_CHIP"], d["STREAM_UNROLL"]
 
     # a row one block holds: CLUSTER=1 and v4's own pick (the same kernel code)
     for n, name in ((1, "fp32"), (1031, "fp16"), (4096, "fp32"), (4096, "bf16"), (32768, "fp32"), (65536, "fp16")):
         x = x_of(n, name)
         v4 = fitted_block({"THREADS": 1024, "ON_CHIP": 8, "FIT": 1}, {"X": x}, torch.empty_like(x), {"M": 2, "N": n},
                           PROBLEM.precision(name))
-        assert fit(n, name) == (1, v4["THREADS"], v4["ON_CHIP"]), (n, name)
+        assert fit(n, name) == (1, v4["THREADS"], v4["ON_CHIP"], impl.params["STREAM_UNROLL"]), (n, name)
     # longer: 8 blocks of 512 threads × 4 vectors (32 registers, four blocks an SM), on chip where they hold the
-    # row (16384 16-byte vectors), else two passes over the cluster
+    # row (16384 16-byte vectors), else two passes over the cluster; 4 vectors loaded before use in them
     for n, name in ((32769, "fp32"), (50257, "fp32"), (65536, "fp32"), (131072, "fp32"), (262144, "bf16"),
                     (300000, "fp32"), (524288, "fp16")):
-        assert fit(n, name) == (8, 512, 4), (n, name)
-    assert fit(65536, "fp16", offset=1) == (8, 512, 4)  # the scalar path: 4 elements a slot
+        assert fit(n, name) == (8, 512, 4, 4), (n, name)
+    assert impl.params["STREAM_UNROLL"] == 1  # so the check above sees the fit's choice, not the config's
+    assert fit(65536, "fp16", offset=1) == (8, 512, 4, 4)  # the scalar path: 4 elements a slot
     for path, point in LONG_ROW_POINT.items():  # the long-row points are points of the rungs' spaces
         assert point in _block_points(path), path
-    point = {"CLUSTER": 4, "THREADS": 512, "ON_CHIP": 8, "FIT": 0}
-    assert fit(4096, "fp32", config=point) == (4, 512, 8)  # a tuning point launches as written
+    point = {"CLUSTER": 4, "THREADS": 512, "ON_CHIP": 8, "FIT": 0, "STREAM_UNROLL": 1}
+    assert fit(4096, "fp32", config=point) == (4, 512, 8, 1)  # a tuning point launches as written
 
     for (m, n), (grid, block, on_chip) in (((3, 4096), ((3, 1, 1), 128, 1)), ((3, 65536), ((24, 1, 1), 512, 1)),
                                            ((3, 262144), ((24, 1, 1), 512, 0)), ((2, 300000), ((16, 1, 1), 512, 0))):

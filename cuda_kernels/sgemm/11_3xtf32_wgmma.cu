@@ -35,11 +35,16 @@
 // the launch stages A and B in such rows (study/ops/tma_staging.py); tails in M, N and K load as
 // zeros, C is stored element by element inside M × N.
 // arch: sm_90a
-// config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384
-// space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=16 THREADS=384
-// space: BM=64 BN=128 BK=32 STAGES=6 GROUP=8 THREADS=384
+// PIPE and FOLD (sgemm/wgmma_3xtf32.cuh): the next slice's fragments loaded while a slice's wgmmas run,
+// and a slice partial over FOLD slices; their points below are not yet measured.
+// config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=0 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=0 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384 PIPE=0 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=16 THREADS=384 PIPE=0 FOLD=1
+// space: BM=64 BN=128 BK=32 STAGES=6 GROUP=8 THREADS=384 PIPE=0 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=2
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=4
 #include "common.cuh"
 #include "hopper.cuh"
 #include "sgemm/wgmma_3xtf32.cuh"

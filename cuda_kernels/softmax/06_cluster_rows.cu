@@ -57,8 +57,12 @@
 // 1024×50257 BF16 (rows L2 holds) the same point is latency-bound: DRAM 56.9 %, L2 hit 53.7 %, issue
 // 63.5 %, long_scoreboard first (c26 at db2295e). Hence STREAM_UNROLL (row.cuh): the two streaming
 // passes load that many vectors a thread before using any; 1 is the code of every other rung and
-// point (cubins byte-identical), 4 at the three two-pass candidates (32 registers still; not yet
-// measured).
+// point (cubins byte-identical), 4 at the three two-pass candidates (32 registers still). Measured (c29 at
+// fa8e8f8, autotune on, experiments/softmax-stream-unroll-fa8e8f8): 4 is never more than 0.6 % behind 1 at
+// the same point and 2–25 % ahead at long rows; the best point at 1024×151936 BF16 went from 2,658 GB/s
+// (c25) to 2,751 (1 × 1024 × 4 with 4), 1024×262144 BF16 from 2,699 to 2,876 (8 × 512 × 4 with 4),
+// 32×262144 FP32 from 2,118 to 2,383; the fit's long-row point streams with 4 (study/ops/softmax.py
+// LONG_ROW_STREAM_UNROLL).
 // config: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=1 STREAM_UNROLL=1
 // space: CLUSTER=1 THREADS=128 ON_CHIP=4 FIT=0 STREAM_UNROLL=1
 // space: CLUSTER=1 THREADS=128 ON_CHIP=8 FIT=0 STREAM_UNROLL=1
