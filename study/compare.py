@@ -58,42 +58,74 @@ PRIOR_DAMPING_S = 60.0  # seconds of priors the first finished cases are weighed
 
 
 def priors(folder: Path) -> dict:
-    """(op, backend, autotune) -> the median wall time of such a case in the results files under
-    ``folder`` (this GPU's committed reports): what the time left is first estimated from. Read raw
-    (no figures derived); a file that is not a results file is passed over."""
+    """The median wall time of a kind of case in the results files under ``folder`` (this GPU's committed
+    reports): what the time left is first estimated from. Keys: (op, backend, autotune); (op, backend,
+    autotune, shape, precision), the same at one shape (a GEMM at 8192³ takes longer than the op's
+    typical case); and ("paired", op, backend), a case timed in rounds with the reference (many times an
+    unpaired one at the power cap). Read raw (no figures derived); a file that is not a results file is
+    passed over."""
     seen: dict = {}
     for _, doc in results.documents(folder):
         for m in doc.get("measurements") or []:
-            if isinstance(m, dict) and isinstance(m.get("wall_s"), (int, float)) and not m.get("paired"):
-                seen.setdefault((m.get("op"), m.get("backend"), m.get("autotune")), []).append(m["wall_s"])
+            if not isinstance(m, dict) or not isinstance(m.get("wall_s"), (int, float)):
+                continue
+            op, backend = m.get("op"), m.get("backend")
+            if m.get("paired"):
+                seen.setdefault(("paired", op, backend), []).append(m["wall_s"])
+                continue
+            seen.setdefault((op, backend, m.get("autotune")), []).append(m["wall_s"])
+            fields = str(m.get("case") or "").split("|")  # impl|shape|precision|autotune|mode
+            if len(fields) >= 3:
+                seen.setdefault((op, backend, m.get("autotune"), fields[1], fields[2]), []).append(m["wall_s"])
     return {key: statistics.median(values) for key, values in seen.items()}
+
+
+def prior_of(case, known: dict):
+    """A case's prior (:func:`priors`): paired, at its shape, else of its kind; None where none is known."""
+    op, backend = case.impl.op, case.impl.backend
+    if getattr(case, "paired", False):
+        return known.get(("paired", op, backend))
+    shape, precision = getattr(case, "shape_text", None), getattr(getattr(case, "precision", None), "name", None)
+    return known.get((op, backend, case.autotune, shape, precision)) or known.get((op, backend, case.autotune))
 
 
 class Progress:
     """One line per measured case, with the time left: the planned cases' priors (:func:`priors`, the
-    median time of such a case in this GPU's committed results) scaled by how this run compares with
-    them so far, damped by PRIOR_DAMPING_S so that the first cases cannot swing it; without priors,
-    this run's pace. Cases resumed from an earlier run do not count towards either."""
+    median time of such a case in this GPU's committed results) and those of the paired cases the run
+    will add once its plan is measured (``pairs``: study.plan.expected_pairs), scaled by how this run
+    compares with them so far, damped by PRIOR_DAMPING_S so that the first cases cannot swing it; without
+    priors, this run's pace. Cases resumed from an earlier run do not count towards either."""
 
-    def __init__(self, cases=(), known: dict | None = None):
+    def __init__(self, cases=(), known: dict | None = None, pairs=()):
         self.started = time.perf_counter()
         self.first = None
         known = known or {}
-        costs = {c.key: known.get((c.impl.op, c.impl.backend, c.autotune)) for c in cases}
+        self.planned = len(cases)
+        costs = {c.key: prior_of(c, known) for c in cases}
+        pair_costs = [prior_of(c, known) for c in pairs]
         found = [v for v in costs.values() if v]
         self.typical = statistics.median(found) if found else None  # a case no prior covers, or one added later
         self.cost = {key: value or self.typical for key, value in costs.items()} if found else {}
+        found_pairs = [v for v in pair_costs if v]
+        self.pair_typical = statistics.median(found_pairs) if found_pairs else self.typical
+        self.pair_cost = [v or self.pair_typical for v in pair_costs] if self.pair_typical else []
+        self.pending_pairs = len(pair_costs)  # expected pairs not measured yet
         self.spent = 0.0  # the priors of the cases this run has measured
 
     def left(self, n: int, total: int, elapsed: float) -> float:
-        """Seconds left after ``n`` of ``total`` cases, ``elapsed`` into this run."""
+        """Seconds left after ``n`` of ``total`` cases, ``elapsed`` into this run: the planned cases not
+        measured yet and the expected pairs (once the run has added them, they are among ``total``)."""
+        extended = total > self.planned
+        planned_left = 0 if extended else total - n
+        pairs_left = total - n if extended else self.pending_pairs
         if self.typical is None:
-            return elapsed / max(n - self.first, 1) * (total - n)
+            return elapsed / max(n - self.first, 1) * (planned_left + pairs_left)
         # the cases not measured yet, at their priors' mean (some were resumed from an earlier run and
         # never come: their count, total - n, says how many are left, not which)
         mean = statistics.fmean(self.cost.values()) if self.cost else self.typical
+        pair_mean = statistics.fmean(self.pair_cost) if self.pair_cost else self.pair_typical
         pace = (elapsed + PRIOR_DAMPING_S) / (self.spent + PRIOR_DAMPING_S)
-        return pace * mean * (total - n)
+        return pace * (mean * planned_left + pair_mean * pairs_left)
 
     def __call__(self, n, total, case, record):
         if self.first is None:
@@ -103,7 +135,15 @@ class Progress:
             what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
         else:
             what = f"{record['status']}: {reason_line(record['reason'])[:160]}"
-        self.spent += self.cost.pop(case.key, None) or self.typical or 0.0  # a case added after the plan: typical
+        added = getattr(case, "paired", False) and case.key not in self.cost  # a pair the run added to its plan
+        if case.key in self.cost:
+            self.spent += self.cost.pop(case.key)
+        elif added and self.pair_cost:
+            self.spent += self.pair_cost.pop()
+        else:
+            self.spent += (self.pair_typical if added else self.typical) or 0.0
+        if added:
+            self.pending_pairs = max(self.pending_pairs - 1, 0)
         left = self.left(n, total, time.perf_counter() - self.started)
         say(f"[{n:>{len(str(total))}}/{total} {eta_text(left):>6} left] {case.label:<72} {what}")
 
@@ -171,8 +211,11 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         else:
             pools.append(WorkerPool(settings, seed=options.seed, launch_overhead_ms=overhead))
             measure = pool_measure(pools[0])
-        return run_compare(cases, env, json_path, measure, progress=Progress(cases, known), fresh=options.fresh,
+        return run_compare(cases, env, json_path, measure, progress=progress(), fresh=options.fresh,
                            say=say, extension=pairing)
+
+    def progress() -> Progress:
+        return Progress(cases, known, plan.expected_pairs(cases) if options.pair_best else ())
 
     def pairing(records: list[dict]) -> list:
         """The best rung of each series timed again, paired with the reference, in the same file."""
@@ -197,7 +240,7 @@ def run(cases: list, options: RunOptions, finish: Callable | None = None) -> tup
         env.update(gpus=facts, ceilings=facts[0]["ceilings"], launch_overhead_ms=facts[0]["launch_overhead_ms"])
         say(f"{len(cases)} cases on {len(ready)} {models[0]}, {options.what}; results to {json_path}")
         return run_compare(cases, env, json_path, [pool_measure(p, len(ready)) for p in ready],
-                           progress=Progress(cases, known),
+                           progress=progress(),
                            fresh=options.fresh, say=say, extension=pairing)
 
     def cleanup() -> None:

@@ -123,11 +123,26 @@ def best_pairs(cases: list[Case], records: list[dict]) -> list[Case]:
         case = by_key.get(m.get("case"))
         if case is None or case.paired or case.impl.rung is None or m["status"] != "ok" or not m.get("median_ms"):
             continue
-        series = (case.impl.op, case.shape_text, case.precision.name, case.mode, case.pad, case.impl.backend,
-                  case.impl.math_of(case.precision))
-        if series not in best or m["median_ms"] < best[series][1]:
-            best[series] = (case, m["median_ms"])
+        if series_of(case) not in best or m["median_ms"] < best[series_of(case)][1]:
+            best[series_of(case)] = (case, m["median_ms"])
     return [dataclasses.replace(case, paired=True) for case, _ in best.values()]
+
+
+def series_of(case: Case) -> tuple:
+    """The series :func:`best_pairs` pairs the fastest rung of: op, shape, precision, timing mode, padding,
+    backend and math mode."""
+    return (case.impl.op, case.shape_text, case.precision.name, case.mode, case.pad, case.impl.backend,
+            case.impl.math_of(case.precision))
+
+
+def expected_pairs(cases: list[Case]) -> list[Case]:
+    """One case of each series :func:`best_pairs` will pair once ``cases`` are measured (at most that many:
+    a series with no ok rung pairs none), paired: what the time left counts before the pairing is planned."""
+    heads: dict = {}
+    for case in cases:
+        if not case.paired and case.impl.rung is not None:
+            heads.setdefault(series_of(case), dataclasses.replace(case, paired=True))
+    return list(heads.values())
 
 
 def ordered(cases: list[Case]) -> list[Case]:
