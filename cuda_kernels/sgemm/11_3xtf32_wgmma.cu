@@ -35,16 +35,21 @@
 // the launch stages A and B in such rows (study/ops/tma_staging.py); tails in M, N and K load as
 // zeros, C is stored element by element inside M × N.
 // arch: sm_90a
-// PIPE and FOLD (sgemm/wgmma_3xtf32.cuh): the next slice's fragments loaded while a slice's wgmmas run,
-// and a slice partial over FOLD slices; their points below are not yet measured.
-// config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=0 FOLD=1
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=0 FOLD=1
-// space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384 PIPE=0 FOLD=1
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=16 THREADS=384 PIPE=0 FOLD=1
-// space: BM=64 BN=128 BK=32 STAGES=6 GROUP=8 THREADS=384 PIPE=0 FOLD=1
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=1
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=2
-// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 PIPE=1 FOLD=4
+// FOLD (sgemm/wgmma_3xtf32.cuh): the slice partial runs over FOLD slices before its FADDs, so a
+// consumer waits on its wgmmas before the FADDs a FOLD-th as often. c30/c31 at aa4ca76 (one H200, event
+// medians of 30 launches, unpaired): 4096^3 FOLD=1 119.7 TFLOPS, 2 126.2, 4 127.5 (gate error 7.2e-8,
+// 7.7e-8, 1.16e-7; cuBLAS FP32 3.5e-7 at 50.9 TFLOPS); 8192^3 112.0, 110.4, 113.9 (7.1e-8, 7.5e-8,
+// 8.7e-8; cuBLAS 3.7e-7). ncu at 8192^3 (1.75-1.79 GHz): FOLD=2 8.54 ms, tensor pipe 84.8 %, against
+// FOLD=1 8.66 ms, 81.8 %. Tried and dropped: loading the next slice's fragments (a second set of 32
+// registers) while a slice's wgmmas run, before waiting on them: 4096^3 114.5, 8192^3 104.8 TFLOPS,
+// ncu tensor pipe 77.8 %, top stall long_scoreboard (c30).
+// config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=4
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=16 THREADS=384 FOLD=1
+// space: BM=64 BN=128 BK=32 STAGES=6 GROUP=8 THREADS=384 FOLD=1
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=2
+// space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=4
 #include "common.cuh"
 #include "hopper.cuh"
 #include "sgemm/wgmma_3xtf32.cuh"

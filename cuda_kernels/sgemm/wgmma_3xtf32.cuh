@@ -9,20 +9,12 @@
 // unit's FP32 sums go to plane u % splits of `partial` (rows `ldp` floats apart) instead of C, element
 // by element as C is stored; a second kernel sums the planes (hgemm/reduce_splits.cuh). Without it
 // the code is v11's as it was (if constexpr; the SASS of v11's points is the same).
-// PIPE and FOLD (v11's space; 0 and 1, v11's first code, where a config does not say):
-//   PIPE=1: a consumer loads and splits the next slice's B fragments (a second set of 32 registers)
-//     while its slice's wgmmas run, instead of after waiting for them. v11's ncu names that wait first
-//     (the consumers wait on each slice's twelve wgmmas before their FADDs and next fragments, 19 % of
-//     the stall samples; tensor pipe 80 %): both consumers finish a slice at about the same time, so
-//     their non-wgmma work overlaps and the pipe idles.
-//   FOLD=F: a slice partial runs over F slices (F·32 of K) before it joins the running sum by FADD:
-//     the FADDs (BM/2 a thread) F times less often, at F times the K the tensor cores accumulate
-//     without rounding to nearest (the gate error grows with it; each point is checked as any other).
+// FOLD=F (v11's space; 1, v11's first code, where a config does not say): a slice partial runs over F
+// slices (F·32 of K) before it joins the running sum by FADD, so a consumer waits for its wgmmas before
+// the FADDs F times less often, at F times the K the tensor cores accumulate without rounding to nearest
+// (the gate error grows with it; each point is checked as any other). v11's header has the measurements.
 #pragma once
 
-#ifndef PIPE
-#define PIPE 0
-#endif
 #ifndef FOLD
 #define FOLD 1
 #endif
@@ -44,7 +36,7 @@ static_assert(BK == 32, "a 128-byte swizzled row holds 32 floats");
 static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma_tf32 is written for n = 16, 32, 64 and 128");
 static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one consumer warpgroup per 64 columns");
 static_assert(STAGES >= 2, "at least two stages");
-static_assert((PIPE == 0 || PIPE == 1) && FOLD >= 1, "PIPE 0 or 1, FOLD at least one slice");
+static_assert(FOLD >= 1, "a partial over at least one slice");
 
 constexpr int PRODUCER_REGISTERS = 56, CONSUMER_REGISTERS = 216;  // 128·56 + 256·216 ≤ 65,536
 
@@ -216,60 +208,6 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
 #pragma unroll
     for (int j = 0; j < 4; ++j) frag_at[j] = 2 * A_BYTES + b_offset(t + 4 * (j / 2), col[j % 2]);
 
-    // A slice's B fragments, split, once its stage has landed and A's planes are written.
-    auto fragments = [&](int use, unsigned (&hi)[BK / 8][4], unsigned (&lo)[BK / 8][4]) {
-        const int stage = use % STAGES;
-        const unsigned st = base + stage * STAGE_BYTES;
-        mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
-        mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
-#pragma unroll
-        for (int k8 = 0; k8 < BK / 8; ++k8)
-#pragma unroll
-            for (int j = 0; j < 4; ++j)
-                split(__uint_as_float(lds_u32(st + frag_at[j] + k8 * 8 * ROW_BYTES)), hi[k8][j], lo[k8][j]);
-    };
-    // Slice s of [s0, s1) at stage use % STAGES from fragments (hi, lo) into the partial, which the fold's
-    // first slice overwrites and its last adds to the sums; with PIPE, the next slice's fragments into
-    // (nhi, nlo) while the wgmmas run.
-    auto slice = [&](int s, int s0, int s1, int use, float (&acc)[BM / 2], float (&part)[BM / 2],
-                     unsigned (&hi)[BK / 8][4], unsigned (&lo)[BK / 8][4], unsigned (&nhi)[BK / 8][4],
-                     unsigned (&nlo)[BK / 8][4]) {
-        const int stage = use % STAGES;
-        const unsigned st = base + stage * STAGE_BYTES;
-        const bool first = (s - s0) % FOLD == 0;
-        fence_registers(part);
-        wgmma_fence();
-#pragma unroll
-        for (int k8 = 0; k8 < BK / 8; ++k8) {
-            const unsigned long long a_hi = wgmma_desc(st + k8 * 32, 16, 1024);
-            const unsigned long long a_lo = wgmma_desc(st + A_BYTES + k8 * 32, 16, 1024);
-            wgmma_tf32<BM>(part, lo[k8], a_hi, k8 > 0 || !first);  // the fold's first product overwrites
-            wgmma_tf32<BM>(part, hi[k8], a_lo, 1);
-            wgmma_tf32<BM>(part, hi[k8], a_hi, 1);
-        }
-        wgmma_commit();
-        if (PIPE && s + 1 < s1) {
-            fragments(use + 1, nhi, nlo);
-#pragma unroll
-            for (int k8 = 0; k8 < BK / 8; ++k8) {  // computed here, before the wait, not sunk below it
-                fence_registers(nhi[k8]);
-                fence_registers(nlo[k8]);
-            }
-        }
-        wgmma_wait<0>();
-        fence_registers(part);
-#pragma unroll
-        for (int k8 = 0; k8 < BK / 8; ++k8) {  // the fragments stay in their registers until here
-            fence_registers(hi[k8]);
-            fence_registers(lo[k8]);
-        }
-        if (lane == 0) mbar_arrive(empty + stage * 8);
-        if ((s - s0 + 1) % FOLD == 0 || s + 1 == s1) {
-#pragma unroll
-            for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
-        }
-    };
-
     int use = 0;
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
         int bm, bn, s0 = 0, s1 = slices;
@@ -281,18 +219,40 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         float acc[BM / 2], part[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma
-        unsigned hi[BK / 8][4], lo[BK / 8][4];
-        if constexpr (PIPE) {  // two sets of fragments, alternating; the first loaded before the loop
-            unsigned hi2[BK / 8][4], lo2[BK / 8][4];
-            if (s0 < s1) fragments(use, hi, lo);
-            for (int s = s0; s < s1; s += 2) {
-                slice(s, s0, s1, use++, acc, part, hi, lo, hi2, lo2);
-                if (s + 1 < s1) slice(s + 1, s0, s1, use++, acc, part, hi2, lo2, hi, lo);
+        for (int s = s0; s < s1; ++s, ++use) {
+            const int stage = use % STAGES;
+            const unsigned st = base + stage * STAGE_BYTES;
+            const bool first = (s - s0) % FOLD == 0;  // the fold's first slice: its first product overwrites
+            mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
+            mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
+            unsigned hi[BK / 8][4], lo[BK / 8][4];
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) split(__uint_as_float(lds_u32(st + frag_at[j] + k8 * 8 * ROW_BYTES)),
+                                                  hi[k8][j], lo[k8][j]);
+            fence_registers(part);
+            wgmma_fence();
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {
+                const unsigned long long a_hi = wgmma_desc(st + k8 * 32, 16, 1024);
+                const unsigned long long a_lo = wgmma_desc(st + A_BYTES + k8 * 32, 16, 1024);
+                wgmma_tf32<BM>(part, lo[k8], a_hi, k8 > 0 || !first);
+                wgmma_tf32<BM>(part, hi[k8], a_lo, 1);
+                wgmma_tf32<BM>(part, hi[k8], a_hi, 1);
             }
-        } else {
-            for (int s = s0; s < s1; ++s, ++use) {
-                fragments(use, hi, lo);
-                slice(s, s0, s1, use, acc, part, hi, lo, hi, lo);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_registers(part);
+#pragma unroll
+            for (int k8 = 0; k8 < BK / 8; ++k8) {  // the fragments stay in their registers until here
+                fence_registers(hi[k8]);
+                fence_registers(lo[k8]);
+            }
+            if (lane == 0) mbar_arrive(empty + stage * 8);
+            if ((s - s0 + 1) % FOLD == 0 || s + 1 == s1) {  // the fold's last slice, or the unit's
+#pragma unroll
+                for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
             }
         }
         // D row R = 16w + 8h + g is column n0 + col[h]; D column 8j + 2t (+1) is row m0 + 8j + 2t (+1).
