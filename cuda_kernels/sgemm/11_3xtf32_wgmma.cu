@@ -42,7 +42,10 @@
 // 8.7e-8; cuBLAS 3.7e-7). ncu at 8192^3 (1.75-1.79 GHz): FOLD=2 8.54 ms, tensor pipe 84.8 %, against
 // FOLD=1 8.66 ms, 81.8 %. Tried and dropped: loading the next slice's fragments (a second set of 32
 // registers) while a slice's wgmmas run, before waiting on them: 4096^3 114.5, 8192^3 104.8 TFLOPS,
-// ncu tensor pipe 77.8 %, top stall long_scoreboard (c30).
+// ncu tensor pipe 77.8 %, top stall long_scoreboard (c30). FOLD=4 paired with cuBLAS FP32 (c32 at 98e5656,
+// reports/h200/experiments/sgemm-v11-fold-98e5656): 2.29x [2.285, 2.296] at 4096^3, 2.26x [2.239, 2.272]
+// at 8192^3 (FOLD=1, c30: 2.14x, 2.17x), v11 at 1,710-1,755 MHz alone under the power cap, cuBLAS at
+// 1,965-1,980. What is left at 8192^3: the tensor pipe 85 % busy, and the clock the power cap leaves it.
 // config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=4
 // space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=1
 // space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384 FOLD=1
