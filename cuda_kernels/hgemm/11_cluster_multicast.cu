@@ -21,7 +21,8 @@
 // 1.3554 ms, tensor pipe 98.1 %; v8 1.3477 ms, 98.0 %; cuBLAS (nvjet 320×128) 1.3811 ms, 96.9 %. Paired ×
 // cuBLAS, cold, at the power cap: 8192³ BF16 1.017 [1.013, 1.033] (c26 at db2295e; v8 0.995 [0.990,
 // 0.999]) and 1.029 [1.026, 1.032] (c28 at e6b5357; v8 1.025 [1.022, 1.029]); 4096³ BF16 0.984 [0.966,
-// 1.000], FP16 0.989 [0.978, 1.004] (v8 0.985, 0.994). Issue 30's ≥ 1.05× is out of reach at equal
+// 1.000], FP16 0.989 [0.978, 1.004] (v8 0.985, 0.994); 8192³ FP16 1.029 [1.028, 1.035], BF16 1.025 [1.012,
+// 1.030] (c29 at fa8e8f8; v8 0.998 both). Issue 30's ≥ 1.05× is out of reach at equal
 // clocks: with the tensor pipe 98 % busy where cuBLAS's is 96.9 %, the most any schedule can gain at
 // 8192³ is ~3 %; what remains is each kernel's clock under the 700 W cap (power per FLOP), which moves the
 // ratio by ±3 % from run to run (v8: 0.995 and 1.025, intervals disjoint).
