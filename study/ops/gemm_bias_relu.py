@@ -44,7 +44,7 @@ import functools
 import numpy as np
 import torch
 
-from study import registry
+from study import draws, registry
 from study.backends import cuda, cuda_launch, triton_launch
 from study.backends.launch import Unsupported
 from study.ops import hgemm
@@ -138,10 +138,10 @@ class GemmBiasRelu(Gemm):
     def make_inputs(self, shape, precision, seed, device):
         """A and B as hgemm draws them, then the bias uniform in [−√K, √K) (see the module docstring)
         from the same generator, rounded to the storage type: the reference uses the values the kernels read."""
-        gen, dtype = torch.Generator().manual_seed(seed), DTYPES[precision.dtype]
-        a, b = uniform_operands(shape, dtype, gen)
-        bias = (torch.rand(shape["N"], generator=gen, dtype=torch.float32) * 2 - 1) * shape["K"] ** 0.5
-        return {"A": a.to(device), "B": b.to(device), "bias": bias.to(dtype).to(device)}
+        dtype = DTYPES[precision.dtype]
+        a, b, bias = draws.uniform(seed, [(shape["M"], shape["K"]), (shape["K"], shape["N"]), (shape["N"],)])
+        return {"A": a.to(dtype, copy=True).to(device), "B": b.to(dtype, copy=True).to(device),
+                "bias": (bias * shape["K"] ** 0.5).to(dtype).to(device)}
 
     def structured_inputs(self, shape, precision, device):
         """Small integers: A and B in [−2, 2] as hgemm's, the bias in [−8, 8] (a fixed seed), exact in every

@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 import torch
 
+from study import draws
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
 from study.backends.tma import alignment_reason
@@ -49,13 +50,12 @@ def half(precision) -> bool:
     return precision.dtype != "float32"
 
 
-def uniform_operands(shape, dtype, gen, lead=()):
-    """A (M×K), then B (K×N), uniform in [−1, 1), drawn in FP32 from ``gen`` and rounded to ``dtype``
-    (``lead``: a batch's leading dimension): the reference is the exact product of the values the
-    kernels read."""
-    a = torch.rand(*lead, shape["M"], shape["K"], generator=gen, dtype=torch.float32) * 2 - 1
-    b = torch.rand(*lead, shape["K"], shape["N"], generator=gen, dtype=torch.float32) * 2 - 1
-    return a.to(dtype), b.to(dtype)
+def uniform_operands(shape, dtype, seed, lead=()):
+    """A (M×K), then B (K×N), uniform in [−1, 1), drawn in FP32 from a generator seeded with ``seed``
+    (study.draws: kept for the other precisions of the shape) and rounded to ``dtype`` (``lead``: a
+    batch's leading dimension): the reference is the exact product of the values the kernels read."""
+    a, b = draws.uniform(seed, [(*lead, shape["M"], shape["K"]), (*lead, shape["K"], shape["N"])])
+    return a.to(dtype, copy=True), b.to(dtype, copy=True)
 
 
 def integer_operands(shape, dtype, gen, lead=()):
@@ -120,7 +120,7 @@ class Gemm(Problem):
     def make_inputs(self, shape, precision, seed, device):
         """Uniform in [−1, 1), drawn in FP32 and stored in the precision's type (FP16 and BF16: rounded,
         so the reference is the exact product of the values the kernels read)."""
-        a, b = uniform_operands(shape, DTYPES[precision.dtype], torch.Generator().manual_seed(seed), self.lead(shape))
+        a, b = uniform_operands(shape, DTYPES[precision.dtype], seed, self.lead(shape))
         return {"A": a.to(device), "B": b.to(device)}
 
     def structured_inputs(self, shape, precision, device):

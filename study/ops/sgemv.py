@@ -32,6 +32,7 @@ import torch
 
 import math
 
+from study import draws
 from study.backends import cuda
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
 from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned, sm_count
@@ -96,11 +97,9 @@ class SGEMV(Problem):
 
     # ---- data -----------------------------------------------------------------
     def make_inputs(self, shape, precision, seed, device):
-        gen = torch.Generator().manual_seed(seed)
         dtype = DTYPES[precision.dtype]
-        a = (torch.rand(shape["M"], shape["N"], generator=gen) * 2 - 1).to(dtype)
-        x = (torch.rand(shape["N"], generator=gen) * 2 - 1).to(dtype)
-        return {"A": a.to(device), "x": x.to(device)}
+        a, x = draws.uniform(seed, [(shape["M"], shape["N"]), (shape["N"],)])  # kept for the other precisions
+        return {"A": a.to(dtype, copy=True).to(device), "x": x.to(dtype, copy=True).to(device)}
 
     def structured_inputs(self, shape, precision, device):
         """Small random integers in [−2, 2] (a fixed seed), exact in every storage type: the FP32 sums
