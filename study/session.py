@@ -252,7 +252,8 @@ class Session:
         pairing's record: raw figures only; the clock spread and power mix are derived, study.metrics). A pair
         one of whose sides ran more than PAIR_CLOCK_GAP above the clock it settled at alone (study.timing.power_mix)
         is timed again with each side settled before each batch, and that ratio is the headline
-        (docs/method.md §8)."""
+        (docs/method.md §8); its interleaved rounds end as soon as they show it (``min_rounds`` at the
+        earliest), not at the timeout."""
         reference = catalog.reference(case.impl.op)
         if reference is None:
             raise RuntimeError(f"{case.impl.op} has no reference baseline to pair with")
@@ -264,9 +265,14 @@ class Session:
             other = self._timed(theirs["launch"], case, problem, ref, scale)
             fns, firsts, per_calls = (run["fn"], other["fn"]), (run["first"], other["first"]), (run["per_call"],
                                                                                              other["per_call"])
-            pairing = self.timer.paired(fns, firsts, run["flush"], per_calls)
+            steadies = (run["steady"], other["steady"])
+
+            def lent(clocks, reference_clocks) -> bool:  # the rounds so far already show headroom lent
+                return (power_mix(steadies, (clocks, reference_clocks))["borrowed"] or 0) > PAIR_CLOCK_GAP
+
+            pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, stop_early=lent)
             interleaved = None
-            mix = power_mix((run["steady"], other["steady"]), (pairing["clocks"], pairing["reference_clocks"]))
+            mix = power_mix(steadies, (pairing["clocks"], pairing["reference_clocks"]))
             if pairing["ratios"] and (mix["borrowed"] or 0) > PAIR_CLOCK_GAP:
                 # Interleaved, one ran above the clock it holds in a loop of its own, on headroom the other
                 # lent it under the cap. The headline is the rounds in which each kernel is settled again

@@ -324,7 +324,7 @@ class Timer:
         return {"settled": settled, "seconds": elapsed, "launches": launches, "sm_mhz": clocks, "power_w": power}
 
     def paired(self, fns: tuple, firsts: tuple, flush: bool, per_calls: tuple = (1, 1),
-               settle_each: bool = False) -> dict:
+               settle_each: bool = False, stop_early: Callable[[dict, dict], bool] | None = None) -> dict:
         """Alternating rounds of two implementations of one case, A (the measured one) and B (its op's
         reference): each round a batch of A and a batch of B, A first and B first in turn (ABBA: a
         drift of the GPU's state weighs on both alike), both in the same power state; the ratio of each
@@ -336,8 +336,13 @@ class Timer:
         With ``settle_each``, each batch follows a :meth:`settle` of its own kernel: two kernels of unlike
         power lend each other headroom under the cap when interleaved (study.timing.power_mix), and only a
         kernel settled alone runs at the clock it holds in a loop of its own; ``settled_mhz`` keeps where
-        each settle ended. Returns both sides' samples and clocks, every kept round's ratio, and the median
-        unit ratio with its 95 % bootstrap interval (None without an A-first and a B-first round kept)."""
+        each settle ended. ``stop_early(clocks, reference_clocks)``, asked after each even round from
+        ``min_rounds`` on with both sides' clock summaries so far, ends the rounds (stop ``borrowed``) when it
+        answers True: the session's test that one side runs on headroom the other lends it, after which it
+        times the pair again settled (study.session.Session._paired), so that the rounds it would throw
+        away are not run to the timeout. Returns both sides' samples and clocks, every kept round's ratio,
+        and the median unit ratio with its 95 % bootstrap interval (None without an A-first and a B-first
+        round kept)."""
         st = self.settings
         batches = [batch_size(first, n, flush, least=3) for first, n in zip(firsts, per_calls)]
         seen = (Readings(st, self.device.max_sm_clock_mhz), Readings(st, self.device.max_sm_clock_mhz))
@@ -359,6 +364,9 @@ class Timer:
                 kept[1].extend(got[1])
                 ratios.append(stats.summarize(got[1]).median / stats.summarize(got[0]).median)
             stop = pair_stop(st, ratios, time.perf_counter() - started)
+            if (stop is None and stop_early is not None and len(ratios) % 2 == 0 and len(ratios) >= st.min_rounds
+                    and stop_early(seen[0].summary(self.clocks), seen[1].summary(self.clocks))):
+                stop = "borrowed"
         units = stats.abba_units(ratios)
         ratio, low, high = stats.median_interval(units) if units else (None, None, None)
         return {"samples": kept[0], "reference_samples": kept[1], "ratios": ratios, "ratio": ratio,

@@ -46,8 +46,9 @@ class FakeTimer:
 
     reference_mhz = 1530.0  # interleaved, the reference ran 2 % above the 1500 MHz it settled at alone
 
-    def paired(self, fns, firsts, flush, per_calls=(1, 1), settle_each=False):
+    def paired(self, fns, firsts, flush, per_calls=(1, 1), settle_each=False, stop_early=None):
         self.calls.append(("paired", len(fns), settle_each))
+        self.stop_early = stop_early
         if settle_each:  # each side settled before its batches: both back at the clock they hold alone
             return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.55, 0.55, 0.6], "ratios": [1.1, 1.09, 1.11],
                     "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3,
@@ -249,6 +250,48 @@ def test_a_pair_that_lends_itself_clock_headroom_is_timed_again_each_side_settle
 
     assert metrics.pair_gaps(record)["power_mix"] == 0.0 and "re-settled" in flags(record)
     assert "power-mix" not in flags(record) and metrics.with_x_ref([record])[0]["x_ref"] == 1.1
+
+
+def test_the_interleaved_rounds_end_once_they_show_headroom_lent(session, monkeypatch):
+    # the session's early stop is the test that times the pair again, applied to the clocks so far
+    monkeypatch.setattr(session_module, "backend", lambda name: _backend())
+    session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
+    assert [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False)]
+    lent = session.timer.stop_early
+    settled_alone = 1500.0  # FakeTimer.settle's last readings, both sides
+    assert lent({"sm_mhz_median": settled_alone}, {"sm_mhz_median": settled_alone * 1.05})  # 5 % above: lent
+    assert not lent({"sm_mhz_median": settled_alone}, {"sm_mhz_median": settled_alone * 1.02})  # within the gap
+    assert not lent({"sm_mhz_median": settled_alone * 0.96}, {"sm_mhz_median": None})  # below its own: drift
+
+
+def test_the_timer_ends_the_rounds_when_asked_only_at_an_even_count_from_min_rounds(monkeypatch):
+    # Timer.paired's loop with batches faked: noisy ratios (the interval never closes), A at 1950 MHz and
+    # B at 1965; stop_early asked with both sides' clock summaries
+    import random
+
+    rng = random.Random(5)
+    settings = TimerSettings(min_rounds=16, max_rounds=40)
+    device = types.SimpleNamespace(max_sm_clock_mhz=1980.0)
+    timer = timer_module.Timer(settings, device, None, instruments=None)
+
+    def samples(fn, reps, flush, per_call):
+        base = 1.0 if fn == "a" else 2.0
+        return [base * (1 + 0.05 * rng.random()) for _ in range(reps)], (1950.0 if fn == "a" else 1965.0), 0, 600.0
+
+    monkeypatch.setattr(timer, "samples", samples)
+    asked = []
+
+    def stop_early(clocks, reference_clocks):
+        asked.append(len(asked))
+        assert clocks["sm_mhz_median"] == 1950.0 and reference_clocks["sm_mhz_median"] == 1965.0
+        return len(asked) == 2  # the second time it is asked
+
+    got = timer.paired(("a", "b"), (1.0, 2.0), False, stop_early=stop_early)
+    assert got["stop"] == "borrowed" and got["rounds"] == 18 and got["ratio"] is not None  # asked at 16, then 18
+    got = timer.paired(("a", "b"), (1.0, 2.0), False, stop_early=lambda clocks, reference: False)
+    assert got["stop"] == "max_rounds" and got["rounds"] == 40
+    got = timer.paired(("a", "b"), (1.0, 2.0), False)
+    assert got["stop"] == "max_rounds"
 
 
 def test_a_pair_that_drifts_below_its_own_clock_is_not_timed_again(session, monkeypatch):
