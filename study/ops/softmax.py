@@ -157,8 +157,8 @@ LONG_ROW_POINT = {V4_PATH: (1, 1024, 4), V6_PATH: (8, 512, 4)}
 # v6's long-row point loads 4 vectors a thread before using any in its two streaming passes (row.cuh
 # STREAM_UNROLL; a row on chip does not stream, so it is the same kernel there). c29's tuning (fa8e8f8,
 # experiments/softmax-stream-unroll-fa8e8f8) timed (8, 512, 4) with 4 against 1 at every shape of c25's set:
-# 2-10 % faster at 32×262144 and 1,024 rows of 151936 and 262144 (BF16 8.5 % and 7.0 %), within 0.6 % at
-# 1024×50257 (on chip there at FP32).
+# less time at 32×262144 and 1,024 rows of 151936 and 262144 (BF16 1.9, 8.5 and 7.1 %; FP32 10.5, 2.0 and
+# 0.2 %), within 0.6 % at 1024×50257 (on chip there at FP32).
 LONG_ROW_STREAM_UNROLL = 4
 
 
