@@ -81,6 +81,22 @@ __device__ __forceinline__ float dot16(uint4 a, uint4 b, float acc) {
     return acc;
 }
 
+// acc + the dot product of a 16-byte vector of storage_t with its elements' factors already in FP32
+// (sgemv v4's slice of x, converted once a thread), element by element in the vector's order. BF16 comes
+// from the 32-bit words as in dot16; FP16 element by element (its cvt takes a half directly).
+__device__ __forceinline__ float dot16_floats(uint4 a, const float (&xf)[VEC], float acc) {
+#if defined(STORAGE_BF16)
+    const unsigned ua[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc = fmaf(high_float(ua[i]), xf[2 * i + 1], fmaf(low_float(ua[i]), xf[2 * i], acc));
+#else
+    const storage_t* ae = reinterpret_cast<const storage_t*>(&a);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) acc = fmaf(to_float(ae[e]), xf[e], acc);
+#endif
+    return acc;
+}
+
 // Sum over the 32 lanes of a warp; every lane gets the total.
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

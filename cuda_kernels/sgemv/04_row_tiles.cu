@@ -106,20 +106,9 @@ sgemv_v4_row_tiles(const storage_t* __restrict__ A, const storage_t* __restrict_
         }
         float acc[TILE_VECS];
 #pragma unroll
-        for (int u = 0; u < TILE_VECS; ++u) {
+        for (int u = 0; u < TILE_VECS; ++u) {  // BF16 from the 32-bit words (common.cuh, dot16_floats)
             acc[u] = 0.0f;
-            if (threadIdx.x + u * THREADS < vecs) {
-#if defined(STORAGE_BF16)  // from the 32-bit words: a shift or a mask an element (common.cuh, low_float)
-                const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    acc[u] = fmaf(high_float(w[i]), xf[2 * i + 1], fmaf(low_float(w[i]), xf[2 * i], acc[u]));
-#else
-                const storage_t* ae = reinterpret_cast<const storage_t*>(&v[u]);
-#pragma unroll
-                for (int e = 0; e < VEC; ++e) acc[u] = fmaf(to_float(ae[e]), xf[e], acc[u]);
-#endif
-            }
+            if (threadIdx.x + u * THREADS < vecs) acc[u] = dot16_floats(v[u], xf, acc[u]);
         }
         // TILE_VECS independent shuffles a step rather than one vector's chain after another: ncu's
         // top stall on the first version was `wait` (fixed-latency dependencies).
