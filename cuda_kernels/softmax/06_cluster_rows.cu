@@ -59,10 +59,10 @@
 // passes load that many vectors a thread before using any; 1 is the code of every other rung and
 // point (cubins byte-identical), 4 at the three two-pass candidates (32 registers still). Measured (c29 at
 // fa8e8f8, autotune on, experiments/softmax-stream-unroll-fa8e8f8): 4 is never more than 0.6 % behind 1 at
-// the same point and up to 25 % ahead at long rows (0.2 % at 1024×262144 FP32); the best point at 1024×151936 BF16 went from 2,658 GB/s
-// (c25) to 2,751 (1 × 1024 × 4 with 4), 1024×262144 BF16 from 2,699 to 2,876 (8 × 512 × 4 with 4),
-// 32×262144 FP32 from 2,118 to 2,383; the fit's long-row point streams with 4 (study/ops/softmax.py
-// LONG_ROW_STREAM_UNROLL).
+// the same point and up to 25 % ahead at long rows (0.2 % at 1024×262144 FP32); the best point at
+// 1024×151936 BF16 went from 2,658 GB/s (c25) to 2,751 (1 × 1024 × 4 with 4), 1024×262144 BF16 from
+// 2,699 to 2,876 (8 × 512 × 4 with 4), 32×262144 FP32 from 2,118 to 2,383; the fit's long-row point
+// streams with 4 (study/ops/softmax.py LONG_ROW_POINT).
 // config: CLUSTER=8 THREADS=1024 ON_CHIP=8 FIT=1 STREAM_UNROLL=1
 // space: CLUSTER=1 THREADS=128 ON_CHIP=4 FIT=0 STREAM_UNROLL=1
 // space: CLUSTER=1 THREADS=128 ON_CHIP=8 FIT=0 STREAM_UNROLL=1

@@ -153,13 +153,13 @@ def row_slot(defines, out) -> int:
 # a cluster of 8 (a few long rows still fill the SMs), on chip where it holds the row, else two passes whose
 # second read L2 serves in part. The rule it replaces (the fewest blocks that hold the row at 1024 × 8: 56
 # registers, one block an SM) was up to 48 % slower than the best point (1024×151936 BF16).
-LONG_ROW_POINT = {V4_PATH: (1, 1024, 4), V6_PATH: (8, 512, 4)}
-# v6's long-row point loads 4 vectors a thread before using any in its two streaming passes (row.cuh
+# v6's point also loads 4 vectors a thread before using any in its two streaming passes (row.cuh
 # STREAM_UNROLL; a row on chip does not stream, so it is the same kernel there). c29's tuning (fa8e8f8,
 # experiments/softmax-stream-unroll-fa8e8f8) timed (8, 512, 4) with 4 against 1 at every shape of c25's set:
 # less time at 32×262144 and 1,024 rows of 151936 and 262144 (BF16 1.9, 8.5 and 7.1 %; FP32 10.5, 2.0 and
-# 0.2 %), within 0.6 % at 1024×50257 (on chip there at FP32).
-LONG_ROW_STREAM_UNROLL = 4
+# 0.2 %), within 0.6 % at 1024×50257 (on chip there at FP32). Each is (part of) a point of its rung's space.
+LONG_ROW_POINT = {V4_PATH: {"THREADS": 1024, "ON_CHIP": 4},
+                  V6_PATH: {"CLUSTER": 8, "THREADS": 512, "ON_CHIP": 4, "STREAM_UNROLL": 4}}
 
 
 def fitted_block(config, tensors, out, shape, precision, path=V4_PATH):
@@ -168,18 +168,17 @@ def fitted_block(config, tensors, out, shape, precision, path=V4_PATH):
     short row spread over a large block waits on a block-wide reduction for little data); a row none holds
     takes :data:`LONG_ROW_POINT` (v3's two passes at two blocks an SM). The header gives the measurements
     behind it. v6 (``path``, a space with CLUSTER): the same for rows one block holds (CLUSTER=1, v4's body);
-    a longer row takes its :data:`LONG_ROW_POINT`, a cluster of 8 blocks, streaming with
-    :data:`LONG_ROW_STREAM_UNROLL` where the config has that key (v6)."""
+    a longer row takes its :data:`LONG_ROW_POINT`, a cluster of 8 blocks."""
     defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
     slot = row_slot(defines, out)
     points = sorted((p for p in _block_points(path) if p[0] == 1), key=lambda p: (p[1] * p[2], -p[1]))
     fits = [p for p in points if fits_on_chip(shape["N"], p[1], p[2], slot)]
-    cluster, threads, on_chip = fits[0] if fits else LONG_ROW_POINT[path]
-    streams = {"STREAM_UNROLL": LONG_ROW_STREAM_UNROLL} if not fits and "STREAM_UNROLL" in config else {}
-    return {**defines, **({"CLUSTER": cluster} if "CLUSTER" in config else {}), "THREADS": threads,
-            "ON_CHIP": on_chip, **streams}
+    if not fits:
+        return {**defines, **LONG_ROW_POINT[path]}
+    cluster, threads, on_chip = fits[0]
+    return {**defines, **({"CLUSTER": cluster} if "CLUSTER" in config else {}), "THREADS": threads, "ON_CHIP": on_chip}
 
 
 def fitted_cluster(config, tensors, out, shape, precision):
