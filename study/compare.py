@@ -74,19 +74,21 @@ def priors(folder: Path) -> dict:
                 seen.setdefault(("paired", op, backend), []).append(m["wall_s"])
                 continue
             seen.setdefault((op, backend, m.get("autotune")), []).append(m["wall_s"])
-            fields = str(m.get("case") or "").split("|")  # impl|shape|precision|autotune|mode
-            if len(fields) >= 3:
-                seen.setdefault((op, backend, m.get("autotune"), fields[1], fields[2]), []).append(m["wall_s"])
+            try:
+                key = CaseKey.of_record(m)
+            except (KeyError, TypeError, AttributeError):  # a record without its case's fields: its kind only
+                continue
+            seen.setdefault((op, backend, key.autotune, key.shape, key.precision), []).append(m["wall_s"])
     return {key: statistics.median(values) for key, values in seen.items()}
 
 
 def prior_of(case, known: dict):
     """A case's prior (:func:`priors`): paired, at its shape, else of its kind; None where none is known."""
     op, backend = case.impl.op, case.impl.backend
-    if getattr(case, "paired", False):
+    if case.paired:
         return known.get(("paired", op, backend))
-    shape, precision = getattr(case, "shape_text", None), getattr(getattr(case, "precision", None), "name", None)
-    return known.get((op, backend, case.autotune, shape, precision)) or known.get((op, backend, case.autotune))
+    return (known.get((op, backend, case.autotune, case.shape_text, case.precision.name))
+            or known.get((op, backend, case.autotune)))
 
 
 class Progress:
@@ -108,8 +110,7 @@ class Progress:
         self.cost = {key: value or self.typical for key, value in costs.items()} if found else {}
         found_pairs = [v for v in pair_costs if v]
         self.pair_typical = statistics.median(found_pairs) if found_pairs else self.typical
-        self.pair_cost = [v or self.pair_typical for v in pair_costs] if self.pair_typical else []
-        self.pending_pairs = len(pair_costs)  # expected pairs not measured yet
+        self.pair_cost = [v or self.pair_typical for v in pair_costs]  # the expected pairs not measured yet
         self.spent = 0.0  # the priors of the cases this run has measured
 
     def left(self, n: int, total: int, elapsed: float) -> float:
@@ -117,7 +118,7 @@ class Progress:
         measured yet and the expected pairs (once the run has added them, they are among ``total``)."""
         extended = total > self.planned
         planned_left = 0 if extended else total - n
-        pairs_left = total - n if extended else self.pending_pairs
+        pairs_left = total - n if extended else len(self.pair_cost)
         if self.typical is None:
             return elapsed / max(n - self.first, 1) * (planned_left + pairs_left)
         # the cases not measured yet, at their priors' mean (some were resumed from an earlier run and
@@ -135,15 +136,12 @@ class Progress:
             what = f"{value:,.0f} {metrics.unit(record['work']['bound'])}  ({record['median_ms']:.4f} ms)"
         else:
             what = f"{record['status']}: {reason_line(record['reason'])[:160]}"
-        added = getattr(case, "paired", False) and case.key not in self.cost  # a pair the run added to its plan
         if case.key in self.cost:
             self.spent += self.cost.pop(case.key)
-        elif added and self.pair_cost:
-            self.spent += self.pair_cost.pop()
+        elif case.paired and self.pair_cost:  # a pair the run added to its plan: one of those expected
+            self.spent += self.pair_cost.pop() or 0.0
         else:
-            self.spent += (self.pair_typical if added else self.typical) or 0.0
-        if added:
-            self.pending_pairs = max(self.pending_pairs - 1, 0)
+            self.spent += (self.pair_typical if case.paired else self.typical) or 0.0
         left = self.left(n, total, time.perf_counter() - self.started)
         say(f"[{n:>{len(str(total))}}/{total} {eta_text(left):>6} left] {case.label:<72} {what}")
 

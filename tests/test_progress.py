@@ -15,15 +15,16 @@ from study.compare import PRIOR_DAMPING_S, Progress, priors
 def _case(op, backend, autotune, n, paired=False):
     impl = types.SimpleNamespace(op=op, backend=backend)
     return types.SimpleNamespace(impl=impl, autotune=autotune, key=f"{op}|{backend}|{autotune}|{n}|{paired}",
-                                 label="x", paired=paired)
+                                 label="x", paired=paired, shape_text=f"{n}x{n}", precision=types.SimpleNamespace(
+                                     name="fp32"))
 
 
 def test_priors_are_the_median_case_time_of_the_committed_results(tmp_path):
     (tmp_path / "runs").mkdir()
     walls = [(1.0, "64x64x64"), (2.0, "64x64x64"), (9.0, "8192x8192x8192")]
     (tmp_path / "runs" / "a.json").write_text(json.dumps({"measurements": [
-        {"op": "hgemm", "backend": "cuda", "autotune": "on", "wall_s": w, "case": f"hgemm/v8/cuda|{s}|fp16|on|cold"}
-        for w, s in walls]
+        {"op": "hgemm", "backend": "cuda", "autotune": "on", "wall_s": w, "implementation": "hgemm/v8/cuda",
+         "shape": dict(zip("MNK", map(int, s.split("x")))), "precision": "fp16", "mode": "cold"} for w, s in walls]
         + [{"op": "hgemm", "backend": "cuda", "autotune": "on", "wall_s": 50.0, "paired": {"ratio": 1}}]}))
     (tmp_path / "broken.json").write_text("{")
     assert priors(tmp_path) == {("hgemm", "cuda", "on"): 2.0,  # paired rounds are no such case
