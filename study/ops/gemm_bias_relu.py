@@ -288,17 +288,11 @@ def simt_twin_launch(kernel, tensors, out, shape, config, precision):
     return fn
 
 
-def wgmma_twin_launch(kernel, tensors, out, shape, config, precision):
-    """v2's twin: hgemm v8's persistent twin with the epilogue, the bias after the descriptors."""
+def wgmma_twin_launch(kernel, tensors, out, shape, config, precision, cluster: int = 1):
+    """v2's twin: hgemm v8's persistent twin with the epilogue, the bias after the descriptors; v5's with
+    ``cluster`` 2: hgemm v11's (an even grid, programs 2c and 2c + 1 a pair)."""
     _require_bias(tensors, shape)
-    return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",))
-
-
-def pairs_twin_launch(kernel, tensors, out, shape, config, precision):
-    """v5's twin: hgemm v11's twin launch (an even grid, programs 2c and 2c + 1 a pair) with the bias after
-    the descriptors."""
-    _require_bias(tensors, shape)
-    return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",), cluster=2)
+    return persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra=("bias",), cluster=cluster)
 
 
 def split_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -422,7 +416,8 @@ register(
         Rung("v5_cluster_multicast", "v2's epilogue on hgemm v11: 2-block clusters walking pairs of tiles that share "
              "their B slices, multicast by TMA into both blocks", "a third of v2's L2 traffic to the SMs (each pair's "
              "B read twice)", cuda="05_cluster_multicast.cu", launch=FUSED_PAIRS, multiples=TMA_HALVES,
-             triton=twin(tk.gemm_bias_relu_pairs, tk.V5_CLUSTER_MULTICAST, tk.PAIRS_SPACE, launch=pairs_twin_launch,
+             triton=twin(tk.gemm_bias_relu_pairs, tk.V5_CLUSTER_MULTICAST, tk.PAIRS_SPACE,
+                         launch=functools.partial(wgmma_twin_launch, cluster=2),
                          precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks)),
     ],
     baselines=[
