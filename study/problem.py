@@ -164,6 +164,7 @@ class Problem:
     default_shapes: tuple[Mapping[str, int], ...] = ()
     default_modes: tuple[str, ...] = ("cold",)   # --mode default
     headline_shapes: tuple[Mapping[str, int], ...] = ()  # compare without a selection (see headline)
+    headline_precisions: tuple[str, ...] = ()    # ... and its precisions; empty: the --dtype default
     sanitize_shapes: tuple[Mapping[str, int], ...] = ()  # small, with a tile tail in every dimension
     tolerance: Mapping[str, float] = {}          # precision name -> largest gate metric that passes
     paddable: bool = False                       # kernels honour leading dimensions: --pad / align run here
@@ -175,6 +176,11 @@ class Problem:
     def headline(self) -> list[dict[str, int]]:
         """The shapes ``compare`` runs without a selection: ``headline_shapes``, or the first default shape."""
         return [dict(s) for s in (self.headline_shapes or self.default_shapes[:1])]
+
+    @property
+    def headline_dtypes(self) -> list[str]:
+        """The precisions ``compare`` runs without a selection: ``headline_precisions``, or the default ones."""
+        return list(self.headline_precisions or self.default_precisions or [self.precisions[0].name])
 
     @property
     def shape_form(self) -> str:

@@ -292,6 +292,9 @@ def check_integrity(all_ladders: Mapping[str, Ladder], cuda_dir: Path = CUDA_DIR
             problems.append(f"op {op!r}: {key!r} appears more than once")
         for key in sorted(set(lad.headline) - {r.key for r in lad.rungs}):
             problems.append(f"op {op!r}: its headline names {key!r}, which is not one of its rungs")
+        accepted = {p.name for p in lad.problem.precisions}
+        for name in [n for n in lad.problem.headline_precisions if n not in accepted]:
+            problems.append(f"op {op!r}: its headline precision {name!r} is not one it accepts")
         for rung in lad.rungs:
             if rung.cuda is not None and rung.triton is None:
                 problems.append(f"op {op!r}: CUDA rung {rung.key!r} has no Triton twin")

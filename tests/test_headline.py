@@ -1,5 +1,6 @@
 """python -m study compare with nothing selected plans the headline: each op's headline rungs at its
-defining shapes against every baseline, in its first timing mode; --all (or any selection) the rest."""
+defining shapes and precisions against every baseline, in its first timing mode; --all (or any
+selection) the rest."""
 
 from study.select import cases
 
@@ -14,9 +15,19 @@ def test_compare_without_a_selection_plans_the_headline_and_all_the_whole_study(
         shapes = [dict(s) for s in (lad.problem.headline_shapes or lad.problem.default_shapes[:1])]
         assert mine and {json_shape(c.shape) for c in mine} == {json_shape(s) for s in shapes}, op
         assert {c.impl.rung for c in mine if c.impl.rung} == set(lad.headline_rungs), op
+        assert {c.precision.name for c in mine} == set(lad.problem.headline_dtypes), op
         assert any(c.impl.reference for c in mine) and {c.mode for c in mine} == {lad.problem.default_modes[0]}
     assert len(planned) < len(cases()) / 5  # the headline is a fifth of the whole study or less
     assert {c.precision.name for c in headline(dtypes=["tf32"])} == {"tf32"}  # given options still apply
+    assert {c.precision.name for c in headline(dtypes=["fp16"]) if c.impl.op == "softmax"} == {"fp16"}
+
+
+def test_a_headline_precision_an_op_does_not_accept_is_a_registry_problem(monkeypatch):
+    from study import catalog, registry
+
+    lad = catalog.ladders()["softmax"]
+    monkeypatch.setattr(type(lad.problem), "headline_precisions", ("fp32", "tf32"))
+    assert any("headline precision 'tf32'" in p for p in registry.check_integrity(catalog.ladders()))
 
 
 def json_shape(shape):

@@ -103,6 +103,7 @@ class GemmBiasRelu(Gemm):
     # epilogue is a larger share of the work, and an LLaMA-7B-like up projection (16384 tokens,
     # 4096 → 11008).
     headline_shapes = ({"M": 8192, "N": 8192, "K": 8192},)
+    headline_precisions = ("bf16",)  # cuBLASLt's RELU_BIAS epilogue in BF16: docs/ladders/gemm_bias_relu.md
     default_shapes = ({"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192},
                       {"M": 8192, "N": 4096, "K": 1024}, {"M": 16384, "N": 11008, "K": 4096})
     # Tails past every tile with 16-byte rows (the TMA rungs read them in place), the same on exact
@@ -431,5 +432,5 @@ register(
         Baseline("compiled_relu_matmul_bias", "torch.compile(relu(A @ B + bias))", "Inductor", "inductor",
                  compiled_relu_matmul_bias, "torch.compile", tunable=True),
     ],
-    headline=("v0_unfused", "v1_fused_simt", "v2_fused_wgmma"),
+    headline=("v0_unfused", "v2_fused_wgmma", "v5_cluster_multicast"),
 )

@@ -55,6 +55,7 @@ class Softmax(Problem):
     # config), many short rows, and a row length that is no power of two (nor a multiple of the
     # 16-byte vector: rows start at every offset from 16 bytes, the PEEL paths).
     headline_shapes = ({"M": 16384, "N": 4096},)
+    headline_precisions = ("fp32", "bf16")  # FP32 and BF16 logits; FP16 moves the bytes BF16 does
     default_shapes = ({"M": 4096, "N": 4096}, {"M": 16384, "N": 4096}, {"M": 4096, "N": 32768},
                       {"M": 65536, "N": 1024}, {"M": 8192, "N": 3001})
     # Cold only: X and Y of every default shape hold 64 MB or more (FP16 4096²: 32 + 32), beyond the
