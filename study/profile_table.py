@@ -5,6 +5,8 @@ against integer address math). Each column's metrics are named in :data:`COLUMNS
 
 from __future__ import annotations
 
+import gzip
+
 import json
 import statistics
 from pathlib import Path
@@ -219,7 +221,9 @@ def render_source_table(path: Path, limit: int = 12) -> str:
     """Markdown: stall samples and executed instructions by opcode from one saved source page."""
     from tabulate import tabulate
 
-    kernel, rows = parse_source_csv(Path(path).read_text())
+    raw = Path(path).read_bytes()
+    # A source page is megabytes of CSV; the saved ones are kept gzipped (.csv.gz), a tenth the size.
+    kernel, rows = parse_source_csv((gzip.decompress(raw) if str(path).endswith(".gz") else raw).decode())
     total, ops = summarise_source(rows)
     if not total:
         raise ValueError(f"{display(path)}: no warp-stall samples (was the report taken with --set full?)")

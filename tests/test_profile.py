@@ -302,6 +302,16 @@ def test_the_source_page_is_summed_by_opcode_with_its_stall_reasons(tmp_path):
     assert "| HMMA" in text and "wait 65.0 %" in text and "80.0 %" in text and "not typed" in text
 
 
+def test_a_gzipped_source_page_renders_as_the_csv_does(tmp_path):
+    import gzip
+
+    plain, packed = tmp_path / "source-k.csv", tmp_path / "source-k.csv.gz"
+    plain.write_text(SOURCE_PAGE)
+    packed.write_bytes(gzip.compress(SOURCE_PAGE.encode()))
+    render = profile_table.render_source_table
+    assert render(packed).replace("source-k.csv.gz", "source-k.csv") == render(plain)
+
+
 def test_a_file_that_is_not_the_source_page_is_refused(tmp_path):
     path = tmp_path / "raw.csv"
     path.write_text('"ID","Kernel Name","Metric"\n"0","k","1"\n')

@@ -20,7 +20,7 @@
 // stages; 128×256 and 256×128 tiles — the autotuner keeps this declared config at 4096³ and
 // 8192³. Rung 7 replaces the legacy HMMA path with wgmma fed by TMA.
 // HOIST (a config axis, so the report shows what address arithmetic costs): ncu's source page
-// (reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv) found 326 instructions
+// (reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv.gz) found 326 instructions
 // per slice and warp for 64 HMMAs — 95 rebuilding ldmatrix addresses (generic pointers converted to
 // shared-window ones at every load) and 143 rebuilding the copies' 64-bit addresses and bounds — with
 // 38 % of the stall samples on HMMA (26 % of all in `wait`) and issue active 43.5 % at two warps a

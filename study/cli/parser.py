@@ -90,7 +90,7 @@ EXAMPLES_PROFILE = """examples:
   python -m study profile hgemm/v6_mma_sync/cuda 4096x4096x4096 --precision fp16 --config HOIST=1
   python -m study profile sgemv/v2_vector_loads/cuda 16384x16384 --precision fp16 --out /tmp/profiles
   python -m study profile --table reports/h200/profiles --md /tmp/profiles.md   the Markdown table (no GPU)
-  python -m study profile --source reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv
+  python -m study profile --source reports/h200/profiles/source-hgemm-v6_mma_sync-cuda-4096x4096x4096-fp16.csv.gz
                                                                            stall samples by SASS opcode (no GPU)
 """
 EXAMPLES_ENV = """examples:
@@ -294,7 +294,7 @@ def parser(description: str) -> argparse.ArgumentParser:
     prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
     prf.add_argument("--source", type=Path, default=None, metavar="CSV",
                      help="render stall samples by SASS opcode from a saved ncu source page (ncu --import R.ncu-rep "
-                          "--page source --csv --print-source sass; no GPU)")
+                          "--page source --csv --print-source sass, or that CSV gzipped; no GPU)")
     prf.add_argument("--md", type=Path, default=None, help="with --table or --source: write it here instead of "
                                                            "printing it")
 
