@@ -47,6 +47,32 @@ def compare_headline(doc: dict) -> str:
     return "; ".join(parts) + f" — {len(ms)} measurements" + (f", {bad} wrong/crashed/impossible" if bad else "")
 
 
+def suite_headline(doc: dict) -> str:
+    """A suite run's verdict (study.report.suite): per op, precision and series, the geometric mean of
+    the best rung per shape ÷ the reference, the worst shape's ratio and the shapes skipped."""
+    from study.report import suite
+
+    ms = doc["measurements"]
+    parts = []
+    for op in dict.fromkeys(m["op"] for m in ms):
+        for (precision, series), entry in sorted(suite.summary(ms, op).items()):
+            ratios = entry["ratios"]
+            if not ratios:
+                parts.append(f"{op} {precision} {series}: none ran")
+                continue
+            skipped = len(entry["skipped"])
+            parts.append(f"{op} {precision} {series} {suite.geomean(ratios.values()):.2f}× "
+                         f"(worst {min(ratios.values()):.2f}×" + (f", {skipped} skipped)" if skipped else ")"))
+    if not parts:  # a verdict needs two shapes (study.report.tables.best_by_shape)
+        return compare_headline(doc)
+    return "geometric mean × ref over the suite: " + "; ".join(parts) + f" — {len(ms)} measurements"
+
+
+def _is_suite(env: dict) -> bool:
+    words = env.get("argv") or (env.get("command") or "").split()
+    return any(w == "--suite" or w.startswith("--suite=") for w in words)
+
+
 def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     """(kind, command, commit, date, headline) of one results file; kind "" for a file that is none."""
     env = raw.get("environment") or {}
@@ -54,7 +80,8 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     commit = ((env.get("git") or {}).get("commit") or "")[:7]
     date = (env.get("utc") or raw.get("utc") or "")[:10]
     if "measurements" in raw:
-        headline = compare_headline(results.load(path))
+        doc = results.load(path)
+        headline = suite_headline(doc) if _is_suite(env) else compare_headline(doc)
         kind = "sweep" if sweep.is_sweep(raw) else "align" if align.is_align(raw) else "compare"
     elif "pairs" in raw or "kernels" in raw:
         kind = "validate"

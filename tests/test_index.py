@@ -35,6 +35,24 @@ def test_the_index_lists_each_results_file_with_its_command_commit_and_headline(
     assert main(["index", str(tmp_path / "nowhere")]) == 2
 
 
+def test_a_suite_run_is_indexed_by_its_verdict_per_series(tmp_path):
+    from study import index
+
+    doc = json.loads(DATA.read_text())
+    env = {**doc["environment"], "command": "python -m study compare --op sgemm --suite llama2-7b"}
+    env.pop("argv", None)
+    two_shapes = doc["measurements"] + [{**m, "shape": {"M": 64, "N": 64, "K": 64}} for m in doc["measurements"]]
+    for name, measurements, environment in (("suite.json", two_shapes, env),
+                                            ("one-shape.json", doc["measurements"], env),
+                                            ("plain.json", two_shapes, doc["environment"])):
+        (tmp_path / name).write_text(json.dumps({**doc, "environment": environment, "measurements": measurements}))
+    suite_row, one_shape_row, plain_row = (index._headline(json.loads((tmp_path / n).read_text()), tmp_path / n)[4]
+                                           for n in ("suite.json", "one-shape.json", "plain.json"))
+    assert suite_row.startswith("geometric mean × ref over the suite: sgemm fp32 CUDA 0.50× (worst 0.50×)")
+    assert "sgemm fp32 Triton 0.25×" in suite_row and suite_row.endswith("12 measurements")
+    assert one_shape_row.startswith("sgemm: v0 cuda") and plain_row.startswith("sgemm: v0 cuda")  # no verdict
+
+
 def test_index_commands_measure_every_file_again_where_it_lives(tmp_path, capsys):
     import shlex
 
