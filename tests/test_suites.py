@@ -75,6 +75,29 @@ def test_the_suite_verdict_counts_skipped_shapes_beside_the_geometric_mean(tmp_p
     assert f"{(0.8 * 0.8 * 0.2) ** (1 / 3):.3f}×" in triton
 
 
+def test_the_fp32_verdict_credits_3xtf32_only_where_its_gate_error_is_at_most_the_references():
+    a, b, c = ({"M": 1, "N": 4096, "K": 4096}, {"M": 4096, "N": 4096, "K": 4096}, {"M": 16, "N": 4096, "K": 4096})
+
+    def fp32(shape, rung, x_ref, err, math="ieee", reference=False):
+        return {"op": "sgemm", "implementation": f"sgemm/{rung}/{'cublas' if reference else 'cuda'}",
+                "backend": "cublas" if reference else "cuda", "rung": None if reference else rung,
+                "rung_index": 11, "shape": shape, "precision": "fp32", "dtype": "float32", "mode": "cold",
+                "autotune": "off", "status": "ok", "reason": "", "x_ref": x_ref, "math": math,
+                "reference": reference, "error": {"err": err}}
+
+    ms = [fp32(s, "torch_matmul", 1.0, 2e-8, reference=True) for s in (a, b, c)]
+    ms += [fp32(a, "v9", 0.3, 1e-8), fp32(a, "v11", 0.8, 6e-8, "3xtf32"),  # 3xTF32 faster but less accurate
+           fp32(b, "v7", 0.75, 1e-8), fp32(b, "v11", 2.2, 1.5e-8, "3xtf32"),  # as accurate: it counts
+           fp32(c, "v11", 0.9, 5e-8, "3xtf32")]  # no FFMA rung ran, 3xTF32 less accurate: skipped
+    found = suite_report.summary(ms, "sgemm")
+    accurate = found[("fp32", "CUDA (best, error ≤ ref)")]
+    assert accurate["ratios"] == {"1×4096×4096": 0.3, "4096×4096×4096": 2.2}
+    assert list(accurate["skipped"]) == ["16×4096×4096"] and "gate error" in accurate["skipped"]["16×4096×4096"]
+    assert found[("fp32", "CUDA (3xtf32)")]["ratios"]["1×4096×4096"] == 0.8  # the emulation's own series is kept
+    assert not any("best, error" in series for _, series in suite_report.summary(
+        [m for m in ms if m.get("math") != "3xtf32"], "sgemm"))  # without an emulation, no such series
+
+
 def test_a_suite_runs_page_is_titled_by_its_file_ops_and_suite():
     doc = results.load(DATA)
     doc["environment"]["suites"] = ["odd"]

@@ -1,7 +1,9 @@
 """A suite run's verdict per op (``compare --suite``): for each precision and series (CUDA, Triton, a
-math mode of its own such as 3xTF32), the best rung per shape ÷ the reference, their geometric mean,
-the worst shape, and every shape the series did not run, with the reason it recorded. A geometric
-mean over shapes where a series skipped would flatter it, so the skipped are counted beside it."""
+math mode of its own such as 3xTF32, and where there is one, each backend's best at the precision's
+accuracy: an emulation's rung counted only where its gate error is at most the reference's), the best
+rung per shape ÷ the reference, their geometric mean, the worst shape, and every shape the series did
+not run, with the reason it recorded. A geometric mean over shapes where a series skipped would
+flatter it, so the skipped are counted beside it."""
 
 from __future__ import annotations
 
@@ -17,6 +19,42 @@ from study.report.tables import best_by_shape
 def _series(m: dict) -> str:
     own = (m.get("math") or "ieee") in EMULATION
     return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
+
+
+ACCURATE = "best, error ≤ ref"  # the series of a backend's best rung at the precision's accuracy
+
+
+def _gate_error(m: dict):
+    error = m.get("error")
+    return error.get("err") if isinstance(error, dict) else None
+
+
+def _accurate(mine: list[dict]) -> dict:
+    """{(precision, "<backend> (best, error ≤ ref)"): {shape: record}} for each backend that has a rung of
+    an emulation math mode at a precision (3xTF32 at FP32): per shape its best rung among those of the
+    precision's own math and those of an emulation whose gate error is at most the reference's there, so
+    that a verdict over the suite credits tensor-core emulation only where it is as accurate as the
+    library (at a decode-sized M, cuBLAS FP32's error can be a third of 3xTF32's)."""
+    prec = lambda m: m.get("precision") or m["dtype"]  # noqa: E731
+    ref_error = {(shape_label(m["shape"]), prec(m)): _gate_error(m) for m in mine
+                 if m.get("reference") and m["status"] == "ok"}
+    ranked = [m for m in mine if m["status"] == "ok" and m["backend"] in RUNG_BACKENDS and m["rung"] is not None
+              and m.get("x_ref")]
+    emulated = {(m["backend"], prec(m)) for m in ranked if (m.get("math") or "ieee") in EMULATION}
+    out: dict = {}
+    for m in ranked:
+        backend, precision, shape = m["backend"], prec(m), shape_label(m["shape"])
+        if (backend, precision) not in emulated:
+            continue
+        if (m.get("math") or "ieee") in EMULATION:
+            ref, own = ref_error.get((shape, precision)), _gate_error(m)
+            if ref is None or own is None or own > ref:
+                continue
+        key = (precision, f"{BACKEND_LABEL.get(backend, backend)} ({ACCURATE})")
+        best = out.setdefault(key, {}).get(shape)
+        if best is None or (bool(m.get("paired")), m["x_ref"]) > (bool(best.get("paired")), best["x_ref"]):
+            out[key][shape] = m
+    return out
 
 
 def summary(measurements: list[dict], op: str, found=None) -> dict:
@@ -40,6 +78,12 @@ def summary(measurements: list[dict], op: str, found=None) -> dict:
             why = next((f"{m['status']}: {reason_line(m.get('reason') or '')}" for m in tried
                         if m["status"] != "ok"), "not run")
             entry["skipped"][shape] = why
+    shapes_of = lambda precision: {s for s, p in shapes if p == precision}  # noqa: E731
+    for (precision, series), best_of in _accurate(mine).items():
+        out[(precision, series)] = {
+            "ratios": {shape: m["x_ref"] for shape, m in best_of.items()},
+            "skipped": {shape: "no rung ran at the precision's own math or within the reference's gate error"
+                        for shape in sorted(shapes_of(precision) - set(best_of))}}
     return out
 
 
