@@ -222,7 +222,7 @@ def render_source_table(path: Path, limit: int = 12) -> str:
     from tabulate import tabulate
 
     raw = Path(path).read_bytes()
-    # A source page is megabytes of CSV; the saved ones are kept gzipped (.csv.gz), a tenth the size.
+    # A source page is megabytes of CSV; the saved ones are kept gzipped (.csv.gz), a twentieth the size.
     kernel, rows = parse_source_csv((gzip.decompress(raw) if str(path).endswith(".gz") else raw).decode())
     total, ops = summarise_source(rows)
     if not total:
