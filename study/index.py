@@ -177,7 +177,9 @@ def write(folder: Path) -> Path:
         "by hand. Each page is regenerated from its JSON without a GPU (`python -m study report FILE.json`); "
         "its command (run from the repository root at its commit) measures it again. The headline of a "
         "comparison is each op's best handwritten rung against the reference (a paired ratio, with its 95 % "
-        "interval, where there is one) at the op's largest shape in the file; ncu profiles are in `profiles/` "
+        "interval, where there is one) at the op's largest shape in the file; of a suite run, its verdict (the "
+        "geometric mean over the suite of each series' best rung per shape ÷ the reference, and the worst "
+        "shape's); ncu profiles are in `profiles/` "
         "(`python -m study profile --table`).", "",
         tabulate(table, ["page", "kind", "command", "commit", "date", "headline"], tablefmt="github",
                  disable_numparse=True) if table else "No results files.", ""])
