@@ -53,24 +53,19 @@ def suite_headline(doc: dict) -> str:
     from study.report import suite
 
     ms = doc["measurements"]
-    parts = []
+    parts, without = [], []
     for op in dict.fromkeys(m["op"] for m in ms):
-        for (precision, series), entry in sorted(suite.summary(ms, op).items()):
-            ratios = entry["ratios"]
-            if not ratios:
-                parts.append(f"{op} {precision} {series}: none ran")
-                continue
-            skipped = len(entry["skipped"])
+        found = suite.summary(ms, op)
+        if not found:  # a verdict needs two shapes (study.report.tables.best_by_shape)
+            without.append(op)
+        for (precision, series), entry in sorted(found.items()):
+            ratios, skipped = entry["ratios"], len(entry["skipped"])
             parts.append(f"{op} {precision} {series} {suite.geomean(ratios.values()):.2f}× "
                          f"(worst {min(ratios.values()):.2f}×" + (f", {skipped} skipped)" if skipped else ")"))
-    if not parts:  # a verdict needs two shapes (study.report.tables.best_by_shape)
+    if not parts:
         return compare_headline(doc)
-    return "geometric mean × ref over the suite: " + "; ".join(parts) + f" — {len(ms)} measurements"
-
-
-def _is_suite(env: dict) -> bool:
-    words = env.get("argv") or (env.get("command") or "").split()
-    return any(w == "--suite" or w.startswith("--suite=") for w in words)
+    none = f"; no verdict for {', '.join(without)} (one shape)" if without else ""
+    return "geometric mean × ref over the suite: " + "; ".join(parts) + none + f" — {len(ms)} measurements"
 
 
 def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
@@ -81,7 +76,7 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
     date = (env.get("utc") or raw.get("utc") or "")[:10]
     if "measurements" in raw:
         doc = results.load(path)
-        headline = suite_headline(doc) if _is_suite(env) else compare_headline(doc)
+        headline = suite_headline(doc) if env.get("suites") else compare_headline(doc)  # as the page decides
         kind = "sweep" if sweep.is_sweep(raw) else "align" if align.is_align(raw) else "compare"
     elif "pairs" in raw or "kernels" in raw:
         kind = "validate"

@@ -6,7 +6,6 @@ against integer address math). Each column's metrics are named in :data:`COLUMNS
 from __future__ import annotations
 
 import gzip
-
 import json
 import statistics
 from pathlib import Path
@@ -222,8 +221,12 @@ def render_source_table(path: Path, limit: int = 12) -> str:
     from tabulate import tabulate
 
     raw = Path(path).read_bytes()
-    # A source page is megabytes of CSV; the saved ones are kept gzipped (.csv.gz), a twentieth the size.
-    kernel, rows = parse_source_csv((gzip.decompress(raw) if str(path).endswith(".gz") else raw).decode())
+    if raw[:2] == b"\x1f\x8b":  # gzip's magic: a source page runs to a megabyte of CSV, a twentieth gzipped
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{display(path)}: not a whole gzip file ({exc})") from None
+    kernel, rows = parse_source_csv(raw.decode())
     total, ops = summarise_source(rows)
     if not total:
         raise ValueError(f"{display(path)}: no warp-stall samples (was the report taken with --set full?)")

@@ -133,11 +133,11 @@ def cases(ops: list[str] | None = None, shapes: list[str] | None = None, dtypes:
 
 def headline(dtypes: list[str] | None = None, backends=None, autotune: str = "off", modes=None,
              paired: bool = False) -> list[Case]:
-    """``python -m study compare`` with nothing selected: every op at its one or two defining shapes
+    """``python -m study compare`` with nothing selected: every op at its defining shapes
     (``Problem.headline_shapes``) and precisions (``Problem.headline_precisions``), its headline rungs
-    (``register(headline=...)``: the seed ladders' end points and each backend's best) against every
-    baseline, in its first timing mode; the precisions, backends, autotune and modes given still apply.
-    ``--all`` plans the whole study."""
+    (``register(headline=...)``: the seed ladders' end points and each backend's best) at the precisions
+    each implements, against every baseline, in its first timing mode; the precisions, backends,
+    autotune and modes given still apply. ``--all`` plans the whole study."""
     all_ops, ops = ops_named(None)
     accepted = parse_dtypes(dtypes, ops, all_ops) if dtypes else None
     out: list[Case] = []
@@ -146,6 +146,8 @@ def headline(dtypes: list[str] | None = None, backends=None, autotune: str = "of
         if accepted is not None and op not in accepted:
             continue
         precisions = {op: accepted[op] if accepted else lad.problem.headline_dtypes}
-        out += planned([op], {op: lad.problem.headline}, precisions, backends, list(lad.headline_rungs), autotune,
-                       modes or list(lad.problem.default_modes[:1]), paired)
+        cases_of_op = planned([op], {op: lad.problem.headline}, precisions, backends, list(lad.headline_rungs),
+                              autotune, modes or list(lad.problem.default_modes[:1]), paired)
+        # a headline rung at a precision it does not implement would only be a skipped line (--all keeps them)
+        out += [c for c in cases_of_op if c.precision.name in c.impl.precisions]
     return out

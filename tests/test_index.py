@@ -39,8 +39,8 @@ def test_a_suite_run_is_indexed_by_its_verdict_per_series(tmp_path):
     from study import index
 
     doc = json.loads(DATA.read_text())
-    env = {**doc["environment"], "command": "python -m study compare --op sgemm --suite llama2-7b"}
-    env.pop("argv", None)
+    env = {**doc["environment"], "command": "python -m study compare --op sgemm --suite llama2-7b",
+           "suites": ["llama2-7b"]}  # what the page decides by, as the index does
     two_shapes = doc["measurements"] + [{**m, "shape": {"M": 64, "N": 64, "K": 64}} for m in doc["measurements"]]
     for name, measurements, environment in (("suite.json", two_shapes, env),
                                             ("one-shape.json", doc["measurements"], env),

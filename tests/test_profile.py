@@ -310,6 +310,9 @@ def test_a_gzipped_source_page_renders_as_the_csv_does(tmp_path):
     packed.write_bytes(gzip.compress(SOURCE_PAGE.encode()))
     render = profile_table.render_source_table
     assert render(packed).replace("source-k.csv.gz", "source-k.csv") == render(plain)
+    packed.write_bytes(gzip.compress(SOURCE_PAGE.encode())[:40])  # cut short
+    with pytest.raises(ValueError, match="not a whole gzip file"):
+        render(packed)
 
 
 def test_a_file_that_is_not_the_source_page_is_refused(tmp_path):

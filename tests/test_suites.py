@@ -76,26 +76,36 @@ def test_the_suite_verdict_counts_skipped_shapes_beside_the_geometric_mean(tmp_p
 
 
 def test_the_fp32_verdict_credits_3xtf32_only_where_its_gate_error_is_at_most_the_references():
-    a, b, c = ({"M": 1, "N": 4096, "K": 4096}, {"M": 4096, "N": 4096, "K": 4096}, {"M": 16, "N": 4096, "K": 4096})
+    a, b, c, d, e = ({"M": 1, "N": 4096, "K": 4096}, {"M": 4096, "N": 4096, "K": 4096}, {"M": 16, "N": 4096, "K": 4096},
+                     {"M": 8, "N": 4096, "K": 4096}, {"M": 2, "N": 4096, "K": 4096})
 
-    def fp32(shape, rung, x_ref, err, math="ieee", reference=False):
-        return {"op": "sgemm", "implementation": f"sgemm/{rung}/{'cublas' if reference else 'cuda'}",
-                "backend": "cublas" if reference else "cuda", "rung": None if reference else rung,
-                "rung_index": 11, "shape": shape, "precision": "fp32", "dtype": "float32", "mode": "cold",
-                "autotune": "off", "status": "ok", "reason": "", "x_ref": x_ref, "math": math,
-                "reference": reference, "error": {"err": err}}
+    def fp32(shape, rung, x_ref, err, math="ieee", reference=False, paired=None):
+        backend = "cublas" if reference else "cuda"
+        return {"op": "sgemm", "implementation": f"sgemm/{rung}/{backend}", "backend": backend,
+                "rung": None if reference else rung, "rung_index": 11, "shape": shape, "precision": "fp32",
+                "dtype": "float32", "mode": "cold", "autotune": "off", "status": "ok", "reason": "", "x_ref": x_ref,
+                "math": math, "reference": reference, "error": None if err is None else {"err": err},
+                "paired": paired}
 
-    ms = [fp32(s, "torch_matmul", 1.0, 2e-8, reference=True) for s in (a, b, c)]
-    ms += [fp32(a, "v9", 0.3, 1e-8), fp32(a, "v11", 0.8, 6e-8, "3xtf32"),  # 3xTF32 faster but less accurate
-           fp32(b, "v7", 0.75, 1e-8), fp32(b, "v11", 2.2, 1.5e-8, "3xtf32"),  # as accurate: it counts
-           fp32(c, "v11", 0.9, 5e-8, "3xtf32")]  # no FFMA rung ran, 3xTF32 less accurate: skipped
+    ms = [fp32(s, "torch_matmul", 1.0, 2e-8, reference=True) for s in (a, b, c, d)]
+    ms += [fp32(e, "torch_matmul", 1.0, None, reference=True)]  # a reference without its error
+    ms += [fp32(a, "v9", 0.3, 9e-8), fp32(a, "v11", 0.8, 6e-8, "3xtf32"),  # FFMA counts whatever its error;
+           fp32(b, "v7", 0.75, 1e-8), fp32(b, "v11", 2.2, 2e-8, "3xtf32"),  # 3xTF32 at the ref's error counts
+           fp32(c, "v11", 0.9, 5e-8, "3xtf32"),  # no FFMA rung ran, 3xTF32 less accurate: skipped
+           fp32(d, "v9", 0.6, 1e-8), fp32(d, "v9", 0.5, 1e-8, paired={"ratio": 0.5}),  # paired stands for v9
+           fp32(d, "v12", 1.4, 1e-8, "3xtf32"),  # ... and a faster rung still wins over it
+           fp32(e, "v9", 0.4, 1e-8), fp32(e, "v11", 1.9, 1e-8, "3xtf32")]  # no reference error: FFMA only
     found = suite_report.summary(ms, "sgemm")
-    accurate = found[("fp32", "CUDA (best, error ≤ ref)")]
-    assert accurate["ratios"] == {"1×4096×4096": 0.3, "4096×4096×4096": 2.2}
+    accurate = found[("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)")]
+    assert accurate["ratios"] == {"1×4096×4096": 0.3, "4096×4096×4096": 2.2, "8×4096×4096": 1.4,
+                                  "2×4096×4096": 0.4}
     assert list(accurate["skipped"]) == ["16×4096×4096"] and "gate error" in accurate["skipped"]["16×4096×4096"]
     assert found[("fp32", "CUDA (3xtf32)")]["ratios"]["1×4096×4096"] == 0.8  # the emulation's own series is kept
-    assert not any("best, error" in series for _, series in suite_report.summary(
+    assert not any("where error" in series for _, series in suite_report.summary(
         [m for m in ms if m.get("math") != "3xtf32"], "sgemm"))  # without an emulation, no such series
+    ms = [m for m in ms if m["rung"] != "v12"]
+    assert suite_report.summary(ms, "sgemm")[("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)")]["ratios"][
+        "8×4096×4096"] == 0.5  # v9's paired record, not its faster unpaired one
 
 
 def test_a_suite_runs_page_is_titled_by_its_file_ops_and_suite():

@@ -341,7 +341,7 @@ def cmd_list(args) -> int:
             print(tabulate(rows, ["#", "rung", "idea", "bottleneck removed", "CUDA", "Triton"], tablefmt="simple"))
             print(f"in {', '.join(folders)}" if folders else "")
             print(f"headline (compare without a selection): {', '.join(lad.headline_rungs)} at "
-                  f"{', '.join(shape_text(s) for s in p.headline)}, {', '.join(p.headline_dtypes)}")
+                  f"{', '.join(shape_text(s) for s in p.headline)} in {', '.join(p.headline_dtypes)}")
             print()
     for p in problems:
         say(f"registry problem: {p}")

@@ -432,5 +432,5 @@ register(
         Baseline("compiled_relu_matmul_bias", "torch.compile(relu(A @ B + bias))", "Inductor", "inductor",
                  compiled_relu_matmul_bias, "torch.compile", tunable=True),
     ],
-    headline=("v0_unfused", "v2_fused_wgmma", "v5_cluster_multicast"),
+    headline=("v0_unfused", "v1_fused_simt", "v2_fused_wgmma", "v5_cluster_multicast"),  # v1: with --dtype fp32
 )

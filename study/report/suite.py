@@ -1,6 +1,6 @@
 """A suite run's verdict per op (``compare --suite``): for each precision and series (CUDA, Triton, a
-math mode of its own such as 3xTF32, and where there is one, each backend's best at the precision's
-accuracy: an emulation's rung counted only where its gate error is at most the reference's), the best
+math mode of its own such as 3xTF32, and where there is one, each backend's best of both: an
+emulation's rung counted only where its gate error is at most the reference's), the best
 rung per shape ÷ the reference, their geometric mean, the worst shape, and every shape the series did
 not run, with the reason it recorded. A geometric mean over shapes where a series skipped would
 flatter it, so the skipped are counted beside it."""
@@ -21,39 +21,47 @@ def _series(m: dict) -> str:
     return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
 
 
-ACCURATE = "best, error ≤ ref"  # the series of a backend's best rung at the precision's accuracy
-
-
 def _gate_error(m: dict):
     error = m.get("error")
     return error.get("err") if isinstance(error, dict) else None
 
 
 def _accurate(mine: list[dict]) -> dict:
-    """{(precision, "<backend> (best, error ≤ ref)"): {shape: record}} for each backend that has a rung of
-    an emulation math mode at a precision (3xTF32 at FP32): per shape its best rung among those of the
-    precision's own math and those of an emulation whose gate error is at most the reference's there, so
-    that a verdict over the suite credits tensor-core emulation only where it is as accurate as the
-    library (at a decode-sized M, cuBLAS FP32's error can be a third of 3xTF32's)."""
+    """{(precision, "<backend> (<own math>, or <emulation> where error ≤ ref)"): {shape: record}} for each
+    backend with a rung of an emulation math mode at a precision (3xTF32 at FP32): per shape its best rung
+    among those of the precision's own math, whatever their error (FFMA is FP32 arithmetic, in whatever
+    order it sums), and those of the emulation whose gate error is at most the reference's there: the
+    FP32 verdict of docs/suites.md, crediting tensor-core emulation only where it is as accurate as the
+    library (at a decode-sized M cuBLAS FP32's error can be a third of 3xTF32's). A paired record stands
+    for its own implementation's unpaired one, then the highest × ref wins, paired or not."""
     prec = lambda m: m.get("precision") or m["dtype"]  # noqa: E731
     ref_error = {(shape_label(m["shape"]), prec(m)): _gate_error(m) for m in mine
                  if m.get("reference") and m["status"] == "ok"}
     ranked = [m for m in mine if m["status"] == "ok" and m["backend"] in RUNG_BACKENDS and m["rung"] is not None
               and m.get("x_ref")]
-    emulated = {(m["backend"], prec(m)) for m in ranked if (m.get("math") or "ieee") in EMULATION}
-    out: dict = {}
+    emulations = {(m["backend"], prec(m)): m["math"] for m in ranked if (m.get("math") or "ieee") in EMULATION}
+    own_math = {(m["backend"], prec(m)): m.get("math") or "ieee" for m in ranked
+                if (m.get("math") or "ieee") not in EMULATION}
+    per_impl: dict = {}  # (precision, series, shape, implementation, autotune) -> its record, paired first
     for m in ranked:
         backend, precision, shape = m["backend"], prec(m), shape_label(m["shape"])
-        if (backend, precision) not in emulated:
+        if (backend, precision) not in emulations:
             continue
         if (m.get("math") or "ieee") in EMULATION:
             ref, own = ref_error.get((shape, precision)), _gate_error(m)
             if ref is None or own is None or own > ref:
                 continue
-        key = (precision, f"{BACKEND_LABEL.get(backend, backend)} ({ACCURATE})")
-        best = out.setdefault(key, {}).get(shape)
-        if best is None or (bool(m.get("paired")), m["x_ref"]) > (bool(best.get("paired")), best["x_ref"]):
-            out[key][shape] = m
+        series = (f"{BACKEND_LABEL.get(backend, backend)} ({own_math.get((backend, precision), 'own math')}, "
+                  f"or {emulations[(backend, precision)]} where error ≤ ref)")
+        key = (precision, series, shape, m["implementation"], m.get("autotune"))
+        if key not in per_impl or (bool(m.get("paired")), m["x_ref"]) > (bool(per_impl[key].get("paired")),
+                                                                          per_impl[key]["x_ref"]):
+            per_impl[key] = m
+    out: dict = {}
+    for (precision, series, shape, _, _), m in per_impl.items():
+        best = out.setdefault((precision, series), {}).get(shape)
+        if best is None or m["x_ref"] > best["x_ref"]:
+            out[(precision, series)][shape] = m
     return out
 
 
