@@ -18,6 +18,7 @@ import dataclasses
 from pathlib import Path
 
 from study import metrics, select, sweep
+from study.report import png
 from study.select import UsageError
 
 PADS = range(16)
@@ -159,7 +160,7 @@ def figure(doc: dict, path: Path) -> Path | None:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    png.save(fig, path, dpi=110)
     plt.close(fig)
     return path
 

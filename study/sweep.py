@@ -18,7 +18,7 @@ import math
 from pathlib import Path
 
 from study import keys, metrics, select
-from study.report import suite
+from study.report import png, suite
 from study.select import UsageError
 from study.suites import shapes_of as suite_shapes
 
@@ -236,7 +236,7 @@ def heatmaps(doc: dict, fig_dir: Path, stem: str) -> list[tuple[str, Path]]:
         fig_dir.mkdir(parents=True, exist_ok=True)
         safe = "-".join([stem, precision, mode, *(f"{a}{v}" for a, v in fixed)])
         path = fig_dir / f"{safe}.png"
-        fig.savefig(path, dpi=110)
+        png.save(fig, path, dpi=110)
         plt.close(fig)
         figures.append((title, path))
     return figures

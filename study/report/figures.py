@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from study import metrics
+from study.report import png
 from study.report.labels import BACKEND_LABEL, modes_of, shape_label, unit_of
 from study.report.tables import best_by_shape
 
@@ -60,7 +61,7 @@ def figure(measurements: list[dict], op: str, path: Path) -> Path | None:
         ax.set_title(f"{shape} {precision}")
     grid.figure.suptitle(f"{op}: {unit} by rung (median, {first})", y=1.02)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(path, dpi=110, bbox_inches="tight")
+    png.save(grid.figure, path, dpi=110, bbox_inches="tight")
     plt.close(grid.figure)
     return path
 
@@ -102,7 +103,7 @@ def best_figure(measurements: list[dict], op: str, path: Path) -> Path | None:
         ax.tick_params(axis="x", labelrotation=20)
     grid.figure.suptitle(f"{op}: best handwritten rung against the reference, by shape (median, {first})", y=1.03)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(path, dpi=110, bbox_inches="tight")
+    png.save(grid.figure, path, dpi=110, bbox_inches="tight")
     plt.close(grid.figure)
     return path
 
@@ -157,7 +158,7 @@ def roofline(measurements: list[dict], op: str, env: dict, path: Path) -> Path |
               borderaxespad=0.0)  # beside the axes: inside, it covered the points
     ax.grid(True, which="both", linewidth=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    png.save(fig, path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from study.precision import STORAGE
+from study.report import png
 from study.report.labels import BACKEND_LABEL, num, shape_label
 from study.report.page import Section
 
@@ -132,7 +133,7 @@ def figure(measured: list[dict], path: Path) -> Path | None:
     grid.figure.subplots_adjust(hspace=0.45)
     grid.figure.suptitle("gemm_bias_relu: unfused (GEMM, then bias + ReLU), fused, and the bare GEMM", y=1.02)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grid.figure.savefig(path, dpi=110, bbox_inches="tight")
+    png.save(grid.figure, path, dpi=110, bbox_inches="tight")
     plt.close(grid.figure)
     return path
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from study.report import png
 from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, reason_line, shape_label
 from study.report.tables import best_by_shape
 
@@ -154,6 +155,6 @@ def figure(found: dict, op: str, path: Path) -> Path | None:
         ax.grid(axis="y", alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    png.save(fig, path, dpi=110)
     plt.close(fig)
     return path
