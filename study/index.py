@@ -129,12 +129,27 @@ def in_place(kind: str, command: str, path: Path) -> str:
     return shlex.join(words)
 
 
-def commands(folder: Path) -> str:
+def gpu_minutes(kind: str, raw: dict, command: str) -> float | None:
+    """The GPU minutes a results file took: its measurements' wall times; a sanitize run's tool runs over
+    its --jobs (default 4) at once; None where the file does not say (ceilings, validate)."""
+    if raw.get("measurements"):
+        return sum(m.get("wall_s") or 0 for m in raw["measurements"]) / 60
+    if kind == "sanitize":
+        words = shlex.split(command.strip("`"))
+        jobs = int(words[words.index("--jobs") + 1]) if "--jobs" in words[:-1] else 4
+        return sum(r.get("seconds") or 0 for r in raw.get("results") or []) / max(jobs, 1) / 60
+    return None
+
+
+def commands(folder: Path, minutes: float | None = None) -> str:
     """A shell script that measures every results file under ``folder`` again where it lives: each
-    file's recorded command rewritten by :func:`in_place`, the GPU minutes its measurements took
-    (their wall times), the oldest first. A merged file (shards, several runs) is merged again from its
-    parts where they are committed too (after them), and otherwise named in a comment: the commands of
-    parts that were not kept are not known."""
+    file's recorded command rewritten by :func:`in_place`, the GPU minutes it took (:func:`gpu_minutes`),
+    the oldest first. A merged file (shards, several runs) is merged again from its parts where they are
+    committed too (after them), and otherwise named in a comment: the commands of parts that were not
+    kept are not known. ``minutes``: only the oldest files whose GPU minutes add up to at most that (the
+    first always), a merge only with all its parts: what a GPU session of that length can measure again.
+    Measured again, they are the newest, and the next call names the next ones; files that cannot run as
+    recorded or whose cost is unknown are left to a run of their own and counted in the last line."""
     entries = []
     for path, raw in results.documents(folder, SKIP):
         try:
@@ -144,21 +159,39 @@ def commands(folder: Path) -> str:
         if not kind or command == "—":
             continue
         env = raw.get("environment") or {}
-        minutes = sum(m.get("wall_s") or 0 for m in raw.get("measurements") or []) / 60
-        note = f"# {display(path)}: {kind}, commit {commit}, {date}" + (f", {minutes:.1f} GPU min" if minutes else "")
+        cost = gpu_minutes(kind, raw, command)
+        note = f"# {display(path)}: {kind}, commit {commit}, {date}" + (f", {cost:.1f} GPU min" if cost else "")
         parts = env.get("merged_from") or []
         if parts and all((ROOT / p).is_file() for p in parts):
             line = shlex.join(["python", "-m", "study", "merge", *parts, "--out", display(path)])
+            cost = 0.0  # its parts are the runs
         elif parts:
             line = (f"# merged from {', '.join(parts)}, not all committed: run each part, then python -m study "
                     f"merge PARTS --out {display(path)}")
         else:
             line = in_place(kind, command.strip("`"), path)
-        entries.append((date, bool(parts), note, line))
-    lines = ["#!/usr/bin/env bash", f"# Every results file under {display(Path(folder))} measured again where it lives "
-             "(python -m study index --commands), the oldest first.", "set -e"]
-    for _, _, note, line in sorted(entries, key=lambda e: e[:2]):  # a merge after the runs of its day
+        entries.append((date, bool(parts), display(path), parts, note, line, cost))
+    ordered = sorted(entries, key=lambda e: e[:2])  # a merge after the runs of its day
+    where = display(Path(folder))
+    header = (f"The oldest results files under {where} that {minutes:g} GPU minutes measure again"
+              if minutes is not None else f"Every results file under {where} measured again")
+    lines = ["#!/usr/bin/env bash", f"# {header} where each lives (python -m study index --commands), the oldest "
+             "first.", "set -e"]
+    spent, taken, later, apart = 0.0, set(), 0, []
+    for _, _, shown, parts, note, line, cost in ordered:
+        if minutes is not None:
+            if line.startswith("#") or cost is None:
+                apart.append(shown)
+                continue
+            if (spent + cost > minutes and taken) or not all(p in taken for p in parts):
+                later += 1
+                continue
+            spent += cost
+            taken.add(shown)
         lines += [note, line]
+    if minutes is not None:
+        lines.append(f"# {spent:.1f} GPU minutes; {later} files left for later calls"
+                     + (f"; run apart (cost unknown or not runnable as recorded): {', '.join(apart)}" if apart else ""))
     return "\n".join(lines) + "\n"
 
 

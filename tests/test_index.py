@@ -89,3 +89,40 @@ def test_index_commands_measure_every_file_again_where_it_lives(tmp_path, capsys
     assert "# merged from .devout/gone.json, not all committed" in script
     assert f"# {here}/runs/a.json: compare, commit {env['git']['commit'][:7]}, {env['utc'][:10]}, " \
         f"{len(doc['measurements']):.1f} GPU min" in script
+
+
+def test_index_commands_within_minutes_take_the_oldest_files_a_session_can_measure_again(tmp_path):
+    from study import index
+
+    doc = json.loads(DATA.read_text())
+    env = doc["environment"]
+    six = len(doc["measurements"])  # one minute a measurement below: a file of six minutes
+
+    def put(name, day, minutes_each=1.0, **extra):
+        measured = [{**m, "wall_s": 60.0 * minutes_each} for m in doc["measurements"]]
+        (tmp_path / name).write_text(json.dumps({**doc, "measurements": measured, "environment": {
+            **env, "utc": f"2026-11-{day:02d}T00:00:00+00:00", "command": f"python -m study compare --op sgemm "
+            f"--name {name}", **extra}}))
+
+    put("old.json", 1)
+    put("big.json", 2, minutes_each=3.0)  # 18 minutes: past the budget after old.json, left for later
+    put("part.json", 3)
+    put("merged.json", 3, merged_from=[index.display(tmp_path / "part.json")])
+    put("new.json", 9)
+    (tmp_path / "validate.json").write_text(json.dumps({"environment": {**env, "command": "python -m study "
+                                                        "validate"}, "kernels": [], "pairs": []}))
+    (tmp_path / "sanitize.json").write_text(json.dumps({
+        "schema": 3, "environment": {**env, "utc": "2026-11-02T00:00:00+00:00",
+                                     "command": "python -m study sanitize --op sgemm --jobs 2"},
+        "tool_version": "x", "complete": True, "results": [{"status": "clean", "seconds": 120.0}] * 3}))
+    script = index.commands(tmp_path, minutes=2 * six + 3)
+    names = [line.split(": ")[0].split("/")[-1] for line in script.splitlines()
+             if line.startswith("# ") and ".json:" in line]
+    assert names == ["old.json", "sanitize.json", "part.json", "merged.json"]  # oldest first, the merge after its part
+    assert f"# {2 * six + 3:.1f} GPU minutes; 2 files left for later calls" in script  # 6 + 3 (sanitize) + 6
+    assert "run apart (cost unknown or not runnable as recorded): " in script and "validate.json" in script
+    assert "big.json" not in script and "new.json" not in script
+    assert index.commands(tmp_path, minutes=1).count("\npython -m study") == 1  # the oldest, whatever its cost
+    assert index.commands(tmp_path).count("\npython -m study") == 7  # without a budget, every runnable file
+    assert main(["index", str(tmp_path), "--minutes", "5"]) == 2  # a budget without --commands
+    assert main(["index", str(tmp_path), "--commands", "--minutes", "0"]) == 2

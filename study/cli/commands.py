@@ -402,9 +402,11 @@ def cmd_index(args) -> int:
     for folder in folders:
         if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder")
+    if args.minutes is not None and (not args.commands or args.minutes <= 0):
+        raise UsageError("--minutes takes a positive number of GPU minutes, with --commands")
     for folder in folders:
-        print(index.commands(folder) if args.commands else f"wrote {index.write(folder)}", end="" if args.commands
-              else "\n")
+        print(index.commands(folder, args.minutes) if args.commands else f"wrote {index.write(folder)}",
+              end="" if args.commands else "\n")
     return 0
 
 

@@ -277,6 +277,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     idx.add_argument("--commands", action="store_true",
                      help="print instead a shell script that measures every results file again where it lives "
                           "(each recorded command with --out and --name set to the file; GPU minutes, oldest first)")
+    idx.add_argument("--minutes", type=float, default=None, metavar="N",
+                     help="with --commands: only the oldest files whose GPU minutes add up to at most N (a session's "
+                          "worth; measured again, they become the newest, and the next call names the next ones)")
 
     prf = sub.add_parser("profile", help="Nsight Compute on one implementation at one shape, raw output saved under "
                                           "reports/<gpu>/profiles/ (GPU); --table renders saved ones (no GPU)",
