@@ -179,8 +179,11 @@ class Problem:
 
     @property
     def headline_dtypes(self) -> list[str]:
-        """The precisions ``compare`` runs without a selection: ``headline_precisions``, or the default ones."""
-        return list(self.headline_precisions or self.default_precisions or [self.precisions[0].name])
+        """The precisions ``compare`` runs without a selection: ``headline_precisions`` that the op accepts
+        (an op that subclasses another may accept fewer than it inherits), else the default ones."""
+        accepted = {p.name for p in self.precisions}
+        return ([n for n in self.headline_precisions if n in accepted]
+                or list(self.default_precisions or [self.precisions[0].name]))
 
     @property
     def shape_form(self) -> str:

@@ -293,7 +293,8 @@ def check_integrity(all_ladders: Mapping[str, Ladder], cuda_dir: Path = CUDA_DIR
         for key in sorted(set(lad.headline) - {r.key for r in lad.rungs}):
             problems.append(f"op {op!r}: its headline names {key!r}, which is not one of its rungs")
         accepted = {p.name for p in lad.problem.precisions}
-        for name in [n for n in lad.problem.headline_precisions if n not in accepted]:
+        declared = type(lad.problem).__dict__.get("headline_precisions", ())  # inherited ones are filtered
+        for name in [n for n in declared if n not in accepted]:
             problems.append(f"op {op!r}: its headline precision {name!r} is not one it accepts")
         for rung in lad.rungs:
             if rung.cuda is not None and rung.triton is None:

@@ -38,5 +38,16 @@ def test_a_headline_precision_an_op_does_not_accept_is_a_registry_problem(monkey
     assert any("headline precision 'tf32'" in p for p in registry.check_integrity(catalog.ladders()))
 
 
+def test_an_op_that_inherits_headline_precisions_it_does_not_accept_runs_those_it_does():
+    from study.ops.sgemv import SGEMV
+    from study.precision import FP32
+
+    class FP32Only(SGEMV):  # as a plugin might: SGEMV's FP32 and BF16 headline, FP32 alone accepted
+        precisions = (FP32,)
+        default_precisions = ("fp32",)
+
+    assert SGEMV.headline_precisions == ("fp32", "bf16") and FP32Only().headline_dtypes == ["fp32"]
+
+
 def json_shape(shape):
     return tuple(sorted(shape.items()))
