@@ -59,9 +59,9 @@ def suite_headline(doc: dict) -> str:
         if not found:  # a verdict needs two shapes (study.report.tables.best_by_shape)
             without.append(op)
         for (precision, series), entry in sorted(found.items()):
-            ratios, skipped = entry["ratios"], len(entry["skipped"])
-            parts.append(f"{op} {precision} {series} {suite.geomean(ratios.values()):.2f}× "
-                         f"(worst {min(ratios.values()):.2f}×" + (f", {skipped} skipped)" if skipped else ")"))
+            (mean, (_, worst)), skipped = suite.verdict(entry), len(entry["skipped"])
+            parts.append(f"{op} {precision} {series} {mean:.2f}× (worst {worst:.2f}×"
+                         + (f", {skipped} skipped)" if skipped else ")"))
     if not parts:
         return compare_headline(doc)
     none = f"; no verdict for {', '.join(without)} (one shape)" if without else ""

@@ -123,8 +123,9 @@ def best_pairs(cases: list[Case], records: list[dict]) -> list[Case]:
         case = by_key.get(m.get("case"))
         if case is None or case.paired or case.impl.rung is None or m["status"] != "ok" or not m.get("median_ms"):
             continue
-        if series_of(case) not in best or m["median_ms"] < best[series_of(case)][1]:
-            best[series_of(case)] = (case, m["median_ms"])
+        series = series_of(case)
+        if series not in best or m["median_ms"] < best[series][1]:
+            best[series] = (case, m["median_ms"])
     return [dataclasses.replace(case, paired=True) for case, _ in best.values()]
 
 

@@ -272,8 +272,7 @@ class Session:
 
             pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, stop_early=lent)
             interleaved = None
-            mix = power_mix(steadies, (pairing["clocks"], pairing["reference_clocks"]))
-            if pairing["ratios"] and (mix["borrowed"] or 0) > PAIR_CLOCK_GAP:
+            if pairing["ratios"] and lent(pairing["clocks"], pairing["reference_clocks"]):
                 # Interleaved, one ran above the clock it holds in a loop of its own, on headroom the other
                 # lent it under the cap. The headline is the rounds in which each kernel is settled again
                 # before its batch; the interleaved pairing stays beside it.

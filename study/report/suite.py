@@ -17,6 +17,10 @@ from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, reason_
 from study.report.tables import best_by_shape
 
 
+def _precision(m: dict) -> str:
+    return m.get("precision") or m["dtype"]
+
+
 def _series(m: dict) -> str:
     own = (m.get("math") or "ieee") in EMULATION
     return BACKEND_LABEL.get(m["backend"], m["backend"]) + (f" ({m['math']})" if own else "")
@@ -35,17 +39,16 @@ def _accurate(mine: list[dict]) -> dict:
     FP32 verdict of docs/suites.md, crediting tensor-core emulation only where it is as accurate as the
     library (at a decode-sized M cuBLAS FP32's error can be a third of 3xTF32's). A paired record stands
     for its own implementation's unpaired one, then the highest × ref wins, paired or not."""
-    prec = lambda m: m.get("precision") or m["dtype"]  # noqa: E731
-    ref_error = {(shape_label(m["shape"]), prec(m)): _gate_error(m) for m in mine
+    ref_error = {(shape_label(m["shape"]), _precision(m)): _gate_error(m) for m in mine
                  if m.get("reference") and m["status"] == "ok"}
     ranked = [m for m in mine if m["status"] == "ok" and m["backend"] in RUNG_BACKENDS and m["rung"] is not None
               and m.get("x_ref")]
-    emulations = {(m["backend"], prec(m)): m["math"] for m in ranked if (m.get("math") or "ieee") in EMULATION}
-    own_math = {(m["backend"], prec(m)): m.get("math") or "ieee" for m in ranked
+    emulations = {(m["backend"], _precision(m)): m["math"] for m in ranked if (m.get("math") or "ieee") in EMULATION}
+    own_math = {(m["backend"], _precision(m)): m.get("math") or "ieee" for m in ranked
                 if (m.get("math") or "ieee") not in EMULATION}
     per_impl: dict = {}  # (precision, series, shape, implementation, autotune) -> its record, paired first
     for m in ranked:
-        backend, precision, shape = m["backend"], prec(m), shape_label(m["shape"])
+        backend, precision, shape = m["backend"], _precision(m), shape_label(m["shape"])
         if (backend, precision) not in emulations:
             continue
         if (m.get("math") or "ieee") in EMULATION:
@@ -75,7 +78,7 @@ def summary(measurements: list[dict], op: str, found=None) -> dict:
         return {}
     first, best = found
     mine = [m for m in measurements if m["op"] == op and (m.get("mode") or "cold") == first and not m.get("pad")]
-    shapes = {(shape_label(m["shape"]), m.get("precision") or m["dtype"]) for m in mine}
+    shapes = {(shape_label(m["shape"]), _precision(m)) for m in mine}
     out: dict = {}
     for (shape, precision, series), m in best.items():
         out.setdefault((precision, series), {"ratios": {}, "skipped": {}})["ratios"][shape] = m["x_ref"]
@@ -83,7 +86,7 @@ def summary(measurements: list[dict], op: str, found=None) -> dict:
         for shape in sorted({s for s, p in shapes if p == precision} - set(entry["ratios"])):
             tried = [m for m in mine if m["backend"] in RUNG_BACKENDS and m["rung"] is not None
                      and _series(m) == series and shape_label(m["shape"]) == shape
-                     and (m.get("precision") or m["dtype"]) == precision]
+                     and _precision(m) == precision]
             why = next((f"{m['status']}: {reason_line(m.get('reason') or '')}" for m in tried
                         if m["status"] != "ok"), "not run")
             entry["skipped"][shape] = why
@@ -101,6 +104,12 @@ def geomean(values) -> float | None:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
 
 
+def verdict(entry: dict) -> tuple[float | None, tuple[str, float] | None]:
+    """(geometric mean, (worst shape, its ratio)) of one series' entry of :func:`summary`; Nones without ratios."""
+    ratios = entry["ratios"]
+    return geomean(ratios.values()), (min(ratios.items(), key=lambda kv: kv[1]) if ratios else None)
+
+
 def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: Path) -> list[str]:
     """The op's suite section: the table, the skipped shapes with their reasons, the sorted figure."""
     ranked = best_by_shape(measurements, op)
@@ -109,9 +118,8 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
         return []
     rows, skipped = [], []
     for (precision, series), entry in sorted(found.items()):
-        ratios = entry["ratios"]
-        worst = min(ratios.items(), key=lambda kv: kv[1]) if ratios else None
-        rows.append([precision, series, len(ratios), f"{geomean(ratios.values()):.3f}×" if ratios else "—",
+        mean, worst = verdict(entry)
+        rows.append([precision, series, len(entry["ratios"]), f"{mean:.3f}×" if worst else "—",
                      f"{worst[1]:.3f}× at {worst[0]}" if worst else "—", len(entry["skipped"])])
         skipped += [f"- {series} {precision} {shape}: {why}" for shape, why in entry["skipped"].items()]
     mode = ranked[0]  # the timing mode summary() ranked in
