@@ -29,11 +29,14 @@ __device__ __forceinline__ void mbar_fence_init() {
 }
 
 // A producer/consumer ring of `stages` stages (one thread, then a barrier as above): stage s's full
-// barrier at full + 8s, completed by the producer's expect_tx and the bytes it announces; its empty
-// barrier at empty + 8s, completed by `releases` consumer arrivals (hgemm v8's and v10's bodies).
-__device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases) {
+// barrier at full + 8s, completed by the producer's expect_tx and the bytes it announces (and by
+// `fills` − 1 more arrivals of threads that fill part of the stage with ordinary stores: v10's
+// in-place weight loads); its empty barrier at empty + 8s, completed by `releases` consumer arrivals
+// (hgemm v8's and v10's bodies).
+__device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases,
+                                               unsigned fills = 1) {
     for (int s = 0; s < stages; ++s) {
-        mbar_init(full + s * 8, 1);
+        mbar_init(full + s * 8, fills);
         mbar_init(empty + s * 8, releases);
     }
     mbar_fence_init();
@@ -126,6 +129,11 @@ __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.w
 
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
     asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
+}
+
+__device__ __forceinline__ void st_shared_v4(unsigned addr, uint4 v) {
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                 : "memory");
 }
 
 // Shared-memory writes of ordinary stores become visible to the async proxy (TMA, wgmma) only

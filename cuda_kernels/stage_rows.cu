@@ -5,10 +5,17 @@
 // keep it, the tensor map sized to the true matrix so that TMA still reads the tails as zeros;
 // C is written to such rows and copied out after (the gate poisons those rows with C). The copies
 // are the fallback's cost and are timed with the rung.
-// Grid: columns on x (32-bit index, coalesced), rows on y and entries on z, each striding by the
+// Grid: a row's 16-byte destination words on x, rows on y and entries on z, each striding by the
 // grid where the matrix has more than 65535; the 64-bit row and entry offsets are computed once a
-// row, not per element. Bottleneck: memory; one element a thread, since the source rows are only
-// 2 or 4 bytes aligned, so no wider access is legal on that side.
+// row. Bottleneck: memory. The first version moved one 2- or 4-byte element a thread, since the
+// unaligned side allows no wider access: an instruction per 2-byte element kept the copy far below
+// HBM's bandwidth (hgemm v10 with its staged B took 322 µs at 1 × 50257 × 1600 BF16 against cuBLAS's
+// 72, reports/h200/suites/hgemm-gpt2-xl.md). Now a thread writes one aligned 16-byte word of the
+// destination row, read as the two aligned 16-byte source words its bytes lie in, shifted by the
+// rows' misalignment (unaligned_rows.cuh): 16-byte accesses on both sides, the second load of each
+// pair an L1 hit (the next thread's first). Words at a row's ends, whose aligned source or
+// destination word reaches past the row, go element by element, so that no byte outside the rows is
+// read (initcheck) or written.
 // config: ELEM_BYTES=2
 #if ELEM_BYTES == 2
 typedef unsigned short elem_t;
@@ -18,15 +25,35 @@ typedef unsigned int elem_t;
 #error "ELEM_BYTES must be 2 or 4"
 #endif
 
+#include "unaligned_rows.cuh"
+
+typedef unsigned long long address_t;
+
 // dst[e][r][c] = src[e][r][c] for e < entries, r < rows, c < cols; the entries' and rows' strides
 // in elements, the columns contiguous on both sides.
 extern "C" __global__ void stage_rows(const elem_t* __restrict__ src, elem_t* __restrict__ dst,
                                       int entries, int rows, int cols, long long src_entry, long long src_row,
                                       long long dst_entry, long long dst_row) {
+    const address_t bytes = (address_t)cols * ELEM_BYTES;
     for (int e = blockIdx.z; e < entries; e += gridDim.z)
         for (int r = blockIdx.y; r < rows; r += gridDim.y) {
-            const elem_t* s = src + e * src_entry + r * src_row;
-            elem_t* d = dst + e * dst_entry + r * dst_row;
-            for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) d[c] = s[c];
+            const address_t s = (address_t)(src + e * src_entry + r * src_row);
+            const address_t d = (address_t)(dst + e * dst_entry + r * dst_row);
+            const address_t first = d & ~15ull, end = d + bytes;  // the destination words the row touches
+            const long long words = (long long)((end - first + 15) / 16);
+            const int shift = (int)((s - d) & 15);  // a destination word's bytes start this far into an aligned source word
+            for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < words;
+                 j += (long long)gridDim.x * blockDim.x) {
+                const address_t w = first + 16 * j, from = s + (w - d);  // from: where w's bytes come from (wraps as w - d)
+                const address_t lo = from & ~15ull, past = shift ? lo + 32 : lo + 16;
+                if (w >= d && w + 16 <= end && lo >= s && past <= s + bytes) {
+                    const uint4 a = *reinterpret_cast<const uint4*>(lo);
+                    *reinterpret_cast<uint4*>(w) = shift ? byte_window(a, *reinterpret_cast<const uint4*>(lo + 16), shift) : a;
+                } else {  // a word at the row's ends: its elements that are the row's, one by one
+                    const address_t b0 = w > d ? w : d, b1 = w + 16 < end ? w + 16 : end;
+                    for (address_t b = b0; b < b1; b += ELEM_BYTES)
+                        *reinterpret_cast<elem_t*>(b) = *reinterpret_cast<const elem_t*>(s + (b - d));
+                }
+            }
         }
 }

@@ -411,6 +411,37 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
         assert torch.equal(launch.out, first)
 
 
+@pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
+def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
+    # B's rows no multiple of 16 bytes apart: the loader warps read them where they lie, 16 bytes from
+    # the aligned words each row's chunk lies in (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns, split
+    # K), an odd K with a tail tile, a padded leading dimension; small integers show a chunk shifted by
+    # the wrong number of bytes or stored at the wrong swizzled place; a second launch gives the same bits.
+    impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    op = impl.op
+    for shape, pad, precision in (((1, 50257, 1600), 0, "bf16"), ((13, 4099, 1601), 0, "fp16"),
+                                  ((64, 2051, 136), 0, "bf16"), ((5, 1000, 520), 3, "fp16")):
+        prec = ladder(op).problem.precision(precision)
+        problem, sh, tensors, ref, scale = _data(op, shape, prec)
+        exact = problem.structured_inputs(sh, prec, "cuda")
+        if pad:  # rows of 1003 halves: B's leading dimension is not its width
+            for inputs in (tensors, exact):
+                padded = torch.empty(sh["K"], sh["N"] + pad, device="cuda", dtype=inputs["B"].dtype)[:, :sh["N"]]
+                inputs["B"] = padded.copy_(inputs["B"])
+        exact_ref, exact_scale = problem.reference(exact, prec)
+        for point in impl.space:
+            for inputs, r, s in ((tensors, ref, scale), (exact, exact_ref, exact_scale)):
+                verdict, launch = _run(impl, problem, sh, inputs, r, s, prec, config=point)
+                assert verdict.ok, (shape, pad, launch.config, verdict.message)
+                assert launch.config["in_place"] == "B" and "staged" not in launch.config, launch.config
+            first = launch.out.clone()
+            launch.fn()
+            torch.cuda.synchronize()
+            assert torch.equal(launch.out, first)
+
+
 def test_the_split_wgmma_rung_fits_its_tile_height_to_a_few_rows():
     # sgemm v12's declared config: the smallest height of its space that covers M ≤ 64 (A's rows are
     # wgmma's N), the K ranges planned from the fitted tile count; correct within the FP32 gate.

@@ -400,6 +400,33 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
     assert launch.config["staged"] == "A"
 
 
+@pytest.mark.parametrize("name", ["hgemm/v10_skinny_m/cuda", "gemm_bias_relu/v4_skinny_m/cuda"])
+def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_cuda, monkeypatch, name):
+    # N = 50257 (GPT-2's vocabulary): rows of B 100514 bytes apart, which TMA cannot read; staging them copied
+    # the whole weight matrix twice more at every launch. The loader warps read them where they lie.
+    from study.backends import backend, tma
+
+    impl = implementation(name)
+    problem = ladder(impl.op).problem
+    boxes = []
+    monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: boxes.append(name) or ("map", name))
+    shape = {"M": 1, "N": 50257, "K": 64}
+    tensors, launch = fake_cuda.run(impl, problem, shape, FP16_TENSOR)
+    assert launch.config["B_IN_PLACE"] == 1 and launch.config["in_place"] == "B" and "staged" not in launch.config
+    assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no map of B
+    _, _, block, args, _ = fake_cuda[0]
+    assert block == (impl.params["THREADS"] + 256, 1, 1)  # the loader warps
+    assert args[1] == args[0] == ("map", "A")  # B's slot: never read with B_IN_PLACE
+    assert args[-2].data_ptr() == tensors["B"].data_ptr() and int(args[-1]) == 50257
+    # aligned rows: TMA, as before; a misaligned A is still staged (M rows: small), B still in place
+    tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 4096, "K": 64}, FP16_TENSOR)
+    assert launch.config["B_IN_PLACE"] == 0 and "in_place" not in launch.config
+    assert fake_cuda[0][2] == (impl.params["THREADS"], 1, 1)
+    tensors = problem.make_inputs({"M": 3, "N": 70, "K": 41}, FP16_TENSOR, 0, "cpu")
+    launch = backend("cuda").prepare(impl, problem, tensors, {"M": 3, "N": 70, "K": 41}, FP16_TENSOR)
+    assert launch.config["staged"] == "A" and launch.config["in_place"] == "B"
+
+
 def test_the_skinny_twin_computes_c_transposed_split_or_not():
     from study.backends import backend
     from study.problem import check_output

@@ -33,11 +33,12 @@
 #include "hgemm/reduce_splits.cuh"
 #include "gemm_bias_relu/epilogue.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 gemm_bias_relu_v4_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                            storage_t* __restrict__ C, const storage_t* __restrict__ bias, int M, int N, int K,
-                           int ldc, int splits, int slices_per, float* __restrict__ partial, int ldp) {
-    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, BiasReluToStorage{bias});
+                           int ldc, int splits, int slices_per, float* __restrict__ partial, int ldp,
+                           const storage_t* __restrict__ B, long long ldb) {
+    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, BiasReluToStorage{bias});
 }
 
 // The second kernel: C = relu(the sum of the `splits` planes of `partial`, in plane order, + bias),

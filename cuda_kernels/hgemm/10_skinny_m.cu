@@ -50,11 +50,11 @@
 #include "hgemm/skinny_m.cuh"
 #include "hgemm/reduce_splits.cuh"
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
+extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 hgemm_v10_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                    storage_t* __restrict__ C, int M, int N, int K, int ldc, int splits, int slices_per,
-                   float* __restrict__ partial, int ldp) {
-    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, ToStorage{});
+                   float* __restrict__ partial, int ldp, const storage_t* __restrict__ B, long long ldb) {
+    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, ToStorage{});
 }
 
 // The second kernel: C = the sum of the `splits` planes of `partial` (each M × N, rows ldp apart), in

@@ -233,11 +233,11 @@ FUSED_PAIRS = fused(hgemm.PAIRS, at=3, bias_bytes=4)        # hgemm v11's kernel
 # hgemm v9's kernel (as v2's, the bias after the tensor maps); rows TMA cannot take staged inside the launch.
 FUSED_SPLIT_K = fused(staged_launcher(CudaLauncher(launch=split_k_launch, defines=aligned_defines(HALVES))), at=3,
                       bias_bytes=4)
-# hgemm v10's kernel, the bias after C (its third argument); A and B staged where TMA cannot take their rows,
-# C by plain stores; M ≤ 64 only.
+# hgemm v10's kernel, the bias after C (its third argument); A staged where TMA cannot take its rows, B then read
+# in place, C by plain stores; M ≤ 64 only.
 SKINNY_SCOPE = hgemm.skinny_scope("v4", "v2/v3")
-FUSED_SKINNY_M = fused(staged_launcher(CudaLauncher(launch=skinny_launch, defines=hgemm.skinny_defines), out=False,
-                                       check=SKINNY_SCOPE), at=3)
+FUSED_SKINNY_M = fused(staged_launcher(CudaLauncher(launch=skinny_launch, defines=hgemm.skinny_defines),
+                                       names=("A",), out=False, check=SKINNY_SCOPE), at=3)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------

@@ -161,9 +161,20 @@ def skinny_scope(rung: str, larger: str):
 skinny_check = skinny_scope("v10", "v8/v9")
 
 
+SKINNY_LOADER_THREADS = 256  # v10's loader warps where B is read in place (hgemm/skinny_m.cuh: 2 teams of 4)
+
+
+def weights_in_place(b) -> bool:
+    """Whether v10 reads B in place (its loader warps) rather than by TMA: rows of contiguous elements that
+    TMA cannot read (no multiple of 16 bytes apart, or an unaligned start). Staging them instead copied B —
+    all the traffic of a skinny product — twice more at every launch."""
+    return b.stride(-1) == 1 and alignment_reason("B", b) is not None
+
+
 def skinny_defines(config, tensors, out, shape, precision):
-    """v10's defines: v8's (the config, the storage macro, ALIGNED) and TOKENS, picked from M."""
-    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"])}
+    """v10's defines: v8's (the config, the storage macro, ALIGNED), TOKENS, picked from M, and B_IN_PLACE."""
+    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"]),
+            "B_IN_PLACE": int(weights_in_place(tensors["B"]))}
 
 
 def skinny_smem(defines) -> int:
@@ -176,30 +187,40 @@ def skinny_smem(defines) -> int:
 
 def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v10_reduce_splits",
                   extra: tuple = ()) -> CudaLaunch:
-    """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n), C by pointer (any
-    rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as v9's with BM =
-    TOKENS (:func:`split_plan`: one row of tiles), the workspace, and the reduction ``reduce`` (in the
-    rung's file) after it when the plan has two splits or more, the tensors named ``extra`` among its
-    arguments after C (gemm_bias_relu v4's bias)."""
+    """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n) — or, with B_IN_PLACE,
+    B by pointer and leading dimension for the loader warps, A's map passed in B's unread slot — C by
+    pointer (any rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as
+    v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the workspace, and the reduction
+    ``reduce`` (in the rung's file) after it when the plan has two splits or more, the tensors named
+    ``extra`` among its arguments after C (gemm_bias_relu v4's bias)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
+    if b.stride(-1) != 1:
+        raise Unsupported(f"v10 reads rows of B's contiguous elements; B has column stride {b.stride(-1)}")
+    in_place = bool(defines["B_IN_PLACE"])
     tokens, sms = defines["TOKENS"], sm_count(out)
     splits, per = split_plan(m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
     blocks = min(cdiv(n, defines["BN"]) * splits, sms)
     ldp = split_workspace(n)
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
-    args = (tma.tensor_map("A", a, HALF_BOX, tokens), tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
+    map_a = tma.tensor_map("A", a, HALF_BOX, tokens)
+    args = (map_a, map_a if in_place else tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
-            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp))
-    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, smem=skinny_smem(defines),
+            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp),
+            cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)))
+    threads = defines["THREADS"] + SKINNY_LOADER_THREADS * in_place
+    return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       after=split_reduce(defines, partial, out, tuple(tensors[e] for e in extra), m, n, ldp, splits,
                                          reduce),
-                      facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens},
+                      facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
+                             **({"in_place": "B"} if in_place else {})},
                       keep=(a, b, out, partial))
 
 
-# v10: rows of A and B TMA cannot take staged inside the launch; C is written by plain stores (any rows).
-SKINNY_M = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_defines), out=False, check=skinny_check)
+# v10: rows of A TMA cannot take staged inside the launch, B's read in place by loader warps (B_IN_PLACE); C is
+# written by plain stores (any rows).
+SKINNY_M = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_defines), names=("A",), out=False,
+                           check=skinny_check)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------

@@ -50,11 +50,13 @@ def _layout(tensor) -> tuple[int, int, int]:
 
 
 def _rows_launch(tensor, args: tuple) -> CudaLaunch:
-    """A launch over ``tensor``'s rows (stage_rows.cu's grid: columns on x, rows on y, entries on z)."""
+    """A launch over ``tensor``'s rows (stage_rows.cu's grid: a row's 16-byte destination words on x, one
+    more than its bytes fill where the row starts off a word; rows on y, entries on z)."""
     entries, rows, cols = _layout(tensor)[0], tensor.shape[-2], tensor.shape[-1]
     if max(entries, rows, cols) >= 2**31:
         raise Unsupported(f"staging indexes entries, rows and columns in 32 bits; got {entries} × {rows} × {cols}")
-    grid = (cdiv(cols, STAGE_THREADS), min(rows, GRID_YZ), min(entries, GRID_YZ))
+    words = cdiv(cols * tensor.element_size(), 16) + 1
+    grid = (cdiv(words, STAGE_THREADS), min(rows, GRID_YZ), min(entries, GRID_YZ))
     return CudaLaunch(grid=grid, block=(STAGE_THREADS, 1, 1), args=args, keep=(tensor,))
 
 
