@@ -83,6 +83,13 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
+// A bulk copy of `bytes` contiguous bytes (no tensor map): source and destination on 16 bytes, a multiple
+// of 16 bytes, counted on `bar` as TMA's (hgemm v10's weight rows, which no tensor map can describe).
+__device__ __forceinline__ void bulk_load(unsigned dst, unsigned long long src, unsigned bytes, unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
 // The same for a 3-D tensor (a batch of matrices, z the entry): a box never spans two entries, so
 // what lies past an entry's rows or columns loads as zeros, not as the next entry's elements.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int x, int y, int z, unsigned bar) {
@@ -129,6 +136,13 @@ __device__ __forceinline__ void tma_store_wait() { asm volatile("cp.async.bulk.w
 
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
     asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
+}
+
+__device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+                 : "memory");
+    return v;
 }
 
 __device__ __forceinline__ void st_shared_v4(unsigned addr, uint4 v) {

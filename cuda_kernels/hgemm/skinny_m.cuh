@@ -13,8 +13,8 @@
 #define TOKENS 64
 #endif
 
-// 1 (the launch) where B's rows are not 16 bytes apart by a multiple, so that TMA cannot read them: loader
-// warps read them in place (load_weights_in_place). Without it, TMA.
+// 1 (the launch) where B's rows are not 16 bytes apart by a multiple, so that TMA cannot read them: they
+// are read in place by bulk copies and shifted on chip (see below). Without it, TMA.
 #ifndef B_IN_PLACE
 #define B_IN_PLACE 0
 #endif
@@ -24,20 +24,31 @@ constexpr int ROW_BYTES = 128;                     // one swizzled row: 64 halve
 constexpr int X_BYTES = TOKENS * ROW_BYTES;        // the tokens' box: TOKENS rows of 64 k
 constexpr int W_BOX_BYTES = BK * ROW_BYTES;        // a weights' box: BK rows of 64 n
 constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES;
-// Stages, a full and an empty barrier per stage, 1024 bytes to round the base up to the swizzle atom
-// (study/ops/hgemm.py, skinny_smem, computes the same figure).
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * 16 + 1024;
-// In-place weights: two teams of four loader warps after the producer warp, each team filling every other
-// stage, so that two stages' loads are in flight at once; a loader warp fills 4 rows of 128 bytes an
-// instruction (8 lanes a row, a 16-byte chunk a lane), LOAD_BATCH row groups' loads issued before their
-// stores (the bytes in flight that cover HBM's latency, bounded by the registers BLOCK_THREADS leaves:
-// past 13 warps a scheduler holds 5 and a thread gets 96 registers, which 8 groups' 72 overflow).
-constexpr int LOADER_TEAMS = 2, TEAM_WARPS = 4;
-constexpr int LOADER_WARPS = B_IN_PLACE ? LOADER_TEAMS * TEAM_WARPS : 0;
-constexpr int BLOCK_THREADS = THREADS + 32 * LOADER_WARPS;
-constexpr int ROW_GROUPS = CONSUMERS * BK / (4 * TEAM_WARPS);  // a loader warp's 4-row groups a stage
-constexpr int LOAD_BATCH = BLOCK_THREADS > 416 ? 4 : (ROW_GROUPS < 8 ? ROW_GROUPS : 8);
-static_assert(ROW_GROUPS % LOAD_BATCH == 0, "whole batches of row groups");
+// In place (B_IN_PLACE): the producer warp's lanes copy each weight row's aligned window — the whole
+// 16-byte words its 64 columns lie in, 128 bytes or 144 where the row starts off a word — by bulk copies
+// (cp.async.bulk: a 16-byte aligned source and size, no tensor map, so no rule on the row stride) into a
+// raw ring of RAW_STAGES stages; four shifter warps move each 16-byte chunk into its place in the boxes
+// (byte_window, then TMA's 128-byte swizzle), which the consumers read as they read TMA's. The raw ring
+// holds the bytes in flight that cover HBM's latency, as the box ring does for TMA; the box ring then only
+// decouples the shift from the wgmmas: two stages. A first version loaded the rows into the shifters'
+// registers (two 16-byte loads a chunk, four row groups a batch, two teams of four warps): 14.6 % of
+// DRAM's bandwidth, warps stalled on the loads (long scoreboard 21 per issue; ncu, c37), since what
+// registers hold in flight (~16 KiB an SM) covers a fraction of the latency.
+constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
+constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
+constexpr int RING = B_IN_PLACE ? 2 : STAGES;        // the stages of boxes the consumers read
+constexpr int WEIGHT_ROWS = CONSUMERS * BK;          // weight rows a stage: BK of each box
+constexpr int RAW_ROW = 144;                         // a row's window, at most 9 words
+constexpr int RAW_BYTES = WEIGHT_ROWS * RAW_ROW;
+constexpr int SMEM_LIMIT = 232448;                   // sm_90's dynamic shared memory a block (227 KiB)
+constexpr int RING_BYTES = RING * (STAGE_BYTES + 16);  // with a full and an empty barrier a stage
+constexpr int RAW_FIT = (SMEM_LIMIT - 1024 - RING_BYTES) / (RAW_BYTES + 16);
+constexpr int RAW_STAGES = B_IN_PLACE ? (STAGES < RAW_FIT ? STAGES : RAW_FIT) : 1;  // 1 with TMA: no raw ring
+// The rings and their barriers, 1024 bytes to round the base up to the swizzle atom (study/ops/hgemm.py,
+// skinny_smem, computes the same figure).
+constexpr int SMEM_BYTES = RING_BYTES + B_IN_PLACE * RAW_STAGES * (RAW_BYTES + 16) + 1024;
+static_assert(!B_IN_PLACE || RAW_STAGES >= 2, "at least two raw stages fit");
+static_assert(WEIGHT_ROWS % 32 == 0, "whole rows for each producer lane, whole groups of 16 for the shifters");
 static_assert(TOKENS == 8 || TOKENS == 16 || TOKENS == 32 || TOKENS == 64, "wgmma_m64k16_ta: N of 8, 16, 32, 64");
 static_assert(BK == 64, "a 128-byte swizzled row holds 64 halves");
 static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "one consumer warpgroup per 64 weight columns, 1–4");
@@ -75,62 +86,66 @@ struct AsFloat {  // a split's FP32 plane: as it is
     __device__ __forceinline__ float operator()(float v, int) const { return v; }
 };
 
-// One lane's 16 bytes of weight row k (columns n + 8·chunk …) read in place: the two aligned words they
-// lie in, to be shifted into place at the store (unaligned_rows.cuh), where the row's 64 columns are the
-// matrix's and those words lie inside it (bytes before a row are the previous row's); else element by
-// element, zeros past K and N as TMA fills them (the last tile's and last slice's rows, the matrix's
-// first and last bytes). `end`: one past the matrix's last byte.
-struct WeightChunk {
-    uint4 lo, hi;
-    int shift;  // 0: lo is the chunk
-};
-
-__device__ __forceinline__ WeightChunk fetch_weight_chunk(const storage_t* __restrict__ B, long long ldb, int K, int N,
-                                                          int k, int n, int chunk, unsigned long long end) {
-    const unsigned long long at = (unsigned long long)B + ((long long)k * ldb + n) * sizeof(storage_t);
+// Weight row k's 64 columns from n as a bulk copy takes them: its first byte's address (`at`) and the
+// bytes of its aligned window, 128, or 144 where it starts off a word; 0 where the row is past K, passes N
+// or its window leaves the matrix (the last tile, the last slice, the matrix's first and last bytes): the
+// shifters then read those elements one by one, zeros past K and N as TMA fills them. `end`: one past
+// the matrix's last byte.
+__device__ __forceinline__ unsigned weight_window(const storage_t* __restrict__ B, long long ldb, int K, int N, int k,
+                                                  int n, unsigned long long end, unsigned long long& at) {
+    at = (unsigned long long)B + ((long long)k * ldb + n) * sizeof(storage_t);
     const unsigned long long lo = at & ~15ull;
-    const int shift = (int)(at & 15);
-    WeightChunk w;
-    if (k < K && n + 64 <= N && lo >= (unsigned long long)B && lo + (shift ? 144 : 128) <= end) {
-        const uint4* word = reinterpret_cast<const uint4*>(lo) + chunk;
-        w.lo = word[0];
-        w.hi = shift ? word[1] : w.lo;
-        w.shift = shift;
-        return w;
-    }
-    unsigned h[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int col = n + 8 * chunk + i;
-        h[i] = k < K && col < N ? B[(long long)k * ldb + col] : 0u;
-    }
-    w.lo = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
-    w.hi = w.lo;
-    w.shift = 0;
-    return w;
+    const unsigned bytes = at & 15 ? 144 : 128;
+    return k < K && n + 64 <= N && lo >= (unsigned long long)B && lo + bytes <= end ? bytes : 0;
 }
 
-// A loader warp's part of the weights of slice s of the tile at column n0, stored into the stage at
-// `boxes` as TMA's 128-byte swizzle lays them out (16-byte chunk c of box row r at chunk c ^ r % 8), so
-// that the consumers' descriptors read them unchanged. Its rows: groups of 4 (lane / 8) a TEAM_WARPS-th
-// apart (`first`); row i of the stage is row i % BK of box i / BK.
-__device__ __forceinline__ void load_weights_in_place(const storage_t* __restrict__ B, long long ldb, int K, int N,
-                                                      int s, int n0, int first, int chunk, unsigned boxes,
-                                                      unsigned long long end) {
-#pragma unroll 1
-    for (int g0 = 0; g0 < ROW_GROUPS; g0 += LOAD_BATCH) {
-        WeightChunk w[LOAD_BATCH];
+// A producer lane's bulk copies of slice s of the tile at column n0 into the raw stage at `raw` (rows lane,
+// lane + 32, …; row i of the stage is row i % BK of box i / BK), each lane announcing its own bytes on `bar`.
+__device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict__ B, long long ldb, int K, int N,
+                                                    int s, int n0, int lane, unsigned raw, unsigned bar,
+                                                    unsigned long long end) {
+    unsigned total = 0;
+    unsigned long long at;
 #pragma unroll
-        for (int g = 0; g < LOAD_BATCH; ++g) {
-            const int row = (g0 + g) * 4 * TEAM_WARPS + first;
-            w[g] = fetch_weight_chunk(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, chunk, end);
-        }
+    for (int i = 0; i < WEIGHT_ROWS / 32; ++i) {
+        const int row = i * 32 + lane;
+        total += weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
+    }
+    mbar_arrive_expect_tx(bar, total);  // before the copies that count against it
 #pragma unroll
-        for (int g = 0; g < LOAD_BATCH; ++g) {
-            const int row = (g0 + g) * 4 * TEAM_WARPS + first, r = row % BK;
-            st_shared_v4(boxes + row / BK * W_BOX_BYTES + r * ROW_BYTES + ((chunk ^ r % 8) << 4),
-                         w[g].shift ? byte_window(w[g].lo, w[g].hi, w[g].shift) : w[g].lo);
+    for (int i = 0; i < WEIGHT_ROWS / 32; ++i) {  // the windows again: arithmetic, cheaper than registers
+        const int row = i * 32 + lane;
+        const unsigned bytes = weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
+        if (bytes) bulk_load(raw + row * RAW_ROW, at & ~15ull, bytes, bar);
+    }
+}
+
+// A shifter thread's chunks of slice s (16-byte chunk `chunk` of rows first, first + 16, …) from the raw
+// stage into the boxes at `boxes`, as TMA's 128-byte swizzle lays them out (chunk c of box row r at chunk
+// c ^ r % 8), so that the consumers' descriptors read them unchanged.
+__device__ __forceinline__ void shift_weights(const storage_t* __restrict__ B, long long ldb, int K, int N, int s,
+                                              int n0, int first, int chunk, unsigned raw, unsigned boxes,
+                                              unsigned long long end) {
+#pragma unroll 4
+    for (int g = 0; g < WEIGHT_ROWS / 16; ++g) {
+        const int row = g * 16 + first, r = row % BK, k = s * BK + r, n = n0 + row / BK * 64;
+        unsigned long long at;
+        uint4 v;
+        if (weight_window(B, ldb, K, N, k, n, end, at)) {
+            const unsigned word = raw + row * RAW_ROW + chunk * 16;
+            const int shift = (int)(at & 15);
+            v = ld_shared_v4(word);
+            if (shift) v = byte_window(v, ld_shared_v4(word + 16), shift);
+        } else {
+            unsigned h[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const int col = n + 8 * chunk + i;
+                h[i] = k < K && col < N ? B[(long long)k * ldb + col] : 0u;
+            }
+            v = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
         }
+        st_shared_v4(boxes + row / BK * W_BOX_BYTES + r * ROW_BYTES + ((chunk ^ r % 8) << 4), v);
     }
 }
 
@@ -144,53 +159,69 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
-    const unsigned full = base + STAGES * STAGE_BYTES, empty = full + STAGES * 8;
-    const int tid = threadIdx.x, warp = tid / 32;
+    const unsigned raw_base = base + RING * STAGE_BYTES;          // in place: the raw ring after the boxes
+    const unsigned full = raw_base + B_IN_PLACE * RAW_STAGES * RAW_BYTES, empty = full + RING * 8;
+    const unsigned raw_full = empty + RING * 8, raw_empty = raw_full + RAW_STAGES * 8;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int slices = CDIV(K, BK), units = CDIV(N, BN) * splits;
+    const unsigned long long end = (unsigned long long)(B + (long long)(K - 1) * ldb + N);
 
     if (tid == 0) {
-        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the loader warps' threads to THREADS
+        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter warps' threads to THREADS
         tma_prefetch_map(map_a);
         if (!B_IN_PLACE) tma_prefetch_map(map_b);
-        // one release per consumer warp; a fill by the producer, and by each thread of a loader team
-        mbar_init_ring(full, empty, STAGES, CONSUMERS * 4, 1 + 32 * TEAM_WARPS * (LOADER_WARPS > 0));
+        // a box stage: one release per consumer warp; filled by TMA's bytes announced in one arrival, and in
+        // place by each shifter thread's arrival too. A raw stage: an arrival and its bytes from each
+        // producer lane; released by each shifter thread.
+        mbar_init_ring(full, empty, RING, CONSUMERS * 4, 1 + 32 * SHIFTER_WARPS);
+        if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 32);
     }
     __syncthreads();
 
-    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a loader warp: the weights of its team's stages
-        const int loader = warp - 4 * CONSUMERS - 1, team = loader / TEAM_WARPS, lane = tid % 32;
-        const unsigned long long end = (unsigned long long)(B + (long long)(K - 1) * ldb + N);
-        int use = 0;  // as the producer counts
+    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a shifter warp: raw stage → boxes, and the tokens' TMA
+        const int shifter = tid - 32 * (4 * CONSUMERS + 1);
+        int use = 0;  // slices so far, over all units, as the producer and the consumers count them
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
             const int n0 = unit / splits * BN, s0 = unit % splits * slices_per, s1 = min(slices, s0 + slices_per);
             for (int s = s0; s < s1; ++s, ++use) {
-                if (use % LOADER_TEAMS != team) continue;
-                const int stage = use % STAGES;
-                if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);
-                load_weights_in_place(B, ldb, K, N, s, n0, loader % TEAM_WARPS * 4 + lane / 8, lane % 8,
-                                      base + stage * STAGE_BYTES + X_BYTES, end);
-                fence_async_shared();  // the stores, visible to wgmma (the async proxy) before the arrival
-                mbar_arrive(full + stage * 8);
+                const int rs = use % RAW_STAGES, bs = use % RING;
+                const unsigned boxes = base + bs * STAGE_BYTES, bar = full + bs * 8;
+                mbar_wait(raw_full + rs * 8, (use / RAW_STAGES) & 1);
+                if (use >= RING) mbar_wait(empty + bs * 8, (use / RING - 1) & 1);
+                if (shifter == 0) {
+                    mbar_arrive_expect_tx(bar, X_BYTES);
+                    tma_load_2d(boxes, map_a, s * BK, 0, bar);  // the tokens: rows 0 … TOKENS-1, 64 k
+                }
+                shift_weights(B, ldb, K, N, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw_base + rs * RAW_BYTES,
+                              boxes + X_BYTES, end);
+                mbar_arrive(raw_empty + rs * 8);  // its raw chunks are read (their values are stored)
+                fence_async_shared();              // the stores, visible to wgmma (the async proxy), then the arrival
+                mbar_arrive(bar);
             }
         }
         return;
     }
 
-    if (warp == 4 * CONSUMERS) {  // the producer warp: one lane issues every copy
-        if (tid % 32 != 0) return;
+    if (warp == 4 * CONSUMERS) {  // the producer warp: with TMA one lane issues every copy; in place, all
+        if (!B_IN_PLACE && lane != 0) return;
         int use = 0;  // slices issued so far, over all units: stage use % STAGES, its round use / STAGES
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
             const int n0 = unit / splits * BN, s0 = unit % splits * slices_per;
             const int s1 = min(slices, s0 + slices_per);  // the launch plans no empty range
             for (int s = s0; s < s1; ++s, ++use) {
+                if (B_IN_PLACE) {
+                    const int rs = use % RAW_STAGES;
+                    if (use >= RAW_STAGES) mbar_wait(raw_empty + rs * 8, (use / RAW_STAGES - 1) & 1);
+                    copy_weight_windows(B, ldb, K, N, s, n0, lane, raw_base + rs * RAW_BYTES, raw_full + rs * 8, end);
+                    continue;
+                }
                 const int stage = use % STAGES;
                 const unsigned at = base + stage * STAGE_BYTES, bar = full + stage * 8;
                 if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
-                // whole boxes count, zero-filled parts included; the loader warps' stores are theirs to announce
-                mbar_arrive_expect_tx(bar, B_IN_PLACE ? X_BYTES : STAGE_BYTES);
+                mbar_arrive_expect_tx(bar, STAGE_BYTES);  // whole boxes count, zero-filled parts included
                 tma_load_2d(at, map_a, s * BK, 0, bar);  // the tokens: rows 0 … TOKENS-1, 64 k
 #pragma unroll
-                for (int c = 0; c < CONSUMERS * !B_IN_PLACE; ++c)
+                for (int c = 0; c < CONSUMERS; ++c)
                     tma_load_2d(at + X_BYTES + c * W_BOX_BYTES, map_b, n0 + c * 64, s * BK, bar);
             }
         }
@@ -206,9 +237,9 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
 #pragma unroll
         for (int i = 0; i < TOKENS / 2; ++i) acc[i] = 0.f;
         for (int s = s0; s < s1; ++s, ++use) {
-            const int stage = use % STAGES;
+            const int stage = use % RING;
             const unsigned at = base + stage * STAGE_BYTES;
-            mbar_wait(full + stage * 8, (use / STAGES) & 1);
+            mbar_wait(full + stage * 8, (use / RING) & 1);
             fence_registers(acc);
             wgmma_fence();
             const unsigned w = at + X_BYTES + consumer * W_BOX_BYTES;
@@ -222,11 +253,11 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
             wgmma_commit();
             wgmma_wait<1>();  // the previous slice's group is done: release its stage
             fence_registers(acc);
-            if (s > s0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);
+            if (s > s0 && thread % 32 == 0) mbar_arrive(empty + (use - 1) % RING * 8);
         }
         wgmma_wait<0>();
         fence_registers(acc);
-        if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % STAGES * 8);  // the unit's last slice
+        if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % RING * 8);  // the unit's last slice
         const int cols = n0 + consumer * 64;
         if (splits == 1)  // uniform over the grid
             store_transposed(acc, C, M, N, (size_t)ldc, cols, thread, to_c);

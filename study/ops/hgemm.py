@@ -161,7 +161,8 @@ def skinny_scope(rung: str, larger: str):
 skinny_check = skinny_scope("v10", "v8/v9")
 
 
-SKINNY_LOADER_THREADS = 256  # v10's loader warps where B is read in place (hgemm/skinny_m.cuh: 2 teams of 4)
+SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
+SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 
 
 def weights_in_place(b) -> bool:
@@ -179,10 +180,15 @@ def skinny_defines(config, tensors, out, shape, precision):
 
 def skinny_smem(defines) -> int:
     """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
-    B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom
-    (the kernel computes the same SMEM_BYTES and traps when given less)."""
+    B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom; with
+    B_IN_PLACE two such stages and as many raw stages (BN/64 · BK rows of 144 bytes, two mbarriers) as fit,
+    at most STAGES (the kernel computes the same SMEM_BYTES and traps when given less)."""
     stages = defines["STAGES"]
-    return stages * (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + stages * 16 + 1024
+    stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 16
+    if not defines.get("B_IN_PLACE"):
+        return stages * stage + 1024
+    raw = defines["BN"] // 64 * defines["BK"] * 144 + 16
+    return 2 * stage + min(stages, (SMEM_LIMIT - 1024 - 2 * stage) // raw) * raw + 1024
 
 
 def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v10_reduce_splits",
@@ -208,7 +214,7 @@ def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp),
             cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)))
-    threads = defines["THREADS"] + SKINNY_LOADER_THREADS * in_place
+    threads = defines["THREADS"] + SKINNY_SHIFTER_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       after=split_reduce(defines, partial, out, tuple(tensors[e] for e in extra), m, n, ldp, splits,
                                          reduce),
