@@ -83,13 +83,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, 
                  :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
 
-// A bulk copy of `bytes` contiguous bytes (no tensor map): source and destination on 16 bytes, a multiple
-// of 16 bytes, counted on `bar` as TMA's (hgemm v10's weight rows, which no tensor map can describe).
-__device__ __forceinline__ void bulk_load(unsigned dst, unsigned long long src, unsigned bytes, unsigned bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
-}
-
 // The same for a 3-D tensor (a batch of matrices, z the entry): a box never spans two entries, so
 // what lies past an entry's rows or columns loads as zeros, not as the next entry's elements.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, int x, int y, int z, unsigned bar) {

@@ -14,7 +14,7 @@
 #endif
 
 // 1 (the launch) where B's rows are not 16 bytes apart by a multiple, so that TMA cannot read them: they
-// are read in place by bulk copies and shifted on chip (see below). Without it, TMA.
+// are read in place by cp.async copies of aligned words and shifted on chip (see below). Without it, TMA.
 #ifndef B_IN_PLACE
 #define B_IN_PLACE 0
 #endif
@@ -25,15 +25,16 @@ constexpr int X_BYTES = TOKENS * ROW_BYTES;        // the tokens' box: TOKENS ro
 constexpr int W_BOX_BYTES = BK * ROW_BYTES;        // a weights' box: BK rows of 64 n
 constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES;
 // In place (B_IN_PLACE): the producer warp's lanes copy each weight row's aligned window — the whole
-// 16-byte words its 64 columns lie in, 128 bytes or 144 where the row starts off a word — by bulk copies
-// (cp.async.bulk: a 16-byte aligned source and size, no tensor map, so no rule on the row stride) into a
-// raw ring of RAW_STAGES stages; four shifter warps move each 16-byte chunk into its place in the boxes
-// (byte_window, then TMA's 128-byte swizzle), which the consumers read as they read TMA's. The raw ring
-// holds the bytes in flight that cover HBM's latency, as the box ring does for TMA; the box ring then only
-// decouples the shift from the wgmmas: two stages. A first version loaded the rows into the shifters'
-// registers (two 16-byte loads a chunk, four row groups a batch, two teams of four warps): 14.6 % of
-// DRAM's bandwidth, warps stalled on the loads (long scoreboard 21 per issue; ncu, c37), since what
-// registers hold in flight (~16 KiB an SM) covers a fraction of the latency.
+// 16-byte words its 64 columns lie in, 128 bytes or 144 where the row starts off a word — by 16-byte
+// cp.async copies (an aligned source, no tensor map, so no rule on the row stride) into a raw ring of
+// RAW_STAGES stages; four shifter warps move each 16-byte chunk into its place in the boxes (byte_window,
+// then TMA's 128-byte swizzle), which the consumers read as they read TMA's. The raw ring holds the bytes
+// in flight that cover HBM's latency, as the box ring does for TMA; the box ring then only decouples the
+// shift from the wgmmas: two stages. Tried first (1 × 50257 × 1600 BF16, ncu, c37/c38): the rows loaded
+// into the shifters' registers (two teams of four warps, four row groups a batch): 234 µs, DRAM at
+// 14.6 % of its bandwidth, warps stalled on the loads (long scoreboard 21 per issue), as what registers
+// hold in flight (~16 KiB an SM) covers a fraction of HBM's latency; each row's window by one bulk copy
+// (cp.async.bulk, 144 bytes, 128 a stage): 315 µs, DRAM at 10.8 %, a TMA request per 144 bytes.
 constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
 constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
 constexpr int RING = B_IN_PLACE ? 2 : STAGES;        // the stages of boxes the consumers read
@@ -86,7 +87,7 @@ struct AsFloat {  // a split's FP32 plane: as it is
     __device__ __forceinline__ float operator()(float v, int) const { return v; }
 };
 
-// Weight row k's 64 columns from n as a bulk copy takes them: its first byte's address (`at`) and the
+// Weight row k's 64 columns from n as the producer copies them: its first byte's address (`at`) and the
 // bytes of its aligned window, 128, or 144 where it starts off a word; 0 where the row is past K, passes N
 // or its window leaves the matrix (the last tile, the last slice, the matrix's first and last bytes): the
 // shifters then read those elements one by one, zeros past K and N as TMA fills them. `end`: one past
@@ -99,25 +100,26 @@ __device__ __forceinline__ unsigned weight_window(const storage_t* __restrict__ 
     return k < K && n + 64 <= N && lo >= (unsigned long long)B && lo + bytes <= end ? bytes : 0;
 }
 
-// A producer lane's bulk copies of slice s of the tile at column n0 into the raw stage at `raw` (rows lane,
-// lane + 32, …; row i of the stage is row i % BK of box i / BK), each lane announcing its own bytes on `bar`.
+// A producer lane's copies of slice s of the tile at column n0 into the raw stage at `raw` (row i of the
+// stage is row i % BK of box i / BK, its window at i · RAW_ROW): 16-byte cp.async copies of the windows'
+// words, 8 lanes a row (word lane % 8, and the ninth by the eighth lane), four rows an instruction
+// (coalesced); the lane's arrival on `bar` comes when its copies have landed.
 __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict__ B, long long ldb, int K, int N,
                                                     int s, int n0, int lane, unsigned raw, unsigned bar,
                                                     unsigned long long end) {
-    unsigned total = 0;
-    unsigned long long at;
-#pragma unroll
-    for (int i = 0; i < WEIGHT_ROWS / 32; ++i) {
-        const int row = i * 32 + lane;
-        total += weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
-    }
-    mbar_arrive_expect_tx(bar, total);  // before the copies that count against it
-#pragma unroll
-    for (int i = 0; i < WEIGHT_ROWS / 32; ++i) {  // the windows again: arithmetic, cheaper than registers
-        const int row = i * 32 + lane;
+    const int word = lane % 8;
+#pragma unroll 4
+    for (int g = 0; g < WEIGHT_ROWS / 4; ++g) {
+        const int row = g * 4 + lane / 8;
+        unsigned long long at;
         const unsigned bytes = weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
-        if (bytes) bulk_load(raw + row * RAW_ROW, at & ~15ull, bytes, bar);
+        if (!bytes) continue;
+        const unsigned dst = raw + row * RAW_ROW + word * 16;
+        const unsigned long long src = (at & ~15ull) + word * 16;
+        cp_async_16_shared(dst, reinterpret_cast<const void*>(src), true);
+        if (word == 7 && bytes > 128) cp_async_16_shared(dst + 16, reinterpret_cast<const void*>(src + 16), true);
     }
+    cp_async_arrive_noinc(bar);
 }
 
 // A shifter thread's chunks of slice s (16-byte chunk `chunk` of rows first, first + 16, …) from the raw
@@ -171,8 +173,8 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
         tma_prefetch_map(map_a);
         if (!B_IN_PLACE) tma_prefetch_map(map_b);
         // a box stage: one release per consumer warp; filled by TMA's bytes announced in one arrival, and in
-        // place by each shifter thread's arrival too. A raw stage: an arrival and its bytes from each
-        // producer lane; released by each shifter thread.
+        // place by each shifter thread's arrival too. A raw stage: an arrival from each producer lane once its
+        // copies have landed; released by each shifter thread.
         mbar_init_ring(full, empty, RING, CONSUMERS * 4, 1 + 32 * SHIFTER_WARPS);
         if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 32);
     }
