@@ -30,17 +30,18 @@ constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES;
 // RAW_STAGES stages; four shifter warps move each 16-byte chunk into its place in the boxes (byte_window,
 // then TMA's 128-byte swizzle), which the consumers read as they read TMA's. The raw ring holds the bytes
 // in flight that cover HBM's latency, as the box ring does for TMA; the box ring then only decouples the
-// shift from the wgmmas: two stages. Tried first (1 × 50257 × 1600 BF16, ncu, c37/c38): the rows loaded
-// into the shifters' registers (two teams of four warps, four row groups a batch): 234 µs, DRAM at
-// 14.6 % of its bandwidth, warps stalled on the loads (long scoreboard 21 per issue), as what registers
-// hold in flight (~16 KiB an SM) covers a fraction of HBM's latency; each row's window by one bulk copy
-// (cp.async.bulk, 144 bytes, 128 a stage): 315 µs, DRAM at 10.8 %, a TMA request per 144 bytes.
+// shift from the wgmmas: two stages. The tokens' box rides in the raw stage too (TMA, copied to the box
+// stage by the shifters): loaded into the box stage as the shifters took it, each stage waited a TMA round
+// trip (212 µs at 1 × 50257 × 1600 BF16, DRAM at 16 %, c39). Tried first (same shape, ncu, c37/c38): the
+// rows loaded into the shifters' registers (two teams of four warps, four row groups a batch): 234 µs,
+// DRAM at 14.6 %, warps stalled on the loads (long scoreboard 21 per issue); each row's window by one bulk
+// copy (cp.async.bulk, 144 bytes, 128 a stage): 315 µs, DRAM at 10.8 %.
 constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
 constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
 constexpr int RING = B_IN_PLACE ? 2 : STAGES;        // the stages of boxes the consumers read
 constexpr int WEIGHT_ROWS = CONSUMERS * BK;          // weight rows a stage: BK of each box
 constexpr int RAW_ROW = 144;                         // a row's window, at most 9 words
-constexpr int RAW_BYTES = WEIGHT_ROWS * RAW_ROW;
+constexpr int RAW_BYTES = X_BYTES + WEIGHT_ROWS * RAW_ROW;  // a raw stage: the tokens' box (TMA), the windows
 constexpr int SMEM_LIMIT = 232448;                   // sm_90's dynamic shared memory a block (227 KiB)
 constexpr int RING_BYTES = RING * (STAGE_BYTES + 16);  // with a full and an empty barrier a stage
 constexpr int RAW_FIT = (SMEM_LIMIT - 1024 - RING_BYTES) / (RAW_BYTES + 16);
@@ -114,7 +115,7 @@ __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict_
         unsigned long long at;
         const unsigned bytes = weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
         if (!bytes) continue;
-        const unsigned dst = raw + row * RAW_ROW + word * 16;
+        const unsigned dst = raw + X_BYTES + row * RAW_ROW + word * 16;
         const unsigned long long src = (at & ~15ull) + word * 16;
         cp_async_16_shared(dst, reinterpret_cast<const void*>(src), true);
         if (word == 7 && bytes > 128) cp_async_16_shared(dst + 16, reinterpret_cast<const void*>(src + 16), true);
@@ -134,7 +135,7 @@ __device__ __forceinline__ void shift_weights(const storage_t* __restrict__ B, l
         unsigned long long at;
         uint4 v;
         if (weight_window(B, ldb, K, N, k, n, end, at)) {
-            const unsigned word = raw + row * RAW_ROW + chunk * 16;
+            const unsigned word = raw + X_BYTES + row * RAW_ROW + chunk * 16;
             const int shift = (int)(at & 15);
             v = ld_shared_v4(word);
             if (shift) v = byte_window(v, ld_shared_v4(word + 16), shift);
@@ -172,30 +173,29 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
         if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter warps' threads to THREADS
         tma_prefetch_map(map_a);
         if (!B_IN_PLACE) tma_prefetch_map(map_b);
-        // a box stage: one release per consumer warp; filled by TMA's bytes announced in one arrival, and in
-        // place by each shifter thread's arrival too. A raw stage: an arrival from each producer lane once its
-        // copies have landed; released by each shifter thread.
-        mbar_init_ring(full, empty, RING, CONSUMERS * 4, 1 + 32 * SHIFTER_WARPS);
-        if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 32);
+        // a box stage: one release per consumer warp; filled by TMA's bytes announced in one arrival, or in
+        // place by each shifter thread's arrival. A raw stage: filled by the tokens' TMA bytes announced in
+        // one arrival and an arrival from each producer lane once its copies have landed; released by each
+        // shifter thread.
+        mbar_init_ring(full, empty, RING, CONSUMERS * 4, B_IN_PLACE ? 32 * SHIFTER_WARPS : 1);
+        if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 33);
     }
     __syncthreads();
 
-    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a shifter warp: raw stage → boxes, and the tokens' TMA
+    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a shifter warp: raw stage → boxes
         const int shifter = tid - 32 * (4 * CONSUMERS + 1);
         int use = 0;  // slices so far, over all units, as the producer and the consumers count them
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
             const int n0 = unit / splits * BN, s0 = unit % splits * slices_per, s1 = min(slices, s0 + slices_per);
             for (int s = s0; s < s1; ++s, ++use) {
                 const int rs = use % RAW_STAGES, bs = use % RING;
-                const unsigned boxes = base + bs * STAGE_BYTES, bar = full + bs * 8;
+                const unsigned boxes = base + bs * STAGE_BYTES, bar = full + bs * 8, raw = raw_base + rs * RAW_BYTES;
                 mbar_wait(raw_full + rs * 8, (use / RAW_STAGES) & 1);
                 if (use >= RING) mbar_wait(empty + bs * 8, (use / RING - 1) & 1);
-                if (shifter == 0) {
-                    mbar_arrive_expect_tx(bar, X_BYTES);
-                    tma_load_2d(boxes, map_a, s * BK, 0, bar);  // the tokens: rows 0 … TOKENS-1, 64 k
-                }
-                shift_weights(B, ldb, K, N, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw_base + rs * RAW_BYTES,
-                              boxes + X_BYTES, end);
+                // the tokens' box as TMA swizzled it (both boxes on 1024-byte atoms), then the weights
+                for (int i = shifter; i < X_BYTES / 16; i += 32 * SHIFTER_WARPS)
+                    st_shared_v4(boxes + i * 16, ld_shared_v4(raw + i * 16));
+                shift_weights(B, ldb, K, N, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw, boxes + X_BYTES, end);
                 mbar_arrive(raw_empty + rs * 8);  // its raw chunks are read (their values are stored)
                 fence_async_shared();              // the stores, visible to wgmma (the async proxy), then the arrival
                 mbar_arrive(bar);
@@ -213,8 +213,13 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
             for (int s = s0; s < s1; ++s, ++use) {
                 if (B_IN_PLACE) {
                     const int rs = use % RAW_STAGES;
+                    const unsigned raw = raw_base + rs * RAW_BYTES, bar = raw_full + rs * 8;
                     if (use >= RAW_STAGES) mbar_wait(raw_empty + rs * 8, (use / RAW_STAGES - 1) & 1);
-                    copy_weight_windows(B, ldb, K, N, s, n0, lane, raw_base + rs * RAW_BYTES, raw_full + rs * 8, end);
+                    if (lane == 0) {  // the tokens ride in the raw stage: issued as far ahead as the weights
+                        mbar_arrive_expect_tx(bar, X_BYTES);
+                        tma_load_2d(raw, map_a, s * BK, 0, bar);
+                    }
+                    copy_weight_windows(B, ldb, K, N, s, n0, lane, raw, bar, end);
                     continue;
                 }
                 const int stage = use % STAGES;

@@ -181,13 +181,13 @@ def skinny_defines(config, tensors, out, shape, precision):
 def skinny_smem(defines) -> int:
     """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
     B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom; with
-    B_IN_PLACE two such stages and as many raw stages (BN/64 · BK rows of 144 bytes, two mbarriers) as fit,
-    at most STAGES (the kernel computes the same SMEM_BYTES and traps when given less)."""
+    B_IN_PLACE two such stages and as many raw stages (A's box and BN/64 · BK rows of 144 bytes, two
+    mbarriers) as fit, at most STAGES (the kernel computes the same SMEM_BYTES and traps when given less)."""
     stages = defines["STAGES"]
     stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 16
     if not defines.get("B_IN_PLACE"):
         return stages * stage + 1024
-    raw = defines["BN"] // 64 * defines["BK"] * 144 + 16
+    raw = defines["TOKENS"] * HALF_BOX * 2 + defines["BN"] // 64 * defines["BK"] * 144 + 16
     return 2 * stage + min(stages, (SMEM_LIMIT - 1024 - 2 * stage) // raw) * raw + 1024
 
 
