@@ -101,43 +101,14 @@ __device__ __forceinline__ unsigned weight_window(const storage_t* __restrict__ 
     return k < K && n + 64 <= N && lo >= (unsigned long long)B && lo + bytes <= end ? bytes : 0;
 }
 
-// Whether every weight row of slice s of the tile at n0 has its window copied (no row past K or N, no
-// window leaving the matrix): the first and the last window bound all others, which lie between them.
-// Nearly every stage is such; the producer then copies by running addresses, without a test a row.
-__device__ __forceinline__ bool whole_stage(const storage_t* __restrict__ B, long long ldb, int K, int N, int s,
-                                            int n0, unsigned long long end) {
-    unsigned long long first, last;
-    return (s + 1) * BK <= K && n0 + BN <= N && weight_window(B, ldb, K, N, s * BK, n0, end, first) &&
-           weight_window(B, ldb, K, N, s * BK + BK - 1, n0 + BN - 64, end, last);
-}
-
 // A producer lane's copies of slice s of the tile at column n0 into the raw stage at `raw` (row i of the
 // stage is row i % BK of box i / BK, its window at i · RAW_ROW): 16-byte cp.async copies of the windows'
 // words, 8 lanes a row (word lane % 8, and the ninth by the eighth lane), four rows an instruction
-// (coalesced); the lane's arrival on `bar` comes when its copies have landed. One warp issues a stage's
-// 1,152 copies (BN = 128): with each row's window worked out and tested per copy, its ~40 instructions a
-// copy, not HBM, set the pace (211 µs at 1 × 50257 × 1600, DRAM at 16 %, c40); whole stages run on
-// addresses that advance by four rows.
+// (coalesced); the lane's arrival on `bar` comes when its copies have landed.
 __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict__ B, long long ldb, int K, int N,
                                                     int s, int n0, int lane, unsigned raw, unsigned bar,
                                                     unsigned long long end) {
     const int word = lane % 8;
-    if (whole_stage(B, ldb, K, N, s, n0, end)) {
-        const unsigned long long step = 4 * ldb * sizeof(storage_t);
-#pragma unroll
-        for (int c = 0; c < CONSUMERS; ++c) {
-            unsigned long long at = (unsigned long long)(B + (long long)(s * BK + lane / 8) * ldb + n0 + c * 64);
-            unsigned dst = raw + X_BYTES + (c * BK + lane / 8) * RAW_ROW + word * 16;
-#pragma unroll 4
-            for (int j = 0; j < BK / 4; ++j, at += step, dst += 4 * RAW_ROW) {
-                const unsigned long long src = (at & ~15ull) + word * 16;
-                cp_async_16_shared(dst, reinterpret_cast<const void*>(src), true);
-                if (word == 7 && (at & 15)) cp_async_16_shared(dst + 16, reinterpret_cast<const void*>(src + 16), true);
-            }
-        }
-        cp_async_arrive_noinc(bar);
-        return;
-    }
 #pragma unroll 4
     for (int g = 0; g < WEIGHT_ROWS / 4; ++g) {
         const int row = g * 4 + lane / 8;
