@@ -8,14 +8,14 @@
 // Grid: a row's 16-byte destination words on x, rows on y and entries on z, each striding by the
 // grid where the matrix has more than 65535; the 64-bit row and entry offsets are computed once a
 // row. Bottleneck: memory. The first version moved one 2- or 4-byte element a thread, since the
-// unaligned side allows no wider access: an instruction per 2-byte element kept the copy far below
-// HBM's bandwidth (hgemm v10 with its staged B took 322 µs at 1 × 50257 × 1600 BF16 against cuBLAS's
-// 72, reports/h200/suites/hgemm-gpt2-xl.md). Now a thread writes one aligned 16-byte word of the
-// destination row, read as the two aligned 16-byte source words its bytes lie in, shifted by the
-// rows' misalignment (unaligned_rows.cuh): 16-byte accesses on both sides, the second load of each
-// pair an L1 hit (the next thread's first). Words at a row's ends, whose aligned source or
+// unaligned side allows no wider access (hgemm v10 with its B staged so took 322 µs at 1 × 50257 × 1600
+// BF16 against cuBLAS's 72; its twin, staged by torch's copy, 235 µs). Now a thread writes one aligned
+// 16-byte word of the destination row, read as the two aligned 16-byte source words its bytes lie in,
+// shifted by the rows' misalignment (unaligned_rows.cuh): 16-byte accesses on both sides, the second
+// load of each pair an L1 hit (the next thread's first). Words at a row's ends, whose aligned source or
 // destination word reaches past the row, go element by element, so that no byte outside the rows is
-// read (initcheck) or written.
+// read (initcheck) or written. Correct at every staged GPU test (c37); its own speed is not yet measured
+// apart from the rungs it serves.
 // config: ELEM_BYTES=2
 #if ELEM_BYTES == 2
 typedef unsigned short elem_t;
