@@ -159,10 +159,10 @@ def figure(found: dict, op: str, path: Path) -> Path | None:
         ax.set_xticks(range(len(shapes)), shapes, rotation=60, ha="right", fontsize=7)
         ax.set_ylabel("× reference")
         ax.set_title(f"{op} {precision}: shapes sorted by {series[0]}'s × reference", fontsize=10)
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)  # beside the axes: off the data
         ax.grid(axis="y", alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    png.save(fig, path, dpi=110)
+    png.save(fig, path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
