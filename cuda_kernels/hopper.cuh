@@ -29,10 +29,10 @@ __device__ __forceinline__ void mbar_fence_init() {
 }
 
 // A producer/consumer ring of `stages` stages (one thread, then a barrier as above): stage s's full
-// barrier at full + 8s, completed by the producer's expect_tx and the bytes it announces (and by
-// `fills` − 1 more arrivals of threads that fill part of the stage with ordinary stores: v10's
-// in-place weight loads); its empty barrier at empty + 8s, completed by `releases` consumer arrivals
-// (hgemm v8's and v10's bodies).
+// barrier at full + 8s, completed by `fills` arrivals — 1, the producer's expect_tx with the bytes it
+// announces, or more where threads fill the stage (hgemm v10 in place: its shifter threads' ordinary
+// stores; its producer lanes' cp.async copies and the tokens' expect_tx) — its empty barrier at
+// empty + 8s by `releases` consumer arrivals (hgemm v8's and v10's bodies).
 __device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases,
                                                unsigned fills = 1) {
     for (int s = 0; s < stages; ++s) {
@@ -131,6 +131,7 @@ __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
     asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
 }
 
+// 16 bytes from or to a shared-window address on 16 bytes (hgemm v10's on-chip shift).
 __device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)

@@ -413,10 +413,10 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
 def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
-    # B's rows no multiple of 16 bytes apart: the loader warps read them where they lie, 16 bytes from
-    # the aligned words each row's chunk lies in (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns, split
-    # K), an odd K with a tail tile, a padded leading dimension; small integers show a chunk shifted by
-    # the wrong number of bytes or stored at the wrong swizzled place; a second launch gives the same bits.
+    # B's rows no multiple of 16 bytes apart: read where they lie, each row's aligned words copied and
+    # shifted on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns), an odd K with a tail tile, a
+    # padded leading dimension; small integers show a chunk shifted by the wrong number of bytes or stored
+    # at the wrong swizzled place; a second launch gives the same bits.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))

@@ -403,7 +403,7 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m/cuda", "gemm_bias_relu/v4_skinny_m/cuda"])
 def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_cuda, monkeypatch, name):
     # N = 50257 (GPT-2's vocabulary): rows of B 100514 bytes apart, which TMA cannot read; staging them copied
-    # the whole weight matrix twice more at every launch. The loader warps read them where they lie.
+    # the whole weight matrix twice more at every launch. They are read where they lie (B_IN_PLACE).
     from study.backends import backend, tma
 
     impl = implementation(name)

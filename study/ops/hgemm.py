@@ -166,7 +166,8 @@ SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 
 
 def weights_in_place(b) -> bool:
-    """Whether v10 reads B in place (its loader warps) rather than by TMA: rows of contiguous elements that
+    """Whether v10 reads B in place (cp.async copies of each row's aligned words, shifted on chip;
+    hgemm/skinny_m.cuh) rather than by TMA: rows of contiguous elements that
     TMA cannot read (no multiple of 16 bytes apart, or an unaligned start). Staging them instead copied B —
     all the traffic of a skinny product — twice more at every launch."""
     return b.stride(-1) == 1 and alignment_reason("B", b) is not None
@@ -194,7 +195,7 @@ def skinny_smem(defines) -> int:
 def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v10_reduce_splits",
                   extra: tuple = ()) -> CudaLaunch:
     """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n) — or, with B_IN_PLACE,
-    B by pointer and leading dimension for the loader warps, A's map passed in B's unread slot — C by
+    B by pointer and leading dimension for the in-place copies, A's map passed in B's unread slot — C by
     pointer (any rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as
     v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the workspace, and the reduction
     ``reduce`` (in the rung's file) after it when the plan has two splits or more, the tensors named
@@ -223,8 +224,8 @@ def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_
                       keep=(a, b, out, partial))
 
 
-# v10: rows of A TMA cannot take staged inside the launch, B's read in place by loader warps (B_IN_PLACE); C is
-# written by plain stores (any rows).
+# v10: rows of A TMA cannot take staged inside the launch, B's read in place (B_IN_PLACE); C is written by plain
+# stores (any rows).
 SKINNY_M = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_defines), names=("A",), out=False,
                            check=skinny_check)
 
