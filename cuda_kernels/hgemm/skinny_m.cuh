@@ -33,7 +33,7 @@ constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES;
 // shift from the wgmmas: two stages. The tokens' box rides in the raw stage too (TMA, copied to the box
 // stage by the shifters): loaded into the box stage as the shifters took it, each stage waited a TMA round
 // trip (212 µs at 1 × 50257 × 1600 BF16, DRAM at 16 %, c39). Tried first (same shape, ncu, c37/c38): the
-// rows loaded into the shifters' registers (two teams of four warps, four row groups a batch): 234 µs,
+// rows loaded into loader warps' registers (two teams of four warps, four row groups a batch): 234 µs,
 // DRAM at 14.6 %, warps stalled on the loads (long scoreboard 21 per issue); each row's window by one bulk
 // copy (cp.async.bulk, 144 bytes, 128 a stage): 315 µs, DRAM at 10.8 %.
 constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
