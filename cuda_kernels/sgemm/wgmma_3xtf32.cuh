@@ -110,16 +110,13 @@ __device__ __forceinline__ void split_a(unsigned stage, int thread) {
 #pragma unroll 4
     for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) {
         const unsigned at = stage + i * 16;
-        float x[4];
-        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                     : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3]) : "r"(at) : "memory");
+        const uint4 x = ld_shared_v4(at);
+        const float v[4] = {__uint_as_float(x.x), __uint_as_float(x.y), __uint_as_float(x.z), __uint_as_float(x.w)};
         unsigned hi[4], lo[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) split(x[e], hi[e], lo[e]);
-        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
-                     :: "r"(at), "r"(hi[0]), "r"(hi[1]), "r"(hi[2]), "r"(hi[3]) : "memory");
-        asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n"
-                     :: "r"(at + A_BYTES), "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3]) : "memory");
+        for (int e = 0; e < 4; ++e) split(v[e], hi[e], lo[e]);
+        st_shared_v4(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
+        st_shared_v4(at + A_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
     }
 }
 }  // namespace wgmma3x
