@@ -131,7 +131,7 @@ __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
     asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(addr), "r"(value) : "memory");
 }
 
-// 16 bytes from or to a shared-window address on 16 bytes (hgemm v10's on-chip shift).
+// 16 bytes from or to a shared-window address on 16 bytes (hgemm v10's on-chip shift, sgemm 3xTF32's split).
 __device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
     uint4 v;
     asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
