@@ -414,27 +414,31 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
 def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
     # B's rows no multiple of 16 bytes apart: read where they lie, each row's aligned words copied and
-    # shifted on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns), an odd K with a tail tile, a
-    # padded leading dimension; small integers show a chunk shifted by the wrong number of bytes or stored
-    # at the wrong swizzled place; a second launch gives the same bits.
+    # shifted on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns: all but the last tile's stages
+    # whole, taken by running addresses), an odd K with a tail tile, a padded leading dimension, a B that
+    # starts one element past an aligned word (the first window would begin before the matrix: that stage
+    # row by row); small integers show a chunk shifted by the wrong number of bytes or stored at the wrong
+    # swizzled place; a second launch gives the same bits.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     op = impl.op
-    for shape, pad, precision in (((1, 50257, 1600), 0, "bf16"), ((13, 4099, 1601), 0, "fp16"),
-                                  ((64, 2051, 136), 0, "bf16"), ((5, 1000, 520), 3, "fp16")):
+    for shape, pad, offset, precision in (((1, 50257, 1600), 0, 0, "bf16"), ((13, 4099, 1601), 0, 0, "fp16"),
+                                          ((64, 2051, 136), 0, 0, "bf16"), ((5, 1000, 520), 3, 0, "fp16"),
+                                          ((7, 3000, 700), 0, 1, "bf16")):
         prec = ladder(op).problem.precision(precision)
         problem, sh, tensors, ref, scale = _data(op, shape, prec)
         exact = problem.structured_inputs(sh, prec, "cuda")
-        if pad:  # rows of 1003 halves: B's leading dimension is not its width
+        if pad or offset:  # rows of N + pad halves from `offset` halves past an aligned start
             for inputs in (tensors, exact):
-                padded = torch.empty(sh["K"], sh["N"] + pad, device="cuda", dtype=inputs["B"].dtype)[:, :sh["N"]]
-                inputs["B"] = padded.copy_(inputs["B"])
+                rows = sh["N"] + pad
+                store = torch.empty(offset + sh["K"] * rows, device="cuda", dtype=inputs["B"].dtype)
+                inputs["B"] = store[offset:].view(sh["K"], rows)[:, :sh["N"]].copy_(inputs["B"])
         exact_ref, exact_scale = problem.reference(exact, prec)
         for point in impl.space:
             for inputs, r, s in ((tensors, ref, scale), (exact, exact_ref, exact_scale)):
                 verdict, launch = _run(impl, problem, sh, inputs, r, s, prec, config=point)
-                assert verdict.ok, (shape, pad, launch.config, verdict.message)
+                assert verdict.ok, (shape, pad, offset, launch.config, verdict.message)
                 assert launch.config["in_place"] == "B" and "B" not in launch.config.get("staged", ""), launch.config
             first = launch.out.clone()
             launch.fn()

@@ -123,6 +123,43 @@ __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict_
     cp_async_arrive_noinc(bar);
 }
 
+// Whether every window of slice s of the tile at n0 is whole (the slice's BK rows inside K, the tile's BN
+// columns inside N, the first window's aligned start and the last window's end inside the matrix): then
+// the producer and the shifters take the stage by running addresses (copy_whole_stage, shift_whole_stage)
+// instead of asking weight_window row by row. Uniform over the block. Addresses grow with k and n, so the
+// first and last windows bound the others.
+__device__ __forceinline__ bool whole_stage(const storage_t* __restrict__ B, long long ldb, int K, int N, int s,
+                                            int n0, unsigned long long end) {
+    if ((s + 1) * BK > K || n0 + BN > N) return false;
+    const unsigned long long first = (unsigned long long)(B + (long long)s * BK * ldb + n0);
+    const unsigned long long last = (unsigned long long)(B + (long long)(s * BK + BK - 1) * ldb + n0 + BN - 64);
+    return (first & ~15ull) >= (unsigned long long)B && (last & ~15ull) + (last & 15 ? 144 : 128) <= end;
+}
+
+// copy_weight_windows for a whole stage: the same copies to the same places, each lane's address running
+// 4 rows (4 · ldb elements) a copy, so that a copy is an add, a mask and the cp.async. Per row,
+// weight_window's products and bounds cost 32 PTX instructions a copy, and one warp issues every copy of
+// the block: at 1 × 50257 × 1600 it was issue-bound, 2.8 µs a stage with DRAM at 16 % (c40).
+__device__ __forceinline__ void copy_whole_stage(const storage_t* __restrict__ B, long long ldb, int s, int n0,
+                                                 int lane, unsigned raw, unsigned bar) {
+    const int word = lane % 8;
+    const unsigned long long step = 4ull * ldb * sizeof(storage_t);
+    const unsigned dst0 = raw + X_BYTES + lane / 8 * RAW_ROW + word * 16;
+#pragma unroll
+    for (int c = 0; c < CONSUMERS; ++c) {
+        // word `word` of the row's window starts at (at & ~15): `at` carries the row's misalignment
+        unsigned long long at = (unsigned long long)(B + (long long)(s * BK + lane / 8) * ldb + n0 + c * 64) + word * 16;
+#pragma unroll
+        for (int g = 0; g < BK / 4; ++g, at += step) {
+            const unsigned dst = dst0 + (c * BK + g * 4) * RAW_ROW;
+            const char* src = reinterpret_cast<const char*>(at & ~15ull);
+            cp_async_16_shared(dst, src, true);
+            if (word == 7 && (at & 15)) cp_async_16_shared(dst + 16, src + 16, true);
+        }
+    }
+    cp_async_arrive_noinc(bar);
+}
+
 // A shifter thread's chunks of slice s (16-byte chunk `chunk` of rows first, first + 16, …) from the raw
 // stage into the boxes at `boxes`, as TMA's 128-byte swizzle lays them out (chunk c of box row r at chunk
 // c ^ r % 8), so that the consumers' descriptors read them unchanged.
@@ -149,6 +186,37 @@ __device__ __forceinline__ void shift_weights(const storage_t* __restrict__ B, l
             v = make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16);
         }
         st_shared_v4(boxes + row / BK * W_BOX_BYTES + r * ROW_BYTES + ((chunk ^ r % 8) << 4), v);
+    }
+}
+
+// shift_weights for a whole stage: the row's misalignment from a running address (16 rows a step), the
+// swizzled place from the thread's first row alone (rows 16 apart share r % 8), and four rows' words
+// loaded before any is shifted, so that their shared-memory latencies overlap (the loads and stores are
+// ordered asm). byte_window at shift 0 returns the low word: no branch; the high word read then is the
+// slot's ninth, inside the stage.
+__device__ __forceinline__ void shift_whole_stage(const storage_t* __restrict__ B, long long ldb, int s, int n0,
+                                                  int first, int chunk, unsigned raw, unsigned boxes) {
+    constexpr int GROUPS = BK / 16;  // a box's rows of this thread: first, first + 16, …
+    constexpr int BATCH = 4;
+    const unsigned long long step = 16ull * ldb * sizeof(storage_t);
+    const unsigned long long at0 = (unsigned long long)(B + (long long)(s * BK + first) * ldb + n0);
+    const unsigned word0 = raw + X_BYTES + first * RAW_ROW + chunk * 16;
+    const unsigned box0 = boxes + first * ROW_BYTES + ((chunk ^ first % 8) << 4);
+#pragma unroll
+    for (int g0 = 0; g0 < CONSUMERS * GROUPS; g0 += BATCH) {
+        uint4 lo[BATCH], hi[BATCH];
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const unsigned word = word0 + (g0 + i) * 16 * RAW_ROW;
+            lo[i] = ld_shared_v4(word);
+            hi[i] = ld_shared_v4(word + 16);
+        }
+#pragma unroll
+        for (int i = 0; i < BATCH; ++i) {
+            const int g = g0 + i, box = g / GROUPS, r16 = g % GROUPS;  // k row r16 · 16 + first of box `box`
+            const int shift = (int)((at0 + r16 * step + box * 128) & 15);
+            st_shared_v4(box0 + box * W_BOX_BYTES + r16 * 16 * ROW_BYTES, byte_window(lo[i], hi[i], shift));
+        }
     }
 }
 
@@ -195,7 +263,10 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
                 // the tokens' box as TMA swizzled it (both boxes on 1024-byte atoms), then the weights
                 for (int i = shifter; i < X_BYTES / 16; i += 32 * SHIFTER_WARPS)
                     st_shared_v4(boxes + i * 16, ld_shared_v4(raw + i * 16));
-                shift_weights(B, ldb, K, N, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw, boxes + X_BYTES, end);
+                if (whole_stage(B, ldb, K, N, s, n0, end))
+                    shift_whole_stage(B, ldb, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw, boxes + X_BYTES);
+                else
+                    shift_weights(B, ldb, K, N, s, n0, shifter / 32 * 4 + lane / 8, lane % 8, raw, boxes + X_BYTES, end);
                 mbar_arrive(raw_empty + rs * 8);  // its raw chunks are read (their values are stored)
                 fence_async_shared();              // the stores, visible to wgmma (the async proxy), then the arrival
                 mbar_arrive(bar);
@@ -219,7 +290,10 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
                         mbar_arrive_expect_tx(bar, X_BYTES);
                         tma_load_2d(raw, map_a, s * BK, 0, bar);
                     }
-                    copy_weight_windows(B, ldb, K, N, s, n0, lane, raw, bar, end);
+                    if (whole_stage(B, ldb, K, N, s, n0, end))
+                        copy_whole_stage(B, ldb, s, n0, lane, raw, bar);
+                    else
+                        copy_weight_windows(B, ldb, K, N, s, n0, lane, raw, bar, end);
                     continue;
                 }
                 const int stage = use % STAGES;
