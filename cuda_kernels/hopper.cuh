@@ -154,6 +154,15 @@ __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
 }
 
+// named_barrier that also returns whether any of its threads passed `value` true (bar.red.or): one
+// thread's finding (an atomic counter's old value, say) reaches the others in the same barrier.
+__device__ __forceinline__ bool named_barrier_or(unsigned id, unsigned threads, bool value) {
+    unsigned any;
+    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 q, %1, 0;\n bar.red.or.pred p, %2, %3, q;\n"
+                 " selp.u32 %0, 1, 0, p;\n}\n" : "=r"(any) : "r"((unsigned)value), "r"(id), "r"(threads) : "memory");
+    return any != 0;
+}
+
 __device__ __forceinline__ void tma_prefetch_map(const TensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }

@@ -378,9 +378,10 @@ def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
         assert (launch.config["splits"] > 1) == several, launch.config
         first = launch.out.clone()
         for _ in range(3):
+            launch.out.fill_(float("nan"))
             launch.fn()
-        torch.cuda.synchronize()
-        assert torch.equal(launch.out, first)
+            torch.cuda.synchronize()
+            assert torch.equal(launch.out, first), shape
 
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
@@ -388,7 +389,9 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
     # hgemm v10 (and gemm_bias_relu v4, its kernel with the bias and ReLU in the store or the reduction) at
     # each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split four ways (4096 × 4096: 32 tiles of
     # 128) and not split (11008 columns: 86 tiles); the small integers show any element put at (n, m)
-    # instead of (m, n), or a bias at the wrong column; the ordered reduction gives the same bits every launch.
+    # instead of (m, n), or a bias at the wrong column; the splits summed in order by each tile's last unit
+    # give the same bits at every launch, C poisoned between them (a count per tile left unreset would leave
+    # C unwritten at the next launch).
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
@@ -406,9 +409,10 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
         assert verdict.ok, (shape, "small integers", verdict.message)
         first = launch.out.clone()
         for _ in range(3):
+            launch.out.fill_(float("nan"))
             launch.fn()
-        torch.cuda.synchronize()
-        assert torch.equal(launch.out, first)
+            torch.cuda.synchronize()
+            assert torch.equal(launch.out, first), shape
 
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])

@@ -7,44 +7,36 @@
 // are the instruction's 64-row side and the tokens its N (8 to 64, from M); v4 is that kernel
 // (hgemm/skinny_m.cuh) with one more step in C's store: each accumulator plus its column's bias, ReLU,
 // then the one rounding (BiasReluToStorage). With two splits or more the bias and ReLU cannot go on a
-// partial sum: the FP32 planes are summed in split order by the second kernel, which adds the bias and
-// applies ReLU before rounding (hgemm/reduce_splits.cuh with BiasReluColumn, as v3's).
+// partial sum: the last unit of each tile to finish sums the FP32 planes in split order, then adds the
+// bias and applies ReLU before rounding, in the same launch (hgemm/skinny_m.cuh, sum_tile).
 // Costs: v10's (the weights streamed once from HBM: at M tokens M FLOP/byte, memory-bound); the bias
 // is loaded per stored element from L1 (C is ≤ 64/K of the traffic).
 // Removes: v2/v3's 128-row tiles at decode-sized M.
-// Builds on: hgemm v10 (the kernel, its plan and reduction), v3 (the reduction's epilogue).
+// Builds on: hgemm v10 (the kernel, its plan and in-launch sum of the splits), v2 (the epilogue).
 // Constraints: M ≤ 64 (the launch refuses more: v2/v3 take it); K and N as v10 (rows TMA cannot read
-// are staged by the launch); the workspace holds splits × M × ldp floats.
+// are staged by the launch); the workspace holds splits × M × ldp floats and a count per tile.
 // Measured (H200, c20 at 21f957b, BF16, cold, autotune off, paired against cuBLASLt's RELU_BIAS):
 // 1×22016×4096 0.90× [0.899, 0.900], 16×22016×4096 0.84× [0.835, 0.837] (v2/v3 0.67–0.70× there).
 // arch: sm_90a
 // precisions: fp16 bf16
-// config: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=2
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=8
-// space: BN=128 BK=64 STAGES=4 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 REDUCE_THREADS=256 MIN_SLICES=2
-// space: BN=64 BK=64 STAGES=8 THREADS=160 REDUCE_THREADS=256 MIN_SLICES=4
+// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8
+// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=2
+// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4
 #include "common.cuh"
 #include "hopper.cuh"
 #include "hgemm/skinny_m.cuh"
-#include "hgemm/reduce_splits.cuh"
 #include "gemm_bias_relu/epilogue.cuh"
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 gemm_bias_relu_v4_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                            storage_t* __restrict__ C, const storage_t* __restrict__ bias, int M, int N, int K,
                            int ldc, int splits, int slices_per, float* __restrict__ partial, int ldp,
-                           const storage_t* __restrict__ B, long long ldb) {
-    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, BiasReluToStorage{bias});
-}
-
-// The second kernel: C = relu(the sum of the `splits` planes of `partial`, in plane order, + bias),
-// rounded once (v3's). Launched only with two splits or more.
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-gemm_bias_relu_v4_reduce_splits(const float* __restrict__ partial, storage_t* __restrict__ C,
-                                const storage_t* __restrict__ bias, int M, int N, int ldp, int ldc, int splits) {
-    reduce_splits(partial, C, M, N, ldp, ldc, splits, BiasReluColumn{bias});
+                           const storage_t* __restrict__ B, long long ldb, unsigned* __restrict__ tile_done) {
+    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, tile_done,
+                  BiasReluToStorage{bias});
 }

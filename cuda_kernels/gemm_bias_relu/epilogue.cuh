@@ -63,7 +63,7 @@ struct BiasReluColumn {
     }
 };
 
-// hgemm v10's transposed C store (hgemm/skinny_m.cuh; v4 when it does not split): each accumulator comes
+// hgemm v10's transposed C store and its sum of the splits (hgemm/skinny_m.cuh; v4): each value comes
 // with its column, whose bias is loaded there (a thread holds two columns for all of its tokens: the
 // loads after the first hit L1). C is at most 64 rows, ≤ 64/K of the traffic: no staging of the bias.
 struct BiasReluToStorage {

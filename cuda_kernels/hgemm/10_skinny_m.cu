@@ -15,7 +15,9 @@
 // full, multiply, release. No setmaxnreg: a consumer holds at most 32 accumulators.
 // Few tiles (N / BN: 32 at N = 4096, BN = 128, for 132 SMs), so split-K over tiles × splits units
 // exactly as v9 plans it (study/ops/hgemm.py, split_plan, with BM = TOKENS: one row of tiles): one
-// split writes C; more write FP32 planes that hgemm/reduce_splits.cuh sums in order, as v9.
+// split writes C; more write FP32 planes, which the last unit of each tile to finish sums in plane
+// order into C inside the same launch (hgemm/skinny_m.cuh, sum_tile; a count per tile) — not v9's
+// second kernel, whose launch and pass over C at decode sizes cost a tenth of the time.
 // C by plain stores, not TMA: the accumulators are Cᵀ (a thread's registers run along C's columns),
 // so a TMA store would need a transpose through shared memory, for at most 64 rows of C against
 // K rows of weights read (C is ≤ 64/K of the traffic); a warp's store writes 16 contiguous bytes in
@@ -26,11 +28,11 @@
 // bytes of weights in flight per SM (64 KiB at BN = 128, 4 stages) to cover HBM latency.
 // Removes: v8/v9's 128-row tiles at M ≤ 64, where all but M of each tile's 128 rows multiply the
 // zeros TMA fills in (a wgmma of 64 rows for 1 token).
-// Builds on: v9 (plan, partial planes, reduction), v8 (producer/consumer ring), hopper.cuh's
+// Builds on: v9 (plan, partial planes), v8 (producer/consumer ring), hopper.cuh's
 // wgmma_m64k16_ta. Constraints: M ≤ 64 (the launch refuses more: v8/v9 take it); A's rows as v8's
 // (staged where TMA cannot read them); B's rows, where TMA cannot read them (no multiple of 16 bytes
 // apart: N = 50257), read in place (B_IN_PLACE, hgemm/skinny_m.cuh: cp.async copies of each row's
-// aligned words, shifted on chip); the workspace holds splits × M × ldp floats.
+// aligned words, shifted on chip); the workspace holds splits × M × ldp floats and a count per tile.
 // B in place (c40 at 9a708a9, paired, cold): 1 × 50257 × 1600 BF16 0.34× cuBLAS [0.339, 0.340], 213.5 µs
 // (its B staged before: 322 µs, 0.22×); 16 × 50257 × 1600 0.65×. ncu: DRAM 16 % of its peak, long
 // scoreboard 9.9 per issue: not yet HBM-bound (docs/ladders/hgemm.md, v10, names the next step).
@@ -42,30 +44,22 @@
 // under memcheck and racecheck (c16/c17 at c5f5b0f).
 // arch: sm_90a
 // precisions: fp16 bf16
-// config: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=2
-// space: BN=128 BK=64 STAGES=8 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=8
-// space: BN=128 BK=64 STAGES=4 THREADS=288 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 REDUCE_THREADS=256 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 REDUCE_THREADS=256 MIN_SLICES=2
-// space: BN=64 BK=64 STAGES=8 THREADS=160 REDUCE_THREADS=256 MIN_SLICES=4
+// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8
+// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=2
+// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4
 #include "common.cuh"
 #include "hopper.cuh"
 #include "hgemm/skinny_m.cuh"
-#include "hgemm/reduce_splits.cuh"
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
 hgemm_v10_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
                    storage_t* __restrict__ C, int M, int N, int K, int ldc, int splits, int slices_per,
-                   float* __restrict__ partial, int ldp, const storage_t* __restrict__ B, long long ldb) {
-    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, ToStorage{});
-}
-
-// The second kernel: C = the sum of the `splits` planes of `partial` (each M × N, rows ldp apart), in
-// plane order, rounded once (hgemm/reduce_splits.cuh, as v9's). Launched only with two splits or more.
-extern "C" __global__ void __launch_bounds__(REDUCE_THREADS)
-hgemm_v10_reduce_splits(const float* __restrict__ partial, storage_t* __restrict__ C, int M, int N, int ldp,
-                        int ldc, int splits) {
-    reduce_splits(partial, C, M, N, ldp, ldc, splits, PlainSum{});
+                   float* __restrict__ partial, int ldp, const storage_t* __restrict__ B, long long ldb,
+                   unsigned* __restrict__ tile_done) {
+    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, tile_done, ToStorage{});
 }

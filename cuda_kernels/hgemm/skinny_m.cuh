@@ -220,13 +220,36 @@ __device__ __forceinline__ void shift_whole_stage(const storage_t* __restrict__ 
     }
 }
 
+// With splits, C's columns n0 … n0 + BN − 1 from the tile's FP32 planes (each M × N, rows ldp apart), summed
+// in plane order whichever unit sums them (the same bits every launch), `to_c` then applied: by the
+// consumers of the tile's last unit to finish, while the producer and shifters already load its next.
+// Loads through L2 (ld.global.cg): the other units' planes were written on other SMs.
+template <class ToC>
+__device__ __forceinline__ void sum_tile(const float* __restrict__ partial, storage_t* __restrict__ C, int M, int N,
+                                         int ldp, int ldc, int splits, int n0, int thread, ToC to_c) {
+    const size_t plane = (size_t)M * ldp;
+    for (int e = thread; e < M * BN; e += 128 * CONSUMERS) {
+        const int row = e / BN, col = n0 + e % BN;
+        if (col >= N) continue;
+        const float* at = partial + (size_t)row * ldp + col;
+        float sum = __ldcg(at);
+#pragma unroll 4
+        for (int s = 1; s < splits; ++s) sum += __ldcg(at + s * plane);
+        C[(size_t)row * ldc + col] = to_c(sum, col);
+    }
+}
+
 // The kernel's body: `to_c` maps each accumulator (and its column) to what C holds when the plan has one
-// split (ToStorage: v10; a bias and ReLU: the fused op's v4); with more, the FP32 planes take them as they are.
+// split (ToStorage: v10; a bias and ReLU: the fused op's v4); with more, the FP32 planes take the
+// accumulators as they are and the tile's last unit to finish sums them into C (sum_tile) — one launch:
+// a second kernel for the sum cost a launch and a pass over C that, at decode sizes (a few µs of
+// weights), were a tenth of the time. `tile_done`: a count of finished units per tile, zero before the
+// first launch; the summing unit sets it back to zero for the next.
 template <class ToC>
 __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const TensorMap* map_b, storage_t* __restrict__ C,
                                               int M, int N, int K, int ldc, int splits, int slices_per,
                                               float* __restrict__ partial, int ldp, const storage_t* __restrict__ B,
-                                              long long ldb, ToC to_c) {
+                                              long long ldb, unsigned* __restrict__ tile_done, ToC to_c) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
@@ -340,10 +363,20 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
         fence_registers(acc);
         if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % RING * 8);  // the unit's last slice
         const int cols = n0 + consumer * 64;
-        if (splits == 1)  // uniform over the grid
+        if (splits == 1) {  // uniform over the grid
             store_transposed(acc, C, M, N, (size_t)ldc, cols, thread, to_c);
-        else
-            store_transposed(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, (size_t)ldp, cols, thread,
-                             AsFloat{});
+            continue;
+        }
+        store_transposed(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, (size_t)ldp, cols, thread, AsFloat{});
+        // Each thread's plane stores, visible on the GPU before the unit counts itself done (the fence, then
+        // the consumers' barrier, then one count); the unit that finds the others done fences again before
+        // it reads their planes (the threadfence-reduction pattern of the CUDA programming guide).
+        __threadfence();
+        const unsigned tile = unit / splits;
+        const bool last = named_barrier_or(1, 128 * CONSUMERS, tid == 0 && atomicAdd(&tile_done[tile], 1u) == splits - 1);
+        if (!last) continue;
+        __threadfence();
+        sum_tile(partial, C, M, N, ldp, ldc, splits, n0, tid, to_c);
+        if (tid == 0) tile_done[tile] = 0;  // every split has counted: ready for the next launch
     }
 }

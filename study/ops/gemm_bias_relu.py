@@ -9,7 +9,8 @@ closure → v1 the epilogue fused into sgemm v7's FFMA warp tiles (FP32) → v2 
 into hgemm v8's warp-specialised wgmma kernel, applied as each 64 × 64 box of C is staged for its
 TMA store (FP16/BF16) → v3 v2 over tiles × K ranges for products of few tiles (hgemm v9's split-K
 plan), the epilogue in the reduction that sums the FP32 partials when it splits → v4 hgemm v10's
-skinny-M kernel (Cᵀ = Bᵀ·Aᵀ, M ≤ 64 tokens) with the epilogue in its C store, or in the reduction.
+skinny-M kernel (Cᵀ = Bᵀ·Aᵀ, M ≤ 64 tokens) with the epilogue in its C store, or in its in-launch sum of
+the splits.
 The bare GEMM those rungs build on is measured by its own op (hgemm or sgemm) at the same shapes; the report's fusion
 table sets unfused, fused (v1, v2) and bare side by side (study/report/fusion.py). Baselines: eager
 torch (``relu(matmul + bias)`` and ``addmm`` + ``relu_``), ``torch.compile`` (Inductor; its mode
@@ -212,13 +213,6 @@ def fused(gemm: CudaLauncher, at: int, bias_bytes: int = 1) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=gemm.check, defines=gemm.defines)
 
 
-def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v4: hgemm v10's launch (its TOKENS, plan, workspace and grid; :func:`study.ops.hgemm.skinny_launch`)
-    whose reduction, when it splits, is this rung's, the bias after C."""
-    return hgemm.skinny_launch(defines, tensors, out, shape, precision, reduce="gemm_bias_relu_v4_reduce_splits",
-                               extra=("bias",))
-
-
 def split_k_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     """v3: hgemm v9's launch (its plan, workspace and grid; :func:`study.ops.hgemm.split_launch`) whose
     reduction, when it splits, is this rung's, the bias after C."""
@@ -236,7 +230,7 @@ FUSED_SPLIT_K = fused(staged_launcher(CudaLauncher(launch=split_k_launch, define
 # hgemm v10's kernel, the bias after C (its third argument); A staged where TMA cannot take its rows, B then read
 # in place, C by plain stores; M ≤ 64 only.
 SKINNY_SCOPE = hgemm.skinny_scope("v4", "v2/v3")
-FUSED_SKINNY_M = fused(staged_launcher(CudaLauncher(launch=skinny_launch, defines=hgemm.skinny_defines),
+FUSED_SKINNY_M = fused(staged_launcher(CudaLauncher(launch=hgemm.skinny_launch, defines=hgemm.skinny_defines),
                                        names=("A",), out=False, check=SKINNY_SCOPE), at=3)
 
 
@@ -408,7 +402,8 @@ register(
                          precisions=("fp16", "bf16"), pre_hook=tk.descriptor_blocks,
                          post_hook=reduce_after_tuned_partials)),
         Rung("v4_skinny_m", "hgemm v10's kernel (Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N; M ≤ 64) with the bias and ReLU in "
-             "its C store, or, when it splits K, in the reduction that sums the FP32 partials",
+             "its C store, or, when it splits K, where a tile's FP32 partials are summed (by its last unit; the twin: "
+             "a second kernel)",
              "v2/v3's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight columns per SM)",
              cuda="04_skinny_m.cu", launch=FUSED_SKINNY_M, multiples=TMA_HALVES,
              triton=twin(tk.gemm_bias_relu_skinny_m, tk.V4_SKINNY_M, tk.SKINNY_M_SPACE, launch=skinny_twin_launch,

@@ -192,14 +192,14 @@ def skinny_smem(defines) -> int:
     return 2 * stage + min(stages, (SMEM_LIMIT - 1024 - 2 * stage) // raw) * raw + 1024
 
 
-def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_v10_reduce_splits",
-                  extra: tuple = ()) -> CudaLaunch:
+def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n) — or, with B_IN_PLACE,
     B by pointer and leading dimension for the in-place copies, A's map passed in B's unread slot — C by
     pointer (any rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as
-    v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the workspace, and the reduction
-    ``reduce`` (in the rung's file) after it when the plan has two splits or more, the tensors named
-    ``extra`` among its arguments after C (gemm_bias_relu v4's bias)."""
+    v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the FP32 workspace and, with two splits
+    or more, a count per tile, zeroed here and by the kernel after each sum, of the units done: the last
+    sums the tile's planes into C in the same launch (hgemm/skinny_m.cuh, sum_tile). gemm_bias_relu v4's
+    launch is this one with the bias after C."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     if b.stride(-1) != 1:
@@ -210,18 +210,17 @@ def skinny_launch(defines, tensors, out, shape, precision, reduce: str = "hgemm_
     blocks = min(cdiv(n, defines["BN"]) * splits, sms)
     ldp = split_workspace(n)
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    tile_done = torch.zeros(cdiv(n, defines["BN"]) if splits > 1 else 1, dtype=torch.int32, device=out.device)
     map_a = tma.tensor_map("A", a, HALF_BOX, tokens)
     args = (map_a, map_a if in_place else tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp),
-            cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)))
+            cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)), cuda.as_cupy(tile_done))
     threads = defines["THREADS"] + SKINNY_SHIFTER_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
-                      after=split_reduce(defines, partial, out, tuple(tensors[e] for e in extra), m, n, ldp, splits,
-                                         reduce),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
                              **({"in_place": "B"} if in_place else {})},
-                      keep=(a, b, out, partial))
+                      keep=(a, b, out, partial, tile_done))
 
 
 # v10: rows of A TMA cannot take staged inside the launch, B's read in place (B_IN_PLACE); C is written by plain
@@ -390,7 +389,7 @@ register(
                          pre_hook=tk.descriptor_blocks, post_hook=reduce_after_tuned_partials)),
         Rung("v10_skinny_m", "skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ: the weight tile is wgmma's A read "
              "MN-major (imm-trans-a = 1), the tokens its N (8/16/32/64, picked from M); a producer warp, v9's split "
-             "plan and reduction", "v8/v9's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight "
+             "plan, a tile's planes summed by its last unit in the same launch (the twin: a second kernel)", "v8/v9's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight "
              "columns per SM)", cuda="10_skinny_m.cu", launch=SKINNY_M, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_skinny_m, tk.V10_SKINNY_M, tk.SKINNY_SPACE, launch=skinny_twin_launch,
                          check=skinny_twin_check, pre_hook=tk.skinny_blocks,
