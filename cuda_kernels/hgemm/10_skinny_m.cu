@@ -33,9 +33,10 @@
 // (staged where TMA cannot read them); B's rows, where TMA cannot read them (no multiple of 16 bytes
 // apart: N = 50257), read in place (B_IN_PLACE, hgemm/skinny_m.cuh: cp.async copies of each row's
 // aligned words, shifted on chip); the workspace holds splits × M × ldp floats and a count per tile.
-// B in place (c40 at 9a708a9, paired, cold): 1 × 50257 × 1600 BF16 0.34× cuBLAS [0.339, 0.340], 213.5 µs
-// (its B staged before: 322 µs, 0.22×); 16 × 50257 × 1600 0.65×. ncu: DRAM 16 % of its peak, long
-// scoreboard 9.9 per issue: not yet HBM-bound (docs/ladders/hgemm.md, v10, names the next step).
+// B in place, whole stages by running addresses (c41, tree of 2132a8a, paired, cold): 1 × 50257 × 1600
+// BF16 0.60× cuBLAS [0.599, 0.599], 121.0 µs (0.34× with a window worked out per copy, 0.22× staged),
+// FP16 0.98×; 16 × 50257 × 1600 1.10× BF16 and FP16. ncu: DRAM 28 % of its peak, issue active 37 %:
+// not yet HBM-bound (docs/ladders/hgemm.md, v10).
 // Measured (H200, BF16, autotune off, c19 at 6b93f4f; × cuBLAS of one run each, unpaired): the
 // llama2-7b suite's projections at 1 token 0.91–0.96 (v8 0.27–0.80, v9 0.65–0.80), at 16 tokens
 // 0.89–0.98; lowest at N = 22016. Not the SMs' fill: at 1 token N = 12288 (96 tiles, one split, 73 %
