@@ -295,3 +295,25 @@ def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_ca
     out.fill_(float("nan"))
     softmax.normalize_after_tuned_stats({**nargs, "ONE": True})
     assert torch.isnan(out).all()  # a row in one program was written by the first launch alone
+
+
+@pytest.mark.parametrize("name", ["hgemm/v10_skinny_m/triton", "gemm_bias_relu/v4_skinny_m/triton"])
+def test_the_skinny_twins_read_weights_no_descriptor_can_describe_in_place(name):
+    # B's rows no multiple of 16 bytes apart (N = 203), padded (rows of 206), or starting one element past an
+    # aligned word: the twin loads B by pointer where it lies (B_IN_PLACE), as the CUDA rung does, and
+    # stages at most A (recorded: in_place=B, B never among the staged).
+    impl = next(i for i in TWINS if i.name == name)
+    problem = ladder(impl.op).problem
+    fp16 = problem.precision("fp16")
+    shape = dict(zip(problem.axes, (3, 203, 70)))
+    for pad, offset in ((0, 0), (3, 0), (0, 1)):
+        tensors = problem.make_inputs(shape, fp16, seed=7 + pad + offset, device=DEVICE)
+        if pad or offset:
+            rows = shape["N"] + pad
+            store = tensors["B"].new_empty(offset + shape["K"] * rows)
+            tensors["B"] = store[offset:].view(shape["K"], rows)[:, :shape["N"]].copy_(tensors["B"])
+        ref, scale = problem.reference(tensors, fp16)
+        launch = backend("triton").prepare(impl, problem, tensors, shape, fp16)
+        assert launch.config.get("in_place") == "B" and "B" not in launch.config.get("staged", ""), launch.config
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, fp16)
+        assert verdict.ok, (pad, offset, verdict.message)

@@ -136,15 +136,17 @@ def gemm_bias_relu_split_k(
 def gemm_bias_relu_skinny_m(
     a_desc, b_desc, bias_ptr, c_ptr, part_ptr,
     M, N, K,
-    stride_cm, stride_cn, ldp, NUM_SMS,
+    stride_cm, stride_cn, ldp, NUM_SMS, ldb,
     TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+    B_IN_PLACE: tl.constexpr = False,
 ):
-    """v4: hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, its units, plan and partial planes) with the epilogue: one
-    split, relu(acc + bias) along the block's BN weight columns (Cᵀ's rows) before C's rounding; more,
-    the FP32 partials, whose sum :func:`reduce_splits_bias_relu` takes through the epilogue."""
+    """v4: hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, its units, plan, partial planes, B in place where no descriptor
+    can describe it) with the epilogue: one split, relu(acc + bias) along the block's BN weight columns
+    (Cᵀ's rows) before C's rounding; more, the FP32 partials, whose sum :func:`reduce_splits_bias_relu`
+    takes through the epilogue."""
     splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
     for u in tl.range(tl.program_id(0), tl.cdiv(N, BN) * splits, NUM_SMS):
-        acc = skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS, BN, BK)
+        acc = skinny_unit(a_desc, b_desc, u, splits, per, N, K, ldb, TOKENS, BN, BK, B_IN_PLACE)
         if splits == 1:
             rn = (u // splits) * BN + tl.arange(0, BN)
             bias = tl.load(bias_ptr + rn, mask=rn < N, other=0.0).to(tl.float32)

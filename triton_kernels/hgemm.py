@@ -239,8 +239,9 @@ def hgemm_split_k(
 def hgemm_skinny_m(
     a_desc, b_desc, c_ptr, part_ptr,
     M, N, K,
-    stride_cm, stride_cn, ldp, NUM_SMS,
+    stride_cm, stride_cn, ldp, NUM_SMS, ldb,
     TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+    B_IN_PLACE: tl.constexpr = False,
 ):
     """v10: skinny M (≤ 64 tokens) computed transposed, Cᵀ = Bᵀ·Aᵀ, as the CUDA rung does: each K slice
     loads a BK × BN box of B (the weights) and a TOKENS × BK box of A (every token: TMA zero-fills the
@@ -251,22 +252,35 @@ def hgemm_skinny_m(
     cannot say: the operand roles of the instruction — ``tl.trans`` of a shared tile is a layout
     Triton's wgmma lowering may serve with the transpose bits (as the CUDA rung's imm-trans-a = 1) or
     with a copy, its choice; an N of 8 (``tl.dot`` needs every side ≥ 16, so the launch picks TOKENS ≥
-    16); the producer warp and the mbarrier ring (software pipelining, ``num_stages``)."""
+    16); the producer warp and the mbarrier ring (software pipelining, ``num_stages``). With
+    ``B_IN_PLACE`` (B's rows no multiple of 16 bytes apart: no descriptor can describe them) ``b_desc``
+    is B's pointer, rows ``ldb`` elements apart, and each box is loaded by masked pointer loads where B
+    lies, as the CUDA rung reads it in place; its word-aligned copies and shifts are the CUDA rung's, the
+    loads' width here Triton's choice."""
     splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
     for u in tl.range(tl.program_id(0), tl.cdiv(N, BN) * splits, NUM_SMS):
-        acc = skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS, BN, BK)
+        acc = skinny_unit(a_desc, b_desc, u, splits, per, N, K, ldb, TOKENS, BN, BK, B_IN_PLACE)
         skinny_store(c_ptr, part_ptr, acc, u, splits, M, N, stride_cm, stride_cn, ldp, TOKENS, BN)
 
 
 @triton.jit
-def skinny_unit(a_desc, b_desc, u, splits, per, K, TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    """v10's unit ``u`` (block column u // splits, K range u % splits): the BN × TOKENS block of Cᵀ."""
+def skinny_unit(a_desc, b_desc, u, splits, per, N, K, ldb, TOKENS: tl.constexpr, BN: tl.constexpr,
+                BK: tl.constexpr, B_IN_PLACE: tl.constexpr):
+    """v10's unit ``u`` (block column u // splits, K range u % splits): the BN × TOKENS block of Cᵀ; B's
+    box through its descriptor, or, ``B_IN_PLACE``, by pointer (``b_desc`` then B's first element, rows
+    ``ldb`` apart), zeros past K and N as TMA fills them."""
     pid_n = u // splits
     k_begin = (u % splits) * per * BK
     k_end = tl.minimum(K, k_begin + per * BK)
     acc = tl.zeros((BN, TOKENS), dtype=tl.float32)
+    rn = pid_n * BN + tl.arange(0, BN)
     for k0 in range(k_begin, k_end, BK):
-        w = b_desc.load([k0, pid_n * BN])
+        if B_IN_PLACE:
+            rk = k0 + tl.arange(0, BK)
+            w = tl.load(b_desc + rk[:, None].to(tl.int64) * ldb + rn[None, :],
+                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        else:
+            w = b_desc.load([k0, pid_n * BN])
         x = a_desc.load([0, k0])
         acc = tl.dot(tl.trans(w), tl.trans(x), acc)
     return acc
@@ -291,7 +305,8 @@ def skinny_blocks(nargs):
     """``triton.autotune``'s pre-hook for v10's twin: each config's boxes on the descriptors (A: TOKENS
     rows, the launch's pick, × BK; B: BK × BN)."""
     nargs["a_desc"].block_shape = [nargs["TOKENS"], nargs["BK"]]
-    nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
+    if hasattr(nargs["b_desc"], "block_shape"):  # B in place: a pointer, no box
+        nargs["b_desc"].block_shape = [nargs["BK"], nargs["BN"]]
 
 
 @triton.jit

@@ -343,17 +343,18 @@ def tiled_twin_launch(kernel, tensors, out, shape, config, precision, input_prec
     return fn
 
 
-def tensor_descriptors(a, b, shape, meta):
+def tensor_descriptors(a, b, shape, meta, b_in_place: bool = False):
     """Triton's host tensor descriptors of A (boxes BM × BK) and B (BK × BN) for the TMA twins, or of
     batches of them (bgemm's: 3-D tensors, the entry first, boxes of one entry, so that what lies past
     an entry's edges loads as zeros), and the copy to call first in the timed ``fn``: an operand whose
     rows TMA cannot read is described in staged rows that the copy fills (study/ops/tma_staging.py; a
     no-op when none is), its ``facts`` what the twin's launch records (``staged``). Under
     ``triton.autotune`` (no config in ``meta``) triton_kernels.hgemm.descriptor_blocks sets the boxes
-    per config."""
+    per config. ``b_in_place``: B is neither staged nor described but returned as it is, for a twin that
+    reads it by pointer (hgemm v10's)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    a, b, copy, staged = staged_operands(a, b)
+    a, b, copy, staged = staged_operands(a, b, ("A",) if b_in_place else ("A", "B"))
     copy.facts = {"staged": "+".join(staged)} if staged else {}
     m, n, k = shape["M"], shape["N"], shape["K"]
     lead = list(a.shape[:-2])  # [batch] or []
@@ -363,6 +364,8 @@ def tensor_descriptors(a, b, shape, meta):
         return [*t.stride()[:-1], 1]  # rows may be padded; elements contiguous
 
     a_desc = TensorDescriptor(a, [*lead, m, k], strides(a), [*one, meta.get("BM", 64), meta.get("BK", 64)])
+    if b_in_place:
+        return a_desc, b, copy
     b_desc = TensorDescriptor(b, [*lead, k, n], strides(b), [*one, meta.get("BK", 64), meta.get("BN", 64)])
     return a_desc, b_desc, copy
 

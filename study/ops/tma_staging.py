@@ -115,11 +115,11 @@ def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, 
     return CudaLauncher(launch=launch, check=check, defines=launcher.defines)
 
 
-def staged_operands(a, b):
+def staged_operands(a, b, names=("A", "B")):
     """(A, B, copy): A and B as a TMA twin's descriptors can read them — themselves, or staged rows — and
     the closure that copies the staged ones at each launch (to call first in the timed ``fn``), with the
-    names it stages."""
-    staged = to_stage({"A": a, "B": b}, ("A", "B"))
+    names it stages; only those among ``names`` are staged (v10's twin reads a B in place)."""
+    staged = to_stage({"A": a, "B": b}, names)
 
     def copy():
         for src, rows in staged.values():
