@@ -17,7 +17,7 @@
 // exactly as v9 plans it (study/ops/hgemm.py, split_plan, with BM = TOKENS: one row of tiles): one
 // split writes C; more write FP32 planes, which the last unit of each tile to finish sums in plane
 // order into C inside the same launch (hgemm/skinny_m.cuh, sum_tile; a count per tile) — not v9's
-// second kernel, whose launch and pass over C at decode sizes cost a tenth of the time.
+// second kernel, whose launch and pass over C are much of a decode product's few µs.
 // C by plain stores, not TMA: the accumulators are Cᵀ (a thread's registers run along C's columns),
 // so a TMA store would need a transpose through shared memory, for at most 64 rows of C against
 // K rows of weights read (C is ≤ 64/K of the traffic); a warp's store writes 16 contiguous bytes in

@@ -50,7 +50,7 @@ from study.backends.tma import alignment_reason
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
                                    SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_launch, persistent_twin_launch, reduce_after_tuned_partials,
-                                   reduce_splits, split_launch, split_plan, split_reduce, split_workspace,
+                                   reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
@@ -393,8 +393,9 @@ register(
                          pre_hook=tk.descriptor_blocks, post_hook=reduce_after_tuned_partials)),
         Rung("v10_skinny_m", "skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ: the weight tile is wgmma's A read "
              "MN-major (imm-trans-a = 1), the tokens its N (8/16/32/64, picked from M); a producer warp, v9's split "
-             "plan, a tile's planes summed by its last unit in the same launch (the twin: a second kernel)", "v8/v9's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight "
-             "columns per SM)", cuda="10_skinny_m.cu", launch=SKINNY_M, multiples=TMA_HALVES,
+             "plan, a tile's planes summed by its last unit in the same launch (the twin: a second kernel)",
+             "v8/v9's 128-row tiles at decode-sized M (idle tensor-core rows, too few weight columns per SM)",
+             cuda="10_skinny_m.cu", launch=SKINNY_M, multiples=TMA_HALVES,
              triton=twin(tk.hgemm_skinny_m, tk.V10_SKINNY_M, tk.SKINNY_SPACE, launch=skinny_twin_launch,
                          check=skinny_twin_check, pre_hook=tk.skinny_blocks,
                          post_hook=functools.partial(reduce_after_tuned_partials, rows="TOKENS"))),
