@@ -51,7 +51,7 @@ constexpr int RAW_STAGES = B_IN_PLACE ? (STAGES < RAW_FIT ? STAGES : RAW_FIT) : 
 constexpr int SMEM_BYTES = RING_BYTES + B_IN_PLACE * RAW_STAGES * (RAW_BYTES + 16) + 1024;
 static_assert(!B_IN_PLACE || RAW_STAGES >= 2, "at least two raw stages fit");
 static_assert(WEIGHT_ROWS % 32 == 0, "whole rows for each producer lane, whole groups of 16 for the shifters");
-static_assert(TOKENS * BN % (128 * CONSUMERS) == 0, "whole elements of a tile's sum for each consumer thread");
+static_assert(128 * CONSUMERS == 2 * BN, "sum_tile: two consumer threads a column of the tile");
 static_assert(TOKENS == 8 || TOKENS == 16 || TOKENS == 32 || TOKENS == 64, "wgmma_m64k16_ta: N of 8, 16, 32, 64");
 static_assert(BK == 64, "a 128-byte swizzled row holds 64 halves");
 static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "one consumer warpgroup per 64 weight columns, 1–4");
@@ -225,37 +225,39 @@ __device__ __forceinline__ void shift_whole_stage(const storage_t* __restrict__ 
 // With splits, C's columns n0 … n0 + BN − 1 from the tile's FP32 planes (each M × N, rows ldp apart), summed
 // in plane order whichever unit sums them (the same bits every launch), `to_c` then applied: by the
 // consumers of the tile's last unit to finish, while the producer and shifters already load its next.
-// A thread's TOKENS / 2 elements (TOKENS × BN over 128 · CONSUMERS threads) and four planes at a time are
-// loaded before any is added, so that a sum costs about splits / 4 round trips to L2, not one an element
-// and plane: summed one element at a time, 16 × 1600 × 6400 (10 splits of 8 elements a thread) took
-// 18.4 µs against 14.4 with the second kernel (c42). Loads through L2 (ld.global.cg): the other units'
-// planes were written on other SMs.
+// The 2 · BN consumer threads: thread t sums column n0 + t % BN of rows t / BN, + 2, + 4 … (coalesced
+// along C's rows), CHUNK rows of BATCH planes loaded before any is added: 16 loads in flight, so that a
+// sum costs about splits / BATCH round trips to L2 a chunk, not one an element and plane (summed one
+// element at a time, 16 × 1600 × 6400, 10 splits of 8 elements a thread, took 18.4 µs against 14.4 with
+// the second kernel, c42), and so that the loads' addresses and values fit in registers (32 rows of 4
+// planes took 168 registers at TOKENS = 64, the kernel 64 without the sum). Loads through L2
+// (ld.global.cg): the other units' planes were written on other SMs.
 template <class ToC>
 __device__ __forceinline__ void sum_tile(const float* __restrict__ partial, storage_t* __restrict__ C, int M, int N,
                                          int ldp, int ldc, int splits, int n0, int thread, ToC to_c) {
-    constexpr int PER = TOKENS * BN / (128 * CONSUMERS);
+    constexpr int ROWS = TOKENS / 2;                 // a thread's rows: TOKENS rows over 2 · BN threads
+    constexpr int CHUNK = ROWS < 8 ? ROWS : 8;       // rows summed together
+    constexpr int BATCH = 16 / CHUNK;                // planes loaded at once
+    const int col = n0 + thread % BN, row0 = thread / BN;
+    if (col >= N) return;
     const size_t plane = (size_t)M * ldp;
-    float sum[PER];
-    int at[PER];  // row · ldp + column: M ≤ 64 rows of N + 3 floats
-    bool in[PER];
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const int e = thread + i * 128 * CONSUMERS, row = e / BN, col = n0 + e % BN;
-        in[i] = row < M && col < N;
-        at[i] = row * ldp + col;
-        sum[i] = in[i] ? __ldcg(partial + at[i]) : 0.f;
-    }
-#pragma unroll 4
-    for (int s = 1; s < splits; ++s) {
-        const float* p = partial + s * plane;
+    for (int c = 0; c < ROWS / CHUNK; ++c) {
+        const int first = row0 + 2 * CHUNK * c;  // the chunk's rows: first, first + 2, …
+        if (first >= M) break;
+        const float* at = partial + (size_t)first * ldp + col;
+        float sum[CHUNK];
 #pragma unroll
-        for (int i = 0; i < PER; ++i)
-            if (in[i]) sum[i] += __ldcg(p + at[i]);
-    }
+        for (int i = 0; i < CHUNK; ++i) sum[i] = first + 2 * i < M ? __ldcg(at + (size_t)2 * i * ldp) : 0.f;
+#pragma unroll BATCH
+        for (int s = 1; s < splits; ++s) {
 #pragma unroll
-    for (int i = 0; i < PER; ++i) {
-        const int e = thread + i * 128 * CONSUMERS, row = e / BN, col = n0 + e % BN;
-        if (in[i]) C[(size_t)row * ldc + col] = to_c(sum[i], col);
+            for (int i = 0; i < CHUNK; ++i)
+                if (first + 2 * i < M) sum[i] += __ldcg(at + s * plane + (size_t)2 * i * ldp);
+        }
+#pragma unroll
+        for (int i = 0; i < CHUNK; ++i)
+            if (first + 2 * i < M) C[(size_t)(first + 2 * i) * ldc + col] = to_c(sum[i], col);
     }
 }
 
@@ -390,10 +392,13 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
             continue;
         }
         store_transposed(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, (size_t)ldp, cols, thread, AsFloat{});
-        // Each thread's plane stores, visible on the GPU before the unit counts itself done (the fence, then
-        // the consumers' barrier, then one count); the unit that finds the others done fences again before
-        // it reads their planes (the threadfence-reduction pattern of the CUDA programming guide).
+        // Each thread's plane stores, visible on the GPU before the unit counts itself done: every thread's
+        // fence, then the consumers' barrier, then one count (the count inside the first barrier would race
+        // the other warps' stores); the second barrier tells all whether the count was the last, and the
+        // unit that finds the others done fences again before it reads their planes (the
+        // threadfence-reduction pattern of the CUDA programming guide).
         __threadfence();
+        named_barrier(1, 128 * CONSUMERS);
         const unsigned tile = unit / splits;
         const bool last =
             named_barrier_or(1, 128 * CONSUMERS, tid == 0 && atomicAdd(&tile_done[tile], 1u) == splits - 1);
