@@ -124,17 +124,16 @@ __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict_
     cp_async_arrive_noinc(bar);
 }
 
-// Whether every window of slice s of the tile at n0 is whole (the slice's BK rows inside K, the tile's BN
-// columns inside N, the first window's aligned start and the last window's end inside the matrix): then
-// the producer and the shifters take the stage by running addresses (copy_whole_stage, shift_whole_stage)
-// instead of asking weight_window row by row. Uniform over the block. Addresses grow with k and n, so the
-// first and last windows bound the others.
+// Whether every window of slice s of the tile at n0 is whole: the slice's first row at the tile's first
+// column and its last row at the tile's last 64 columns both pass weight_window (inside K and N, the
+// window inside the matrix); addresses grow with k and n, so those two windows bound the others. Then
+// the producer and the shifters take the stage by running addresses (copy_whole_stage,
+// shift_whole_stage) instead of asking weight_window row by row. Uniform over the block.
 __device__ __forceinline__ bool whole_stage(const storage_t* __restrict__ B, long long ldb, int K, int N, int s,
                                             int n0, unsigned long long end) {
-    if ((s + 1) * BK > K || n0 + BN > N) return false;
-    const unsigned long long first = (unsigned long long)(B + (long long)s * BK * ldb + n0);
-    const unsigned long long last = (unsigned long long)(B + (long long)(s * BK + BK - 1) * ldb + n0 + BN - 64);
-    return (first & ~15ull) >= (unsigned long long)B && (last & ~15ull) + (last & 15 ? 144 : 128) <= end;
+    unsigned long long at;
+    return weight_window(B, ldb, K, N, s * BK, n0, end, at) &&
+           weight_window(B, ldb, K, N, s * BK + BK - 1, n0 + BN - 64, end, at);
 }
 
 // copy_weight_windows for a whole stage: the same copies to the same places, each lane's address running
