@@ -415,7 +415,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     assert launch.config["B_IN_PLACE"] == 1 and launch.config["in_place"] == "B" and "staged" not in launch.config
     assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no map of B
     _, _, block, args, _ = fake_cuda[0]
-    assert block == (impl.params["THREADS"] + 128, 1, 1)  # the shifter warps
+    assert block == (impl.params["THREADS"] + 32 * (4 + 3), 1, 1)  # the shifter warps, three more producers
     assert args[1] == args[0] == ("map", "A")  # B's slot: never read with B_IN_PLACE
     assert args[-3].data_ptr() == tensors["B"].data_ptr() and int(args[-2]) == 50257
     # aligned rows: TMA, as before; a misaligned A is still staged (M rows: small), B still in place

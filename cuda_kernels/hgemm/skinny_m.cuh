@@ -30,15 +30,23 @@ constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES;
 // RAW_STAGES stages; four shifter warps move each 16-byte chunk into its place in the boxes (byte_window,
 // then TMA's 128-byte swizzle), which the consumers read as they read TMA's. The raw ring holds the bytes
 // in flight that cover HBM's latency, as the box ring does for TMA; the box ring then only decouples the
-// shift from the wgmmas: two stages. The tokens' box rides in the raw stage too (TMA, copied to the box
+// shift from the wgmmas: three stages (below). The tokens' box rides in the raw stage too (TMA, copied to the box
 // stage by the shifters): loaded into the box stage as the shifters took it, each stage waited a TMA round
 // trip (212 µs at 1 × 50257 × 1600 BF16, DRAM at 16 %, c39). Tried first (same shape, ncu, c37/c38): the
 // rows loaded into loader warps' registers (two teams of four warps, four row groups a batch): 234 µs,
 // DRAM at 14.6 %, warps stalled on the loads (long scoreboard 21 per issue); each row's window by one bulk
 // copy (cp.async.bulk, 144 bytes, 128 a stage): 315 µs, DRAM at 10.8 %.
+// One producer warp issuing every copy of the block was the bottleneck at 1 × 50257 × 1600 BF16 (c45, ncu
+// source page at 3ef897a, 121 µs): it never waited for a free raw stage, busy issuing its ~340 instructions
+// a stage (36 cp.async, 36 ninth words, their addresses), while the shifters waited on the raw stages and
+// the consumers on the boxes; PRODUCER_WARPS share the rows (THREADS holds the first; the launch adds the
+// others and the shifters). The box ring took three stages instead of two: with two, a stage came free
+// only when the consumers had taken the next, so the shifters waited on the consumers every stage (585 of
+// their 1,779 samples on the box ring's empty barrier).
 constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
-constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
-constexpr int RING = B_IN_PLACE ? 2 : STAGES;        // the stages of boxes the consumers read
+constexpr int PRODUCER_WARPS = B_IN_PLACE ? 4 : 1;
+constexpr int BLOCK_THREADS = THREADS + 32 * (SHIFTER_WARPS + PRODUCER_WARPS - 1);
+constexpr int RING = B_IN_PLACE ? 3 : STAGES;        // the stages of boxes the consumers read
 constexpr int WEIGHT_ROWS = CONSUMERS * BK;          // weight rows a stage: BK of each box
 constexpr int RAW_ROW = 144;                         // a row's window, at most 9 words
 constexpr int RAW_BYTES = X_BYTES + WEIGHT_ROWS * RAW_ROW;  // a raw stage: the tokens' box (TMA), the windows
@@ -105,13 +113,14 @@ __device__ __forceinline__ unsigned weight_window(const storage_t* __restrict__ 
 // A producer lane's copies of slice s of the tile at column n0 into the raw stage at `raw` (row i of the
 // stage is row i % BK of box i / BK, its window at i · RAW_ROW): 16-byte cp.async copies of the windows'
 // words, 8 lanes a row (word lane % 8, and the ninth by the eighth lane), four rows an instruction
-// (coalesced); the lane's arrival on `bar` comes when its copies have landed.
+// (coalesced), producer warp p the groups of four rows p, p + PRODUCER_WARPS, …; the lane's arrival on
+// `bar` comes when its copies have landed.
 __device__ __forceinline__ void copy_weight_windows(const storage_t* __restrict__ B, long long ldb, int K, int N,
-                                                    int s, int n0, int lane, unsigned raw, unsigned bar,
-                                                    unsigned long long end) {
+                                                    int s, int n0, int producer, int lane, unsigned raw,
+                                                    unsigned bar, unsigned long long end) {
     const int word = lane % 8;
 #pragma unroll 4
-    for (int g = 0; g < WEIGHT_ROWS / 4; ++g) {
+    for (int g = producer; g < WEIGHT_ROWS / 4; g += PRODUCER_WARPS) {
         const int row = g * 4 + lane / 8;
         unsigned long long at;
         const unsigned bytes = weight_window(B, ldb, K, N, s * BK + row % BK, n0 + row / BK * 64, end, at);
@@ -137,22 +146,23 @@ __device__ __forceinline__ bool whole_stage(const storage_t* __restrict__ B, lon
 }
 
 // copy_weight_windows for a whole stage: the same copies to the same places, each lane's address running
-// 4 rows (4 · ldb elements) a copy, so that a copy is an add, a mask and the cp.async. Per row,
+// 4 · PRODUCER_WARPS rows a copy, so that a copy is an add, a mask and the cp.async. Per row,
 // weight_window's products and bounds cost 32 PTX instructions a copy, and one warp issues every copy of
 // the block: at 1 × 50257 × 1600 it was issue-bound, 2.8 µs a stage with DRAM at 16 % (c40).
 __device__ __forceinline__ void copy_whole_stage(const storage_t* __restrict__ B, long long ldb, int s, int n0,
-                                                 int lane, unsigned raw, unsigned bar) {
-    const int word = lane % 8;
-    const unsigned long long step = 4ull * ldb * sizeof(storage_t);
-    const unsigned dst0 = raw + X_BYTES + lane / 8 * RAW_ROW + word * 16;
+                                                 int producer, int lane, unsigned raw, unsigned bar) {
+    static_assert(BK / 4 % PRODUCER_WARPS == 0, "each producer warp the same groups of four rows of a box");
+    const int word = lane % 8, first = producer * 4 + lane / 8;  // the lane's first row of each box
+    const unsigned long long step = 4ull * PRODUCER_WARPS * ldb * sizeof(storage_t);
+    const unsigned dst0 = raw + X_BYTES + first * RAW_ROW + word * 16;
 #pragma unroll
     for (int c = 0; c < CONSUMERS; ++c) {
         // word `word` of the row's window starts at (at & ~15): `at` carries the row's misalignment
         unsigned long long at =
-            (unsigned long long)(B + (long long)(s * BK + lane / 8) * ldb + n0 + c * 64) + word * 16;
+            (unsigned long long)(B + (long long)(s * BK + first) * ldb + n0 + c * 64) + word * 16;
 #pragma unroll
-        for (int g = 0; g < BK / 4; ++g, at += step) {
-            const unsigned dst = dst0 + (c * BK + g * 4) * RAW_ROW;
+        for (int g = 0; g < BK / 4 / PRODUCER_WARPS; ++g, at += step) {
+            const unsigned dst = dst0 + (c * BK + g * 4 * PRODUCER_WARPS) * RAW_ROW;
             const char* src = reinterpret_cast<const char*>(at & ~15ull);
             cp_async_16_shared(dst, src, true);
             if (word == 7 && (at & 15)) cp_async_16_shared(dst + 16, src + 16, true);
@@ -190,17 +200,16 @@ __device__ __forceinline__ void shift_weights(const storage_t* __restrict__ B, l
     }
 }
 
-// shift_weights for a whole stage: the row's misalignment from a running address (16 rows a step), the
-// swizzled place from the thread's first row alone (rows 16 apart share r % 8), and four rows' words
-// loaded before any is shifted, so that their shared-memory latencies overlap (the loads and stores are
-// ordered asm). byte_window at shift 0 returns the low word: no branch; the high word read then is the
-// slot's ninth, inside the stage.
+// shift_weights for a whole stage: one misalignment for all the thread's rows (rows 16 apart lie 32 · ldb
+// bytes apart and boxes 128 bytes, multiples of 16), the swizzled place from the thread's first row alone
+// (rows 16 apart share r % 8), and four rows' words loaded before any is shifted, so that their
+// shared-memory latencies overlap (the loads and stores are ordered asm). byte_window at shift 0 returns
+// the low word: no branch; the high word read then is the slot's ninth, inside the stage.
 __device__ __forceinline__ void shift_whole_stage(const storage_t* __restrict__ B, long long ldb, int s, int n0,
                                                   int first, int chunk, unsigned raw, unsigned boxes) {
     constexpr int GROUPS = BK / 16;  // a box's rows of this thread: first, first + 16, …
     constexpr int BATCH = 4;
-    const unsigned long long step = 16ull * ldb * sizeof(storage_t);
-    const unsigned long long at0 = (unsigned long long)(B + (long long)(s * BK + first) * ldb + n0);
+    const int shift = (int)((unsigned long long)(B + (long long)(s * BK + first) * ldb + n0) & 15);
     const unsigned word0 = raw + X_BYTES + first * RAW_ROW + chunk * 16;
     const unsigned box0 = boxes + first * ROW_BYTES + ((chunk ^ first % 8) << 4);
 #pragma unroll
@@ -215,7 +224,6 @@ __device__ __forceinline__ void shift_whole_stage(const storage_t* __restrict__ 
 #pragma unroll
         for (int i = 0; i < BATCH; ++i) {
             const int g = g0 + i, box = g / GROUPS, r16 = g % GROUPS;  // k row r16 · 16 + first of box `box`
-            const int shift = (int)((at0 + r16 * step + box * 128) & 15);
             st_shared_v4(box0 + box * W_BOX_BYTES + r16 * 16 * ROW_BYTES, byte_window(lo[i], hi[i], shift));
         }
     }
@@ -283,7 +291,7 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
     const unsigned long long end = (unsigned long long)(B + (long long)(K - 1) * ldb + N);
 
     if (tid == 0) {
-        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter warps' threads to THREADS
+        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter and producer warps to THREADS
         tma_prefetch_map(map_a);
         if (!B_IN_PLACE) tma_prefetch_map(map_b);
         // a box stage: one release per consumer warp; filled by TMA's bytes announced in one arrival, or in
@@ -291,12 +299,12 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
         // one arrival and an arrival from each producer lane once its copies have landed; released by each
         // shifter thread.
         mbar_init_ring(full, empty, RING, CONSUMERS * 4, B_IN_PLACE ? 32 * SHIFTER_WARPS : 1);
-        if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 33);
+        if (B_IN_PLACE) mbar_init_ring(raw_full, raw_empty, RAW_STAGES, 32 * SHIFTER_WARPS, 32 * PRODUCER_WARPS + 1);
     }
     __syncthreads();
 
-    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a shifter warp: raw stage → boxes
-        const int shifter = tid - 32 * (4 * CONSUMERS + 1);
+    if (B_IN_PLACE && warp >= 4 * CONSUMERS + PRODUCER_WARPS) {  // a shifter warp: raw stage → boxes
+        const int shifter = tid - 32 * (4 * CONSUMERS + PRODUCER_WARPS);
         int use = 0;  // slices so far, over all units, as the producer and the consumers count them
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
             const int n0 = unit / splits * BN, s0 = unit % splits * slices_per, s1 = min(slices, s0 + slices_per);
@@ -321,7 +329,8 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
         return;
     }
 
-    if (warp == 4 * CONSUMERS) {  // the producer warp: with TMA one lane issues every copy; in place, all
+    if (warp >= 4 * CONSUMERS) {  // a producer warp: with TMA one lane issues every copy; in place, all
+        const int producer = warp - 4 * CONSUMERS;
         if (!B_IN_PLACE && lane != 0) return;
         int use = 0;  // slices issued so far, over all units: stage use % STAGES, its round use / STAGES
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
@@ -332,14 +341,14 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Tens
                     const int rs = use % RAW_STAGES;
                     const unsigned raw = raw_base + rs * RAW_BYTES, bar = raw_full + rs * 8;
                     if (use >= RAW_STAGES) mbar_wait(raw_empty + rs * 8, (use / RAW_STAGES - 1) & 1);
-                    if (lane == 0) {  // the tokens ride in the raw stage: issued as far ahead as the weights
+                    if (producer == 0 && lane == 0) {  // the tokens ride in the raw stage, as far ahead as the weights
                         mbar_arrive_expect_tx(bar, X_BYTES);
                         tma_load_2d(raw, map_a, s * BK, 0, bar);
                     }
                     if (whole_stage(B, ldb, K, N, s, n0, end))
-                        copy_whole_stage(B, ldb, s, n0, lane, raw, bar);
+                        copy_whole_stage(B, ldb, s, n0, producer, lane, raw, bar);
                     else
-                        copy_weight_windows(B, ldb, K, N, s, n0, lane, raw, bar, end);
+                        copy_weight_windows(B, ldb, K, N, s, n0, producer, lane, raw, bar, end);
                     continue;
                 }
                 const int stage = use % STAGES;

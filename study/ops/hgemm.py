@@ -161,7 +161,10 @@ def skinny_scope(rung: str, larger: str):
 skinny_check = skinny_scope("v10", "v8/v9")
 
 
-SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
+# Where v10 reads B in place (hgemm/skinny_m.cuh): four shifter warps and three producer warps beside the one
+# in THREADS, and a box ring of three stages
+SKINNY_IN_PLACE_THREADS = 32 * (4 + 3)
+SKINNY_IN_PLACE_RING = 3
 SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 
 
@@ -182,14 +185,15 @@ def skinny_defines(config, tensors, out, shape, precision):
 def skinny_smem(defines) -> int:
     """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
     B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom; with
-    B_IN_PLACE two such stages and as many raw stages (A's box and BN/64 · BK rows of 144 bytes, two
+    B_IN_PLACE three such stages and as many raw stages (A's box and BN/64 · BK rows of 144 bytes, two
     mbarriers) as fit, at most STAGES (the kernel computes the same SMEM_BYTES and traps when given less)."""
     stages = defines["STAGES"]
     stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 16
     if not defines.get("B_IN_PLACE"):
         return stages * stage + 1024
     raw = defines["TOKENS"] * HALF_BOX * 2 + defines["BN"] // 64 * defines["BK"] * 144 + 16
-    return 2 * stage + min(stages, (SMEM_LIMIT - 1024 - 2 * stage) // raw) * raw + 1024
+    ring = SKINNY_IN_PLACE_RING * stage
+    return ring + min(stages, (SMEM_LIMIT - 1024 - ring) // raw) * raw + 1024
 
 
 def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
@@ -216,7 +220,7 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp),
             cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)), cuda.as_cupy(tile_done))
-    threads = defines["THREADS"] + SKINNY_SHIFTER_THREADS * in_place
+    threads = defines["THREADS"] + SKINNY_IN_PLACE_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
                              **({"in_place": "B"} if in_place else {})},
