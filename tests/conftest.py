@@ -52,10 +52,14 @@ def fake_cuda(monkeypatch):
     import study.backends.cuda as cuda
     import study.backends.cuda_launch as cuda_launch
     import study.backends.tma as tma
+    import study.ops.hgemm as hgemm
 
     log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
+    monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box:
+                        ("encode", address, tuple(sizes), tuple(strides), tuple(box)))
+    monkeypatch.setattr(hgemm, "pack_weight_maps", lambda maps, offsets: ("weight maps", tuple(maps), tuple(offsets)))
     monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
     return log

@@ -417,19 +417,19 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
 def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
-    # B's rows no multiple of 16 bytes apart: read where they lie, each row's aligned words copied and
-    # shifted on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns: all but the last tile's stages
-    # whole, taken by running addresses), an odd K with a tail tile, a padded leading dimension, a B that
-    # starts one element past an aligned word (the first window would begin before the matrix: that stage
-    # row by row); small integers show a chunk shifted by the wrong number of bytes or stored at the wrong
-    # swizzled place; a second launch gives the same bits.
+    # B's rows no multiple of 16 bytes apart: read where they lie by eight tensor maps, one per residue of
+    # k mod 8, each from its first row rounded down to 16 bytes, the tokens permuted to the weights' k
+    # order on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns), an odd K with a tail tile, a
+    # padded leading dimension, a B that starts one element past an aligned word (every map's start
+    # rounded down), K = 5 (residues 5–7 without a row: zeros); small integers show a weight row paired
+    # with the wrong token element or a column offset off by one; a second launch gives the same bits.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     op = impl.op
     for shape, pad, offset, precision in (((1, 50257, 1600), 0, 0, "bf16"), ((13, 4099, 1601), 0, 0, "fp16"),
                                           ((64, 2051, 136), 0, 0, "bf16"), ((5, 1000, 520), 3, 0, "fp16"),
-                                          ((7, 3000, 700), 0, 1, "bf16")):
+                                          ((7, 3000, 700), 0, 1, "bf16"), ((3, 1001, 5), 0, 0, "fp16")):
         prec = ladder(op).problem.precision(precision)
         problem, sh, tensors, ref, scale = _data(op, shape, prec)
         exact = problem.structured_inputs(sh, prec, "cuda")

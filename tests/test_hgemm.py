@@ -385,11 +385,12 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
         assert grid == (min(-(-n // 128) * splits, 132), 1, 1) and block == (288, 1, 1)
         assert smem == skinny_smem({**impl.params, "TOKENS": tokens}) == 8 * (tokens * 64 + 128 * 64) * 2 + 8 * 16 + 1024
         assert args[2].data_ptr() == launch.out.data_ptr()  # C by pointer: never staged
+        assert args[1] == ("weight maps", ("B",), (0,) * 8)  # B's one map, the first of the kernel's WeightMaps
         assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, per]
         ldp = -(-n // 4) * 4
         assert int(args[10]) == ldp and args[9].numel() == (splits * m * ldp if splits > 1 else 1)
         # a count of finished units per tile, zero: the kernel's last unit of a tile sums it and resets it
-        tile_done = args[13]
+        tile_done = args[11]
         assert tile_done.dtype == torch.int32 and tile_done.numel() == (-(-n // 128) if splits > 1 else 1)
         assert not tile_done.any()
     # C with rows TMA could not write is written in place (plain stores); A's are staged
@@ -415,13 +416,26 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     assert launch.config["B_IN_PLACE"] == 1 and launch.config["in_place"] == "B" and "staged" not in launch.config
     assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no map of B
     _, _, block, args, _ = fake_cuda[0]
-    assert block == (impl.params["THREADS"] + 32 * (4 + 3), 1, 1)  # the shifter warps, three more producers
-    assert args[1] == args[0] == ("map", "A")  # B's slot: never read with B_IN_PLACE
-    assert args[-3].data_ptr() == tensors["B"].data_ptr() and int(args[-2]) == 50257
+    assert block == (impl.params["THREADS"] + 128, 1, 1)  # the token warps
+    # one map per residue of k mod 8: rows 16 · ldb bytes apart, each from its row's first byte rounded down to
+    # 16 bytes, the rounding (in elements) its column offset; 50257 is odd, so each residue has its own
+    kind, maps, offsets = args[1]
+    b, size = tensors["B"], 2
+    assert kind == "weight maps" and len(maps) == 8 and len(set(offsets)) == 8
+    for j, (tag, address, sizes, strides, box) in enumerate(maps):
+        start = b.data_ptr() + j * 50257 * size
+        assert tag == "encode" and address == start - start % 16 and offsets[j] == start % 16 // size
+        assert sizes == (50257 + offsets[j], 8) and strides == (8 * 50257 * size,) and box == (64, 8)  # K = 64
+    # K = 5: residues 5, 6 and 7 have no row; their maps read zeros (a map of 8 zeros), like rows past K
+    tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 50257, "K": 5}, FP16_TENSOR)
+    _, maps, offsets = fake_cuda[-1][3][1]  # after the copy of A's rows (10 bytes apart)
+    assert [m[2] for m in maps] == [(50257 + offsets[j], 1) for j in range(5)] + [(8, 1)] * 3
+    assert all(m[3] == (16,) for m in maps[5:])
     # aligned rows: TMA, as before; a misaligned A is still staged (M rows: small), B still in place
     tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 4096, "K": 64}, FP16_TENSOR)
     assert launch.config["B_IN_PLACE"] == 0 and "in_place" not in launch.config
     assert fake_cuda[0][2] == (impl.params["THREADS"], 1, 1)
+    assert fake_cuda[0][3][1] == ("weight maps", (("map", "B"),), (0,) * 8)
     tensors = problem.make_inputs({"M": 3, "N": 70, "K": 41}, FP16_TENSOR, 0, "cpu")
     launch = backend("cuda").prepare(impl, problem, tensors, {"M": 3, "N": 70, "K": 41}, FP16_TENSOR)
     assert launch.config["staged"] == "A" and launch.config["in_place"] == "B"

@@ -58,9 +58,8 @@
 #include "hgemm/skinny_m.cuh"
 
 extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1)
-hgemm_v10_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+hgemm_v10_skinny_m(const __grid_constant__ TensorMap map_a, const __grid_constant__ WeightMaps maps_b,
                    storage_t* __restrict__ C, int M, int N, int K, int ldc, int splits, int slices_per,
-                   float* __restrict__ partial, int ldp, const storage_t* __restrict__ B, long long ldb,
-                   unsigned* __restrict__ tile_done) {
-    skinny_m_gemm(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, B, ldb, tile_done, ToStorage{});
+                   float* __restrict__ partial, int ldp, unsigned* __restrict__ tile_done) {
+    skinny_m_gemm(&map_a, &maps_b, C, M, N, K, ldc, splits, slices_per, partial, ldp, tile_done, ToStorage{});
 }

@@ -39,37 +39,50 @@ def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     read as zeros: a NumPy array of one 128-byte void, which CuPy passes by value. A 3-D tensor is a
     batch of such matrices: its map has the entry as third dimension and boxes of one entry, so a box
     never reaches into the next entry (what lies past an entry's edges reads as zeros)."""
-    import torch
-    from cuda.bindings import driver as cu
-
     reason = alignment_reason(name, tensor)
     if reason:
         raise Unsupported(reason)
-    types = {torch.float16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-             torch.bfloat16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-             torch.float32: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}  # sgemm v11
-    if tensor.dtype not in types:
-        raise Unsupported(f"{name} is {tensor.dtype}; these tensor maps are written for float16, bfloat16 and float32")
-    if box_cols * tensor.element_size() > SWIZZLE_BYTES:
-        raise ValueError(f"a box row of {box_cols} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
     if tensor.dim() not in (2, 3):
         raise ValueError(f"{name} has {tensor.dim()} dimensions; a tensor map here is of a matrix or a batch of them")
     rows, cols = tensor.shape[-2], tensor.shape[-1]
     sizes, strides, box = [cols, rows], [tensor.stride(-2)], [box_cols, box_rows]  # innermost first
     if tensor.dim() == 3:
         sizes, strides, box = sizes + [tensor.shape[0]], strides + [tensor.stride(0)], box + [1]
+    return encode(name, tensor.dtype, tensor.data_ptr(), sizes, [v * tensor.element_size() for v in strides], box)
+
+
+def encode(name: str, dtype, address: int, sizes, strides, box) -> np.ndarray:
+    """``cuTensorMapEncodeTiled`` of elements of ``dtype`` from ``address`` (16-byte aligned): ``sizes`` and
+    ``box`` in elements, innermost first, ``strides`` in bytes of the outer dimensions (multiples of 16),
+    the 128-byte swizzle, elements past the sizes read as zeros; a NumPy array of one 128-byte void.
+    :func:`tensor_map` is this for a tensor; hgemm v10 encodes B's rows of one residue of k mod 8 with it
+    (study/ops/hgemm.py, weight_maps)."""
+    import torch
+    from cuda.bindings import driver as cu
+
+    types = {torch.float16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             torch.bfloat16: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+             torch.float32: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}  # sgemm v11
+    if dtype not in types:
+        raise Unsupported(f"{name} is {dtype}; these tensor maps are written for float16, bfloat16 and float32")
+    if box[0] * torch.empty(0, dtype=dtype).element_size() > SWIZZLE_BYTES:
+        raise ValueError(f"a box row of {box[0]} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
+    if address % 16 or any(v % 16 for v in strides):
+        raise ValueError(f"{name}: TMA needs a 16-byte aligned start ({address % 16} past) and strides of 16-byte "
+                         f"multiples ({list(strides)})")
+    rank = len(sizes)
     err, tmap = cu.cuTensorMapEncodeTiled(
-        types[tensor.dtype], tensor.dim(), tensor.data_ptr(),
+        types[dtype], rank, address,
         [cu.cuuint64_t(v) for v in sizes],
-        [cu.cuuint64_t(v * tensor.element_size()) for v in strides],  # the outer strides in bytes
+        [cu.cuuint64_t(v) for v in strides],
         [cu.cuuint32_t(v) for v in box],
-        [cu.cuuint32_t(1)] * tensor.dim(),
+        [cu.cuuint32_t(1)] * rank,
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)  # NONE: out-of-bounds elements are zeros
     if err != cu.CUresult.CUDA_SUCCESS:
-        raise ValueError(f"cuTensorMapEncodeTiled refused {name} ({'×'.join(map(str, tensor.shape))}, box "
-                         f"{box_rows}×{box_cols}): {err}")
+        raise ValueError(f"cuTensorMapEncodeTiled refused {name} (sizes {list(sizes)}, strides {list(strides)}, box "
+                         f"{list(box)}): {err}")
     raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
     return np.frombuffer(raw.tobytes(), dtype=np.dtype((np.void, 128)))

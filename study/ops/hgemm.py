@@ -161,19 +161,54 @@ def skinny_scope(rung: str, larger: str):
 skinny_check = skinny_scope("v10", "v8/v9")
 
 
-# Where v10 reads B in place (hgemm/skinny_m.cuh): four shifter warps and three producer warps beside the one
-# in THREADS, and a box ring of three stages
-SKINNY_IN_PLACE_THREADS = 32 * (4 + 3)
-SKINNY_IN_PLACE_RING = 3
+SKINNY_TOKEN_THREADS = 128  # v10's token warps where B is read in place (hgemm/skinny_m.cuh)
 SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
+RESIDUES = 8  # v10 in place: B's rows by k mod 8, one tensor map each (hgemm/skinny_m.cuh, WeightMaps)
+WEIGHT_MAPS_BYTES = 1088  # sizeof(WeightMaps): 8 maps of 128 bytes, 8 int offsets, aligned to 64 bytes
 
 
 def weights_in_place(b) -> bool:
-    """Whether v10 reads B in place (cp.async copies of each row's aligned words, shifted on chip;
-    hgemm/skinny_m.cuh) rather than by TMA: rows of contiguous elements that
-    TMA cannot read (no multiple of 16 bytes apart, or an unaligned start). Staging them instead copied B —
-    all the traffic of a skinny product — twice more at every launch."""
+    """Whether v10 reads B in place by eight tensor maps, one per residue of k mod 8 (:func:`weight_maps`;
+    hgemm/skinny_m.cuh), rather than by one: rows of contiguous elements that one map cannot describe (no
+    multiple of 16 bytes apart, or an unaligned start). Staging them instead copied B — all the traffic
+    of a skinny product — twice more at every launch."""
     return b.stride(-1) == 1 and alignment_reason("B", b) is not None
+
+
+def weight_maps(b, box_rows: int, in_place: bool):
+    """v10's WeightMaps (hgemm/skinny_m.cuh) for B (K × N, rows ``b.stride(0)`` elements apart), as a
+    NumPy array of one void CuPy passes by value, and what the launch must keep alive. With TMA: B's map
+    (boxes of ``box_rows`` × 64) and nothing else. In place: map j holds rows k ≡ j (mod 8), which lie
+    16 · ldb bytes apart, a multiple of 16 for any ldb: it starts at row j's first byte rounded down to
+    16 bytes, that rounding (in elements) is offset[j], added by the kernel to every column coordinate,
+    and its columns run to N + offset[j] (past them, zeros); boxes of 8 rows × 64. A residue with no row
+    (K ≤ j) gets a map of 8 zeros, so that it reads zeros like rows past K."""
+    import torch
+
+    maps, offsets, keep = [], [0] * RESIDUES, ()
+    if not in_place:
+        maps.append(tma.tensor_map("B", b, HALF_BOX, box_rows))
+    else:
+        k, n = b.shape
+        size, ldb = b.element_size(), b.stride(0)
+        zeros = torch.zeros(8, dtype=b.dtype, device=b.device)  # 16 bytes: allocations are aligned
+        for j in range(RESIDUES):
+            rows = -(-(k - j) // RESIDUES)
+            if rows <= 0:
+                maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, zeros.data_ptr(), [8, 1], [16], [HALF_BOX, 8]))
+                continue
+            start = b.data_ptr() + j * ldb * size
+            offsets[j] = start % 16 // size
+            maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, start - start % 16, [n + offsets[j], rows],
+                                   [RESIDUES * ldb * size], [HALF_BOX, 8]))
+        keep = (zeros,)
+    return pack_weight_maps(maps, offsets), keep
+
+
+def pack_weight_maps(maps, offsets) -> np.ndarray:
+    """WeightMaps's bytes (hgemm/skinny_m.cuh): the maps, zeros for the unused ones, the offsets, padding."""
+    raw = b"".join(m.tobytes() for m in maps).ljust(128 * RESIDUES, b"\0") + np.array(offsets, np.int32).tobytes()
+    return np.frombuffer(raw.ljust(WEIGHT_MAPS_BYTES, b"\0"), dtype=np.dtype((np.void, WEIGHT_MAPS_BYTES)))
 
 
 def skinny_defines(config, tensors, out, shape, precision):
@@ -185,15 +220,11 @@ def skinny_defines(config, tensors, out, shape, precision):
 def skinny_smem(defines) -> int:
     """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
     B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom; with
-    B_IN_PLACE three such stages and as many raw stages (A's box and BN/64 · BK rows of 144 bytes, two
-    mbarriers) as fit, at most STAGES (the kernel computes the same SMEM_BYTES and traps when given less)."""
-    stages = defines["STAGES"]
-    stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 16
-    if not defines.get("B_IN_PLACE"):
-        return stages * stage + 1024
-    raw = defines["TOKENS"] * HALF_BOX * 2 + defines["BN"] // 64 * defines["BK"] * 144 + 16
-    ring = SKINNY_IN_PLACE_RING * stage
-    return ring + min(stages, (SMEM_LIMIT - 1024 - ring) // raw) * raw + 1024
+    B_IN_PLACE a second box of A (the raw tokens) and a third mbarrier per stage, and at most as many
+    stages as fit (the kernel computes the same SMEM_BYTES and traps when given less)."""
+    in_place = bool(defines.get("B_IN_PLACE"))
+    stage = ((1 + in_place) * defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 8 * (2 + in_place)
+    return min(defines["STAGES"], (SMEM_LIMIT - 1024) // stage) * stage + 1024
 
 
 def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
@@ -216,15 +247,15 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     tile_done = torch.zeros(cdiv(n, defines["BN"]) if splits > 1 else 1, dtype=torch.int32, device=out.device)
     map_a = tma.tensor_map("A", a, HALF_BOX, tokens)
-    args = (map_a, map_a if in_place else tma.tensor_map("B", b, HALF_BOX, defines["BK"]),
+    maps_b, zeros = weight_maps(b, defines["BK"], in_place)
+    args = (map_a, maps_b,
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
-            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp),
-            cuda.as_cupy(b, padded_rows=True), np.int64(b.stride(-2)), cuda.as_cupy(tile_done))
-    threads = defines["THREADS"] + SKINNY_IN_PLACE_THREADS * in_place
+            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
+    threads = defines["THREADS"] + SKINNY_TOKEN_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
                              **({"in_place": "B"} if in_place else {})},
-                      keep=(a, b, out, partial, tile_done))
+                      keep=(a, b, out, partial, tile_done, *zeros))
 
 
 # v10: rows of A TMA cannot take staged inside the launch, B's read in place (B_IN_PLACE); C is written by plain
