@@ -58,8 +58,8 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
-    monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box:
-                        ("encode", address, tuple(sizes), tuple(strides), tuple(box)))
+    monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box, swizzle=True:
+                        ("encode", address, tuple(sizes), tuple(strides), tuple(box), swizzle))
     monkeypatch.setattr(hgemm, "pack_weight_maps", lambda maps, offsets: ("weight maps", tuple(maps), tuple(offsets)))
     monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
     return log

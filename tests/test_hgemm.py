@@ -416,16 +416,17 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     assert launch.config["B_IN_PLACE"] == 1 and launch.config["in_place"] == "B" and "staged" not in launch.config
     assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no map of B
     _, _, block, args, _ = fake_cuda[0]
-    assert block == (impl.params["THREADS"] + 128, 1, 1)  # the token warps
+    assert block == (impl.params["THREADS"] + 128, 1, 1)  # the shifter warps
     # one map per residue of k mod 8: rows 16 · ldb bytes apart, each from its row's first byte rounded down to
     # 16 bytes, the rounding (in elements) its column offset; 50257 is odd, so each residue has its own
     kind, maps, offsets = args[1]
     b, size = tensors["B"], 2
     assert kind == "weight maps" and len(maps) == 8 and len(set(offsets)) == 8
-    for j, (tag, address, sizes, strides, box) in enumerate(maps):
+    for j, (tag, address, sizes, strides, box, swizzle) in enumerate(maps):
         start = b.data_ptr() + j * 50257 * size
         assert tag == "encode" and address == start - start % 16 and offsets[j] == start % 16 // size
-        assert sizes == (50257 + offsets[j], 8) and strides == (8 * 50257 * size,) and box == (64, 8)  # K = 64
+        assert sizes == (50257 + offsets[j], 8) and strides == (8 * 50257 * size,)  # K = 64: 8 rows a residue
+        assert box == (72, 8) and not swizzle  # from the aligned column before the tile's first: shifted on chip
     # K = 5: residues 5, 6 and 7 have no row; their maps read zeros (a map of 8 zeros), like rows past K
     tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 50257, "K": 5}, FP16_TENSOR)
     _, maps, offsets = fake_cuda[-1][3][1]  # after the copy of A's rows (10 bytes apart)

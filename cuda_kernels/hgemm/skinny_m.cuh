@@ -5,6 +5,8 @@
 // each step is in v10's header.
 #pragma once
 
+#include "unaligned_rows.cuh"
+
 // Rows of A (tokens) a tile holds: the launch defines the smallest of 8, 16, 32, 64 that holds M.
 // Without it (a compile of the config alone) the widest, whose shared memory bounds the space.
 #ifndef TOKENS
@@ -23,25 +25,26 @@ constexpr int X_BYTES = TOKENS * ROW_BYTES;        // the tokens' box: TOKENS ro
 constexpr int W_BOX_BYTES = BK * ROW_BYTES;        // a weights' box: BK rows of 64 n
 // In place (B_IN_PLACE): rows k and k + 8 of B lie 16 · ldb bytes apart, a multiple of 16 whatever ldb
 // is, so the rows of one residue j = k mod 8 form a matrix TMA can read: its map starts at row j's
-// first byte rounded down to 16 bytes, the rounding (`offset[j]`, in elements) added to every column
-// coordinate (a box may start at any element), rows 16 · ldb bytes apart (study/ops/hgemm.py,
-// weight_maps). A weights' box is then eight boxes of 8 rows × 64 columns, one per map, map j's at box
-// rows 8j … 8j + 7 (one 1024-byte swizzle atom each, so TMA's swizzle is the one-box layout's): box row
-// 8j + i holds k = 8i + j. A sum over k does not depend on its order, so the tokens take the same
-// order: TMA loads their box as it lies into the stage's raw part, and four token warps write it
-// permuted into the box the consumers read (permute_tokens), at most 64 rows of 128 bytes a stage
-// against the stage's BN · 128 bytes of weights, which stay TMA's from HBM to the wgmma.
+// first byte rounded down to 16 bytes, `offset[j]` elements before it (study/ops/hgemm.py, weight_maps).
+// TMA starts a box only on a 16-byte boundary of the row, so map j's box for columns n … n + 63 starts at
+// the row's element n − offset[j] and is 72 wide (144 bytes, unswizzled): the stage's raw part holds, for
+// each weights' box, eight such boxes of 8 rows (k = 8i + j at raw row 8j + i). Four shifter warps move
+// each row's 64 elements, offset[j] in, into the weights' box in TMA's 128-byte swizzle (shift_residues),
+// one residue a warp at a time, so that a warp's shift is one figure. The tokens' box is TMA's as with one map.
 // Measured before (c45/c46, 1 × 50257 × 1600 BF16): each weight row's aligned 16-byte words copied by
-// cp.async and shifted on chip, 121 µs, DRAM at 28 %, whether one producer warp or four issued the
-// copies; TMA's own path at N = 50264 took 42.8 µs (c47).
-constexpr int TOKEN_WARPS = B_IN_PLACE ? 4 : 0;
-constexpr int BLOCK_THREADS = THREADS + 32 * TOKEN_WARPS;
-constexpr int RESIDUES = 8;                                                 // maps in place: k mod 8
-constexpr int STAGE_BYTES = (1 + B_IN_PLACE) * X_BYTES + CONSUMERS * W_BOX_BYTES;  // in place: + the raw tokens
+// cp.async from one producer warp (or four) and shifted on chip, 121 µs, DRAM at 28 %; TMA's own path at
+// N = 50264 took 42.8 µs (c47). Eight maps with the offset in the column coordinate: illegal instruction
+// (c48; a box's first column must lie on 16 bytes).
+constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
+constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
+constexpr int RESIDUES = 8;                                 // maps in place: k mod 8
+constexpr int RAW_ROW = 144;                                // a raw row: 72 elements from a 16-byte boundary
+constexpr int RAW_BYTES = B_IN_PLACE * CONSUMERS * BK * RAW_ROW;
+constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES + RAW_BYTES;
 constexpr int BARRIERS = 2 + B_IN_PLACE;           // full, empty and, in place, loaded (TMA's bytes): 8 bytes each
 constexpr int SMEM_LIMIT = 232448;                 // sm_90's dynamic shared memory a block (227 KiB)
 constexpr int FIT = (SMEM_LIMIT - 1024) / (STAGE_BYTES + 8 * BARRIERS);
-constexpr int RING = STAGES < FIT ? STAGES : FIT;  // in place at 64 tokens, fewer stages than STAGES fit
+constexpr int RING = STAGES < FIT ? STAGES : FIT;  // in place, fewer stages than STAGES may fit
 // The ring and its barriers, 1024 bytes to round the base up to the swizzle atom (study/ops/hgemm.py,
 // skinny_smem, computes the same figure).
 constexpr int SMEM_BYTES = RING * (STAGE_BYTES + 8 * BARRIERS) + 1024;
@@ -52,11 +55,12 @@ static_assert(BK == 64, "a 128-byte swizzled row holds 64 halves; in place, eigh
 static_assert(BN % 64 == 0 && BN >= 64 && BN <= 256, "one consumer warpgroup per 64 weight columns, 1–4");
 static_assert(THREADS == 128 * CONSUMERS + 32, "the consumer warpgroups, then one producer warp");
 static_assert(STAGES >= 2, "at least two stages");
-static_assert(X_BYTES % 1024 == 0, "every box starts on a swizzle atom");
+static_assert(X_BYTES % 1024 == 0 && STAGE_BYTES % 1024 == 0, "every box starts on a swizzle atom");
+static_assert(8 * RAW_ROW % 128 == 0, "each raw box of 8 rows on 128 bytes");
 
 // B's tensor maps (study/ops/hgemm.py, weight_maps): with TMA map[0] is B's (boxes of BK rows); in place
-// map[j] holds the rows k ≡ j (mod 8) (boxes of 8 rows) and offset[j] is the column of row j's first
-// element in it.
+// map[j] holds the rows k ≡ j (mod 8) (boxes of 8 rows × 72, unswizzled) and offset[j] is the column of
+// row j's first element in it.
 struct __align__(64) WeightMaps {
     TensorMap map[RESIDUES];
     int offset[RESIDUES];
@@ -92,26 +96,24 @@ struct AsFloat {  // a split's FP32 plane: as it is
     __device__ __forceinline__ float operator()(float v, int) const { return v; }
 };
 
-__device__ __forceinline__ unsigned ld_shared_u16(unsigned addr) {
-    unsigned short v;
-    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr) : "memory");
-    return v;
-}
-
-// In place: the tokens' box in the order of the weights' box rows (box row 8j + i is k = 8i + j), from the
-// stage's raw tokens as TMA laid them out, so that each wgmma k step pairs every weight row with its
-// tokens' elements. Chunk q of a token's row (its halves 8q … 8q + 7, k = q, q + 8, …, q + 56) gathers
-// half q of each of the row's eight chunks; both boxes in the 128-byte swizzle (chunk c of row r at
-// c ^ r % 8). `thread`: 0 … 32 · TOKEN_WARPS − 1.
-__device__ __forceinline__ void permute_tokens(unsigned raw, unsigned box, int thread) {
-    for (int i = thread; i < TOKENS * 8; i += 32 * TOKEN_WARPS) {
-        const int row = i / 8, q = i % 8, x = row % 8;
-        const unsigned from = raw + row * ROW_BYTES + q * 2;
-        unsigned h[8];
+// In place: the stage's raw boxes into the weights' boxes at `boxes`, as TMA's 128-byte swizzle lays
+// them out (chunk q of box row r at q ^ r % 8; row 8i + j of a box is k = 8i + j, whose chunk lands at
+// q ^ j). Raw box g (weights' box g / 8, residue j = g % 8) holds rows k = 8i + j, 72 elements from
+// offset[j] before column n; a lane takes row i = lane / 4 and chunks lane % 4 and lane % 4 + 4 of a
+// shifter warp's residues, so that each shift (byte_window) has one figure across the warp.
+__device__ __forceinline__ void shift_residues(unsigned raw, unsigned boxes, const WeightMaps* maps, int shifter,
+                                               int lane) {
+    const int i = lane / 4;
+    for (int g = shifter; g < CONSUMERS * RESIDUES; g += SHIFTER_WARPS) {
+        const int c = g / RESIDUES, j = g % RESIDUES, shift = 2 * maps->offset[j];
+        const unsigned from = raw + (g * 8 + i) * RAW_ROW;
+        const unsigned to = boxes + c * W_BOX_BYTES + (8 * i + j) * ROW_BYTES;
 #pragma unroll
-        for (int c = 0; c < 8; ++c) h[c] = ld_shared_u16(from + ((c ^ x) << 4));
-        st_shared_v4(box + row * ROW_BYTES + ((q ^ x) << 4),
-                     make_uint4(h[0] | h[1] << 16, h[2] | h[3] << 16, h[4] | h[5] << 16, h[6] | h[7] << 16));
+        for (int h = 0; h < 2; ++h) {
+            const int q = lane % 4 + 4 * h;
+            const uint4 lo = ld_shared_v4(from + 16 * q), hi = ld_shared_v4(from + 16 * q + 16);
+            st_shared_v4(to + ((q ^ j) << 4), byte_window(lo, hi, shift));
+        }
     }
 }
 
@@ -174,20 +176,20 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
     const int slices = CDIV(K, BK), units = CDIV(N, BN) * splits;
 
     if (tid == 0) {
-        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the token warps' threads to THREADS
+        if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter warps' threads to THREADS
         tma_prefetch_map(map_a);
         for (int j = 0; j < (B_IN_PLACE ? RESIDUES : 1); ++j) tma_prefetch_map(&maps_b->map[j]);
         // empty: one release per consumer warp. full: TMA's bytes announced in one arrival or, in place, an
-        // arrival from each token-warp thread once the tokens are permuted; loaded (in place): TMA's bytes
-        // of the raw tokens and the weights, announced in one arrival.
+        // arrival from each shifter thread once the weights are in their boxes; loaded (in place): TMA's
+        // bytes of the tokens and the raw weights, announced in one arrival.
         if (B_IN_PLACE)
             for (int s = 0; s < RING; ++s) mbar_init(loaded + s * 8, 1);
-        mbar_init_ring(full, empty, RING, CONSUMERS * 4, B_IN_PLACE ? 32 * TOKEN_WARPS : 1);
+        mbar_init_ring(full, empty, RING, CONSUMERS * 4, B_IN_PLACE ? 32 * SHIFTER_WARPS : 1);
     }
     __syncthreads();
 
-    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a token warp: the raw tokens → the box, permuted
-        const int thread = tid - 32 * (4 * CONSUMERS + 1);
+    if (B_IN_PLACE && warp > 4 * CONSUMERS) {  // a shifter warp: the raw weights → their boxes
+        const int shifter = warp - (4 * CONSUMERS + 1);
         int use = 0;  // slices so far, over all units, as the producer and the consumers count them
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
             const int s0 = unit % splits * slices_per, s1 = min(slices, s0 + slices_per);
@@ -196,7 +198,7 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
                 const unsigned at = base + stage * STAGE_BYTES;
                 // loaded: this round's TMA bytes, issued after the consumers released the stage's last round
                 mbar_wait(loaded + stage * 8, (use / RING) & 1);
-                permute_tokens(at + STAGE_BYTES - X_BYTES, at, thread);
+                shift_residues(at + STAGE_BYTES - RAW_BYTES, at + X_BYTES, maps_b, shifter, lane);
                 fence_async_shared();  // the stores, visible to wgmma (the async proxy), then the arrival
                 mbar_arrive(full + stage * 8);
             }
@@ -216,14 +218,12 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
                 if (use >= RING) mbar_wait(empty + stage * 8, (use / RING - 1) & 1);  // its last round released
                 if (B_IN_PLACE) {
                     const unsigned bar = loaded + stage * 8;
-                    mbar_arrive_expect_tx(bar, STAGE_BYTES - X_BYTES);  // whole boxes, zero-filled parts included
-                    tma_load_2d(at + STAGE_BYTES - X_BYTES, map_a, s * BK, 0, bar);  // the raw tokens
+                    mbar_arrive_expect_tx(bar, X_BYTES + RAW_BYTES);  // whole boxes, zero-filled parts included
+                    tma_load_2d(at, map_a, s * BK, 0, bar);  // the tokens, as with one map
 #pragma unroll
-                    for (int c = 0; c < CONSUMERS; ++c)
-#pragma unroll
-                        for (int j = 0; j < RESIDUES; ++j)  // rows k = s · BK + 8i + j, i = 0 … 7: map j's rows s · 8 …
-                            tma_load_2d(at + X_BYTES + c * W_BOX_BYTES + j * 1024, &maps_b->map[j],
-                                        n0 + c * 64 + maps_b->offset[j], s * (BK / RESIDUES), bar);
+                    for (int g = 0; g < CONSUMERS * RESIDUES; ++g)  // rows k = s · BK + 8i + j of map j: its rows s · 8 …
+                        tma_load_2d(at + STAGE_BYTES - RAW_BYTES + g * 8 * RAW_ROW, &maps_b->map[g % RESIDUES],
+                                    n0 + g / RESIDUES * 64, s * (BK / RESIDUES), bar);
                     continue;
                 }
                 const unsigned bar = full + stage * 8;
@@ -249,7 +249,7 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
             const int stage = use % RING;
             const unsigned at = base + stage * STAGE_BYTES;
             mbar_wait(full + stage * 8, (use / RING) & 1);
-            if (B_IN_PLACE) mbar_wait(loaded + stage * 8, (use / RING) & 1);  // the weights, as TMA wrote them
+            if (B_IN_PLACE) mbar_wait(loaded + stage * 8, (use / RING) & 1);  // the tokens, as TMA wrote them
             fence_registers(acc);
             wgmma_fence();
             const unsigned w = at + X_BYTES + consumer * W_BOX_BYTES;

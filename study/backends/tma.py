@@ -51,10 +51,12 @@ def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     return encode(name, tensor.dtype, tensor.data_ptr(), sizes, [v * tensor.element_size() for v in strides], box)
 
 
-def encode(name: str, dtype, address: int, sizes, strides, box) -> np.ndarray:
+def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = True) -> np.ndarray:
     """``cuTensorMapEncodeTiled`` of elements of ``dtype`` from ``address`` (16-byte aligned): ``sizes`` and
     ``box`` in elements, innermost first, ``strides`` in bytes of the outer dimensions (multiples of 16),
-    the 128-byte swizzle, elements past the sizes read as zeros; a NumPy array of one 128-byte void.
+    the 128-byte swizzle (or, ``swizzle=False``, rows as they are: a box row may then be wider than 128
+    bytes), elements past the sizes read as zeros; a NumPy array of one 128-byte void. A box's first
+    column must lie on 16 bytes of its row: TMA stops with an illegal instruction otherwise.
     :func:`tensor_map` is this for a tensor; hgemm v10 encodes B's rows of one residue of k mod 8 with it
     (study/ops/hgemm.py, weight_maps)."""
     import torch
@@ -65,7 +67,7 @@ def encode(name: str, dtype, address: int, sizes, strides, box) -> np.ndarray:
              torch.float32: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}  # sgemm v11
     if dtype not in types:
         raise Unsupported(f"{name} is {dtype}; these tensor maps are written for float16, bfloat16 and float32")
-    if box[0] * torch.empty(0, dtype=dtype).element_size() > SWIZZLE_BYTES:
+    if swizzle and box[0] * torch.empty(0, dtype=dtype).element_size() > SWIZZLE_BYTES:
         raise ValueError(f"a box row of {box[0]} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
     if address % 16 or any(v % 16 for v in strides):
         raise ValueError(f"{name}: TMA needs a 16-byte aligned start ({address % 16} past) and strides of 16-byte "
@@ -78,7 +80,7 @@ def encode(name: str, dtype, address: int, sizes, strides, box) -> np.ndarray:
         [cu.cuuint32_t(v) for v in box],
         [cu.cuuint32_t(1)] * rank,
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if swizzle else cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)  # NONE: out-of-bounds elements are zeros
     if err != cu.CUresult.CUDA_SUCCESS:

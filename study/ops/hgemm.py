@@ -161,9 +161,10 @@ def skinny_scope(rung: str, larger: str):
 skinny_check = skinny_scope("v10", "v8/v9")
 
 
-SKINNY_TOKEN_THREADS = 128  # v10's token warps where B is read in place (hgemm/skinny_m.cuh)
+SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
 SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 RESIDUES = 8  # v10 in place: B's rows by k mod 8, one tensor map each (hgemm/skinny_m.cuh, WeightMaps)
+RAW_COLS = 72  # v10 in place: a raw box row, 64 columns from up to 7 before them (a box starts on 16 bytes)
 WEIGHT_MAPS_BYTES = 1088  # sizeof(WeightMaps): 8 maps of 128 bytes, 8 int offsets, aligned to 64 bytes
 
 
@@ -180,9 +181,10 @@ def weight_maps(b, box_rows: int, in_place: bool):
     NumPy array of one void CuPy passes by value, and what the launch must keep alive. With TMA: B's map
     (boxes of ``box_rows`` × 64) and nothing else. In place: map j holds rows k ≡ j (mod 8), which lie
     16 · ldb bytes apart, a multiple of 16 for any ldb: it starts at row j's first byte rounded down to
-    16 bytes, that rounding (in elements) is offset[j], added by the kernel to every column coordinate,
-    and its columns run to N + offset[j] (past them, zeros); boxes of 8 rows × 64. A residue with no row
-    (K ≤ j) gets a map of 8 zeros, so that it reads zeros like rows past K."""
+    16 bytes, that rounding (in elements) is offset[j], and its columns run to N + offset[j] (past them,
+    zeros); boxes of 8 rows × 72 columns, unswizzled, which the kernel starts at the aligned column n
+    and shifts by offset[j] on chip. A residue with no row (K ≤ j) gets a map of 8 zeros, so that it
+    reads zeros like rows past K."""
     import torch
 
     maps, offsets, keep = [], [0] * RESIDUES, ()
@@ -195,12 +197,13 @@ def weight_maps(b, box_rows: int, in_place: bool):
         for j in range(RESIDUES):
             rows = -(-(k - j) // RESIDUES)
             if rows <= 0:
-                maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, zeros.data_ptr(), [8, 1], [16], [HALF_BOX, 8]))
+                maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, zeros.data_ptr(), [8, 1], [16], [RAW_COLS, 8],
+                                       swizzle=False))
                 continue
             start = b.data_ptr() + j * ldb * size
             offsets[j] = start % 16 // size
             maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, start - start % 16, [n + offsets[j], rows],
-                                   [RESIDUES * ldb * size], [HALF_BOX, 8]))
+                                   [RESIDUES * ldb * size], [RAW_COLS, 8], swizzle=False))
         keep = (zeros,)
     return pack_weight_maps(maps, offsets), keep
 
@@ -220,10 +223,11 @@ def skinny_defines(config, tensors, out, shape, precision):
 def skinny_smem(defines) -> int:
     """v10's dynamic shared memory: STAGES stages of a TOKENS × 64 box of A and BN/64 boxes of BK × 64 of
     B (2 bytes each), two 8-byte mbarriers per stage, 1024 bytes to align the base to the swizzle atom; with
-    B_IN_PLACE a second box of A (the raw tokens) and a third mbarrier per stage, and at most as many
-    stages as fit (the kernel computes the same SMEM_BYTES and traps when given less)."""
+    B_IN_PLACE the raw weights (BN/64 · BK rows of RAW_COLS) and a third mbarrier per stage, and at most as
+    many stages as fit (the kernel computes the same SMEM_BYTES and traps when given less)."""
     in_place = bool(defines.get("B_IN_PLACE"))
-    stage = ((1 + in_place) * defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"]) * 2 + 8 * (2 + in_place)
+    raw = in_place * defines["BN"] // 64 * defines["BK"] * RAW_COLS
+    stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"] + raw) * 2 + 8 * (2 + in_place)
     return min(defines["STAGES"], (SMEM_LIMIT - 1024) // stage) * stage + 1024
 
 
@@ -251,7 +255,7 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     args = (map_a, maps_b,
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
-    threads = defines["THREADS"] + SKINNY_TOKEN_THREADS * in_place
+    threads = defines["THREADS"] + SKINNY_SHIFTER_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
                              **({"in_place": "B"} if in_place else {})},
