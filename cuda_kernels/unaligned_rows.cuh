@@ -3,7 +3,8 @@
 // word, which neither TMA nor a 16-byte load may take (docs/toolchain.md 6.3). The 16 bytes from any
 // address are the window of the two aligned words they lie in, shifted by the misalignment: two legal
 // 16-byte loads and four funnel shifts instead of eight 2-byte loads. Used by the staging copy
-// (stage_rows.cu) and by hgemm v10's in-place weight loads (hgemm/skinny_m.cuh).
+// (stage_rows.cu) and by hgemm v10's shifter warps, which move B's rows read in place by TMA from an
+// aligned column (hgemm/skinny_m.cuh).
 #pragma once
 
 // One of four words by an index that may differ between a warp's lanes: selects, not a branch or a

@@ -13,8 +13,9 @@
 // is loaded per stored element from L1 (C is ≤ 64/K of the traffic).
 // Removes: v2/v3's 128-row tiles at decode-sized M.
 // Builds on: hgemm v10 (the kernel, its plan and in-launch sum of the splits), v2 (the epilogue).
-// Constraints: M ≤ 64 (the launch refuses more: v2/v3 take it); K and N as v10 (rows TMA cannot read
-// are staged by the launch); the workspace holds splits × M × ldp floats and a count per tile.
+// Constraints: M ≤ 64 (the launch refuses more: v2/v3 take it); K and N as v10 (A's rows TMA cannot read
+// staged by the launch, B's read in place by v10's eight residue maps); the workspace holds
+// splits × M × ldp floats and a count per tile.
 // Measured (H200, c20 at 21f957b, BF16, cold, autotune off, paired against cuBLASLt's RELU_BIAS):
 // 1×22016×4096 0.90× [0.899, 0.900], 16×22016×4096 0.84× [0.835, 0.837] (v2/v3 0.67–0.70× there).
 // arch: sm_90a

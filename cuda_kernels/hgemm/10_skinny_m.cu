@@ -30,13 +30,13 @@
 // zeros TMA fills in (a wgmma of 64 rows for 1 token).
 // Builds on: v9 (plan, partial planes), v8 (producer/consumer ring), hopper.cuh's
 // wgmma_m64k16_ta. Constraints: M ≤ 64 (the launch refuses more: v8/v9 take it); A's rows as v8's
-// (staged where TMA cannot read them); B's rows, where TMA cannot read them (no multiple of 16 bytes
-// apart: N = 50257), read in place (B_IN_PLACE, hgemm/skinny_m.cuh: cp.async copies of each row's
-// aligned words, shifted on chip); the workspace holds splits × M × ldp floats and a count per tile.
-// B in place, whole stages by running addresses (c41, tree of 2132a8a, paired, cold): 1 × 50257 × 1600
-// BF16 0.60× cuBLAS [0.599, 0.599], 121.0 µs (0.34× with a window worked out per copy, 0.22× staged),
-// FP16 0.98×; 16 × 50257 × 1600 1.10× BF16 and FP16. ncu: DRAM 28 % of its peak, issue active 37 %:
-// not yet HBM-bound (docs/ladders/hgemm.md, v10).
+// (staged where TMA cannot read them); B's rows, where one tensor map cannot describe them (no multiple
+// of 16 bytes apart: N = 50257), read in place by eight, one per residue of k mod 8, and shifted on
+// chip (B_IN_PLACE, hgemm/skinny_m.cuh); the workspace holds splits × M × ldp floats and a count per tile.
+// B in place (c48 at 77e80a5, paired, cold): 1 × 50257 × 1600 BF16 1.14× cuBLAS [1.137, 1.139], 63.1 µs
+// (0.60× with cp.async copies of each row's words, 0.22× staged), FP16 1.84×; 16 × 50257 × 1600 2.12×
+// BF16, 2.15× FP16. The gpt2-xl suite (c49/c50): BF16 geometric mean 1.104×, worst 0.857×
+// (16 × 4800 × 1600); FP16 1.138×, worst 0.857× (docs/ladders/hgemm.md, v10).
 // Measured (H200, BF16, autotune off, c19 at 6b93f4f; × cuBLAS of one run each, unpaired): the
 // llama2-7b suite's projections at 1 token 0.91–0.96 (v8 0.27–0.80, v9 0.65–0.80), at 16 tokens
 // 0.89–0.98; lowest at N = 22016. Not the SMs' fill: at 1 token N = 12288 (96 tiles, one split, 73 %
