@@ -15,6 +15,7 @@ import numpy as np
 from study.backends.launch import Unsupported
 
 SWIZZLE_BYTES = 128  # the widest swizzle: a box row of at most 128 bytes, 1024-byte atoms in shared memory
+RESIDUES = 8  # residue_maps: rows k ≡ j (mod 8) of 2- or 4-byte elements lie a multiple of 16 bytes apart
 
 
 def alignment_reason(name: str, tensor) -> str | None:
@@ -88,3 +89,31 @@ def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = 
                          f"{list(box)}): {err}")
     raw = np.array([int(v) for v in tmap.opaque], dtype=np.uint64)
     return np.frombuffer(raw.tobytes(), dtype=np.dtype((np.void, 128)))
+
+
+def residue_maps(name: str, tensor, box_cols: int):
+    """Tensor maps of a row-major matrix whose rows one map cannot describe (no multiple of 16 bytes apart,
+    or off a 16-byte start), as hgemm v10 reads its weights in place (hgemm/skinny_m.cuh): rows k and
+    k + 8 lie 8 · ld elements apart, a multiple of 16 bytes for any ld, so map j holds the rows
+    k ≡ j (mod 8). It starts at row j's first byte rounded down to 16 bytes, that rounding (in elements)
+    is offsets[j], its columns run to N + offsets[j] (past them, zeros); boxes of 8 rows × ``box_cols``,
+    unswizzled, since a box must start on 16 bytes of its row and the kernel shifts the rows on chip. A
+    residue with no row (K ≤ j) gets a map of 8 zeros, which reads zeros like rows past K. Returns the
+    maps, the offsets and what must stay alive (the zeros)."""
+    import torch
+
+    k, n = tensor.shape
+    size, ld = tensor.element_size(), tensor.stride(0)
+    zeros = torch.zeros(16 // size, dtype=tensor.dtype, device=tensor.device)  # 16 bytes: allocations are aligned
+    maps, offsets = [], [0] * RESIDUES
+    for j in range(RESIDUES):
+        part = f"{name} (rows ≡ {j} mod {RESIDUES})"
+        rows = -(-(k - j) // RESIDUES)
+        if rows <= 0:
+            maps.append(encode(part, tensor.dtype, zeros.data_ptr(), [16 // size, 1], [16], [box_cols, 8], swizzle=False))
+            continue
+        start = tensor.data_ptr() + j * ld * size
+        offsets[j] = start % 16 // size
+        maps.append(encode(part, tensor.dtype, start - start % 16, [n + offsets[j], rows], [RESIDUES * ld * size],
+                           [box_cols, 8], swizzle=False))
+    return maps, offsets, (zeros,)

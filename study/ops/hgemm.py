@@ -163,8 +163,7 @@ skinny_check = skinny_scope("v10", "v8/v9")
 
 SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
 SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
-RESIDUES = 8  # v10 in place: B's rows by k mod 8, one tensor map each (hgemm/skinny_m.cuh, WeightMaps)
-RAW_COLS = 72  # v10 in place: a raw box row, 64 columns from up to 7 before them (a box starts on 16 bytes)
+RAW_COLS = HALF_BOX + 8  # v10 in place: a raw box row, 64 columns from up to 7 before them (tma.residue_maps)
 WEIGHT_MAPS_BYTES = 1088  # sizeof(WeightMaps): 8 maps of 128 bytes, 8 int offsets, aligned to 64 bytes
 
 
@@ -177,40 +176,19 @@ def weights_in_place(b) -> bool:
 
 
 def weight_maps(b, box_rows: int, in_place: bool):
-    """v10's WeightMaps (hgemm/skinny_m.cuh) for B (K × N, rows ``b.stride(0)`` elements apart), as a
-    NumPy array of one void CuPy passes by value, and what the launch must keep alive. With TMA: B's map
-    (boxes of ``box_rows`` × 64) and nothing else. In place: map j holds rows k ≡ j (mod 8), which lie
-    16 · ldb bytes apart, a multiple of 16 for any ldb: it starts at row j's first byte rounded down to
-    16 bytes, that rounding (in elements) is offset[j], and its columns run to N + offset[j] (past them,
-    zeros); boxes of 8 rows × 72 columns, unswizzled, which the kernel starts at the aligned column n
-    and shifts by offset[j] on chip. A residue with no row (K ≤ j) gets a map of 8 zeros, so that it
-    reads zeros like rows past K."""
-    import torch
-
-    maps, offsets, keep = [], [0] * RESIDUES, ()
+    """v10's WeightMaps (hgemm/skinny_m.cuh) for B (K × N), as a NumPy array of one void CuPy passes by
+    value, and what the launch must keep alive: with TMA, B's map (boxes of ``box_rows`` × 64); in place,
+    :func:`study.backends.tma.residue_maps` (boxes of 8 rows × RAW_COLS, which the kernel starts at the
+    aligned column before its tile's and shifts by each residue's offset on chip)."""
     if not in_place:
-        maps.append(tma.tensor_map("B", b, HALF_BOX, box_rows))
-    else:
-        k, n = b.shape
-        size, ldb = b.element_size(), b.stride(0)
-        zeros = torch.zeros(8, dtype=b.dtype, device=b.device)  # 16 bytes: allocations are aligned
-        for j in range(RESIDUES):
-            rows = -(-(k - j) // RESIDUES)
-            if rows <= 0:
-                maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, zeros.data_ptr(), [8, 1], [16], [RAW_COLS, 8],
-                                       swizzle=False))
-                continue
-            start = b.data_ptr() + j * ldb * size
-            offsets[j] = start % 16 // size
-            maps.append(tma.encode(f"B (rows ≡ {j} mod 8)", b.dtype, start - start % 16, [n + offsets[j], rows],
-                                   [RESIDUES * ldb * size], [RAW_COLS, 8], swizzle=False))
-        keep = (zeros,)
+        return pack_weight_maps([tma.tensor_map("B", b, HALF_BOX, box_rows)], [0] * tma.RESIDUES), ()
+    maps, offsets, keep = tma.residue_maps("B", b, RAW_COLS)
     return pack_weight_maps(maps, offsets), keep
 
 
 def pack_weight_maps(maps, offsets) -> np.ndarray:
     """WeightMaps's bytes (hgemm/skinny_m.cuh): the maps, zeros for the unused ones, the offsets, padding."""
-    raw = b"".join(m.tobytes() for m in maps).ljust(128 * RESIDUES, b"\0") + np.array(offsets, np.int32).tobytes()
+    raw = b"".join(m.tobytes() for m in maps).ljust(128 * tma.RESIDUES, b"\0") + np.array(offsets, np.int32).tobytes()
     return np.frombuffer(raw.ljust(WEIGHT_MAPS_BYTES, b"\0"), dtype=np.dtype((np.void, WEIGHT_MAPS_BYTES)))
 
 
