@@ -142,12 +142,6 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool vali
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
-// An arrival on the mbarrier at `bar` (a shared-window address) once every cp.async this thread has issued
-// has landed; .noinc: the barrier's count includes it (hgemm v10's raw ring, hgemm/skinny_m.cuh).
-__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
-}
-
 // Issue the 16-byte copies of a Rows × Cols block of a row-major matrix (R × C, rows ld elements
 // apart) starting at row r0, column c0, into dst (rows dst_ld elements apart); no wait. C and Cols
 // are multiples of the 16-byte chunk (the ALIGNED paths), so a chunk lies wholly inside or outside

@@ -31,7 +31,7 @@ __device__ __forceinline__ void mbar_fence_init() {
 // A producer/consumer ring of `stages` stages (one thread, then a barrier as above): stage s's full
 // barrier at full + 8s, completed by `fills` arrivals — 1, the producer's expect_tx with the bytes it
 // announces, or more where threads fill the stage (hgemm v10 in place: its shifter threads' ordinary
-// stores; its producer lanes' cp.async copies and the tokens' expect_tx) — its empty barrier at
+// stores, after TMA's bytes land on a third barrier) — its empty barrier at
 // empty + 8s by `releases` consumer arrivals (hgemm v8's and v10's bodies).
 __device__ __forceinline__ void mbar_init_ring(unsigned full, unsigned empty, int stages, unsigned releases,
                                                unsigned fills = 1) {

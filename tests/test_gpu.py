@@ -418,11 +418,11 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
 def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
     # B's rows no multiple of 16 bytes apart: read where they lie by eight tensor maps, one per residue of
-    # k mod 8, each from its first row rounded down to 16 bytes, the tokens permuted to the weights' k
-    # order on chip (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns), an odd K with a tail tile, a
-    # padded leading dimension, a B that starts one element past an aligned word (every map's start
-    # rounded down), K = 5 (residues 5–7 without a row: zeros); small integers show a weight row paired
-    # with the wrong token element or a column offset off by one; a second launch gives the same bits.
+    # k mod 8, each from its first row rounded down to 16 bytes, each row shifted by its residue's offset
+    # on chip into the swizzled box (hgemm/skinny_m.cuh). GPT-2's LM head (50257 columns), an odd K with a
+    # tail tile, a padded leading dimension, a B that starts one element past an aligned word (every
+    # map's start rounded down), K = 5 (residues 5–7 without a row: zeros); small integers show a row
+    # shifted by the wrong offset or stored at the wrong k; a second launch gives the same bits.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))

@@ -200,8 +200,10 @@ def test_tma_rungs_take_any_k_and_n_and_fit_their_stages_in_shared_memory():
                 assert check(shape) is None, (rung, backend, shape)
         for point in implementation(f"hgemm/{rung}/cuda").space:
             if rung == "v10_skinny_m":  # its tile rows are TOKENS, the launch's pick: every width must fit
-                for tokens in SKINNY_TOKENS:
+                for tokens in SKINNY_TOKENS:  # in place (raw rows beside the boxes): at least two stages fit
                     assert skinny_smem({**point, "TOKENS": tokens}) <= 227 * 1024, (point, tokens)
+                    in_place = {**point, "TOKENS": tokens, "B_IN_PLACE": 1}
+                    assert skinny_smem({**in_place, "STAGES": 2}) <= skinny_smem(in_place) <= 227 * 1024, in_place
                 continue
             # the H100/H200 opt-in limit per block (227 KiB), every stage 1024-byte aligned
             smem = wgmma_tma_smem if rung == "v7_wgmma_tma" else persistent_smem  # v9, v11 run v8's kernel body
@@ -414,7 +416,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     shape = {"M": 1, "N": 50257, "K": 64}
     tensors, launch = fake_cuda.run(impl, problem, shape, FP16_TENSOR)
     assert launch.config["B_IN_PLACE"] == 1 and launch.config["in_place"] == "B" and "staged" not in launch.config
-    assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no map of B
+    assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no one map of B
     _, _, block, args, _ = fake_cuda[0]
     assert block == (impl.params["THREADS"] + 128, 1, 1)  # the shifter warps
     # one map per residue of k mod 8: rows 16 · ldb bytes apart, each from its row's first byte rounded down to

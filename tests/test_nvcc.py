@@ -32,14 +32,16 @@ def _paths(impl) -> tuple:
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
-def _tokens(impl, widths=None) -> tuple:
+def _tokens(impl, widths=None, in_place=False) -> tuple:
     """The TOKENS defines to compile: the launch picks one from M where the kernel reads it (hgemm v10's
-    wgmma N), so each width the launch may pick (``widths``: a subset), else none."""
+    wgmma N), so each width the launch may pick (``widths``: a subset), else none; ``in_place`` adds the
+    widest with B read in place (B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit)."""
     from study.ops.hgemm import SKINNY_TOKENS
 
     if "#ifndef TOKENS" not in kernel_source(impl.target.path):
         return ({},)
-    return tuple({"TOKENS": t} for t in (widths or SKINNY_TOKENS))
+    return (tuple({"TOKENS": t} for t in (widths or SKINNY_TOKENS))
+            + (({"TOKENS": SKINNY_TOKENS[-1], "B_IN_PLACE": 1},) if in_place else ()))
 
 
 def _compile(impl, defines, arch, tmp_path, name=None):
@@ -66,7 +68,7 @@ def _compile_all(impl, jobs, tmp_path):
 def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
     _compile_all(impl, [({**_defines(impl, impl.params, precision, aligned, peel), **tokens}, arch)
                         for arch in impl.target.test_targets() for precision in impl.precisions
-                        for aligned, peel in _paths(impl) for tokens in _tokens(impl)],
+                        for aligned, peel in _paths(impl) for tokens in _tokens(impl, in_place=True)],
                  tmp_path)
 
 

@@ -255,8 +255,8 @@ def hgemm_skinny_m(
     16); the producer warp and the mbarrier ring (software pipelining, ``num_stages``). With
     ``B_IN_PLACE`` (B's rows no multiple of 16 bytes apart: no descriptor can describe them) ``b_desc``
     is B's pointer, rows ``ldb`` elements apart, and each box is loaded by masked pointer loads where B
-    lies, as the CUDA rung reads it in place; its word-aligned copies and shifts are the CUDA rung's, the
-    loads' width here Triton's choice."""
+    lies (the CUDA rung reads it by eight tensor maps, one per residue of k mod 8, and shifts each on
+    chip; a descriptor here would need the same), the loads' width Triton's choice."""
     splits, per = split_plan(M, N, K, NUM_SMS, TOKENS, BN, BK, MIN_SLICES)
     for u in tl.range(tl.program_id(0), tl.cdiv(N, BN) * splits, NUM_SMS):
         acc = skinny_unit(a_desc, b_desc, u, splits, per, N, K, ldb, TOKENS, BN, BK, B_IN_PLACE)

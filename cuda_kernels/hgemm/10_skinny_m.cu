@@ -11,8 +11,9 @@
 // zeros). A consumer warpgroup owns 64 weight columns × TOKENS tokens (TOKENS/2 FP32 accumulators a
 // thread); accumulator (n, m) is C[m][n]. The tile is BN = 64 × consumers weight columns.
 // Warp-specialised as v8: a producer warp (the block's last, so that the consumers are aligned
-// warpgroups) issues TMA into a STAGES-deep ring with full/empty mbarriers, the consumers wait on
-// full, multiply, release. No setmaxnreg: a consumer holds at most 32 accumulators.
+// warpgroups) issues TMA into a ring of STAGES stages (fewer where B is read in place and they do not
+// fit) with full/empty mbarriers, the consumers wait on full, multiply, release. No setmaxnreg: a
+// consumer holds at most 32 accumulators.
 // Few tiles (N / BN: 32 at N = 4096, BN = 128, for 132 SMs), so split-K over tiles × splits units
 // exactly as v9 plans it (study/ops/hgemm.py, split_plan, with BM = TOKENS: one row of tiles): one
 // split writes C; more write FP32 planes, which the last unit of each tile to finish sums in plane
@@ -42,7 +43,8 @@
 // 0.89–0.98; lowest at N = 22016. Not the SMs' fill: at 1 token N = 12288 (96 tiles, one split, 73 %
 // of the SMs busy) gave the highest, 0.961, N = 22016 (172 tiles, 1.3 rounds) 0.914, N = 4096 (32 tiles,
 // 4 splits, 97 %) 0.951; what does is for ncu. Correct at every autotune point and edge shape, clean
-// under memcheck and racecheck (c16/c17 at c5f5b0f).
+// under memcheck and racecheck (c16/c17 at c5f5b0f); B in place correct at every point (c48 at 77e80a5),
+// clean under memcheck, racecheck and synccheck at 1 × 50257 × 1600 and 3 × 1001 × 67.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4

@@ -210,8 +210,8 @@ def skinny_smem(defines) -> int:
 
 
 def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and B (BK rows of 64 n) — or, with B_IN_PLACE,
-    B by pointer and leading dimension for the in-place copies, A's map passed in B's unread slot — C by
+    """v10: tensor maps of A (boxes of TOKENS rows of 64 k) and of B in one WeightMaps (:func:`weight_maps`:
+    B's map of BK rows of 64 n, or with B_IN_PLACE eight, one per residue of k mod 8), C by
     pointer (any rows: plain stores), a persistent grid over (N / BN tiles) × splits units planned as
     v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the FP32 workspace and, with two splits
     or more, a count per tile, zeroed here and by the kernel after each sum, of the units done: the last
