@@ -58,8 +58,8 @@ def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = 
     the 128-byte swizzle (or, ``swizzle=False``, rows as they are: a box row may then be wider than 128
     bytes), elements past the sizes read as zeros; a NumPy array of one 128-byte void. A box's first
     column must lie on 16 bytes of its row: TMA stops with an illegal instruction otherwise.
-    :func:`tensor_map` is this for a tensor; hgemm v10 encodes B's rows of one residue of k mod 8 with it
-    (study/ops/hgemm.py, weight_maps)."""
+    :func:`tensor_map` is this for a tensor; :func:`residue_maps` for each residue of k mod 8 of a matrix
+    one map cannot describe."""
     import torch
     from cuda.bindings import driver as cu
 
