@@ -81,7 +81,8 @@ def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = 
         [cu.cuuint32_t(v) for v in box],
         [cu.cuuint32_t(1)] * rank,
         cu.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if swizzle else cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B if swizzle else
+        cu.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
         cu.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         cu.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)  # NONE: out-of-bounds elements are zeros
     if err != cu.CUresult.CUDA_SUCCESS:
@@ -110,7 +111,8 @@ def residue_maps(name: str, tensor, box_cols: int):
         part = f"{name} (rows ≡ {j} mod {RESIDUES})"
         rows = -(-(k - j) // RESIDUES)
         if rows <= 0:
-            maps.append(encode(part, tensor.dtype, zeros.data_ptr(), [16 // size, 1], [16], [box_cols, 8], swizzle=False))
+            maps.append(encode(part, tensor.dtype, zeros.data_ptr(), [16 // size, 1], [16], [box_cols, 8],
+                               swizzle=False))
             continue
         start = tensor.data_ptr() + j * ld * size
         offsets[j] = start % 16 // size
