@@ -164,7 +164,8 @@ skinny_check = skinny_scope("v10", "v8/v9")
 SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
 SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 RAW_COLS = HALF_BOX + 8  # v10 in place: a raw box row, 64 columns from up to 7 before them (tma.residue_maps)
-WEIGHT_MAPS_BYTES = 1088  # sizeof(WeightMaps): 8 maps of 128 bytes, 8 int offsets, aligned to 64 bytes
+# sizeof(WeightMaps): a 128-byte map and an int offset per residue, the struct aligned to 64 bytes (1,088)
+WEIGHT_MAPS_BYTES = -(-(128 + 4) * tma.RESIDUES // 64) * 64
 
 
 def weights_in_place(b) -> bool:
@@ -229,7 +230,7 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     tile_done = torch.zeros(cdiv(n, defines["BN"]) if splits > 1 else 1, dtype=torch.int32, device=out.device)
     map_a = tma.tensor_map("A", a, HALF_BOX, tokens)
-    maps_b, zeros = weight_maps(b, defines["BK"], in_place)
+    maps_b, keep_b = weight_maps(b, defines["BK"], in_place)
     args = (map_a, maps_b,
             cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
@@ -237,7 +238,7 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
                       facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens,
                              **({"in_place": "B"} if in_place else {})},
-                      keep=(a, b, out, partial, tile_done, *zeros))
+                      keep=(a, b, out, partial, tile_done, *keep_b))
 
 
 # v10: rows of A TMA cannot take staged inside the launch, B's read in place (B_IN_PLACE); C is written by plain
