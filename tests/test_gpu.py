@@ -271,7 +271,7 @@ def test_v3_split_reduction_is_deterministic_and_its_counters_reset(m, n, least)
 
 
 @pytest.mark.parametrize("rung", ["v1_naive", "v3_register_tile", "v4_double_buffer", "v6_warp_tile", "v7_multistage",
-                                  "v8_3xtf32", "v9_split_k_multistage"])
+                                  "v8_3xtf32", "v9_split_k_multistage", "v13_skinny_m"])
 def test_padded_rows_are_read_through_the_leading_dimension_and_columns_are_refused(rung):
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
@@ -463,6 +463,33 @@ def test_the_split_wgmma_rung_fits_its_tile_height_to_a_few_rows():
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
         assert verdict.ok, (shape, verdict.message)
         assert (launch.config["BM"], launch.config["splits"]) == (bm, splits), (shape, launch.config)
+
+
+def test_the_skinny_m_ffma_rung_fits_its_rows_to_m_and_repeats_exactly():
+    # sgemm v13: ROWS the smallest of 1–32 that holds M (33–64: two row groups of 32), K cut into ranges that
+    # each column block's last block sums in order (a count left unreset would leave C unwritten at the next
+    # launch); B's rows 16 bytes apart by a multiple (16-byte loads) or not (N = 50257: 4-byte loads, ALIGNED
+    # = 0); small integers show an element put in another row or column; the same bits at every launch, C
+    # poisoned between them.
+    impl = next(i for i in IMPLS if i.name == "sgemm/v13_skinny_m/cuda")
+    fp32 = ladder("sgemm").problem.precisions[0]
+    for shape, rows, aligned in (((1, 4096, 4096), 1, 1), ((3, 50257, 1600), 4, 0), ((16, 4096, 11008), 16, 1),
+                                 ((33, 1000, 520), 32, 1), ((64, 4095, 300), 32, 0)):
+        problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
+        assert verdict.ok, (shape, verdict.message)
+        assert (launch.config["rows"], launch.config["ALIGNED"]) == (rows, aligned), (shape, launch.config)
+        assert launch.config["splits"] > 1, (shape, launch.config)
+        exact = problem.structured_inputs(sh, fp32, "cuda")
+        ref, scale = problem.reference(exact, fp32)
+        verdict, launch = _run(impl, problem, sh, exact, ref, scale, fp32)
+        assert verdict.ok, (shape, "small integers", verdict.message)
+        first = launch.out.clone()
+        for _ in range(3):
+            launch.out.fill_(float("nan"))
+            launch.fn()
+            torch.cuda.synchronize()
+            assert torch.equal(launch.out, first), shape
 
 
 def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():

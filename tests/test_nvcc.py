@@ -32,15 +32,20 @@ def _paths(impl) -> tuple:
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
-def _tokens(impl, widths=None, in_place=False) -> tuple:
-    """The TOKENS defines to compile: the launch picks one from M where the kernel reads it (hgemm v10's
-    wgmma N), so each width the launch may pick (``widths``: a subset), else none; ``in_place`` adds the
-    widest with B read in place (B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit)."""
+def _tokens(impl, ends=False, in_place=False) -> tuple:
+    """The defines a launch fits to M, to compile each value it may pick (``ends``: the narrowest and the
+    widest only): TOKENS where the kernel reads it (hgemm v10's wgmma N; ``in_place`` adds the widest with B
+    read in place, B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit), ROWS (sgemm v13's
+    rows of A a block); else none."""
     from study.ops.hgemm import SKINNY_TOKENS
+    from study.ops.sgemm import SKINNY_ROWS
 
-    if "#ifndef TOKENS" not in kernel_source(impl.target.path):
+    text = kernel_source(impl.target.path)
+    if "#ifndef ROWS" in text:
+        return tuple({"ROWS": r} for r in ((SKINNY_ROWS[0], SKINNY_ROWS[-1]) if ends else SKINNY_ROWS))
+    if "#ifndef TOKENS" not in text:
         return ({},)
-    return (tuple({"TOKENS": t} for t in (widths or SKINNY_TOKENS))
+    return (tuple({"TOKENS": t} for t in ((SKINNY_TOKENS[0], SKINNY_TOKENS[-1]) if ends else SKINNY_TOKENS))
             + (({"TOKENS": SKINNY_TOKENS[-1], "B_IN_PLACE": 1},) if in_place else ()))
 
 
@@ -80,14 +85,14 @@ def test_every_autotune_point_compiles(impl, tmp_path):
     def paths(point):
         return [(1, 0)] + [p for p in _paths(impl) if p == (0, 1)] + ([(0, 0)] if point.get("HOIST") else [])
 
-    # TOKENS (hgemm v10): at every point the narrowest instruction and the widest, whose shared memory
-    # bounds the point; the config compiles all four above. The declared config is not compiled again:
+    # TOKENS (hgemm v10), ROWS (sgemm v13): at every point the narrowest and the widest, whose shared memory
+    # or registers bound the point; the config compiles every width above. The declared config is not compiled again:
     # the test above compiles it for sm_90a on every path and width (107 of CI's 1,261 compiles were
     # such repeats).
     assert "sm_90a" in impl.target.test_targets(), impl.name
     _compile_all(impl, [({**_defines(impl, point, precision, aligned, peel), **tokens}, "sm_90a")
                         for point in impl.space if point != dict(impl.params) for precision in impl.precisions
-                        for aligned, peel in paths(point) for tokens in _tokens(impl, (8, 64))], tmp_path)
+                        for aligned, peel in paths(point) for tokens in _tokens(impl, ends=True)], tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):

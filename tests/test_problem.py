@@ -311,6 +311,51 @@ def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m
     assert splits <= 65535
 
 
+@pytest.mark.parametrize("m,n,k", [(1, 50257, 1600), (16, 50257, 1600), (1, 22016, 4096), (16, 4096, 4096),
+                                   (1, 1600, 1600), (3, 9, 341), (36, 93, 217), (64, 5, 100000), (1, 1, 1), (7, 3, 5)])
+def test_the_skinny_plan_covers_k_in_ranges_a_block_stages_and_fills_the_gpu(m, n, k):
+    from study.ops.sgemm import SKINNY_MIN_RANGE, skinny_plan, skinny_rows
+
+    rows, cols, a_floats, per_sm, sms = skinny_rows(m), 128, 8192, 4, 132
+    splits, split_k = skinny_plan(m, n, k, rows, cols, a_floats, per_sm, sms)
+    assert split_k % 4 == 0 and (splits - 1) * split_k < k <= splits * split_k  # no empty range, none missing
+    assert split_k == -(-(-(-k // splits)) // 4) * 4  # what the Triton twin recomputes from its grid
+    assert rows * split_k <= a_floats  # A's slice fits the block's shared memory
+    blocks = -(-n // cols) * -(-m // rows)
+    if splits > -(-k // (a_floats // rows)):  # split for the SMs, not for shared memory: no more than they ask
+        assert blocks * (splits - 1) < sms * per_sm and splits <= -(-k // SKINNY_MIN_RANGE)
+
+
+def test_the_skinny_rung_fits_its_rows_launches_columns_ranges_row_groups_and_refuses_large_m(fake_cuda):
+    from study.catalog import implementation
+    from study.ops.sgemm import skinny_plan, skinny_rows
+    from study.problem import is_out_of_scope
+
+    # ROWS: the smallest of 1–32 that holds M; 33–64 rows in groups of 32
+    assert [skinny_rows(m) for m in (1, 2, 3, 5, 9, 16, 17, 33, 64)] == [1, 2, 4, 8, 16, 16, 32, 32, 32]
+    impl = implementation("sgemm/v13_skinny_m/cuda")
+    twin = implementation("sgemm/v13_skinny_m/triton")
+    for check in (lambda s: impl.launcher.check(impl.params, s, FP32), lambda s: twin.target.check(s, FP32)):
+        assert check({"M": 64, "N": 7, "K": 9}) is None
+        reason = check({"M": 65, "N": 4096, "K": 4096})
+        assert is_out_of_scope(reason) and "v13 is for M ≤ 64" in reason and "M=65" in reason
+    for shape, rows in (({"M": 1, "N": 4096, "K": 4096}, 1), ({"M": 16, "N": 50257, "K": 1600}, 16),
+                        ({"M": 40, "N": 300, "K": 7}, 32)):
+        m, n, k = shape["M"], shape["N"], shape["K"]
+        tensors, launch = fake_cuda.run(impl, SGEMM, shape, FP32)
+        splits, split_k = skinny_plan(m, n, k, rows, 128, 8192, 4, 132)
+        assert (launch.config["ROWS"], launch.config["rows"], launch.config["splits"]) == (rows, rows, splits)
+        assert [c[0] for c in fake_cuda] == ["sgemm_v13_skinny_m"]  # the ranges summed in the same launch
+        _, grid, block, args, smem = fake_cuda[0]
+        assert grid == (-(-n // 128), splits, -(-m // rows)) and block == (256, 1, 1)
+        assert smem == 4 * max(rows * split_k, 8 * 128)  # A's slice, or the eight warps' sums of a row
+        assert [int(a) for a in args[3:10]] == [m, n, k, k, n, n, split_k]
+        partial, column_done = args[10], args[11]
+        assert partial.numel() == (splits * m * n if splits > 1 else 1)
+        assert column_done.dtype == torch.int32 and not column_done.any()  # zero: the last block resets it
+        assert column_done.numel() == (grid[0] * grid[2] if splits > 1 else 1)
+
+
 @pytest.mark.parametrize("shape,kernels", [({"M": 5, "N": 7, "K": 300}, ["sgemm_v10_split_k_two_pass", "sgemm_v10_reduce_ranges"]),
                                            ({"M": 1024, "N": 1024, "K": 64}, ["sgemm_v10_split_k_two_pass"])])
 def test_the_two_pass_split_k_runs_its_reduction_after_its_gemm_only_when_k_is_split(fake_cuda, shape, kernels):

@@ -261,6 +261,55 @@ def sgemm_3xtf32_split_k(
             plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
             tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
 
+@triton.jit
+def sgemm_skinny_m(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr, count_ptr,
+    ROWS: tl.constexpr, COLS: tl.constexpr, KR: tl.constexpr, A_FLOATS: tl.constexpr, BLOCKS_PER_SM: tl.constexpr,
+):
+    """v13: ROWS rows of A (fitted to M by the launch, as the CUDA rung's) times COLS columns of B over one
+    range of K (program axis 1: the CUDA rung's plan, split_k recomputed from the grid), KR // ROWS rows of
+    B a step multiplied element by element and summed over k (FFMA-class FP32 arithmetic, no tl.dot: a dot
+    needs 16 rows of A and would round through TF32 by default); several ranges: FP32 planes and the
+    ordered sum by the column block's last program, as v5's twin. A_FLOATS and BLOCKS_PER_SM are the
+    plan's (the launch's); the kernel does not read them. What the twin cannot say: A's slice staged once
+    in shared memory and read four k at a time by a broadcast, and the sum over the warps in warp order."""
+    pid_n = tl.program_id(0)
+    pid_s = tl.program_id(1)
+    pid_m = tl.program_id(2)
+    splits = tl.num_programs(1)
+    split_k = tl.cdiv(tl.cdiv(K, splits), 4) * 4
+    k_lo = pid_s * split_k
+    k_hi = tl.minimum(K, k_lo + split_k)
+    rm = pid_m * ROWS + tl.arange(0, ROWS)
+    rn = pid_n * COLS + tl.arange(0, COLS)
+    acc = tl.zeros((ROWS, COLS), dtype=tl.float32)
+    for k0 in range(k_lo, k_hi, KR // ROWS):
+        rk = k0 + tl.arange(0, KR // ROWS)
+        a = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak,
+                    mask=(rm[:, None] < M) & (rk[None, :] < k_hi), other=0.0)
+        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    if splits == 1:
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
+    else:
+        plane = rm[:, None] * N + rn[None, :]
+        tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
+        tl.debug_barrier()  # every thread's partials are written before the release below
+        block = pid_m * tl.num_programs(0) + pid_n
+        seen = tl.atomic_add(count_ptr + block, 1, sem="acq_rel", scope="gpu")
+        if seen == splits - 1:
+            total = tl.zeros((ROWS, COLS), dtype=tl.float32)
+            for q in range(0, splits):  # range order: the same sum whoever is last
+                total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
+            tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
+            tl.store(count_ptr + block, 0)  # ready for the next launch
+
+
 def _naive_space():
     return [dict(BM=bm, BN=bn, num_warps=w, num_stages=1)
             for bm, bn, w in ((8, 32, 8), (16, 16, 8), (16, 32, 4), (32, 32, 8), (16, 64, 8), (32, 64, 8))]
@@ -327,3 +376,11 @@ V12_3XTF32_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, MIN_SLICES=4, FIT=1, n
 SPLIT_TENSOR_SPACE = [V12_3XTF32_SPLIT_K] + [
     dict(BM=bm, BN=128, BK=32, GROUP=8, MIN_SLICES=ms, FIT=0, num_warps=8 if bm == 128 else 4, num_stages=4)
     for bm, ms in ((128, 4), (128, 8), (64, 4), (64, 2), (32, 4), (32, 2), (16, 4), (16, 2), (16, 8))]
+# CUDA v13: 128 columns a block of 256 threads, K ranges planned for four blocks a SM, every load of a step
+# before its products (one stage). The twin's step is KR // ROWS rows of B (a ROWS × step × COLS product in
+# registers: KR = 64 keeps it at 32 values a thread on eight warps whatever ROWS the launch fits).
+V13_SKINNY_M = dict(COLS=128, KR=64, A_FLOATS=8192, BLOCKS_PER_SM=4, num_warps=8, num_stages=1)
+SKINNY_SPACE = [V13_SKINNY_M] + [
+    dict(COLS=cols, KR=kr, A_FLOATS=8192, BLOCKS_PER_SM=bps, num_warps=w, num_stages=s)
+    for cols, kr, bps, w, s in ((128, 64, 8, 8, 1), (128, 64, 4, 8, 2), (128, 128, 4, 8, 2), (256, 64, 4, 8, 1),
+                                (128, 32, 4, 4, 3), (64, 64, 8, 4, 2))]
