@@ -267,15 +267,17 @@ def sgemm_skinny_m(
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     part_ptr, count_ptr,
-    ROWS: tl.constexpr, COLS: tl.constexpr, KR: tl.constexpr, A_FLOATS: tl.constexpr, BLOCKS_PER_SM: tl.constexpr,
+    ROWS: tl.constexpr, COLS: tl.constexpr, BK: tl.constexpr, A_FLOATS: tl.constexpr, BLOCKS_PER_SM: tl.constexpr,
 ):
     """v13: ROWS rows of A (fitted to M by the launch, as the CUDA rung's) times COLS columns of B over one
-    range of K (program axis 1: the CUDA rung's plan, split_k recomputed from the grid), KR // ROWS rows of
-    B a step multiplied element by element and summed over k (FFMA-class FP32 arithmetic, no tl.dot: a dot
+    range of K (program axis 1: the CUDA rung's plan, split_k recomputed from the grid), BK rows of B a step,
+    each row an outer product added to the ROWS × COLS sums (FFMA-class FP32 arithmetic, no tl.dot: a dot
     needs 16 rows of A and would round through TF32 by default); several ranges: FP32 planes and the
     ordered sum by the column block's last program, as v5's twin. A_FLOATS and BLOCKS_PER_SM are the
     plan's (the launch's); the kernel does not read them. What the twin cannot say: A's slice staged once
-    in shared memory and read four k at a time by a broadcast, and the sum over the warps in warp order."""
+    in shared memory and read four k at a time by a broadcast, and the sum over the warps in warp order.
+    (A step written as one ROWS × BK × COLS product summed over its middle axis came out wrong on the H200
+    at BK of 2 and 4 under Triton 3.6, right in its interpreter: c52 at d3d4db5.)"""
     pid_n = tl.program_id(0)
     pid_s = tl.program_id(1)
     pid_m = tl.program_id(2)
@@ -286,13 +288,12 @@ def sgemm_skinny_m(
     rm = pid_m * ROWS + tl.arange(0, ROWS)
     rn = pid_n * COLS + tl.arange(0, COLS)
     acc = tl.zeros((ROWS, COLS), dtype=tl.float32)
-    for k0 in range(k_lo, k_hi, KR // ROWS):
-        rk = k0 + tl.arange(0, KR // ROWS)
-        a = tl.load(a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak,
-                    mask=(rm[:, None] < M) & (rk[None, :] < k_hi), other=0.0)
-        b = tl.load(b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
-                    mask=(rk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
-        acc += tl.sum(a[:, :, None] * b[None, :, :], axis=1)
+    for k0 in range(k_lo, k_hi, BK):
+        for kk in tl.static_range(BK):
+            k = k0 + kk  # k < k_hi as a vector term of each mask (the interpreter refuses a scalar one)
+            a = tl.load(a_ptr + rm * stride_am + k * stride_ak, mask=(rm < M) & (rm * 0 + k < k_hi), other=0.0)
+            b = tl.load(b_ptr + k * stride_bk + rn * stride_bn, mask=(rn < N) & (rn * 0 + k < k_hi), other=0.0)
+            acc += a[:, None] * b[None, :]
     inside = (rm[:, None] < M) & (rn[None, :] < N)
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
@@ -377,10 +378,9 @@ SPLIT_TENSOR_SPACE = [V12_3XTF32_SPLIT_K] + [
     dict(BM=bm, BN=128, BK=32, GROUP=8, MIN_SLICES=ms, FIT=0, num_warps=8 if bm == 128 else 4, num_stages=4)
     for bm, ms in ((128, 4), (128, 8), (64, 4), (64, 2), (32, 4), (32, 2), (16, 4), (16, 2), (16, 8))]
 # CUDA v13: 128 columns a block of 256 threads, K ranges planned for four blocks a SM, every load of a step
-# before its products (one stage). The twin's step is KR // ROWS rows of B (a ROWS × step × COLS product in
-# registers: KR = 64 keeps it at 32 values a thread on eight warps whatever ROWS the launch fits).
-V13_SKINNY_M = dict(COLS=128, KR=64, A_FLOATS=8192, BLOCKS_PER_SM=4, num_warps=8, num_stages=1)
+# before its products (one stage). The twin's step is BK rows of B, unrolled.
+V13_SKINNY_M = dict(COLS=128, BK=8, A_FLOATS=8192, BLOCKS_PER_SM=4, num_warps=8, num_stages=1)
 SKINNY_SPACE = [V13_SKINNY_M] + [
-    dict(COLS=cols, KR=kr, A_FLOATS=8192, BLOCKS_PER_SM=bps, num_warps=w, num_stages=s)
-    for cols, kr, bps, w, s in ((128, 64, 8, 8, 1), (128, 64, 4, 8, 2), (128, 128, 4, 8, 2), (256, 64, 4, 8, 1),
-                                (128, 32, 4, 4, 3), (64, 64, 8, 4, 2))]
+    dict(COLS=cols, BK=bk, A_FLOATS=8192, BLOCKS_PER_SM=bps, num_warps=w, num_stages=s)
+    for cols, bk, bps, w, s in ((128, 8, 8, 8, 1), (128, 8, 4, 8, 2), (128, 16, 4, 8, 1), (256, 8, 4, 8, 1),
+                                (128, 4, 4, 4, 3), (64, 8, 8, 4, 2))]
