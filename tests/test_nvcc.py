@@ -38,7 +38,7 @@ def _tokens(impl, ends=False, in_place=False) -> tuple:
     read in place, B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit), ROWS (sgemm v13's
     rows of A a block); else none."""
     from study.ops.hgemm import SKINNY_TOKENS
-    from study.ops.sgemm import SKINNY_ROWS
+    from study.ops.sgemm_skinny_m import SKINNY_ROWS
 
     text = kernel_source(impl.target.path)
     if "#ifndef ROWS" in text:

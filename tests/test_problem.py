@@ -314,7 +314,7 @@ def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m
 @pytest.mark.parametrize("m,n,k", [(1, 50257, 1600), (16, 50257, 1600), (1, 22016, 4096), (16, 4096, 4096),
                                    (1, 1600, 1600), (3, 9, 341), (36, 93, 217), (64, 5, 100000), (1, 1, 1), (7, 3, 5)])
 def test_the_skinny_plan_covers_k_in_ranges_a_block_stages_and_fills_the_gpu(m, n, k):
-    from study.ops.sgemm import SKINNY_MIN_RANGE, skinny_plan, skinny_rows
+    from study.ops.sgemm_skinny_m import SKINNY_MIN_RANGE, skinny_plan, skinny_rows
 
     rows, cols, a_floats, per_sm, sms = skinny_rows(m), 128, 8192, 4, 132
     splits, split_k = skinny_plan(m, n, k, rows, cols, a_floats, per_sm, sms)
@@ -328,7 +328,7 @@ def test_the_skinny_plan_covers_k_in_ranges_a_block_stages_and_fills_the_gpu(m, 
 
 def test_the_skinny_rung_fits_its_rows_launches_columns_ranges_row_groups_and_refuses_large_m(fake_cuda):
     from study.catalog import implementation
-    from study.ops.sgemm import skinny_plan, skinny_rows
+    from study.ops.sgemm_skinny_m import skinny_plan, skinny_rows
     from study.problem import is_out_of_scope
 
     # ROWS: the smallest of 1–32 that holds M; 33–64 rows in groups of 32

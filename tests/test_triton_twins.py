@@ -263,6 +263,30 @@ def test_the_two_pass_twin_is_tuned_with_its_reduction_inside_each_timed_call():
     assert torch.isnan(out).all()  # a failed config's partials are not summed
 
 
+def test_the_skinny_ffma_twin_launches_under_autotune_with_the_points_planning_their_own_ranges():
+    # sgemm v13's twin: under triton.autotune the launch gets no config (the tuner holds the points): it plans
+    # every point's ranges for the workspace and counts and records the rows it fitted (c53 crashed here on a
+    # KeyError); with a config it records that config's plan too.
+    import torch
+
+    from study.backends.triton_launch import _autotuned
+    from study.catalog import implementation
+    from study.ops.sgemm_skinny_m import skinny_plan, skinny_twin_launch
+
+    impl = implementation("sgemm/v13_skinny_m/triton")
+    problem = ladder("sgemm").problem
+    shape = {"M": 16, "N": 300, "K": 2000}
+    precision = problem.precisions[0]
+    tensors = problem.make_inputs(shape, precision, seed=5, device=DEVICE)
+    out = torch.empty(16, 300, device=DEVICE)
+    tuned = skinny_twin_launch(_autotuned(impl.target, problem), tensors, out, shape, {}, precision)
+    assert tuned.facts == {"rows": 16}
+    fixed = skinny_twin_launch(impl.target.kernel, tensors, out, shape, dict(impl.params), precision)
+    splits, split_k = skinny_plan(16, 300, 2000, 16, impl.params["COLS"], impl.params["A_FLOATS"],
+                                  impl.params["BLOCKS_PER_SM"], 132)
+    assert fixed.facts == {"rows": 16, "splits": splits, "split_k": split_k} and splits > 1
+
+
 def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_call():
     # softmax v6's twin: triton.autotune times the statistics launch; its post_hook runs the normalising
     # launch with the same config, as the closure does after the tuned one; a row in one slice has none.

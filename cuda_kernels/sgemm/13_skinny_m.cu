@@ -25,9 +25,15 @@
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh's scheme, written here for a
 // block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.
+// Measured (H200, c53 at 6f12adc, cold, unpaired, × cuBLAS FP32): with UNROLL=1 declared, the gpt2-xl suite
+// (reports/h200/suites/sgemm-gpt2-xl.md) 1×50257×1600 1.02×, 1×1600×6400 1.19×, 1×1600×1600 0.92×, but
+// 16×50257×1600 0.48×; autotuned, 16×50257×1600 0.85× and 16×4096×11008 1.12× at UNROLL=2 (8 rows of B in
+// flight a thread: at ROWS = 16 a block's 122–140 registers leave two blocks a SM, too few loads in flight
+// with four rows), 1×22016×4096 0.99× and 1×1600×1600 0.93× at 128 threads, UNROLL=2, 8 blocks a SM. The
+// declared config is now UNROLL=2.
 // arch: sm_80
 // precisions: fp32
-// config: THREADS=256 COLS=128 UNROLL=1 A_FLOATS=8192 BLOCKS_PER_SM=4
+// config: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=8192 BLOCKS_PER_SM=4
 // space: THREADS=256 COLS=128 UNROLL=1 A_FLOATS=8192 BLOCKS_PER_SM=4
 // space: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=8192 BLOCKS_PER_SM=4
 // space: THREADS=256 COLS=128 UNROLL=1 A_FLOATS=8192 BLOCKS_PER_SM=8

@@ -1,0 +1,117 @@
+"""sgemm v13: a decode step's few rows of A on the FFMA pipe as one streaming pass over B
+(cuda_kernels/sgemm/13_skinny_m.cu, docs/ladders/sgemm.md v13) — its rows fitted to M, the plan of its K
+ranges, its launch and its Triton twin's (triton_kernels/sgemm.py, ``sgemm_skinny_m``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from study.backends import cuda
+from study.backends.launch import Unsupported
+from study.ops.gemm_common import FLOATS, GRID_Y, aligned_defines, tiled_args
+from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
+
+# ROWS rows of A a block, the smallest of SKINNY_ROWS that holds M (M > 32: row groups of 32, each a pass
+# over B); M > SKINNY_MAX_M is left to the tile rungs. A range of K is at least SKINNY_MIN_RANGE rows (shorter ones are mostly staging
+# and sums) and at most what A_FLOATS of shared memory hold of A's slice.
+SKINNY_ROWS = (1, 2, 4, 8, 16, 32)
+SKINNY_MAX_M = 64
+SKINNY_MIN_RANGE = 64
+
+
+def skinny_rows(m: int) -> int:
+    """v13's ROWS for M rows of A: the smallest of SKINNY_ROWS that holds them, else the largest."""
+    return next((r for r in SKINNY_ROWS if r >= m), SKINNY_ROWS[-1])
+
+
+def skinny_plan(m: int, n: int, k: int, rows: int, cols: int, a_floats: int, blocks_per_sm: int,
+                sms: int) -> tuple[int, int]:
+    """(splits, split_k) for v13 and its twin: K cut into ranges of split_k rows (a multiple of 4; the last
+    may be shorter) so that the column blocks × row groups × ranges reach ``blocks_per_sm`` blocks a SM,
+    each range at least SKINNY_MIN_RANGE rows and at most A_FLOATS / ROWS (A's slice in shared memory).
+    split_k is then cdiv(K, splits) rounded up to 4 at a split count that leaves no range empty, which
+    the twin recomputes from its grid (``tl.num_programs(1)``): both split alike."""
+    longest = max(4, a_floats // rows // 4 * 4)
+    blocks = cdiv(n, cols) * cdiv(m, rows)
+    splits = max(cdiv(k, longest), min(cdiv(sms * blocks_per_sm, blocks), cdiv(k, SKINNY_MIN_RANGE)))
+    while True:  # fewer splits while the rounded ranges cover K in fewer; split_k never grows past `longest`
+        split_k = cdiv(cdiv(k, splits), 4) * 4
+        if cdiv(k, split_k) == splits:
+            return splits, split_k
+        splits = cdiv(k, split_k)
+
+
+def skinny_defines(config, tensors, out, shape, precision):
+    """v13's defines: the tiled kernels' (the config, the storage macro, ALIGNED), ROWS fitted to M."""
+    return {**aligned_defines(FLOATS)(config, tensors, out, shape, precision), "ROWS": skinny_rows(shape["M"])}
+
+
+def skinny_check(params, shape, precision) -> str | None:
+    if shape["M"] > SKINNY_MAX_M:
+        return out_of_scope(f"v13 is for M ≤ {SKINNY_MAX_M} (a pass over B for each {SKINNY_ROWS[-1]} rows of A); "
+                            f"M={shape['M']}: v7–v12 tile larger M")
+    return None
+
+
+def skinny_launch(defines, tensors, out, shape, precision):
+    """v13: the pointer kernels' arguments (:func:`tiled_args`), split_k, the FP32 workspace of the ranges'
+    planes (M × N each) and a zeroed count a column block of the ranges done, reset by the kernel after its
+    sum; the grid column blocks × ranges × row groups; A's slice (or the warps' sums of a row) in shared
+    memory."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    if shape.get("batch", 1) != 1:
+        raise Unsupported("sgemm v13 computes one product: its grid.z holds the row groups")
+    if a.stride(-1) != 1 or b.stride(-1) != 1:
+        raise Unsupported(f"v13 reads rows of A and B's contiguous elements; column strides {a.stride(-1)} "
+                          f"and {b.stride(-1)}")
+    rows, cols, threads = defines["ROWS"], defines["COLS"], defines["THREADS"]
+    splits, split_k = skinny_plan(m, n, k, rows, cols, defines["A_FLOATS"], defines["BLOCKS_PER_SM"], sm_count(out))
+    if splits > GRID_Y:
+        raise Unsupported(f"K={k} needs {splits} ranges of {split_k} rows, more than grid.y's {GRID_Y}")
+    grid = (cdiv(n, cols), splits, cdiv(m, rows))
+    partial = torch.empty(splits * m * n if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    column_done = torch.zeros(grid[0] * grid[2] if splits > 1 else 1, dtype=torch.int32, device=out.device)
+    args = (*tiled_args(tensors, out, shape), np.int32(split_k), cuda.as_cupy(partial), cuda.as_cupy(column_done))
+    smem = 4 * max(rows * split_k, threads // 32 * cols)
+    return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, smem=smem,
+                      facts={"rows": rows, "splits": splits, "split_k": split_k}, keep=(partial, column_done))
+
+
+SKINNY_M = CudaLauncher(launch=skinny_launch, defines=skinny_defines, check=skinny_check)
+
+
+# ---- the Triton twin's launch ---------------------------------------------------------------------------
+
+def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v13's twin: ROWS fitted to M (:func:`skinny_rows`), the CUDA rung's plan of the config's columns (under
+    autotune each config's own, worked out here once), a workspace for the largest plan and counts for the
+    most column blocks, the grid column blocks × ranges × row groups."""
+    a, b = tensors["A"], tensors["B"]
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    rows, sms = skinny_rows(m), sm_count(out)
+    configs = [c for c in [config, *(c.kwargs for c in getattr(kernel, "configs", []))] if "COLS" in c]
+    plans = {(c["COLS"], c["A_FLOATS"], c["BLOCKS_PER_SM"]):
+             skinny_plan(m, n, k, rows, c["COLS"], c["A_FLOATS"], c["BLOCKS_PER_SM"], sms) for c in configs}
+    partial = torch.empty(max(s for s, _ in plans.values()) * m * n, dtype=torch.float32, device=out.device)
+    counter = torch.zeros(max(cdiv(n, c["COLS"]) for c in configs) * cdiv(m, rows), dtype=torch.int32,
+                          device=out.device)
+
+    def grid(cfg):
+        return (cdiv(n, cfg["COLS"]), plans[(cfg["COLS"], cfg["A_FLOATS"], cfg["BLOCKS_PER_SM"])][0], cdiv(m, rows))
+
+    def fn():
+        kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), out.stride(-2),
+                     out.stride(-1), partial, counter, ROWS=rows, **config)
+
+    # The plan where the config fixes it; under triton.autotune (config {}) each point plans its own.
+    fn.facts = {"rows": rows}
+    if "COLS" in config:
+        splits, split_k = plans[(config["COLS"], config["A_FLOATS"], config["BLOCKS_PER_SM"])]
+        fn.facts.update(splits=splits, split_k=split_k)
+    return fn
+
+
+def skinny_twin_check(shape, precision) -> str | None:
+    return skinny_check(None, shape, precision)
