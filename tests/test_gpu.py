@@ -82,6 +82,21 @@ def _run(impl, problem, shape, tensors, ref, scale, precision, **kw):
     return verdict, launch
 
 
+def _small_integers_pass_and_repeat_exactly(impl, problem, shape, precision, label):
+    """The gate on small integers (exact in every storage type: an element put in another row or column
+    shows, no rounding hides it), then three more launches with C poisoned between them: the same bits."""
+    exact = problem.structured_inputs(shape, precision, "cuda")
+    ref, scale = problem.reference(exact, precision)
+    verdict, launch = _run(impl, problem, shape, exact, ref, scale, precision)
+    assert verdict.ok, (label, "small integers", verdict.message)
+    first = launch.out.clone()
+    for _ in range(3):
+        launch.out.fill_(float("nan"))
+        launch.fn()
+        torch.cuda.synchronize()
+        assert torch.equal(launch.out, first), label
+
+
 @pytest.mark.parametrize("impl,shape,precision", CASES, ids=lambda v: getattr(v, "name", None) if not isinstance(
     v, tuple) else "x".join(map(str, v)))
 def test_every_implementation_is_correct_on_awkward_shapes(impl, shape, precision):
@@ -403,16 +418,7 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
         assert verdict.ok, (shape, verdict.message)
         assert launch.config["TOKENS"] == tokens and (launch.config["splits"] > 1) == several, launch.config
-        exact = problem.structured_inputs(sh, bf16, "cuda")
-        ref, scale = problem.reference(exact, bf16)
-        verdict, launch = _run(impl, problem, sh, exact, ref, scale, bf16)
-        assert verdict.ok, (shape, "small integers", verdict.message)
-        first = launch.out.clone()
-        for _ in range(3):
-            launch.out.fill_(float("nan"))
-            launch.fn()
-            torch.cuda.synchronize()
-            assert torch.equal(launch.out, first), shape
+        _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
 
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
@@ -480,16 +486,7 @@ def test_the_skinny_m_ffma_rung_fits_its_rows_to_m_and_repeats_exactly():
         assert verdict.ok, (shape, verdict.message)
         assert (launch.config["rows"], launch.config["ALIGNED"]) == (rows, aligned), (shape, launch.config)
         assert launch.config["splits"] > 1, (shape, launch.config)
-        exact = problem.structured_inputs(sh, fp32, "cuda")
-        ref, scale = problem.reference(exact, fp32)
-        verdict, launch = _run(impl, problem, sh, exact, ref, scale, fp32)
-        assert verdict.ok, (shape, "small integers", verdict.message)
-        first = launch.out.clone()
-        for _ in range(3):
-            launch.out.fill_(float("nan"))
-            launch.fn()
-            torch.cuda.synchronize()
-            assert torch.equal(launch.out, first), shape
+        _small_integers_pass_and_repeat_exactly(impl, problem, sh, fp32, shape)
 
 
 def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():
