@@ -30,7 +30,10 @@
 // 16×50257×1600 0.48×; autotuned, 16×50257×1600 0.85× and 16×4096×11008 1.12× at UNROLL=2 (8 rows of B in
 // flight a thread: at ROWS = 16 a block's 122–140 registers leave two blocks a SM, too few loads in flight
 // with four rows), 1×22016×4096 0.99× and 1×1600×1600 0.93× at 128 threads, UNROLL=2, 8 blocks a SM. The
-// declared config is now UNROLL=2.
+// declared config is now UNROLL=2: the suites (c54 at c39d322, reports/h200/suites/sgemm-*.md) give it
+// 0.82–1.02× at one token (llama2-7b 1×4096×4096 the lowest, 1×32000×4096 the highest; gpt2-xl 0.87–1.20×)
+// and 0.62–1.37× at 16 (16×1600×1600 0.62×, 16×50257×1600 0.85×; 16×4096×4096 1.37×, where cuBLAS FP32
+// holds 6.6 TFLOPS).
 // arch: sm_80
 // precisions: fp32
 // config: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=8192 BLOCKS_PER_SM=4
