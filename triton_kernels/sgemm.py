@@ -261,6 +261,7 @@ def sgemm_3xtf32_split_k(
             plane = part_ptr + (u % splits).to(tl.int64) * M * ldp
             tl.store(plane + rm[None, :].to(tl.int64) * ldp + rn[:, None], acc, mask=inside)
 
+
 @triton.jit
 def sgemm_skinny_m(
     a_ptr, b_ptr, c_ptr,

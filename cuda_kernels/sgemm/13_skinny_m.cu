@@ -7,12 +7,12 @@
 // columns of C and ROWS rows of A (ROWS fitted to M: 1, 2, 4, 8, 16 or 32) over one range of K:
 //   - A's ROWS × range slice is staged once in shared memory, row by row (each row k-contiguous), so a
 //     warp reads four k of one row with one broadcast 16-byte load;
-//   - the warps share the block's columns and split its K range in groups of four rows of B, warp w
-//     taking groups w, w + WARPS, …: every load of B is a warp's 32 consecutive 16-byte words (4-byte
+//   - the warps share the block's columns and split its K range in steps of 4·UNROLL rows of B, warp w
+//     taking steps w, w + WARPS, …: every load of B is a warp's 32 consecutive 16-byte words (4-byte
 //     words where B's rows are not 16-byte multiples apart: ALIGNED = 0 gives each lane four columns
 //     32 apart instead of four adjacent ones), each thread keeps 4·UNROLL rows of loads in flight;
-//   - ROWS × 4 FP32 sums a thread, added over the warps in warp order through shared memory;
-//   - more than one range (the plan, study/ops/sgemm.py skinny_plan, fills the SMs: a block count of
+//   - ROWS × COLS / 32 FP32 sums a thread, added over the warps in warp order through shared memory;
+//   - more than one range (the plan, study/ops/sgemm_skinny_m.py skinny_plan, fills the SMs: a block count of
 //     BLOCKS_PER_SM a SM, each range at most what A_FLOATS of shared memory hold): the ranges' sums go
 //     to planes of an FP32 workspace and the block of a column block that finishes last adds the planes
 //     in range order into C (a counter a column block, reset by that block for the next launch).
@@ -21,7 +21,9 @@
 // row, every FFMA an element of B (the FFMA pipe is idle at DRAM rate), so the pass runs at memory speed.
 // Costs: B's bytes cannot be reused across more than ROWS rows; at M > 32 two row groups read B twice
 // (M > 64 is out of this rung's scope: v9–v12 tile it). The workspace adds splits × M × N × 8 bytes of
-// traffic (≤ 4 % of B at the suites' shapes).
+// traffic: at one token at most 3 % of B's bytes at the suites' shapes, at 16 tokens 6–13 % on llama2-7b
+// and 8–50 % on gpt2-xl (K = 1600 cut into 11–25 ranges for four blocks a SM). The plan counts blocks, not
+// bytes: weighing the planes' traffic against the SMs' fill is the next step for 16×1600×1600 (0.62×).
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh's scheme, written here for a
 // block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.
@@ -46,7 +48,7 @@
 #include "common.cuh"
 
 #ifndef ROWS
-#define ROWS 32  // the launch fits it to M (study/ops/sgemm.py, skinny_rows); the widest for a plain compile
+#define ROWS 32  // the launch fits it to M (study/ops/sgemm_skinny_m.py, skinny_rows); the widest otherwise
 #endif
 
 constexpr int WARPS = THREADS / 32;

@@ -13,8 +13,8 @@ from study.ops.gemm_common import FLOATS, GRID_Y, aligned_defines, tiled_args
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 
 # ROWS rows of A a block, the smallest of SKINNY_ROWS that holds M (M > 32: row groups of 32, each a pass
-# over B); M > SKINNY_MAX_M is left to the tile rungs. A range of K is at least SKINNY_MIN_RANGE rows (shorter ones are mostly staging
-# and sums) and at most what A_FLOATS of shared memory hold of A's slice.
+# over B); M > SKINNY_MAX_M is left to the tile rungs. A range of K is at least SKINNY_MIN_RANGE rows
+# (shorter ones are mostly staging and sums) and at most what A_FLOATS of shared memory hold of A's slice.
 SKINNY_ROWS = (1, 2, 4, 8, 16, 32)
 SKINNY_MAX_M = 64
 SKINNY_MIN_RANGE = 64
