@@ -384,4 +384,4 @@ V13_SKINNY_M = dict(COLS=128, BK=8, A_FLOATS=8192, BLOCKS_PER_SM=4, num_warps=8,
 SKINNY_SPACE = [V13_SKINNY_M] + [
     dict(COLS=cols, BK=bk, A_FLOATS=8192, BLOCKS_PER_SM=bps, num_warps=w, num_stages=s)
     for cols, bk, bps, w, s in ((128, 8, 8, 8, 1), (128, 8, 4, 8, 2), (128, 16, 4, 8, 1), (256, 8, 4, 8, 1),
-                                (128, 4, 4, 4, 3), (64, 8, 8, 4, 2))]
+                                (128, 4, 4, 4, 3), (64, 8, 8, 4, 2), (128, 8, 2, 8, 1), (128, 8, 1, 8, 1))]

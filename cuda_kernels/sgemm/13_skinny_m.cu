@@ -23,7 +23,8 @@
 // (M > 64 is out of this rung's scope: v9–v12 tile it). The workspace adds splits × M × N × 8 bytes of
 // traffic: at one token at most 3 % of B's bytes at the suites' shapes, at 16 tokens 6–13 % on llama2-7b
 // and 8–50 % on gpt2-xl (K = 1600 cut into 11–25 ranges for four blocks a SM). The plan counts blocks, not
-// bytes: weighing the planes' traffic against the SMs' fill is the next step for 16×1600×1600 (0.62×).
+// bytes: weighing the planes' traffic against the SMs' fill is the next step for 16×1600×1600 (0.62×); the
+// space's last two points (fewer blocks a SM, so fewer ranges; longer ranges) let autotune weigh it first.
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh's scheme, written here for a
 // block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.
@@ -45,6 +46,8 @@
 // space: THREADS=128 COLS=128 UNROLL=2 A_FLOATS=4096 BLOCKS_PER_SM=8
 // space: THREADS=256 COLS=256 UNROLL=1 A_FLOATS=8192 BLOCKS_PER_SM=4
 // space: THREADS=512 COLS=128 UNROLL=1 A_FLOATS=16384 BLOCKS_PER_SM=2
+// space: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=8192 BLOCKS_PER_SM=2
+// space: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=16384 BLOCKS_PER_SM=1
 #include "common.cuh"
 
 #ifndef ROWS
