@@ -103,6 +103,25 @@ def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, str
 
 
 @triton.jit
+def sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, block, pid_s, splits,
+                       M, N):
+    """A K range's FP32 sums (rows ``rm``, columns ``rn`` of C) when K is split: into plane ``pid_s`` of the
+    workspace (M × N a plane), then counted on ``count_ptr[block]``; the block's last program to finish adds
+    the planes in range order (the same sum whoever is last) into C and sets the count back to zero for
+    the next launch (v5's twin, v13's)."""
+    plane = rm[:, None] * N + rn[None, :]
+    tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
+    tl.debug_barrier()  # every thread's partials are written before the release below
+    seen = tl.atomic_add(count_ptr + block, 1, sem="acq_rel", scope="gpu")
+    if seen == splits - 1:
+        total = tl.zeros(acc.shape, dtype=tl.float32)
+        for q in range(0, splits):  # range order: the same sum whoever is last
+            total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
+        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
+        tl.store(count_ptr + block, 0)  # ready for the next launch
+
+
+@triton.jit
 def sgemm_split_k(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
@@ -118,17 +137,9 @@ def sgemm_split_k(
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:
-        plane = rm[:, None] * N + rn[None, :]
-        tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
-        tl.debug_barrier()  # every thread's partials are written before the release below
         tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
-        seen = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel", scope="gpu")
-        if seen == splits - 1:
-            total = tl.zeros((BM, BN), dtype=tl.float32)
-            for q in range(0, splits):  # range order: the same sum whoever is last
-                total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
-            tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
-            tl.store(count_ptr + tile, 0)  # ready for the next launch
+        sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, tile, pid_s, splits,
+                           M, N)
 
 
 @triton.jit
@@ -274,9 +285,10 @@ def sgemm_skinny_m(
     range of K (program axis 1: the CUDA rung's plan, split_k recomputed from the grid), BK rows of B a step,
     each row an outer product added to the ROWS × COLS sums (FFMA-class FP32 arithmetic, no tl.dot: a dot
     needs 16 rows of A and would round through TF32 by default); several ranges: FP32 planes and the
-    ordered sum by the column block's last program, as v5's twin. A_FLOATS and BLOCKS_PER_SM are the
-    plan's (the launch's); the kernel does not read them. What the twin cannot say: A's slice staged once
-    in shared memory and read four k at a time by a broadcast, and the sum over the warps in warp order.
+    ordered sum by the column block's last program (``sum_ranges_by_last``, v5's twin's). A_FLOATS and
+    BLOCKS_PER_SM are the plan's (the launch's); the kernel does not read them. What the twin cannot say:
+    A's slice staged once in shared memory and read four k at a time by a broadcast, and the sum over the
+    warps in warp order.
     (A step written as one ROWS × BK × COLS product summed over its middle axis came out wrong on the H200
     at BK of 2 and 4 under Triton 3.6, right in its interpreter: c52 at d3d4db5.)"""
     pid_n = tl.program_id(0)
@@ -299,17 +311,9 @@ def sgemm_skinny_m(
     if splits == 1:
         tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=inside)
     else:
-        plane = rm[:, None] * N + rn[None, :]
-        tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
-        tl.debug_barrier()  # every thread's partials are written before the release below
         block = pid_m * tl.num_programs(0) + pid_n
-        seen = tl.atomic_add(count_ptr + block, 1, sem="acq_rel", scope="gpu")
-        if seen == splits - 1:
-            total = tl.zeros((ROWS, COLS), dtype=tl.float32)
-            for q in range(0, splits):  # range order: the same sum whoever is last
-                total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
-            tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
-            tl.store(count_ptr + block, 0)  # ready for the next launch
+        sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, block, pid_s,
+                           splits, M, N)
 
 
 def _naive_space():

@@ -25,8 +25,8 @@
 // and 8–50 % on gpt2-xl (K = 1600 cut into 11–25 ranges for four blocks a SM). The plan counts blocks, not
 // bytes: weighing the planes' traffic against the SMs' fill is the next step for 16×1600×1600 (0.62×); the
 // space's last two points (fewer blocks a SM, so fewer ranges; longer ranges) let autotune weigh it first.
-// Builds on: the split and its ordered last-block sum of v5 (split_k.cuh's scheme, written here for a
-// block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
+// Builds on: the split and its ordered last-block sum of v5 (split_k.cuh: its handshake, last_to_finish,
+// and the sum written here for a block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.
 // Measured (H200, c53 at 6f12adc, cold, unpaired, × cuBLAS FP32): with UNROLL=1 declared, the gpt2-xl suite
 // (reports/h200/suites/sgemm-gpt2-xl.md) 1×50257×1600 1.02×, 1×1600×6400 1.19×, 1×1600×1600 0.92×, but
@@ -49,6 +49,7 @@
 // space: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=8192 BLOCKS_PER_SM=2
 // space: THREADS=256 COLS=128 UNROLL=2 A_FLOATS=16384 BLOCKS_PER_SM=1
 #include "common.cuh"
+#include "split_k.cuh"
 
 #ifndef ROWS
 #define ROWS 32  // the launch fits it to M (study/ops/sgemm_skinny_m.py, skinny_rows); the widest otherwise
@@ -150,14 +151,9 @@ sgemm_v13_skinny_m(const float* __restrict__ A, const float* __restrict__ B, flo
     }
     if (splits == 1) return;  // uniform over the grid
 
-    // Publish this range's plane, then count it; the column block's last range adds them all in order.
-    __shared__ bool last;
+    // The column block's last range to finish adds all the planes in order.
     const int block = blockIdx.z * gridDim.x + blockIdx.x;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&column_done[block], 1u) == (unsigned)(splits - 1);
-    __syncthreads();
-    if (!last) return;
+    if (!last_to_finish(column_done, block, splits)) return;
     __threadfence();  // see every other range's plane
     const size_t size = (size_t)M * N;
     for (int e = threadIdx.x; e < ROWS * COLS; e += THREADS) {

@@ -1,4 +1,5 @@
-// Split-K's second half, shared by sgemm v5 and v9 (docs/ladders/sgemm.md, v5): a block that
+// Split-K's second half, shared by sgemm v5 and v9 (docs/ladders/sgemm.md, v5; v13 shares its handshake,
+// last_to_finish): a block that
 // computed its K range (blockIdx.z of gridDim.z ranges) into a micro-tile either stores C (one
 // range) or writes its FP32 partial tile to the workspace partial[z][M][N]; the last block of the
 // tile to finish (an atomic counter per tile, after a __threadfence) adds the partials in range
@@ -41,6 +42,19 @@ __device__ __forceinline__ void reduce_micro_tile(const float* partial, int spli
     }
 }
 
+// After a block has written its range's partials: publish them, then count them on counter[index] (zero
+// before the first of `splits` ranges); true, uniformly over the block, in the last block to finish. That block
+// fences (to see every other block's partials), sums them and sets the count back to zero (sgemm v5, v9,
+// and v13 over a block's columns).
+__device__ __forceinline__ bool last_to_finish(unsigned* counter, int index, int splits) {
+    __shared__ bool last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&counter[index], 1u) == (unsigned)(splits - 1);
+    __syncthreads();
+    return last;
+}
+
 // Store this thread's micro-tile of a K range: C directly when the grid has one range, else
 // through the workspace and the ordered reduction above. ``tile`` numbers the block's output
 // tile alike in every range (counter[tile]); partial rows are N apart (Vec: N % 4 == 0).
@@ -54,14 +68,7 @@ __device__ __forceinline__ void store_split(const float (&acc)[Rows][Cols], floa
         return;
     }
     store_micro_tile<Rows, Cols, GapA, GapB, Vec>(acc, partial + (size_t)blockIdx.z * M * N, M, N, N, row0, col0);
-
-    // Publish this block's partial tile, then count it; the last block of the tile reduces.
-    __shared__ bool last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&counter[tile], 1u) == (unsigned)(splits - 1);
-    __syncthreads();
-    if (!last) return;
+    if (!last_to_finish(counter, tile, splits)) return;
     __threadfence();  // see every other block's partials
     reduce_micro_tile<Rows, Cols, GapA, GapB, Vec>(partial, splits, M, N, C, ldc, row0, col0);
     if (threadIdx.x == 0) counter[tile] = 0;
