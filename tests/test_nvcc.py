@@ -32,7 +32,7 @@ def _paths(impl) -> tuple:
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
 
-def _tokens(impl, ends=False, in_place=False) -> tuple:
+def _fitted_widths(impl, ends=False, in_place=False) -> tuple:
     """The defines a launch fits to M, to compile each value it may pick (``ends``: the narrowest and the
     widest only): TOKENS where the kernel reads it (hgemm v10's wgmma N; ``in_place`` adds the widest with B
     read in place, B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit), ROWS (sgemm v13's
@@ -73,7 +73,7 @@ def _compile_all(impl, jobs, tmp_path):
 def test_default_config_compiles_for_its_declared_archs(impl, tmp_path):
     _compile_all(impl, [({**_defines(impl, impl.params, precision, aligned, peel), **tokens}, arch)
                         for arch in impl.target.test_targets() for precision in impl.precisions
-                        for aligned, peel in _paths(impl) for tokens in _tokens(impl, in_place=True)],
+                        for aligned, peel in _paths(impl) for tokens in _fitted_widths(impl, in_place=True)],
                  tmp_path)
 
 
@@ -86,13 +86,13 @@ def test_every_autotune_point_compiles(impl, tmp_path):
         return [(1, 0)] + [p for p in _paths(impl) if p == (0, 1)] + ([(0, 0)] if point.get("HOIST") else [])
 
     # TOKENS (hgemm v10), ROWS (sgemm v13): at every point the narrowest and the widest, whose shared memory
-    # or registers bound the point; the config compiles every width above. The declared config is not compiled again:
-    # the test above compiles it for sm_90a on every path and width (107 of CI's 1,261 compiles were
-    # such repeats).
+    # or registers bound the point; the config compiles every width above. The declared config is not
+    # compiled again: the test above compiles it for sm_90a on every path and width (107 of CI's 1,261
+    # compiles were such repeats).
     assert "sm_90a" in impl.target.test_targets(), impl.name
     _compile_all(impl, [({**_defines(impl, point, precision, aligned, peel), **tokens}, "sm_90a")
                         for point in impl.space if point != dict(impl.params) for precision in impl.precisions
-                        for aligned, peel in paths(point) for tokens in _tokens(impl, ends=True)], tmp_path)
+                        for aligned, peel in paths(point) for tokens in _fitted_widths(impl, ends=True)], tmp_path)
 
 
 def test_a_broken_config_fails_loudly(tmp_path):

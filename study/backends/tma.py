@@ -68,7 +68,7 @@ def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = 
              torch.float32: cu.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}  # sgemm v11
     if dtype not in types:
         raise Unsupported(f"{name} is {dtype}; these tensor maps are written for float16, bfloat16 and float32")
-    if swizzle and box[0] * torch.empty(0, dtype=dtype).element_size() > SWIZZLE_BYTES:
+    if swizzle and box[0] * dtype.itemsize > SWIZZLE_BYTES:
         raise ValueError(f"a box row of {box[0]} elements is wider than the {SWIZZLE_BYTES}-byte swizzle")
     if address % 16 or any(v % 16 for v in strides):
         raise ValueError(f"{name}: TMA needs a 16-byte aligned start ({address % 16} past) and strides of 16-byte "

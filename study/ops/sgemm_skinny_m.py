@@ -92,14 +92,17 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     m, n, k = shape["M"], shape["N"], shape["K"]
     rows, sms = skinny_rows(m), sm_count(out)
     configs = [c for c in [config, *(c.kwargs for c in getattr(kernel, "configs", []))] if "COLS" in c]
-    plans = {(c["COLS"], c["A_FLOATS"], c["BLOCKS_PER_SM"]):
-             skinny_plan(m, n, k, rows, c["COLS"], c["A_FLOATS"], c["BLOCKS_PER_SM"], sms) for c in configs}
+
+    def key(cfg):
+        return cfg["COLS"], cfg["A_FLOATS"], cfg["BLOCKS_PER_SM"]
+
+    plans = {key(c): skinny_plan(m, n, k, rows, *key(c), sms) for c in configs}
     partial = torch.empty(max(s for s, _ in plans.values()) * m * n, dtype=torch.float32, device=out.device)
     counter = torch.zeros(max(cdiv(n, c["COLS"]) for c in configs) * cdiv(m, rows), dtype=torch.int32,
                           device=out.device)
 
     def grid(cfg):
-        return (cdiv(n, cfg["COLS"]), plans[(cfg["COLS"], cfg["A_FLOATS"], cfg["BLOCKS_PER_SM"])][0], cdiv(m, rows))
+        return cdiv(n, cfg["COLS"]), plans[key(cfg)][0], cdiv(m, rows)
 
     def fn():
         kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), out.stride(-2),
@@ -108,7 +111,7 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     # The plan where the config fixes it; under triton.autotune (config {}) each point plans its own.
     fn.facts = {"rows": rows}
     if "COLS" in config:
-        splits, split_k = plans[(config["COLS"], config["A_FLOATS"], config["BLOCKS_PER_SM"])]
+        splits, split_k = plans[key(config)]
         fn.facts.update(splits=splits, split_k=split_k)
     return fn
 
