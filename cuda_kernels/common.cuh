@@ -142,23 +142,87 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool vali
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
-// Issue the 16-byte copies of a Rows × Cols block of a row-major matrix (R × C, rows ld elements
-// apart) starting at row r0, column c0, into dst (rows dst_ld elements apart); no wait. C and Cols
-// are multiples of the 16-byte chunk (the ALIGNED paths), so a chunk lies wholly inside or outside
-// the matrix, and outside ones are zero-filled. Consecutive threads take consecutive chunks of a
-// row: coalesced global reads. A counted loop, fully unrolled: one address update per copy.
+// cp.async of 8 bytes (.ca: the 16-byte form alone may bypass L1). With the 4- and 16-byte forms these are
+// the sizes cp.async moves; rows 2 but not 4 bytes apart (halves, an odd length) have none.
+__device__ __forceinline__ void cp_async_8(void* dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 8 : 0));
+}
+
+// One cp.async of Vec elements (4, 8 or 16 bytes), zero-filled where !ok.
+template <int Vec, class T>
+__device__ __forceinline__ void cp_async_chunk(T* dst, const T* src, bool ok) {
+    constexpr int BYTES = Vec * (int)sizeof(T);
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async moves 4, 8 or 16 bytes");
+    if constexpr (BYTES == 16) cp_async_16(dst, src, ok);
+    else if constexpr (BYTES == 8) cp_async_8(dst, src, ok);
+    else cp_async_4(dst, src, ok);
+}
+
+// Issue the copies of a Rows × Cols block of a row-major matrix (R × C, rows ld elements apart) starting
+// at row r0, column c0, into dst (rows dst_ld elements apart), Vec elements a copy (Vec · sizeof(T) of 4,
+// 8 or 16 bytes); no wait. C, ld and the block's columns are multiples of Vec and the base is aligned to a
+// copy's bytes (the ALIGNED paths at 16 bytes; hgemm v6's A_VEC and B_VEC at 4 and 8), so a chunk lies
+// wholly inside or outside the matrix, and outside ones are zero-filled. Consecutive threads take
+// consecutive chunks of a row: coalesced global reads. A counted loop, unrolled (16-byte copies fully: one
+// address update per copy).
+template <int Rows, int Cols, int Threads, int Vec, class T>
+__device__ __forceinline__ void cp_async_block(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
+                                               int c0, int tid) {
+    constexpr int PER_ROW = Cols / Vec, TOTAL = Rows * PER_ROW;
+    static_assert(Cols % Vec == 0, "a block row is whole chunks");
+    auto copy = [&](int i) {
+        const int c = tid + i * Threads;
+        if (TOTAL % Threads != 0 && c >= TOTAL) return;
+        const int r = c / PER_ROW, col = c % PER_ROW * Vec;
+        const bool ok = r0 + r < R && c0 + col < C;
+        cp_async_chunk<Vec>(dst + r * dst_ld + col, ok ? src + (size_t)(r0 + r) * ld + c0 + col : src, ok);
+    };
+    if constexpr (Vec * sizeof(T) == 16) {
+#pragma unroll
+        for (int i = 0; i < CDIV(TOTAL, Threads); ++i) copy(i);
+    } else {  // 2–4 times the 16-byte copies: unrolled fully, ptxas kept every address live across the
+              // K loop (v6's 128-thread tile: 255 registers and 256 bytes of spills at 8-byte A, 4-byte B)
+#pragma unroll 4
+        for (int i = 0; i < CDIV(TOTAL, Threads); ++i) copy(i);
+    }
+}
+
+// The 16-byte copies of the ALIGNED paths.
 template <int Rows, int Cols, int Threads, class T>
 __device__ __forceinline__ void cp_async_block_16(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
                                                   int c0, int tid) {
-    constexpr int CHUNK = 16 / (int)sizeof(T), PER_ROW = Cols / CHUNK, TOTAL = Rows * PER_ROW;
-    static_assert(Cols % CHUNK == 0, "a block row is whole 16-byte chunks");
+    cp_async_block<Rows, Cols, Threads, 16 / (int)sizeof(T)>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
+}
+
+// The same block of halves through registers, where no cp.async size fits the rows (an odd number of
+// halves apart): a thread loads two adjacent halves at a time (two 2-byte loads) and stores them as one
+// 4-byte word, and every load of the block is issued before the first store, so a block costs one
+// global latency, not one a load. hgemm v6's element loop before it (nvcc 13.0) loaded one to four
+// halves between stores: 1,007 µs at 1045×20×3741, 8.6 µs for each of its 117 slices of 128×32 of A
+// and 32×128 of B. Pairs halve the registers the loads hold (a half a register: 504 bytes of spills at
+// v6's declared 128-thread tile, 272 paired; in batches of eight pairs 472: ptxas keeps the addresses,
+// not the data, live). Synchronous: the pipeline's other stages still overlap the copies with the
+// products. Zeros outside the matrix.
+template <int Rows, int Cols, int Threads, class T>
+__device__ __forceinline__ void copy_block_pairs(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
+                                                 int c0, int tid) {
+    static_assert(sizeof(T) == 2 && Cols % 2 == 0, "a block row is whole pairs of halves");
+    constexpr int PER_ROW = Cols / 2, PAIRS = Rows * PER_ROW, EACH = CDIV(PAIRS, Threads);
+    const unsigned short* bits = reinterpret_cast<const unsigned short*>(src);
+    unsigned v[EACH];
 #pragma unroll
-    for (int i = 0; i < CDIV(TOTAL, Threads); ++i) {
-        const int c = tid + i * Threads;
-        if (TOTAL % Threads != 0 && c >= TOTAL) break;
-        const int r = c / PER_ROW, col = c % PER_ROW * CHUNK;
-        const bool ok = r0 + r < R && c0 + col < C;
-        cp_async_16(dst + r * dst_ld + col, ok ? src + (size_t)(r0 + r) * ld + c0 + col : src, ok);
+    for (int i = 0; i < EACH; ++i) {
+        const int p = tid + i * Threads, r = p / PER_ROW, c = p % PER_ROW * 2;
+        const bool row = (PAIRS % Threads == 0 || p < PAIRS) && r0 + r < R;
+        const unsigned short* s = bits + (size_t)(r0 + r) * ld + c0 + c;
+        const unsigned lo = row && c0 + c < C ? s[0] : 0u, hi = row && c0 + c + 1 < C ? s[1] : 0u;
+        v[i] = lo | hi << 16;  // +0.0 in FP16 and BF16 where outside
+    }
+#pragma unroll
+    for (int i = 0; i < EACH; ++i) {
+        const int p = tid + i * Threads;
+        if (PAIRS % Threads == 0 || p < PAIRS)
+            *reinterpret_cast<unsigned*>(dst + p / PER_ROW * dst_ld + p % PER_ROW * 2) = v[i];
     }
 }
 

@@ -302,6 +302,29 @@ def test_padded_rows_are_read_through_the_leading_dimension_and_columns_are_refu
         _run(impl, problem, shape, {"A": columns, "B": tensors["B"]}, ref, scale, fp32)
 
 
+def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
+    """hgemm v6 reads every shape in place: each operand by the widest cp.async its rows allow (16, 8 or 4
+    bytes: A_VEC, B_VEC halves), in pairs of halves through registers where its rows are an odd number of
+    halves apart (1). The odd suite's shapes with each pair of widths, and A padded to a leading dimension
+    (K + 2) that halves the width K alone allows; random inputs, then small integers (an element copied to
+    the wrong row or column shows) repeated exactly."""
+    impl = next(i for i in IMPLS if i.name == "hgemm/v6_mma_sync/cuda")
+    bf16 = ladder("hgemm").problem.precision("bf16")
+    for shape, widths in (((222, 2002, 204), (4, 2)), ((228, 4, 522), (2, 4)), ((166, 419, 98), (2, 1)),
+                          ((45, 37, 59), (1, 1)), ((130, 136, 72), (8, 8))):
+        problem, sh, tensors, ref, scale = _data("hgemm", shape, bf16)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
+        assert verdict.ok, (shape, verdict.message)
+        assert (launch.config["A_VEC"], launch.config["B_VEC"]) == widths, (shape, launch.config)
+        _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
+    problem, sh, tensors, ref, scale = _data("hgemm", (222, 2002, 204), bf16)
+    padded = torch.empty(222, 206, dtype=tensors["A"].dtype, device="cuda")[:, :204]
+    padded.copy_(tensors["A"])
+    verdict, launch = _run(impl, problem, sh, {"A": padded, "B": tensors["B"]}, ref, scale, bf16)
+    assert verdict.ok, verdict.message
+    assert launch.config["A_VEC"] == 2, launch.config
+
+
 def test_library_baseline_sets_its_switches_and_restores_them():
     impl = next(i for i in IMPLS if i.name == "sgemm/torch_matmul/cublas")
     fp32 = ladder("sgemm").problem.precisions[0]

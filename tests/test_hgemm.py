@@ -240,6 +240,24 @@ def test_aligned_needs_16_byte_rows_of_a_b_and_c():
     assert aligned(64, 128, 64, offset=True) == 0
 
 
+def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
+    from study.ops.hgemm import copy_widths
+
+    def widths(m, n, k, pad=0, offset=False):
+        shape = {"M": m, "N": n, "K": k}
+        t = {name: pad_rows(x, pad) for name, x in HGEMM.make_inputs(shape, BF16_TENSOR, 0, "cpu").items()}
+        if offset:  # B one half past a 16-byte boundary
+            t["B"] = torch.empty(k * n + 1, dtype=torch.bfloat16)[1:].view(k, n).copy_(t["B"])
+        defines = copy_widths({"BM": 128}, t, HGEMM.make_output(shape, BF16_TENSOR, "cpu"), shape, BF16_TENSOR)
+        return defines["A_VEC"], defines["B_VEC"], defines["ALIGNED"]
+
+    assert widths(64, 128, 64) == (8, 8, 1)
+    assert widths(222, 2002, 204) == (4, 2, 0) and widths(228, 4, 522) == (2, 4, 0)  # K, N by 4 and 2
+    assert widths(166, 419, 98) == (2, 1, 0) and widths(45, 37, 59) == (1, 1, 0)     # odd rows: pairs
+    assert widths(64, 128, 64, pad=2) == (2, 2, 0) and widths(64, 128, 64, pad=1) == (1, 1, 0)  # leading dims
+    assert widths(64, 128, 64, offset=True) == (8, 1, 0)  # a base on 2 bytes only
+
+
 SIMULATED = [(1, 1, 1), (3, 5, 1), (64, 64, 1), (256, 256, 1), (64, 64, 2), (64, 64, 8), (64, 64, 64), (256, 256, 64),
              (64, 64, 256), (64, 64, 1024), (64, 64, 4096), (32, 32, 8192)]
 

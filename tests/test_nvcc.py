@@ -95,6 +95,15 @@ def test_every_autotune_point_compiles(impl, tmp_path):
                         for aligned, peel in paths(point) for tokens in _fitted_widths(impl, ends=True)], tmp_path)
 
 
+def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
+    # hgemm v6's narrower copies (study/ops/hgemm.py, copy_widths) at its declared config: 8- and 4-byte
+    # cp.async (A_VEC=4, B_VEC=2), 16-byte copies beside pairs of halves (8, 1); ALIGNED=0 above compiles
+    # pairs for both operands (the default widths 1), ALIGNED=1 16 bytes for both.
+    impl = next(i for i in CUDA if i.name == "hgemm/v6_mma_sync/cuda")
+    _compile_all(impl, [({**_defines(impl, impl.params, "bf16", 0), "A_VEC": a, "B_VEC": b}, "sm_90a")
+                        for a, b in ((4, 2), (8, 1))], tmp_path)
+
+
 def test_a_broken_config_fails_loudly(tmp_path):
     impl = next(i for i in CUDA if i.name == "sgemm/v3_register_tile/cuda")
     bad = _defines(impl, {**impl.params, "THREADS": 64}, "fp32", 1)  # violates THREADS == (BM/TM)*(BN/TN)

@@ -36,9 +36,13 @@
 // moves to latency two warps a scheduler cannot hide: HMMA `wait`, and the slice's first ldmatrix,
 // which ptxas (at 210 registers) points at R16 while the refill's last cp.async still has to read
 // its global address from R16:R17 (a long-scoreboard wait, once a slice).
-// Constraints: ALIGNED (K and N multiples of 8, 16-byte rows) for the cp.async path; otherwise the
-// tiles are loaded element by element through registers (slower, correct). Tails zero-filled;
-// edges stored element by element.
+// Constraints: none on M, N, K or the leading dimensions. Each operand is copied by the widest cp.async
+// its rows allow (A_VEC, B_VEC halves: 16 bytes where K or N, the leading dimension and the base allow, else
+// 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
+// every load of a slice issued before its first store (common.cuh, copy_block_pairs). Before, every row
+// that was not 16 bytes took an element loop with one to four loads in flight: 68.4 µs at 222×2002×204
+// against cuBLAS's 8.5, 1,007 µs at 1045×20×3741 (BF16, the odd suite at 7d8dcd2). Tails
+// zero-filled; C stored in 4-byte pairs where ALIGNED, else element by element.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
@@ -71,6 +75,12 @@
 #ifndef HOIST
 #define HOIST 0
 #endif
+#ifndef A_VEC  // halves a copy of A, B: the launch fits them to the rows (study/ops/hgemm.py, copy_widths)
+#define A_VEC (ALIGNED ? 8 : 1)
+#endif
+#ifndef B_VEC
+#define B_VEC (ALIGNED ? 8 : 1)
+#endif
 
 namespace mma16 {
 constexpr int WARPS_N = BN / WN;
@@ -81,24 +91,25 @@ constexpr int SMEM_BYTES = STAGES * STAGE_HALVES * 2;
 static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "warp tiles of m16 × (2·n8) tiles");
 static_assert((BM / WM) * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN/WN)");
 static_assert(BK % 16 == 0 && BN % 8 == 0 && STAGES >= 2 && GROUP >= 1, "BK a multiple of 16");
+static_assert(!ALIGNED || (A_VEC == 8 && B_VEC == 8), "16-byte rows are copied 16 bytes at a time");
+
+// Copy a Rows × Cols block of one operand, Vec halves a cp.async (8: 16 bytes, 4: 8, 2: 4), or element by
+// element pairs through registers where its rows are an odd number of halves apart (Vec 1).
+template <int Vec, int Rows, int Cols>
+__device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const storage_t* src, int ld, int R, int C,
+                                             int r0, int c0, int tid) {
+    if constexpr (Vec == 1)
+        copy_block_pairs<Rows, Cols, THREADS>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
+    else
+        cp_async_block<Rows, Cols, THREADS, Vec>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
+}
 
 // Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
 // range elements are zeros (cp.async's src-size 0, or a plain zero store on the scalar path).
 __device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
                                            int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
-#if ALIGNED  // K and N multiples of 8: a 16-byte chunk (8 halves) is wholly inside or outside
-    cp_async_block_16<BM, BK, THREADS>(As, SA, A, lda, M, K, m0, k0, tid);
-    cp_async_block_16<BK, BN, THREADS>(Bs, SB, B, ldb, K, N, k0, n0, tid);
-#else  // cp.async moves 4, 8 or 16 bytes: a row of odd length is copied element by element
-    for (int e = tid; e < BM * BK; e += THREADS) {
-        const int m = e / BK, k = e % BK;
-        As[m * SA + k] = m0 + m < M && k0 + k < K ? A[(size_t)(m0 + m) * lda + k0 + k] : storage_t(0);
-    }
-    for (int e = tid; e < BK * BN; e += THREADS) {
-        const int k = e / BN, n = e % BN;
-        Bs[k * SB + n] = k0 + k < K && n0 + n < N ? B[(size_t)(k0 + k) * ldb + n0 + n] : storage_t(0);
-    }
-#endif
+    copy_operand<A_VEC, BM, BK>(As, SA, A, lda, M, K, m0, k0, tid);
+    copy_operand<B_VEC, BK, BN>(Bs, SB, B, ldb, K, N, k0, n0, tid);
 }
 
 // ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by

@@ -37,6 +37,7 @@ kernel and fail it (docs/ladders/hgemm.md, Correctness).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -69,6 +70,22 @@ def mma_smem(defines) -> int:
     BN + 8 (the kernel computes the same SMEM_BYTES and traps when given less)."""
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
     return defines["STAGES"] * (bm * (bk + 8) + bk * (bn + 8)) * 2
+
+
+def copy_width(columns: int, leading: int, tensor) -> int:
+    """Halves a cp.async of one operand of v6 moves: the widest of 8, 4 and 2 (16, 8 and 4 bytes) that
+    divides its row length (K for A, N for B) and leading dimension and whose bytes align its base, so a
+    copy lies wholly inside or outside a row; 1 where rows are an odd number of halves apart (no cp.async
+    size fits: pairs through registers, cuda_kernels/common.cuh copy_block_pairs)."""
+    return next((v for v in (8, 4, 2) if columns % v == 0 and leading % v == 0 and tensor.data_ptr() % (2 * v) == 0), 1)
+
+
+def copy_widths(config, tensors, out, shape, precision):
+    """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes) and A_VEC, B_VEC, each
+    operand's :func:`copy_width` — 8 wherever ALIGNED is 1."""
+    a, b = tensors["A"], tensors["B"]
+    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision),
+            "A_VEC": copy_width(shape["K"], a.stride(-2), a), "B_VEC": copy_width(shape["N"], b.stride(-2), b)}
 
 
 def wgmma_tma_smem(defines) -> int:
@@ -124,7 +141,7 @@ def wgmma_tma_launch(defines, tensors, out, shape, precision):
 
 
 TILED = tiled(vector=HALVES)                    # v0–v5: static shared memory
-MMA_TILED = tiled(mma_smem, vector=HALVES)      # v6
+MMA_TILED = dataclasses.replace(tiled(mma_smem, vector=HALVES), defines=copy_widths)  # v6: each operand's copy width
 # v7: rows TMA cannot take (A, B, and C, which v7 stores in 4-byte pairs) staged inside the launch
 # (study/ops/tma_staging.py); the grid's row blocks on grid.y.
 WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
