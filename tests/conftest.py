@@ -57,6 +57,7 @@ def fake_cuda(monkeypatch):
     log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
+    monkeypatch.setattr(cuda, "resident_blocks", lambda path, symbol, defines, threads, smem: 2)  # the driver's count
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
     monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box, swizzle=True:
                         ("encode", address, tuple(sizes), tuple(strides), tuple(box), swizzle))

@@ -311,19 +311,23 @@ def test_the_split_k_plan_covers_k_in_whole_slices_and_splits_only_idle_shapes(m
     assert splits <= 65535
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 50257, 1600), (16, 50257, 1600), (1, 22016, 4096), (16, 4096, 4096),
-                                   (1, 1600, 1600), (3, 9, 341), (36, 93, 217), (64, 5, 100000), (1, 1, 1), (7, 3, 5)])
-def test_the_skinny_plan_covers_k_in_ranges_a_block_stages_and_fills_the_gpu(m, n, k):
+@pytest.mark.parametrize("m,n,k,per_sm,want", [(1, 50257, 1600, 4, 4), (16, 50257, 1600, 2, 4), (1, 22016, 4096, 4, 3),
+                                               (16, 4096, 4096, 2, 8), (1, 4096, 4096, 4, 16), (16, 4800, 1600, 2, 6),
+                                               (1, 1600, 1600, 4, 25), (3, 9, 341, 4, 6), (36, 93, 217, 1, 4),
+                                               (64, 5, 100000, 1, 391), (1, 1, 1, 4, 1), (7, 3, 5, 2, 1)])
+def test_the_skinny_plan_covers_k_in_ranges_a_block_stages_in_whole_waves(m, n, k, per_sm, want):
     from study.ops.sgemm_skinny_m import SKINNY_MIN_RANGE, skinny_plan, skinny_rows
 
-    rows, cols, a_floats, per_sm, sms = skinny_rows(m), 128, 8192, 4, 132
+    rows, cols, a_floats, sms = skinny_rows(m), 128, 8192, 132
     splits, split_k = skinny_plan(m, n, k, rows, cols, a_floats, per_sm, sms)
     assert split_k % 4 == 0 and (splits - 1) * split_k < k <= splits * split_k  # no empty range, none missing
     assert split_k == -(-(-(-k // splits)) // 4) * 4  # what the Triton twin recomputes from its grid
     assert rows * split_k <= a_floats  # A's slice fits the block's shared memory
-    blocks = -(-n // cols) * -(-m // rows)
-    if splits > -(-k // (a_floats // rows)):  # split for the SMs, not for shared memory: no more than they ask
-        assert blocks * (splits - 1) < sms * per_sm and splits <= -(-k // SKINNY_MIN_RANGE)
+    assert splits <= max(-(-k // (a_floats // rows)), -(-k // SKINNY_MIN_RANGE))
+    # The count the model picks: 1×4096×4096 one wave of 16 × 32 blocks in 528 places (17, the first plan's,
+    # made a second wave of 16); 16 rows at the 2 blocks an SM that fit: 16×4096×4096 one wave of 8 × 32 in
+    # 264, 16×4800×1600 6 × 38; past a wave, whole waves (16×50257×1600: 4 × 393 = 1572, 5.95 waves of 264).
+    assert splits == want
 
 
 def test_the_skinny_rung_fits_its_rows_launches_columns_ranges_row_groups_and_refuses_large_m(fake_cuda):
@@ -343,8 +347,9 @@ def test_the_skinny_rung_fits_its_rows_launches_columns_ranges_row_groups_and_re
                         ({"M": 40, "N": 300, "K": 7}, 32)):
         m, n, k = shape["M"], shape["N"], shape["K"]
         tensors, launch = fake_cuda.run(impl, SGEMM, shape, FP32)
-        splits, split_k = skinny_plan(m, n, k, rows, 128, 8192, 4, 132)
+        splits, split_k = skinny_plan(m, n, k, rows, 128, 8192, 2, 132)  # the fake driver's 2 blocks an SM (< 4)
         assert (launch.config["ROWS"], launch.config["rows"], launch.config["splits"]) == (rows, rows, splits)
+        assert launch.config["blocks_per_sm"] == 2
         assert [c[0] for c in fake_cuda] == ["sgemm_v13_skinny_m"]  # the ranges summed in the same launch
         _, grid, block, args, smem = fake_cuda[0]
         assert grid == (-(-n // 128), splits, -(-m // rows)) and block == (256, 1, 1)

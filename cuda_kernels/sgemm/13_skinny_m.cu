@@ -12,19 +12,24 @@
 //     words where B's rows are not 16-byte multiples apart: ALIGNED = 0 gives each lane four columns
 //     32 apart instead of four adjacent ones), each thread keeps 4·UNROLL rows of loads in flight;
 //   - ROWS × COLS / 32 FP32 sums a thread, added over the warps in warp order through shared memory;
-//   - more than one range (the plan, study/ops/sgemm_skinny_m.py skinny_plan, fills the SMs: a block count of
-//     BLOCKS_PER_SM a SM, each range at most what A_FLOATS of shared memory hold): the ranges' sums go
-//     to planes of an FP32 workspace and the block of a column block that finishes last adds the planes
-//     in range order into C (a counter a column block, reset by that block for the next launch).
+//   - more than one range (the plan, study/ops/sgemm_skinny_m.py skinny_plan: the range count whose waves of
+//     blocks, as many a SM as the driver says fit this build (at most BLOCKS_PER_SM), take the least time
+//     by a model of a wave as long as its ranges; each range at most what A_FLOATS of shared memory hold):
+//     the ranges' sums go to planes of an FP32 workspace and the block of a column block that finishes
+//     last adds the planes in range order into C (a counter a column block, reset by that block).
 // Every addition's order is fixed by the indices alone: the same bits on every run.
 // Removes: the tile rungs' work on absent rows of A and their one pass over B a row of tiles; at one
 // row, every FFMA an element of B (the FFMA pipe is idle at DRAM rate), so the pass runs at memory speed.
 // Costs: B's bytes cannot be reused across more than ROWS rows; at M > 32 two row groups read B twice
 // (M > 64 is out of this rung's scope: v9–v12 tile it). The workspace adds splits × M × N × 8 bytes of
 // traffic: at one token at most 3 % of B's bytes at the suites' shapes, at 16 tokens 6–13 % on llama2-7b
-// and 8–50 % on gpt2-xl (K = 1600 cut into 11–25 ranges for four blocks a SM). The plan counts blocks, not
-// bytes: weighing the planes' traffic against the SMs' fill is the next step for 16×1600×1600 (0.62×); the
-// space's last two points (fewer blocks a SM, so fewer ranges; longer ranges) let autotune weigh it first.
+// and 8–50 % on gpt2-xl. Waves, not bytes, were what the first plan got wrong: it asked for
+// cdiv(SMs · BLOCKS_PER_SM, blocks) ranges, which overshoots a wave (1×4096×4096: 17 × 32 = 544 blocks for
+// 528 places, a second wave of 16 — 0.82×, the suite's lowest one-token shape), and took 4 blocks a SM where
+// ROWS = 8 or 16 fit 2 (97–128 registers at 256 threads): 16×4800×1600's 14 × 38 = 532 blocks made three
+// waves of 264, the last 1 % full (0.80×). Autotuned (c55 at d6283d9), the points of fewer, longer ranges
+// won at every 16-token gpt2-xl shape: 16×4800×1600 0.80× → 1.06× at 4 ranges (152 blocks, one wave),
+// 16×1600×1600 0.62× → 0.83× at 20, 16×6400×1600 0.76× → 0.94× at 3, 16×4096×4096 1.37× → 1.51× at 5.
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh: its handshake, last_to_finish,
 // and the sum written here for a block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.

@@ -134,6 +134,16 @@ def load_function(path: Path, symbol: str, config: Mapping[str, int], smem: int 
     return function
 
 
+def resident_blocks(path: Path, symbol: str, config: Mapping[str, int], threads: int, smem: int) -> int:
+    """Blocks of ``threads`` threads and ``smem`` bytes of dynamic shared memory that one SM holds at once
+    for the kernel built with ``config``, as the driver counts them from the build's registers and shared
+    memory (a launch that plans its grid in waves: sgemm v13). Compiles the kernel (cached)."""
+    from cupy_backends.cuda.api import driver
+
+    function = load_function(path, symbol, config, smem=smem)
+    return driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, smem)
+
+
 class StreamCache:
     """torch's current stream as a CuPy stream, looked up at launch time: under CUDA graph
     capture the current stream is the capture stream, and a kernel launched elsewhere is

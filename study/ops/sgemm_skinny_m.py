@@ -10,6 +10,7 @@ import torch
 from study.backends import cuda
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import FLOATS, GRID_Y, aligned_defines, tiled_args
+from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 
 # ROWS rows of A a block, the smallest of SKINNY_ROWS that holds M (M > 32: row groups of 32, each a pass
@@ -18,6 +19,11 @@ from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 SKINNY_ROWS = (1, 2, 4, 8, 16, 32)
 SKINNY_MAX_M = 64
 SKINNY_MIN_RANGE = 64
+# What a block costs beside its rows of B, in rows of B, for the plan's model: staging A's slice, the warps'
+# sums, a plane written and read. A modelling constant (not fitted): it makes the plan take one full wave
+# of longer ranges over two waves of ranges barely shorter.
+SKINNY_BLOCK_ROWS = 64
+KERNEL, SYMBOL = CUDA_DIR / "sgemm" / "13_skinny_m.cu", "sgemm_v13_skinny_m"  # resident_blocks compiles it
 
 
 def skinny_rows(m: int) -> int:
@@ -28,13 +34,22 @@ def skinny_rows(m: int) -> int:
 def skinny_plan(m: int, n: int, k: int, rows: int, cols: int, a_floats: int, blocks_per_sm: int,
                 sms: int) -> tuple[int, int]:
     """(splits, split_k) for v13 and its twin: K cut into ranges of split_k rows (a multiple of 4; the last
-    may be shorter) so that the column blocks × row groups × ranges reach ``blocks_per_sm`` blocks a SM,
-    each range at least SKINNY_MIN_RANGE rows and at most A_FLOATS / ROWS (A's slice in shared memory).
-    split_k is then cdiv(K, splits) rounded up to 4 at a split count that leaves no range empty, which
-    the twin recomputes from its grid (``tl.num_programs(1)``): both split alike."""
+    may be shorter), each at least SKINNY_MIN_RANGE rows and at most A_FLOATS / ROWS (A's slice in shared
+    memory), their count the one whose waves of column blocks × row groups × ranges, ``blocks_per_sm`` a
+    SM at once, take the least time by a model: each wave as long as its ranges, plus SKINNY_BLOCK_ROWS.
+    A block count just past a whole wave costs a second one: the first plan asked for
+    cdiv(SMs · blocks a SM, blocks) ranges, which overshoots (1×4096×4096: 32 × 17 = 544 blocks for 528
+    places; at 16 rows 2 blocks an SM fit, not the 4 it assumed: 3 waves, the last 6 % full). split_k
+    is then cdiv(K, splits) rounded up to 4 at a split count that leaves no range empty, which the twin
+    recomputes from its grid (``tl.num_programs(1)``): both split alike."""
     longest = max(4, a_floats // rows // 4 * 4)
-    blocks = cdiv(n, cols) * cdiv(m, rows)
-    splits = max(cdiv(k, longest), min(cdiv(sms * blocks_per_sm, blocks), cdiv(k, SKINNY_MIN_RANGE)))
+    blocks, places = cdiv(n, cols) * cdiv(m, rows), sms * blocks_per_sm
+    fewest = cdiv(k, longest)
+
+    def cost(splits):
+        return cdiv(blocks * splits, places) * (cdiv(cdiv(k, splits), 4) * 4 + SKINNY_BLOCK_ROWS)
+
+    splits = min(range(fewest, max(fewest, cdiv(k, SKINNY_MIN_RANGE)) + 1), key=lambda s: (cost(s), s))
     while True:  # fewer splits while the rounded ranges cover K in fewer; split_k never grows past `longest`
         split_k = cdiv(cdiv(k, splits), 4) * 4
         if cdiv(k, split_k) == splits:
@@ -67,7 +82,12 @@ def skinny_launch(defines, tensors, out, shape, precision):
         raise Unsupported(f"v13 reads rows of A and B's contiguous elements; column strides {a.stride(-1)} "
                           f"and {b.stride(-1)}")
     rows, cols, threads = defines["ROWS"], defines["COLS"], defines["THREADS"]
-    splits, split_k = skinny_plan(m, n, k, rows, cols, defines["A_FLOATS"], defines["BLOCKS_PER_SM"], sm_count(out))
+    # The blocks an SM holds at once, as the driver counts them from this build's registers (at 256 threads
+    # 64 at one row: 4; 97–128 at 8 or 16 rows: 2; 252 at 32: 1) and the largest slice of A; BLOCKS_PER_SM
+    # caps it (autotune's points ask for fewer, longer ranges).
+    most = 4 * max(rows * max(4, defines["A_FLOATS"] // rows // 4 * 4), threads // 32 * cols)
+    per_sm = min(defines["BLOCKS_PER_SM"], cuda.resident_blocks(KERNEL, SYMBOL, defines, threads, most))
+    splits, split_k = skinny_plan(m, n, k, rows, cols, defines["A_FLOATS"], per_sm, sm_count(out))
     if splits > GRID_Y:
         raise Unsupported(f"K={k} needs {splits} ranges of {split_k} rows, more than grid.y's {GRID_Y}")
     grid = (cdiv(n, cols), splits, cdiv(m, rows))
@@ -76,7 +96,8 @@ def skinny_launch(defines, tensors, out, shape, precision):
     args = (*tiled_args(tensors, out, shape), np.int32(split_k), cuda.as_cupy(partial), cuda.as_cupy(column_done))
     smem = 4 * max(rows * split_k, threads // 32 * cols)
     return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, smem=smem,
-                      facts={"rows": rows, "splits": splits, "split_k": split_k}, keep=(partial, column_done))
+                      facts={"rows": rows, "splits": splits, "split_k": split_k, "blocks_per_sm": per_sm},
+                      keep=(partial, column_done))
 
 
 SKINNY_M = CudaLauncher(launch=skinny_launch, defines=skinny_defines, check=skinny_check)
