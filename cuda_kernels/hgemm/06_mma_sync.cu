@@ -41,7 +41,11 @@
 // 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
 // every load of a slice issued before its first store (common.cuh, copy_block_pairs). Before, every row
 // that was not 16 bytes took an element loop with one to four loads in flight: 68.4 µs at 222×2002×204
-// against cuBLAS's 8.5, 1,007 µs at 1045×20×3741 (BF16, the odd suite at 7d8dcd2). Tails
+// against cuBLAS's 8.5, 1,007 µs at 1045×20×3741 (BF16, the odd suite at 7d8dcd2). Measured after
+// (reports/h200/suites/hgemm-odd.md, c107f7f, cold): 19.0 µs (8- and 4-byte copies) and 232 µs (pairs
+// of A, 8-byte B), 1.3–4.4× faster on every odd shape (two runs, unpaired); v6 is now the suite's best
+// rung at 146×2×27 and 301×2×17 (1.06×, 1.09× cuBLAS BF16) and at 166×419×98, 222×2002×204 and
+// 4496×55×59 (0.45–0.60×: 8–36 blocks of one 128×128 tile on 132 SMs; not yet profiled). Tails
 // zero-filled; C stored in 4-byte pairs where ALIGNED, else element by element.
 // arch: sm_80
 // precisions: fp16 bf16

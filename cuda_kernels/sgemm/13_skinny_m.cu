@@ -30,6 +30,7 @@
 // waves of 264, the last 1 % full (0.80×). Autotuned (c55 at d6283d9), the points of fewer, longer ranges
 // won at every 16-token gpt2-xl shape: 16×4800×1600 0.80× → 1.06× at 4 ranges (152 blocks, one wave),
 // 16×1600×1600 0.62× → 0.83× at 20, 16×6400×1600 0.76× → 0.94× at 3, 16×4096×4096 1.37× → 1.51× at 5.
+// The wave plan is not yet measured: its first GPU run (c107f7f) stopped in the occupancy query, fixed since.
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh: its handshake, last_to_finish,
 // and the sum written here for a block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.

@@ -137,11 +137,13 @@ def load_function(path: Path, symbol: str, config: Mapping[str, int], smem: int 
 def resident_blocks(path: Path, symbol: str, config: Mapping[str, int], threads: int, smem: int) -> int:
     """Blocks of ``threads`` threads and ``smem`` bytes of dynamic shared memory that one SM holds at once
     for the kernel built with ``config``, as the driver counts them from the build's registers and shared
-    memory (a launch that plans its grid in waves: sgemm v13). Compiles the kernel (cached)."""
+    memory (a launch that plans its grid in waves: sgemm v13). Compiles the kernel (cached). ``load_function``
+    gives a RawKernel, which has no ``ptr`` of its own; its ``kernel`` is the driver's function, whose ``ptr``
+    CuPy's own attribute queries (``num_regs``) pass to the driver."""
     from cupy_backends.cuda.api import driver
 
     function = load_function(path, symbol, config, smem=smem)
-    return driver.occupancyMaxActiveBlocksPerMultiprocessor(function.ptr, threads, smem)
+    return driver.occupancyMaxActiveBlocksPerMultiprocessor(function.kernel.ptr, threads, smem)
 
 
 class StreamCache:

@@ -141,7 +141,7 @@ def wgmma_tma_launch(defines, tensors, out, shape, precision):
 
 
 TILED = tiled(vector=HALVES)                    # v0–v5: static shared memory
-MMA_TILED = dataclasses.replace(tiled(mma_smem, vector=HALVES), defines=copy_widths)  # v6: each operand's copy width
+MMA_TILED = dataclasses.replace(tiled(mma_smem, vector=HALVES), defines=copy_widths)  # v6, its copy widths
 # v7: rows TMA cannot take (A, B, and C, which v7 stores in 4-byte pairs) staged inside the launch
 # (study/ops/tma_staging.py); the grid's row blocks on grid.y.
 WGMMA_TMA = staged_launcher(CudaLauncher(launch=wgmma_tma_launch, defines=aligned_defines(HALVES)), check=grid_rows_check)
