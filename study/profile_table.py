@@ -81,6 +81,7 @@ def summarise(rows: list[dict]) -> dict:
     ffma = avg(FFMA_COUNT)
     return {
         "kernel": _short(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
+        "sequence": [{"kernel": _short(r.get("Kernel Name", "?")), "ms": ms_of(r)} for r in rows],  # in launch order
         "other_kernels": [{"kernel": _short(k), "launches": len(v), "ms": total(k) / len(v)}
                           for k, v in groups.items() if k != main],
         "duration_ms": duration, "sm_ghz": ghz(avg(SM_CLOCK), unit.get(SM_CLOCK, "")),

@@ -75,6 +75,32 @@ def test_the_suite_verdict_counts_skipped_shapes_beside_the_geometric_mean(tmp_p
     assert f"{(0.8 * 0.8 * 0.2) ** (1 / 3):.3f}×" in triton
 
 
+def test_the_suite_is_judged_against_its_goals_and_names_the_shapes_below_with_the_profiles_saved_there(tmp_path):
+    from study.report import goals
+    from test_profile import OUTPUT
+
+    a, b, c = ({"M": 1, "N": 4800, "K": 1600}, {"M": 4096, "N": 1600, "K": 1600}, {"M": 16, "N": 50257, "K": 1600})
+    ms = [_record(a, "cuda", "v8_ws", 0.5), _record(b, "cuda", "v8_ws", 1.0), _record(c, "cuda", "v10_skinny", 0.7),
+          _record(a, "triton", "v8_ws", 0.95), _record(b, "triton", "v8_ws", 0.95), _record(c, "triton", "v8_ws", 0.9)]
+    (tmp_path / "profiles").mkdir()  # profiles one level above the report's folder, as reports/h200/profiles
+    (tmp_path / "profiles" / "ncu-hgemm-v8_ws-cuda-1x4800x1600-bf16.csv").write_text(OUTPUT)
+    (tmp_path / "profiles" / "ncu-hgemm-v8_ws-cuda-4096x1600x1600-bf16.csv").write_text(OUTPUT)  # a shape above
+    text = "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path / "suites"))
+    assert f"- CUDA bf16: geometric mean {(0.5 * 0.7) ** (1 / 3):.3f}× (goal ≥ 0.95×: missed); every shape ≥ 0.75×: " \
+           "missed at 2 of 3: 1×4800×1600 0.500× (v8_ws), 16×50257×1600 0.700× (v10_skinny)" in text
+    assert f"- Triton bf16: geometric mean {(0.95 * 0.95 * 0.9) ** (1 / 3):.3f}× (goal ≥ 0.9×: met)" in text
+    evidence = next(line for line in text.splitlines() if line.startswith("- 1×4800×1600 bf16:"))
+    assert "(../profiles/ncu-hgemm-v8_ws-cuda-1x4800x1600-bf16.csv)" in evidence
+    assert "`sgemm_v5_split_k<128, 8>` 3.9629, `splitk_reduce` 0.0411" in evidence and "issue active 76.5 %" in evidence
+    assert "- not profiled yet: 16×50257×1600 bf16" in text and "4096×1600×1600 bf16:" not in text
+    # FP32: the verdict series is judged, not the FFMA or 3xTF32 series beside it; an op without goals has none
+    keys = [("fp32", "CUDA"), ("fp32", "CUDA (3xtf32)"), ("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)"),
+            ("fp32", "Triton"), ("bf16", "CUDA")]
+    assert goals.judged(keys) == {("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)"): "CUDA", ("fp32", "Triton"): "Triton",
+                                  ("bf16", "CUDA"): "CUDA"}
+    assert goals.lines({("fp32", "CUDA"): {}}, "softmax_plugin", tmp_path, suite_report.geomean) == []
+
+
 def test_the_fp32_verdict_credits_3xtf32_only_where_its_gate_error_is_at_most_the_references():
     a, b, c, d, e = ({"M": 1, "N": 4096, "K": 4096}, {"M": 4096, "N": 4096, "K": 4096}, {"M": 16, "N": 4096, "K": 4096},
                      {"M": 8, "N": 4096, "K": 4096}, {"M": 2, "N": 4096, "K": 4096})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study.report import png
+from study.report import goals, png
 from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, reason_line, shape_label
 from study.report.tables import best_by_shape
 
@@ -69,33 +69,41 @@ def _accurate(mine: list[dict]) -> dict:
     return out
 
 
+def best_records(measurements: list[dict], op: str, found=None) -> tuple[dict, list[dict]]:
+    """({(precision, series): {shape: the best rung's record}}, the op's records of the first timing mode):
+    :func:`best_by_shape`'s series, then each verdict series of :func:`_accurate`; ``found``:
+    :func:`best_by_shape` of them, where the caller has it. Empty where there are fewer than two shapes."""
+    found = found or best_by_shape(measurements, op)
+    if found is None:
+        return {}, []
+    first, best = found
+    mine = [m for m in measurements if m["op"] == op and (m.get("mode") or "cold") == first and not m.get("pad")]
+    out: dict = {}
+    for (shape, precision, series), m in best.items():
+        out.setdefault((precision, series), {})[shape] = m
+    out.update(_accurate(mine))
+    return out, mine
+
+
 def summary(measurements: list[dict], op: str, found=None) -> dict:
     """{(precision, series): {"ratios": {shape: × ref}, "skipped": {shape: reason}}} over every shape
     the op ran at in the first timing mode (a series with no ok rung at a shape: its recorded reason);
     ``found``: :func:`best_by_shape` of them, where the caller has it."""
-    found = found or best_by_shape(measurements, op)
-    if found is None:
-        return {}
-    first, best = found
-    mine = [m for m in measurements if m["op"] == op and (m.get("mode") or "cold") == first and not m.get("pad")]
+    records, mine = best_records(measurements, op, found)
     shapes = {(shape_label(m["shape"]), _precision(m)) for m in mine}
     out: dict = {}
-    for (shape, precision, series), m in best.items():
-        out.setdefault((precision, series), {"ratios": {}, "skipped": {}})["ratios"][shape] = m["x_ref"]
-    for (precision, series), entry in out.items():
-        for shape in sorted({s for s, p in shapes if p == precision} - set(entry["ratios"])):
+    for (precision, series), best_of in records.items():
+        entry = out[(precision, series)] = {"ratios": {shape: m["x_ref"] for shape, m in best_of.items()},
+                                            "skipped": {}}
+        for shape in sorted({s for s, p in shapes if p == precision} - set(best_of)):
+            if "where error ≤ ref" in series:
+                entry["skipped"][shape] = "no rung ran at the precision's own math or within the reference's gate error"
+                continue
             tried = [m for m in mine if m["backend"] in RUNG_BACKENDS and m["rung"] is not None
                      and _series(m) == series and shape_label(m["shape"]) == shape
                      and _precision(m) == precision]
-            why = next((f"{m['status']}: {reason_line(m.get('reason') or '')}" for m in tried
-                        if m["status"] != "ok"), "not run")
-            entry["skipped"][shape] = why
-    shapes_of = lambda precision: {s for s, p in shapes if p == precision}  # noqa: E731
-    for (precision, series), best_of in _accurate(mine).items():
-        out[(precision, series)] = {
-            "ratios": {shape: m["x_ref"] for shape, m in best_of.items()},
-            "skipped": {shape: "no rung ran at the precision's own math or within the reference's gate error"
-                        for shape in sorted(shapes_of(precision) - set(best_of))}}
+            entry["skipped"][shape] = next((f"{m['status']}: {reason_line(m.get('reason') or '')}" for m in tried
+                                            if m["status"] != "ok"), "not run")
     return out
 
 
@@ -130,6 +138,7 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
                     tablefmt="github", disable_numparse=True), ""]
     if skipped:
         out += ["Skipped, with the reason each recorded:", "", *skipped, ""]
+    out += goals.lines(best_records(measurements, op, ranked)[0], op, folder, geomean)
     if figure_path is not None:
         path = figure(found, op, figure_path)
         if path is not None:
