@@ -28,6 +28,43 @@ def _replay(args):
     return dst
 
 
+def _emulate(args, grid, block):
+    """stage_rows.cu thread by thread on the tensors' bytes (their real addresses, so the rows' misalignment
+    is the kernel's): each slot's row and word, a whole word read as the window of two aligned source words
+    or a row end element by element, idle slots past a row's words; every source read inside its row. It
+    mirrors the kernel's indexing line by line and changes with it; the GPU tests run the kernel itself."""
+    src, dst, entries, rows, cols, src_entry, src_row, dst_entry, dst_row = (
+        a if isinstance(a, torch.Tensor) else int(a) for a in args)
+    size = src.element_size()
+    memory_in, out = src.view(torch.uint8), dst.clone().view(torch.uint8)
+    s0, d0, nbytes = src.data_ptr(), dst.data_ptr(), cols * size
+    per_row = -(-nbytes // 16) + 1
+    threads = grid[0] * block[0]
+
+    def read(address, count, row):  # the kernel reads only inside the row it copies
+        assert row <= address and address + count <= row + nbytes, (address, count, row)
+        return bytes(memory_in[address - s0:address - s0 + count].tolist())
+
+    for e in range(entries):
+        for t in range(rows * per_row):
+            assert t < threads or grid[0] == 2**31 - 1  # the grid covers every slot (no stride needed here)
+            r, j = divmod(t, per_row)
+            s, d = s0 + size * (e * src_entry + r * src_row), d0 + size * (e * dst_entry + r * dst_row)
+            first, end = d & ~15, d + nbytes
+            if j >= (end - first + 15) // 16:
+                continue
+            shift, w = (s - d) & 15, first + 16 * j
+            lo = (s + (w - d)) & ~15
+            past = lo + 32 if shift else lo + 16
+            if w >= d and w + 16 <= end and lo >= s and past <= s + nbytes:
+                word = read(lo, 32, s)[shift:shift + 16] if shift else read(lo, 16, s)
+                out[w - d0:w - d0 + 16] = torch.tensor(list(word), dtype=torch.uint8)
+            else:
+                for b in range(max(w, d), min(w + 16, end), size):
+                    out[b - d0:b - d0 + size] = torch.tensor(list(read(s + (b - d), size, s)), dtype=torch.uint8)
+    return out.view(dst.dtype)
+
+
 def _staged_copies(calls):
     return [c for c in calls if c[0] == "stage_rows"]
 
@@ -35,6 +72,7 @@ def _staged_copies(calls):
 @pytest.mark.parametrize("name,shape,precision,staged", [
     ("hgemm/v8_warp_specialized/cuda", {"M": 64, "N": 4100, "K": 60}, "fp16", "A+B+C"),
     ("hgemm/v8_warp_specialized/cuda", {"M": 17, "N": 33, "K": 64}, "bf16", "B+C"),
+    ("hgemm/v8_warp_specialized/cuda", {"M": 9, "N": 13, "K": 16}, "fp16", "B+C"),  # C rows of 26 bytes: some touch 3 words
     ("hgemm/v7_wgmma_tma/cuda", {"M": 17, "N": 64, "K": 65}, "fp16", "A"),
     ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 256, "N": 192, "K": 130}, "fp32", "A"),
     ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 5, "N": 7, "K": 1}, "fp32", "A+B"),  # C by pointer: never staged
@@ -59,12 +97,19 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
         rows = torch.as_strided(staged_flat, source.shape,
                                 ((int(args[7]),) if source.dim() == 3 else ()) + (int(args[8]), 1))
         assert torch.equal(rows, source), operand
+        emulated = _emulate((args[0], args[1].clone().fill_(0), *args[2:]), grid, block)  # the kernel's own indexing
+        assert torch.equal(emulated.view(torch.uint8), staged_flat.view(torch.uint8)), operand
     if c_staged:
         _, _, _, args, _ = copies[-1]
         assert args[1].data_ptr() == launch.out.data_ptr()  # written rows copied out into C
         assert int(args[4]) == shape["N"] and int(args[8]) == launch.out.stride(-2)
         [written] = launch.poison  # the rows the copy out reads, poisoned by the gate with C
         assert written.data_ptr() == args[0].data_ptr() and written.shape == launch.out.shape
+        _, grid, block, _, _ = copies[-1]  # C's rows start off a 16-byte word: a row touches one word more
+        pattern = torch.arange(args[0].numel()).to(args[0].dtype)
+        expected = _replay((pattern, args[1].clone().fill_(0), *args[2:]))
+        emulated = _emulate((pattern, args[1].clone().fill_(0), *args[2:]), grid, block)
+        assert torch.equal(emulated.view(torch.uint8), expected.view(torch.uint8))
     else:
         assert launch.poison == ()
 

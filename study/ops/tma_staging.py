@@ -30,7 +30,8 @@ from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv
 
 STAGE_ROWS = CUDA_DIR / "stage_rows.cu"
 STAGE_THREADS = 256
-GRID_YZ = 65535  # CUDA's limit on gridDim.y and .z: rows and entries past it are strided over
+GRID_YZ = 65535  # CUDA's limit on gridDim.y and .z: entries past it are strided over
+GRID_X = 2**31 - 1  # and on gridDim.x: row slots past it, too
 
 
 def tma_rows(tensor):
@@ -50,13 +51,14 @@ def _layout(tensor) -> tuple[int, int, int]:
 
 
 def _rows_launch(tensor, args: tuple) -> CudaLaunch:
-    """A launch over ``tensor``'s rows (stage_rows.cu's grid: a row's 16-byte destination words on x, one
-    more than its bytes fill where the row starts off a word; rows on y, entries on z)."""
+    """A launch over ``tensor``'s rows (stage_rows.cu's grid: x over rows × the most 16-byte destination
+    words a row can touch — its bytes' words plus one, for a row that starts off a word — so that short
+    rows share a block; entries on z)."""
     entries, rows, cols = _layout(tensor)[0], tensor.shape[-2], tensor.shape[-1]
     if max(entries, rows, cols) >= 2**31:
         raise Unsupported(f"staging indexes entries, rows and columns in 32 bits; got {entries} × {rows} × {cols}")
-    words = cdiv(cols * tensor.element_size(), 16) + 1
-    grid = (cdiv(words, STAGE_THREADS), min(rows, GRID_YZ), min(entries, GRID_YZ))
+    slots = rows * (cdiv(cols * tensor.element_size(), 16) + 1)
+    grid = (min(cdiv(slots, STAGE_THREADS), GRID_X), 1, min(entries, GRID_YZ))
     return CudaLaunch(grid=grid, block=(STAGE_THREADS, 1, 1), args=args, keep=(tensor,))
 
 
