@@ -161,7 +161,7 @@ __device__ __forceinline__ void cp_async_chunk(T* dst, const T* src, bool ok) {
 // Issue the copies of a Rows × Cols block of a row-major matrix (R × C, rows ld elements apart) starting
 // at row r0, column c0, into dst (rows dst_ld elements apart), Vec elements a copy (Vec · sizeof(T) of 4,
 // 8 or 16 bytes); no wait. C, ld and the block's columns are multiples of Vec and the base is aligned to a
-// copy's bytes (the ALIGNED paths at 16 bytes; hgemm v6's A_VEC and B_VEC at 4 and 8), so a chunk lies
+// copy's bytes (the ALIGNED paths at 16 bytes; hgemm v6's 8- and 4-byte copies too), so a chunk lies
 // wholly inside or outside the matrix, and outside ones are zero-filled. Consecutive threads take
 // consecutive chunks of a row: coalesced global reads. A counted loop, unrolled (16-byte copies fully: one
 // address update per copy).
@@ -195,14 +195,14 @@ __device__ __forceinline__ void cp_async_block_16(T* dst, int dst_ld, const T* s
 }
 
 // The same block of halves through registers, where no cp.async size fits the rows (an odd number of
-// halves apart): a thread loads two adjacent halves at a time (two 2-byte loads) and stores them as one
-// 4-byte word, and every load of the block is issued before the first store, so a block costs one
-// global latency, not one a load. hgemm v6's element loop before it (nvcc 13.0) loaded one to four
-// halves between stores: 1,007 µs at 1045×20×3741, 8.6 µs for each of its 117 slices of 128×32 of A
-// and 32×128 of B. Pairs halve the registers the loads hold (a half a register: 504 bytes of spills at
-// v6's declared 128-thread tile, 272 paired; in batches of eight pairs 472: ptxas keeps the addresses,
-// not the data, live). Synchronous: the pipeline's other stages still overlap the copies with the
-// products. Zeros outside the matrix.
+// halves apart): a thread loads two adjacent halves (two 2-byte loads) and stores them as one 4-byte word,
+// and every load of the block is issued before its first store, so a block costs one global latency, not
+// one a load, as the element loop it replaced did (hgemm v6: one to four loads between stores). Pairs
+// halve the registers the loads hold (a half a register spilled 504 bytes at v6's 128-thread tile; paired,
+// 272 where both operands are odd, 132 where only B is). Synchronous: the warps stall for the loads before
+// they compute the slice in hand, and a second operand's loads wait for the first's stores (hgemm v6 at
+// A_VEC = B_VEC = 1: two latencies a slice); loading the refill before the slice's products and storing it
+// after is what would hide them.
 template <int Rows, int Cols, int Threads, class T>
 __device__ __forceinline__ void copy_block_pairs(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
                                                  int c0, int tid) {

@@ -37,7 +37,7 @@ COLUMNS = (
 
 
 # -- Summary and table ---------------------------------------------------------------------
-def _short(kernel: str) -> str:
+def short_name(kernel: str) -> str:
     """A kernel's name without its return type and argument list (C++ signatures are long)."""
     name = kernel.split("(", 1)[0].strip()
     return name.removeprefix("void ").strip() or kernel
@@ -80,9 +80,9 @@ def summarise(rows: list[dict]) -> dict:
     tensor = max([t for t in ((hmma, "hmma"), (gmma, "gmma")) if t[0] is not None], default=(None, None))
     ffma = avg(FFMA_COUNT)
     return {
-        "kernel": _short(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
-        "sequence": [{"kernel": _short(r.get("Kernel Name", "?")), "ms": ms_of(r)} for r in rows],  # in launch order
-        "other_kernels": [{"kernel": _short(k), "launches": len(v), "ms": total(k) / len(v)}
+        "kernel": short_name(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
+        "sequence": [{"kernel": short_name(r.get("Kernel Name", "?")), "ms": ms_of(r)} for r in rows],  # in launch order
+        "other_kernels": [{"kernel": short_name(k), "launches": len(v), "ms": total(k) / len(v)}
                           for k, v in groups.items() if k != main],
         "duration_ms": duration, "sm_ghz": ghz(avg(SM_CLOCK), unit.get(SM_CLOCK, "")),
         "fma_pipe_pct": avg(FMA_PIPE),

@@ -57,7 +57,11 @@ def fake_cuda(monkeypatch):
     log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
-    monkeypatch.setattr(cuda, "resident_blocks", lambda path, symbol, defines, threads, smem: 2)  # the driver's count
+    def resident_blocks(path, symbol, defines, threads, smem):  # the driver's count, asked of the rung's own build
+        assert path.is_file() and symbol in path.read_text() and threads == defines["THREADS"] and smem > 0
+        return 2
+
+    monkeypatch.setattr(cuda, "resident_blocks", resident_blocks)
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
     monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box, swizzle=True:
                         ("encode", address, tuple(sizes), tuple(strides), tuple(box), swizzle))

@@ -85,6 +85,7 @@ def test_the_suite_is_judged_against_its_goals_and_names_the_shapes_below_with_t
     (tmp_path / "profiles").mkdir()  # profiles one level above the report's folder, as reports/h200/profiles
     (tmp_path / "profiles" / "ncu-hgemm-v8_ws-cuda-1x4800x1600-bf16.csv").write_text(OUTPUT)
     (tmp_path / "profiles" / "ncu-hgemm-v8_ws-cuda-4096x1600x1600-bf16.csv").write_text(OUTPUT)  # a shape above
+    (tmp_path / "profiles" / "ncu-hgemm-v8_ws-cuda-16x50257x1600.csv").write_text(OUTPUT)  # hgemm's default: FP16
     text = "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path / "suites"))
     assert f"- CUDA bf16: geometric mean {(0.5 * 0.7) ** (1 / 3):.3f}× (goal ≥ 0.95×: missed); every shape ≥ 0.75×: " \
            "missed at 2 of 3: 1×4800×1600 0.500× (v8_ws), 16×50257×1600 0.700× (v10_skinny)" in text
@@ -92,13 +93,20 @@ def test_the_suite_is_judged_against_its_goals_and_names_the_shapes_below_with_t
     evidence = next(line for line in text.splitlines() if line.startswith("- 1×4800×1600 bf16:"))
     assert "(../profiles/ncu-hgemm-v8_ws-cuda-1x4800x1600-bf16.csv)" in evidence
     assert "`sgemm_v5_split_k<128, 8>` 3.9629, `splitk_reduce` 0.0411" in evidence and "issue active 76.5 %" in evidence
+    assert "the one with the most time in all, `sgemm_v5_split_k<128, 8>`" in evidence  # v8_ws is no rung of hgemm
     assert "- not profiled yet: 16×50257×1600 bf16" in text and "4096×1600×1600 bf16:" not in text
+    # a shape no CUDA rung ran misses the per-shape goal and is counted beside the mean, which then cannot meet
+    ms += [_record({"M": 5, "N": 7, "K": 9}, "cuda", "v8_ws", None, "skipped", "out of scope")]
+    text = "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path / "suites"))
+    assert "geometric mean 0.705× over 3 of 4 shapes (1 not run) (goal ≥ 0.95×: missed)" in text
+    assert "missed at 3 of 4: 1×4800×1600 0.500× (v8_ws), 16×50257×1600 0.700× (v10_skinny), 5×7×9 not run" in text
     # FP32: the verdict series is judged, not the FFMA or 3xTF32 series beside it; an op without goals has none
     keys = [("fp32", "CUDA"), ("fp32", "CUDA (3xtf32)"), ("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)"),
             ("fp32", "Triton"), ("bf16", "CUDA")]
     assert goals.judged(keys) == {("fp32", "CUDA (ieee, or 3xtf32 where error ≤ ref)"): "CUDA", ("fp32", "Triton"): "Triton",
                                   ("bf16", "CUDA"): "CUDA"}
-    assert goals.lines({("fp32", "CUDA"): {}}, "softmax_plugin", tmp_path, suite_report.geomean) == []
+    assert goals.lines({("fp32", "CUDA"): {}}, {("fp32", "CUDA"): {"skipped": {}}}, "softmax_plugin", tmp_path,
+                       suite_report.geomean) == []
 
 
 def test_the_fp32_verdict_credits_3xtf32_only_where_its_gate_error_is_at_most_the_references():

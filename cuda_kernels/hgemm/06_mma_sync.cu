@@ -39,14 +39,13 @@
 // Constraints: none on M, N, K or the leading dimensions. Each operand is copied by the widest cp.async
 // its rows allow (A_VEC, B_VEC halves: 16 bytes where K or N, the leading dimension and the base allow, else
 // 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
-// every load of a slice issued before its first store (common.cuh, copy_block_pairs). Before, every row
-// that was not 16 bytes took an element loop with one to four loads in flight: 68.4 µs at 222×2002×204
-// against cuBLAS's 8.5, 1,007 µs at 1045×20×3741 (BF16, the odd suite at 7d8dcd2). Measured after
-// (reports/h200/suites/hgemm-odd.md, c107f7f, cold): 19.0 µs (8- and 4-byte copies) and 232 µs (pairs
-// of A, 8-byte B), 1.3–4.4× faster on every odd shape (two runs, unpaired); v6 is now the suite's best
-// rung at 146×2×27 and 301×2×17 (1.06×, 1.09× cuBLAS BF16) and at 166×419×98, 222×2002×204 and
-// 4496×55×59 (0.45–0.60×: 8–36 blocks of one 128×128 tile on 132 SMs; not yet profiled). Tails
-// zero-filled; C stored in 4-byte pairs where ALIGNED, else element by element.
+// every load of an operand's block issued before its first store (common.cuh, copy_block_pairs: a
+// synchronous copy: a slice exposes one global latency for each odd operand). Registers at the declared
+// tile (nvcc 13.0): 201 at 8- and 4-byte copies, 255 with 132 bytes of spills where B alone is odd and 272
+// where both are; the BK = 64 points of the space spill 500–930 bytes there. Measured
+// (docs/ladders/hgemm.md, v6, "Any shape in place"): 1.3–4.4× faster than the element loop before it at
+// every shape of the odd suite. Tails zero-filled; C stored in 4-byte pairs where ALIGNED, else element
+// by element.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0
@@ -97,8 +96,8 @@ static_assert((BM / WM) * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (
 static_assert(BK % 16 == 0 && BN % 8 == 0 && STAGES >= 2 && GROUP >= 1, "BK a multiple of 16");
 static_assert(!ALIGNED || (A_VEC == 8 && B_VEC == 8), "16-byte rows are copied 16 bytes at a time");
 
-// Copy a Rows × Cols block of one operand, Vec halves a cp.async (8: 16 bytes, 4: 8, 2: 4), or element by
-// element pairs through registers where its rows are an odd number of halves apart (Vec 1).
+// Copy a Rows × Cols block of one operand, Vec halves a cp.async (8: 16 bytes, 4: 8, 2: 4), or in pairs of
+// halves through registers where its rows are an odd number of halves apart (Vec 1).
 template <int Vec, int Rows, int Cols>
 __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const storage_t* src, int ld, int R, int C,
                                              int r0, int c0, int tid) {
@@ -109,7 +108,7 @@ __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const s
 }
 
 // Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
-// range elements are zeros (cp.async's src-size 0, or a plain zero store on the scalar path).
+// range elements are zeros (cp.async's src-size 0, or zero halves in the pairs' words).
 __device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
                                            int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
     copy_operand<A_VEC, BM, BK>(As, SA, A, lda, M, K, m0, k0, tid);

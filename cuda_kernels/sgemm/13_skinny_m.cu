@@ -23,13 +23,15 @@
 // Costs: B's bytes cannot be reused across more than ROWS rows; at M > 32 two row groups read B twice
 // (M > 64 is out of this rung's scope: v9–v12 tile it). The workspace adds splits × M × N × 8 bytes of
 // traffic: at one token at most 3 % of B's bytes at the suites' shapes, at 16 tokens 6–13 % on llama2-7b
-// and 8–50 % on gpt2-xl. Waves, not bytes, were what the first plan got wrong: it asked for
-// cdiv(SMs · BLOCKS_PER_SM, blocks) ranges, which overshoots a wave (1×4096×4096: 17 × 32 = 544 blocks for
-// 528 places, a second wave of 16 — 0.82×, the suite's lowest one-token shape), and took 4 blocks a SM where
-// ROWS = 8 or 16 fit 2 (97–128 registers at 256 threads): 16×4800×1600's 14 × 38 = 532 blocks made three
-// waves of 264, the last 1 % full (0.80×). Autotuned (c55 at d6283d9), the points of fewer, longer ranges
-// won at every 16-token gpt2-xl shape: 16×4800×1600 0.80× → 1.06× at 4 ranges (152 blocks, one wave),
-// 16×1600×1600 0.62× → 0.83× at 20, 16×6400×1600 0.76× → 0.94× at 3, 16×4096×4096 1.37× → 1.51× at 5.
+// and 8–50 % on gpt2-xl. The wave plan rests on the hypothesis that waves, more than those bytes, were
+// what the first plan got wrong: it asked for cdiv(SMs · BLOCKS_PER_SM, blocks) ranges, which overshoots
+// a wave (1×4096×4096: 17 × 32 = 544 blocks for 528 places, a second wave of 16 — 0.82×, the suite's lowest
+// one-token shape), and took 4 blocks a SM where ROWS = 8 or 16 fit 2 (97–128 registers at 256 threads):
+// 16×4800×1600's 14 × 38 = 532 blocks made three waves of 264, the last 1 % full (0.80×). Autotuned (c55
+// at d6283d9), the points of fewer, longer ranges won at every 16-token gpt2-xl shape: 16×4800×1600 0.80×
+// → 1.06× at 4 ranges (152 blocks, one wave), 16×1600×1600 0.62× → 0.83× at 20, 16×6400×1600 0.76× →
+// 0.94× at 3, 16×4096×4096 1.37× → 1.51× at 5 — fewer waves and fewer planes at once, so they do not
+// tell the two apart.
 // The wave plan is not yet measured: its first GPU run (c107f7f) stopped in the occupancy query, fixed since.
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh: its handshake, last_to_finish,
 // and the sum written here for a block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension

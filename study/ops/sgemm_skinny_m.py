@@ -31,18 +31,24 @@ def skinny_rows(m: int) -> int:
     return next((r for r in SKINNY_ROWS if r >= m), SKINNY_ROWS[-1])
 
 
+def longest_range(a_floats: int, rows: int) -> int:
+    """The longest range of K whose slice of ROWS rows of A fits A_FLOATS floats of shared memory (a multiple of 4)."""
+    return max(4, a_floats // rows // 4 * 4)
+
+
 def skinny_plan(m: int, n: int, k: int, rows: int, cols: int, a_floats: int, blocks_per_sm: int,
                 sms: int) -> tuple[int, int]:
     """(splits, split_k) for v13 and its twin: K cut into ranges of split_k rows (a multiple of 4; the last
-    may be shorter), each at least SKINNY_MIN_RANGE rows and at most A_FLOATS / ROWS (A's slice in shared
-    memory), their count the one whose waves of column blocks × row groups × ranges, ``blocks_per_sm`` a
-    SM at once, take the least time by a model: each wave as long as its ranges, plus SKINNY_BLOCK_ROWS.
-    A block count just past a whole wave costs a second one: the first plan asked for
-    cdiv(SMs · blocks a SM, blocks) ranges, which overshoots (1×4096×4096: 32 × 17 = 544 blocks for 528
-    places; at 16 rows 2 blocks an SM fit, not the 4 it assumed: 3 waves, the last 6 % full). split_k
-    is then cdiv(K, splits) rounded up to 4 at a split count that leaves no range empty, which the twin
-    recomputes from its grid (``tl.num_programs(1)``): both split alike."""
-    longest = max(4, a_floats // rows // 4 * 4)
+    may be shorter), at most A_FLOATS / ROWS rows each (A's slice in shared memory) and at most
+    cdiv(K, SKINNY_MIN_RANGE) of them, their count the one whose waves of column blocks × row groups ×
+    ranges, ``blocks_per_sm`` a SM at once, take the least time by a model: each wave as long as its
+    ranges, plus SKINNY_BLOCK_ROWS. A block count just past a whole wave costs a second one: the first plan
+    asked for cdiv(SMs · blocks a SM, blocks) ranges, which overshoots a wave (1×4096×4096: 32 × 17 = 544
+    blocks for 528 places), and assumed 4 blocks a SM where 16 rows fit 2 (16×4096×4096: 17 × 32 = 544
+    blocks, three waves of 264, the last 6 % full). split_k is then cdiv(K, splits) rounded up to 4 at a
+    split count that leaves no range empty, which the twin recomputes from its grid
+    (``tl.num_programs(1)``): given the same blocks a SM, both split alike."""
+    longest = longest_range(a_floats, rows)
     blocks, places = cdiv(n, cols) * cdiv(m, rows), sms * blocks_per_sm
     fewest = cdiv(k, longest)
 
@@ -85,8 +91,11 @@ def skinny_launch(defines, tensors, out, shape, precision):
     # The blocks an SM holds at once, as the driver counts them from this build's registers (at 256 threads
     # 64 at one row: 4; 97–128 at 8 or 16 rows: 2; 252 at 32: 1) and the largest slice of A; BLOCKS_PER_SM
     # caps it (autotune's points ask for fewer, longer ranges).
-    most = 4 * max(rows * max(4, defines["A_FLOATS"] // rows // 4 * 4), threads // 32 * cols)
-    per_sm = min(defines["BLOCKS_PER_SM"], cuda.resident_blocks(KERNEL, SYMBOL, defines, threads, most))
+    most = 4 * max(rows * longest_range(defines["A_FLOATS"], rows), threads // 32 * cols)
+    resident = cuda.resident_blocks(KERNEL, SYMBOL, defines, threads, most)
+    if resident < 1:
+        raise Unsupported(f"the driver fits no block of {threads} threads and {most} bytes of shared memory an SM")
+    per_sm = min(defines["BLOCKS_PER_SM"], resident)
     splits, split_k = skinny_plan(m, n, k, rows, cols, defines["A_FLOATS"], per_sm, sm_count(out))
     if splits > GRID_Y:
         raise Unsupported(f"K={k} needs {splits} ranges of {split_k} rows, more than grid.y's {GRID_Y}")
@@ -108,7 +117,10 @@ SKINNY_M = CudaLauncher(launch=skinny_launch, defines=skinny_defines, check=skin
 def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     """v13's twin: ROWS fitted to M (:func:`skinny_rows`), the CUDA rung's plan of the config's columns (under
     autotune each config's own, worked out here once), a workspace for the largest plan and counts for the
-    most column blocks, the grid column blocks × ranges × row groups."""
+    most column blocks, the grid column blocks × ranges × row groups. Its waves are of the config's
+    BLOCKS_PER_SM blocks a SM: the CUDA rung counts what the driver says its build holds (2 at 8 or 16
+    rows), which Triton's build need not match and which is not asked of it here, so the two plans differ
+    where that count is below BLOCKS_PER_SM (16×4800×1600: 6 ranges against the twin's 13)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     rows, sms = skinny_rows(m), sm_count(out)

@@ -109,6 +109,8 @@ def headline_cell(m: dict | None) -> str:
 # Math modes that emulate a precision on other units: their rows say so, so that a tensor-core
 # rung in an FP32 table is never read as FFMA (its % peak is of the emulation's own peak).
 EMULATION = {"3xtf32": "3xTF32: FP32-accurate tensor-core emulation"}
+# The mark of a suite's verdict series: its own math, or an emulation where its gate error is at most the reference's.
+VERDICT_MARK = "where error ≤ ref"
 EMULATION_PEAK = {"3xtf32": "a **3xTF32** row (FP32 problem, FP32 gate, three TF32 tensor-core products per product) "
                             "counts the FP32 problem's FLOPs; its % peak is of a third of the TF32 peak"}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from study.report import goals, png
-from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, reason_line, shape_label
+from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, VERDICT_MARK, reason_line, shape_label
 from study.report.tables import best_by_shape
 
 
@@ -56,7 +56,7 @@ def _accurate(mine: list[dict]) -> dict:
             if ref is None or own is None or own > ref:
                 continue
         series = (f"{BACKEND_LABEL.get(backend, backend)} ({own_math.get((backend, precision), 'own math')}, "
-                  f"or {emulations[(backend, precision)]} where error ≤ ref)")
+                  f"or {emulations[(backend, precision)]} {VERDICT_MARK})")
         key = (precision, series, shape, m["implementation"], m.get("autotune"))
         if key not in per_impl or (bool(m.get("paired")), m["x_ref"]) > (bool(per_impl[key].get("paired")),
                                                                           per_impl[key]["x_ref"]):
@@ -89,14 +89,18 @@ def summary(measurements: list[dict], op: str, found=None) -> dict:
     """{(precision, series): {"ratios": {shape: × ref}, "skipped": {shape: reason}}} over every shape
     the op ran at in the first timing mode (a series with no ok rung at a shape: its recorded reason);
     ``found``: :func:`best_by_shape` of them, where the caller has it."""
-    records, mine = best_records(measurements, op, found)
+    return summary_of(*best_records(measurements, op, found))
+
+
+def summary_of(records: dict, mine: list[dict]) -> dict:
+    """:func:`summary` from :func:`best_records`' two parts."""
     shapes = {(shape_label(m["shape"]), _precision(m)) for m in mine}
     out: dict = {}
     for (precision, series), best_of in records.items():
         entry = out[(precision, series)] = {"ratios": {shape: m["x_ref"] for shape, m in best_of.items()},
                                             "skipped": {}}
         for shape in sorted({s for s, p in shapes if p == precision} - set(best_of)):
-            if "where error ≤ ref" in series:
+            if VERDICT_MARK in series:
                 entry["skipped"][shape] = "no rung ran at the precision's own math or within the reference's gate error"
                 continue
             tried = [m for m in mine if m["backend"] in RUNG_BACKENDS and m["rung"] is not None
@@ -121,7 +125,8 @@ def verdict(entry: dict) -> tuple[float | None, tuple[str, float] | None]:
 def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: Path) -> list[str]:
     """The op's suite section: the table, the skipped shapes with their reasons, the sorted figure."""
     ranked = best_by_shape(measurements, op)
-    found = summary(measurements, op, ranked)
+    records, mine = best_records(measurements, op, ranked)
+    found = summary_of(records, mine)
     if not found:
         return []
     rows, skipped = [], []
@@ -138,7 +143,7 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
                     tablefmt="github", disable_numparse=True), ""]
     if skipped:
         out += ["Skipped, with the reason each recorded:", "", *skipped, ""]
-    out += goals.lines(best_records(measurements, op, ranked)[0], op, folder, geomean)
+    out += goals.lines(records, found, op, folder, geomean)
     if figure_path is not None:
         path = figure(found, op, figure_path)
         if path is not None:
