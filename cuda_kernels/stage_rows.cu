@@ -6,8 +6,8 @@
 // C is written to such rows and copied out after (the gate poisons those rows with C). The copies
 // are the fallback's cost and are timed with the rung.
 // Grid: x over rows × W slots, W the most 16-byte destination words a row can touch (its bytes / 16
-// rounded up, plus one where it starts off a word), slot j of a row its j-th word (a row that touches
-// fewer leaves its last slot idle); entries on z, striding by the grid where a batch has more than
+// rounded up, plus one that a row starting off a word may reach), slot j of a row its j-th word (a row
+// that touches fewer leaves its last slot idle); entries on z, striding by the grid where a batch has more than
 // 65535. Bottleneck: memory. The first version moved one 2- or 4-byte element a thread, since the
 // unaligned side allows no wider access (hgemm v10 with its B staged so took 322 µs at 1 × 50257 × 1600
 // BF16 against cuBLAS's 72; its twin, staged by torch's copy, 235 µs). Now a thread writes one aligned
@@ -47,7 +47,7 @@ extern "C" __global__ void stage_rows(const elem_t* __restrict__ src, elem_t* __
             const address_t s = (address_t)(src + e * src_entry + r * src_row);
             const address_t d = (address_t)(dst + e * dst_entry + r * dst_row);
             const address_t first = d & ~15ull, end = d + bytes;  // the destination words the row touches
-            if (j >= (long long)((end - first + 15) / 16)) continue;  // a row that starts on a word: one fewer
+            if (j >= (long long)((end - first + 15) / 16)) continue;  // a row whose bytes end in fewer words
             const int shift = (int)((s - d) & 15);  // a destination word's bytes start this far into an aligned source word
             const address_t w = first + 16 * j, from = s + (w - d);  // from: where w's bytes come from (wraps as w - d)
             const address_t lo = from & ~15ull, past = shift ? lo + 32 : lo + 16;

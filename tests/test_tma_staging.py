@@ -28,7 +28,7 @@ def _replay(args):
     return dst
 
 
-def _emulate(args, grid, block):
+def _emulate(args, grid, block, values=None):
     """stage_rows.cu thread by thread on the tensors' bytes (their real addresses, so the rows' misalignment
     is the kernel's): each slot's row and word, a whole word read as the window of two aligned source words
     or a row end element by element, idle slots past a row's words; every source read inside its row. It
@@ -36,7 +36,8 @@ def _emulate(args, grid, block):
     src, dst, entries, rows, cols, src_entry, src_row, dst_entry, dst_row = (
         a if isinstance(a, torch.Tensor) else int(a) for a in args)
     size = src.element_size()
-    memory_in, out = src.view(torch.uint8), dst.clone().view(torch.uint8)
+    # the real tensors' addresses; the source's bytes from ``values`` where given, the writes to a zeroed copy
+    memory_in, out = (src if values is None else values).view(torch.uint8), torch.zeros_like(dst).view(torch.uint8)
     s0, d0, nbytes = src.data_ptr(), dst.data_ptr(), cols * size
     per_row = -(-nbytes // 16) + 1
     threads = grid[0] * block[0]
@@ -45,9 +46,10 @@ def _emulate(args, grid, block):
         assert row <= address and address + count <= row + nbytes, (address, count, row)
         return bytes(memory_in[address - s0:address - s0 + count].tolist())
 
+    slots = [t for thread in range(threads) for t in range(thread, rows * per_row, threads)]  # the grid-stride loop
+    assert sorted(slots) == list(range(rows * per_row))  # every slot once
     for e in range(entries):
-        for t in range(rows * per_row):
-            assert t < threads or grid[0] == 2**31 - 1  # the grid covers every slot (no stride needed here)
+        for t in slots:
             r, j = divmod(t, per_row)
             s, d = s0 + size * (e * src_entry + r * src_row), d0 + size * (e * dst_entry + r * dst_row)
             first, end = d & ~15, d + nbytes
@@ -97,8 +99,10 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
         rows = torch.as_strided(staged_flat, source.shape,
                                 ((int(args[7]),) if source.dim() == 3 else ()) + (int(args[8]), 1))
         assert torch.equal(rows, source), operand
-        emulated = _emulate((args[0], args[1].clone().fill_(0), *args[2:]), grid, block)  # the kernel's own indexing
-        assert torch.equal(emulated.view(torch.uint8), staged_flat.view(torch.uint8)), operand
+        for g, b in ((grid, block), ((1, 1, grid[2]), (32, 1, 1))):  # the launch's grid, and one that strides
+            emulated = _emulate(args, g, b)  # the kernel's own indexing
+            assert torch.equal(emulated.view(torch.uint8), staged_flat.view(torch.uint8)), (operand, g)
+        assert grid[0] == -(-int(args[3]) * (-(-int(args[4]) * source.element_size() // 16) + 1) // 256)
     if c_staged:
         _, _, _, args, _ = copies[-1]
         assert args[1].data_ptr() == launch.out.data_ptr()  # written rows copied out into C
@@ -107,8 +111,8 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
         assert written.data_ptr() == args[0].data_ptr() and written.shape == launch.out.shape
         _, grid, block, _, _ = copies[-1]  # C's rows start off a 16-byte word: a row touches one word more
         pattern = torch.arange(args[0].numel()).to(args[0].dtype)
-        expected = _replay((pattern, args[1].clone().fill_(0), *args[2:]))
-        emulated = _emulate((pattern, args[1].clone().fill_(0), *args[2:]), grid, block)
+        expected = _replay((pattern, torch.zeros_like(args[1]), *args[2:]))
+        emulated = _emulate(args, grid, block, values=pattern)
         assert torch.equal(emulated.view(torch.uint8), expected.view(torch.uint8))
     else:
         assert launch.poison == ()

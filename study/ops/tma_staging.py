@@ -52,8 +52,8 @@ def _layout(tensor) -> tuple[int, int, int]:
 
 def _rows_launch(tensor, args: tuple) -> CudaLaunch:
     """A launch over ``tensor``'s rows (stage_rows.cu's grid: x over rows × the most 16-byte destination
-    words a row can touch — its bytes' words plus one, for a row that starts off a word — so that short
-    rows share a block; entries on z)."""
+    words a row can touch — its bytes' words plus one, which a row starting off a word may reach — so that
+    short rows share a block; entries on z)."""
     entries, rows, cols = _layout(tensor)[0], tensor.shape[-2], tensor.shape[-1]
     if max(entries, rows, cols) >= 2**31:
         raise Unsupported(f"staging indexes entries, rows and columns in 32 bits; got {entries} × {rows} × {cols}")
