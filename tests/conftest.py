@@ -57,6 +57,7 @@ def fake_cuda(monkeypatch):
     log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
+
     def resident_blocks(path, symbol, defines, threads, smem):  # the driver's count, asked of the rung's own build
         assert path.is_file() and symbol in path.read_text() and threads == defines["THREADS"] and smem > 0
         return 2

@@ -123,7 +123,8 @@ def verdict(entry: dict) -> tuple[float | None, tuple[str, float] | None]:
 
 
 def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: Path) -> list[str]:
-    """The op's suite section: the table, the skipped shapes with their reasons, the sorted figure."""
+    """The op's suite section: the table, the skipped shapes with their reasons, the verdict against the
+    suite goals (study/report/goals.py), the sorted figure."""
     ranked = best_by_shape(measurements, op)
     records, mine = best_records(measurements, op, ranked)
     found = summary_of(records, mine)
