@@ -109,14 +109,20 @@ def _stall(reason, cycles) -> str:
     return "—" if reason is None else f"{reason} {cycles:.2f}"
 
 
-def load(path: Path) -> tuple[dict, dict]:
-    """(what was profiled: the sidecar, or what the file name says; the summary) of a saved CSV."""
+def load_rows(path: Path) -> tuple[dict, list[dict]]:
+    """(what was profiled: the sidecar, or what the file name says; its kernel rows) of a saved CSV."""
     path = Path(path)
     sidecar = path.with_suffix(".json")
     meta = json.loads(sidecar.read_text()) if sidecar.is_file() else label_from_stem(path.stem)
     rows = parse_raw_csv(path.read_text())
     if not rows:
         raise ValueError(f"{display(path)}: no kernel rows in this file (not ncu --page raw --csv output?)")
+    return meta, rows
+
+
+def load(path: Path) -> tuple[dict, dict]:
+    """(what was profiled; the summary) of a saved CSV."""
+    meta, rows = load_rows(path)
     return meta, summarise(rows)
 
 

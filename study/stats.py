@@ -147,3 +147,9 @@ def median_interval(values: Sequence[float]) -> tuple[float, float, float]:
         raise ValueError("no values")
     low, high = np.percentile(bootstrap_medians(values, np.random.default_rng(0)), [2.5, 97.5])
     return float(np.median(values)), float(low), float(high)
+
+
+def geomean(values) -> float | None:
+    """The geometric mean of the positive values (a suite's × reference over its shapes); None without any."""
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, values)) / len(values)) if values else None

@@ -36,6 +36,11 @@ def longest_range(a_floats: int, rows: int) -> int:
     return max(4, a_floats // rows // 4 * 4)
 
 
+def skinny_smem(rows: int, split_k: int, threads: int, cols: int) -> int:
+    """v13's dynamic shared memory: A's slice (ROWS × a range), or the warps' sums of one row after the pass."""
+    return 4 * max(rows * split_k, threads // 32 * cols)
+
+
 def skinny_plan(m: int, n: int, k: int, rows: int, cols: int, a_floats: int, blocks_per_sm: int,
                 sms: int) -> tuple[int, int]:
     """(splits, split_k) for v13 and its twin: K cut into ranges of split_k rows (a multiple of 4; the last
@@ -91,7 +96,7 @@ def skinny_launch(defines, tensors, out, shape, precision):
     # The blocks an SM holds at once, as the driver counts them from this build's registers (at 256 threads
     # 64 at one row: 4; 97–128 at 8 or 16 rows: 2; 252 at 32: 1) and the largest slice of A; BLOCKS_PER_SM
     # caps it (autotune's points ask for fewer, longer ranges).
-    most = 4 * max(rows * longest_range(defines["A_FLOATS"], rows), threads // 32 * cols)
+    most = skinny_smem(rows, longest_range(defines["A_FLOATS"], rows), threads, cols)
     resident = cuda.resident_blocks(KERNEL, SYMBOL, defines, threads, most)
     if resident < 1:
         raise Unsupported(f"the driver fits no block of {threads} threads and {most} bytes of shared memory an SM")
@@ -103,7 +108,7 @@ def skinny_launch(defines, tensors, out, shape, precision):
     partial = torch.empty(splits * m * n if splits > 1 else 1, dtype=torch.float32, device=out.device)
     column_done = torch.zeros(grid[0] * grid[2] if splits > 1 else 1, dtype=torch.int32, device=out.device)
     args = (*tiled_args(tensors, out, shape), np.int32(split_k), cuda.as_cupy(partial), cuda.as_cupy(column_done))
-    smem = 4 * max(rows * split_k, threads // 32 * cols)
+    smem = skinny_smem(rows, split_k, threads, cols)
     return CudaLaunch(grid=grid, block=(threads, 1, 1), args=args, smem=smem,
                       facts={"rows": rows, "splits": splits, "split_k": split_k, "blocks_per_sm": per_sm},
                       keep=(partial, column_done))

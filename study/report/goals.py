@@ -14,6 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from study.report.labels import VERDICT_MARK, num
+from study.stats import geomean
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,20 +52,15 @@ def _default_precision(op: str) -> str | None:
 
 def _profiles(folder: Path, op: str) -> list[tuple[Path, dict, list[dict]]]:
     """(CSV, what was profiled, its kernel rows) of each saved raw profile of the op beside the report."""
-    import json
-
-    from study.ncu import parse_raw_csv
-    from study.profile import label_from_stem
+    from study.profile_table import load_rows  # here: profile_table's package imports this module
 
     found = []
     for where in (folder / "profiles", folder.parent / "profiles"):
         for path in sorted(where.glob(f"ncu-{op}-*.csv")):
-            rows = parse_raw_csv(path.read_text())
-            if not rows:
+            try:
+                found.append((path, *load_rows(path)))
+            except ValueError:
                 continue  # not a raw page (a source page is summed by `profile --source`)
-            sidecar = path.with_suffix(".json")
-            found.append((path, json.loads(sidecar.read_text()) if sidecar.is_file() else label_from_stem(path.stem),
-                          rows))
     return found
 
 
@@ -94,7 +90,7 @@ def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
             f"DRAM {num(s['dram_pct'], '.1f')} %{tensor}, occupancy achieved {num(s['occupancy_achieved_pct'], '.1f')} %")
 
 
-def lines(records: dict, found: dict, op: str, folder: Path, geomean) -> list[str]:
+def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
     """The goals' lines for a suite section (``records``: study/report/suite.py best_records' first part,
     ``found``: its summary, with each series' skipped shapes): each judged series' geometric mean against
     its goal, the shapes below the per-shape goal or not run (best rung, × reference), and the saved

@@ -15,6 +15,7 @@ from tabulate import tabulate
 from study.report import goals, png
 from study.report.labels import BACKEND_LABEL, EMULATION, RUNG_BACKENDS, VERDICT_MARK, reason_line, shape_label
 from study.report.tables import best_by_shape
+from study.stats import geomean
 
 
 def _precision(m: dict) -> str:
@@ -111,11 +112,6 @@ def summary_of(records: dict, mine: list[dict]) -> dict:
     return out
 
 
-def geomean(values) -> float | None:
-    values = [v for v in values if v and v > 0]
-    return math.exp(sum(map(math.log, values)) / len(values)) if values else None
-
-
 def verdict(entry: dict) -> tuple[float | None, tuple[str, float] | None]:
     """(geometric mean, (worst shape, its ratio)) of one series' entry of :func:`summary`; Nones without ratios."""
     ratios = entry["ratios"]
@@ -144,7 +140,7 @@ def lines(measurements: list[dict], op: str, figure_path: Path | None, folder: P
                     tablefmt="github", disable_numparse=True), ""]
     if skipped:
         out += ["Skipped, with the reason each recorded:", "", *skipped, ""]
-    out += goals.lines(records, found, op, folder, geomean)
+    out += goals.lines(records, found, op, folder)
     if figure_path is not None:
         path = figure(found, op, figure_path)
         if path is not None:
