@@ -10,6 +10,7 @@ import torch
 from op_shapes import shapes_of
 from study.backends import Unsupported, backend
 from study.catalog import implementations, ladder
+from study.ops.sgemm_skinny_m import skinny_plan
 from study.problem import is_out_of_scope
 
 pytestmark = pytest.mark.gpu
@@ -499,17 +500,24 @@ def test_the_skinny_m_ffma_rung_fits_its_rows_to_m_and_repeats_exactly():
     # each column block's last block sums in order (a count left unreset would leave C unwritten at the next
     # launch); B's rows 16 bytes apart by a multiple (16-byte loads) or not (N = 50257: 4-byte loads, ALIGNED
     # = 0); small integers show an element put in another row or column; the same bits at every launch, C
-    # poisoned between them.
+    # poisoned between them. The ranges are the wave plan's for the blocks the driver fits an SM: at
+    # 3×50257×1600 one range (393 column blocks fill the SMs already; c58 ran it so), several elsewhere.
     impl = next(i for i in IMPLS if i.name == "sgemm/v13_skinny_m/cuda")
     fp32 = ladder("sgemm").problem.precisions[0]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    splits = []
     for shape, rows, aligned in (((1, 4096, 4096), 1, 1), ((3, 50257, 1600), 4, 0), ((16, 4096, 11008), 16, 1),
                                  ((33, 1000, 520), 32, 1), ((64, 4095, 300), 32, 0)):
         problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
         assert verdict.ok, (shape, verdict.message)
-        assert (launch.config["rows"], launch.config["ALIGNED"]) == (rows, aligned), (shape, launch.config)
-        assert launch.config["splits"] > 1, (shape, launch.config)
+        config = launch.config
+        assert (config["rows"], config["ALIGNED"]) == (rows, aligned), (shape, config)
+        plan = skinny_plan(*shape, config["ROWS"], config["COLS"], config["A_FLOATS"], config["blocks_per_sm"], sms)
+        assert (config["splits"], config["split_k"]) == plan, (shape, config)
+        splits.append(config["splits"])
         _small_integers_pass_and_repeat_exactly(impl, problem, sh, fp32, shape)
+    assert sum(s > 1 for s in splits) >= 3, splits  # the ordered sum of ranges runs at most of these shapes
 
 
 def test_softmax_v4_keeps_rows_that_fit_on_chip_and_records_the_fallback():

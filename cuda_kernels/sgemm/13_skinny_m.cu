@@ -32,7 +32,11 @@
 // → 1.06× at 4 ranges (152 blocks, one wave), 16×1600×1600 0.62× → 0.83× at 20, 16×6400×1600 0.76× →
 // 0.94× at 3, 16×4096×4096 1.37× → 1.51× at 5 — fewer waves and fewer planes at once, so they do not
 // tell the two apart.
-// The wave plan is not yet measured: its first GPU run (c107f7f) stopped in the occupancy query, fixed since.
+// Measured (c58 at e934f1c, declared config, cold, unpaired; reports/h200/experiments/v13-wave-plan-e934f1c):
+// at the 20 decode shapes of both model suites v13 ÷ cuBLAS FP32 0.929× → 1.068× (geometric mean), no shape
+// slower by more than noise: 16×4096×4096 1.37× → 2.07× (8 ranges), 16×4800×1600 0.80× → 1.13× (6),
+// 16×6400×1600 0.76× → 1.19× (5), 16×1600×1600 0.62× → 0.84× (20), 1×4096×4096 0.82× → 0.95× (16). The
+// driver fits 4 blocks an SM at one row, 2 at 16 rows and at the 4-byte path (N = 50257).
 // Builds on: the split and its ordered last-block sum of v5 (split_k.cuh: its handshake, last_to_finish,
 // and the sum written here for a block's columns instead of a micro-tile). Constraints: any M ≤ 64, N, K ≥ 1, any leading dimension
 // (ALIGNED = 1 for 16-byte rows; else the 4-byte path), C stored element by element.
