@@ -326,6 +326,28 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
     assert launch.config["A_VEC"] == 2, launch.config
 
 
+def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
+    """hgemm v6 at FIT=1 (declared) halves BM and/or BN where 128 × 128 tiles are fewer than the SMs
+    (study/ops/hgemm.py, fitted_tile): each tile on 16-byte rows and on pairs, random inputs, then small
+    integers repeated exactly; the tile that ran is the one the plan names."""
+    from study.ops.hgemm import fitted_tile
+
+    impl = next(i for i in IMPLS if i.name == "hgemm/v6_mma_sync/cuda")
+    bf16 = ladder("hgemm").problem.precision("bf16")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    tiles = set()
+    for shape in ((1199, 1726, 72), (1100, 1024, 64), (1030, 1000, 40), (222, 2002, 204), (166, 419, 98),
+                  (1101, 1023, 65)):
+        problem, sh, tensors, ref, scale = _data("hgemm", shape, bf16)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
+        assert verdict.ok, (shape, verdict.message)
+        tile = (launch.config["BM"], launch.config["BN"])
+        assert tile == fitted_tile(shape[0], shape[1], 128, 128, sms), (shape, launch.config)
+        tiles.add(tile)
+        _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
+    assert len(tiles) == 4, tiles  # on the H200's 132 SMs every tile of the four runs
+
+
 def test_library_baseline_sets_its_switches_and_restores_them():
     impl = next(i for i in IMPLS if i.name == "sgemm/torch_matmul/cublas")
     fp32 = ladder("sgemm").problem.precisions[0]

@@ -258,6 +258,32 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
     assert widths(64, 128, 64, offset=True) == (8, 1, 0)  # a base on 2 bytes only
 
 
+def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
+    from study.ops.hgemm import copy_widths, fitted_tile
+
+    # The largest of 128/64 × 128/64 whose tiles reach the SMs; else the most tiles, then the least padding.
+    assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)
+    assert fitted_tile(1100, 1024, 128, 128, 132) == (128, 64)  # 72 tiles at 128 × 128, 144 at either half
+    assert fitted_tile(1024, 1000, 128, 128, 132) == (64, 64)   # 128 at either half: short of the SMs
+    assert fitted_tile(222, 2002, 128, 128, 132) == (64, 64)    # 32 blocks for 132 SMs; cuBLAS's tile there
+    assert fitted_tile(4496, 55, 128, 128, 132) == (64, 64)     # 71 tiles either way: the narrower pads less
+    assert fitted_tile(222, 2002, 128, 128, 16) == (128, 128)   # a GPU of 16 SMs is filled already
+    for m, n in ((1, 1), (3, 131), (166, 419), (8013, 2474)):
+        bm, bn = fitted_tile(m, n, 128, 128, 132)
+        assert bm in (64, 128) and bn in (64, 128)
+
+    shape = {"M": 222, "N": 2002, "K": 204}
+    t = HGEMM.make_inputs(shape, BF16_TENSOR, 0, "cpu")
+    out = HGEMM.make_output(shape, BF16_TENSOR, "cpu")
+    declared = {"BM": 128, "BN": 128, "WM": 64, "WN": 64, "THREADS": 128}
+    fit = copy_widths({**declared, "FIT": 1}, t, out, shape, BF16_TENSOR)
+    assert (fit["BM"], fit["BN"], fit["WM"], fit["WN"], fit["THREADS"]) == (64, 64, 32, 32, 128)
+    plain = copy_widths({**declared, "FIT": 0}, t, out, shape, BF16_TENSOR)
+    assert (plain["BM"], plain["BN"], plain["WM"], plain["WN"]) == (128, 128, 64, 64)
+    with pytest.raises(ValueError, match="2 × 2 warps"):
+        copy_widths({**declared, "WN": 32, "THREADS": 256, "FIT": 1}, t, out, shape, BF16_TENSOR)
+
+
 SIMULATED = [(1, 1, 1), (3, 5, 1), (64, 64, 1), (256, 256, 1), (64, 64, 2), (64, 64, 8), (64, 64, 64), (256, 256, 64),
              (64, 64, 256), (64, 64, 1024), (64, 64, 4096), (32, 32, 8192)]
 

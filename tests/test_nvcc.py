@@ -104,6 +104,15 @@ def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
                         for a, b in ((4, 2), (8, 1))], tmp_path)
 
 
+def test_the_mma_sync_rung_compiles_every_fitted_tile(tmp_path):
+    # hgemm v6 at FIT=1 (its declared config) halves BM, BN to the shape (study/ops/hgemm.py, fitted_tile): the
+    # 128 × 64, 64 × 128 and 64 × 64 tiles of 2 × 2 warps, with 16-byte copies and with pairs of halves.
+    impl = next(i for i in CUDA if i.name == "hgemm/v6_mma_sync/cuda")
+    tiles = [(bm, bn) for bm in (128, 64) for bn in (128, 64) if (bm, bn) != (128, 128)]
+    _compile_all(impl, [({**_defines(impl, impl.params, "bf16", aligned), "BM": bm, "BN": bn, "WM": bm // 2,
+                          "WN": bn // 2}, "sm_90a") for bm, bn in tiles for aligned in (0, 1)], tmp_path)
+
+
 def test_a_broken_config_fails_loudly(tmp_path):
     impl = next(i for i in CUDA if i.name == "sgemm/v3_register_tile/cuda")
     bad = _defines(impl, {**impl.params, "THREADS": 64}, "fp32", 1)  # violates THREADS == (BM/TM)*(BN/TN)

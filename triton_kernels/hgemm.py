@@ -74,13 +74,15 @@ def hgemm_grouped(
     a_ptr, b_ptr, c_ptr,
     M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
 ):
     """v6: ``tl.dot`` on the tensor cores (as every tiled twin), with the CUDA rung's pipeline depth
     (``num_stages`` 3–4) and its grouped order: programs taken GROUP block rows at a time down each
     block column (cuda_kernels/sgemm/grouped_order.cuh), so that those running together share A
-    rows and B columns in L2. What the twin cannot say: mma.sync and ldmatrix — Triton 3.6 picks
-    ``wgmma`` on sm_90 itself."""
+    rows and B columns in L2. FIT is the launch's, not read here: at FIT=1 the launch has halved BM
+    and BN to the shape already (study/ops/hgemm.py pointer_twin_launch); under ``triton.autotune``
+    the space's points run as written, so its FIT=1 point is the declared tile. What the twin cannot
+    say: mma.sync and ldmatrix — Triton 3.6 picks ``wgmma`` on sm_90 itself."""
     pid_m, pid_n = grouped_program(M, BM, GROUP)
     tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
          pid_m, pid_n, BM, BN, BK, None)
@@ -371,11 +373,13 @@ V4_BANK_CONFLICTS = dict(V3_REGISTER_TILE)
 # CUDA v5: v4 with two shared stages.
 V5_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=2)
 TWO_STAGE_SPACE = _tiled_space(2)
-# CUDA v6: 128×128×32, 128 threads (warps of 64×64), 4 stages, 8 block rows per group.
-V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4)
-MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s)
-             for bm, bn, w, s in ((128, 128, 8, 3), (128, 128, 8, 4), (128, 256, 8, 3), (256, 128, 8, 3),
-                                  (128, 128, 4, 4), (64, 128, 4, 4), (128, 256, 8, 4), (256, 128, 8, 4))]
+# CUDA v6: 128×128×32, 128 threads (warps of 64×64), 4 stages, 8 block rows per group; FIT=1, as in the CUDA
+# rung: BM, BN halved to 64 where 128×128 tiles are fewer than the SMs (the launch's, study/ops/hgemm.py fitted_tile).
+V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1)
+MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=fit)
+             for bm, bn, w, s, fit in ((128, 128, 8, 3, 0), (128, 128, 8, 4, 0), (128, 256, 8, 3, 0),
+                                       (256, 128, 8, 3, 0), (128, 128, 4, 4, 1), (64, 128, 4, 4, 0),
+                                       (128, 256, 8, 4, 0), (256, 128, 8, 4, 0))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)

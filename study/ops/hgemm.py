@@ -80,12 +80,39 @@ def copy_width(columns: int, leading: int, tensor) -> int:
     return next((v for v in (8, 4, 2) if columns % v == 0 and leading % v == 0 and tensor.data_ptr() % (2 * v) == 0), 1)
 
 
+SMALLEST_FIT = 64  # v6's FIT halves BM and BN down to this: 2 × 2 warps of 32 × 32, one m16 × n8 pair deep at least
+
+
+def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
+    """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each), whichever is largest among those
+    whose count of tiles reaches the SMs; where none does, the one of most tiles, then least padding. Small
+    products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32
+    blocks for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it
+    does at 166×419×98."""
+    tiles = [(tm, tn) for tm in (bm, bm // 2) for tn in (bn, bn // 2) if min(tm, tn) >= SMALLEST_FIT]
+
+    def count(tile):
+        return cdiv(m, tile[0]) * cdiv(n, tile[1])
+
+    filling = [t for t in tiles if count(t) >= sms]
+    if filling:
+        return max(filling, key=lambda t: (t[0] * t[1], -count(t), t[0]))
+    return max(tiles, key=lambda t: (count(t), -cdiv(m, t[0]) * t[0] * cdiv(n, t[1]) * t[1], t[0] * t[1]))
+
+
 def copy_widths(config, tensors, out, shape, precision):
-    """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes) and A_VEC, B_VEC, each
-    operand's :func:`copy_width` — 8 wherever ALIGNED is 1."""
+    """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes), A_VEC and B_VEC, each
+    operand's :func:`copy_width` — 8 wherever ALIGNED is 1 — and, with FIT=1, the tile :func:`fitted_tile`
+    picks, its warps kept 2 × 2 (WM, WN half of BM, BN)."""
     a, b = tensors["A"], tensors["B"]
-    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision),
-            "A_VEC": copy_width(shape["K"], a.stride(-2), a), "B_VEC": copy_width(shape["N"], b.stride(-2), b)}
+    defines = {**aligned_defines(HALVES)(config, tensors, out, shape, precision),
+               "A_VEC": copy_width(shape["K"], a.stride(-2), a), "B_VEC": copy_width(shape["N"], b.stride(-2), b)}
+    if defines.get("FIT"):
+        if (defines["BM"], defines["BN"]) != (2 * defines["WM"], 2 * defines["WN"]):
+            raise ValueError(f"FIT keeps 2 × 2 warps: BM = 2·WM and BN = 2·WN, not {defines}")
+        bm, bn = fitted_tile(shape["M"], shape["N"], defines["BM"], defines["BN"], sm_count(out))
+        defines.update(BM=bm, BN=bn, WM=bm // 2, WN=bn // 2)
+    return defines
 
 
 def wgmma_tma_smem(defines) -> int:
@@ -267,10 +294,16 @@ SKINNY_M = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_def
 # ---- the Triton twins' launches -------------------------------------------------------------------
 
 def pointer_twin_launch(kernel, tensors, out, shape, config, precision):
-    """The pointer twins (v0–v6): pointers, sizes and strides; a block of programs over C's tiles."""
+    """The pointer twins (v0–v6): pointers, sizes and strides; a block of programs over C's tiles. With FIT=1
+    (v6's), the tile :func:`fitted_tile` picks, recorded with the config."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     meta = dict(config)
+    fitted = {}
+    if meta.get("FIT"):
+        bm, bn = fitted_tile(m, n, meta["BM"], meta["BN"], sm_count(out))
+        meta.update(BM=bm, BN=bn)
+        fitted = {"BM": bm, "BN": bn}
 
     def grid(cfg):
         return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]))
@@ -279,6 +312,7 @@ def pointer_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
                      out.stride(-2), out.stride(-1), **meta)
 
+    fn.facts = fitted
     return fn
 
 
