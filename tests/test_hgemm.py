@@ -241,7 +241,7 @@ def test_aligned_needs_16_byte_rows_of_a_b_and_c():
 
 
 def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
-    from study.ops.hgemm import copy_widths
+    from study.ops.hgemm_mma_sync import copy_widths
 
     def widths(m, n, k, pad=0, offset=False):
         shape = {"M": m, "N": n, "K": k}
@@ -259,7 +259,7 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
 
 
 def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
-    from study.ops.hgemm import copy_widths, fitted_tile
+    from study.ops.hgemm_mma_sync import copy_widths, fitted_tile
 
     # The largest of 128/64 × 128/64 whose tiles reach the SMs; else the most tiles, then the least padding.
     assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)

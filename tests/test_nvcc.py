@@ -96,7 +96,7 @@ def test_every_autotune_point_compiles(impl, tmp_path):
 
 
 def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
-    # hgemm v6's narrower copies (study/ops/hgemm.py, copy_widths) at its declared config: 8- and 4-byte
+    # hgemm v6's narrower copies (study/ops/hgemm_mma_sync.py, copy_widths) at its declared config: 8- and 4-byte
     # cp.async (A_VEC=4, B_VEC=2), 16-byte copies beside pairs of halves (8, 1); ALIGNED=0 above compiles
     # pairs for both operands (the default widths 1), ALIGNED=1 16 bytes for both.
     impl = next(i for i in CUDA if i.name == "hgemm/v6_mma_sync/cuda")
@@ -105,7 +105,7 @@ def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
 
 
 def test_the_mma_sync_rung_compiles_every_fitted_tile(tmp_path):
-    # hgemm v6 at FIT=1 (its declared config) halves BM, BN to the shape (study/ops/hgemm.py, fitted_tile): the
+    # hgemm v6 at FIT=1 (its declared config) halves BM, BN to the shape (study/ops/hgemm_mma_sync.py, fitted_tile): the
     # 128 × 64, 64 × 128 and 64 × 64 tiles of 2 × 2 warps, with 16-byte copies and with pairs of halves.
     impl = next(i for i in CUDA if i.name == "hgemm/v6_mma_sync/cuda")
     tiles = [(bm, bn) for bm in (128, 64) for bn in (128, 64) if (bm, bn) != (128, 128)]
