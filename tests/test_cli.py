@@ -111,7 +111,7 @@ def test_a_plugin_that_fails_to_import_is_named_and_exits_2(tmp_path):
 
 
 SUBCOMMANDS = ("list", "compare", "sweep", "align", "ceilings", "validate", "diff", "merge", "rerun", "sanitize",
-               "profile", "env", "cublas-study", "report", "index")
+               "profile", "env", "cublas-study", "report", "index", "repeats")
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)

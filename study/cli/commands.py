@@ -376,6 +376,28 @@ def cmd_diff(args) -> int:
     return 1 if diff.regressions(pairs, threshold) else 0
 
 
+def cmd_repeats(args) -> int:
+    from study import repeats
+
+    for target in args.targets:
+        if not target.exists():
+            raise UsageError(f"{target}: no such file or folder")
+    paths = repeats.paths_of(args.targets)
+    if not paths:
+        raise UsageError(f"no results file under {', '.join(map(str, args.targets))}")
+    try:
+        found = repeats.runs(paths)
+    except (OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    if args.md:
+        args.md.parent.mkdir(parents=True, exist_ok=True)
+        args.md.write_text(repeats.markdown(found, relative_to=args.md.parent.resolve()))
+        say(f"wrote {args.md}")
+    else:
+        print(repeats.markdown(found))
+    return 0
+
+
 def cmd_merge(args) -> int:
     if any(args.out.resolve() == Path(f).resolve() for f in args.files):
         raise UsageError(f"--out {args.out} is one of the files to merge: it would be overwritten; write the "
@@ -421,5 +443,5 @@ def cmd_env(args) -> int:
 
 COMMANDS = {"list": cmd_list, "compare": cmd_compare, "sweep": cmd_sweep, "align": cmd_align,
             "cublas-study": cmd_cublas_study, "report": cmd_report, "ceilings": cmd_ceilings,
-            "validate": cmd_validate, "diff": cmd_diff, "merge": cmd_merge, "rerun": cmd_rerun, "index": cmd_index,
-            "env": cmd_env, "sanitize": cmd_sanitize, "profile": cmd_profile}
+            "validate": cmd_validate, "diff": cmd_diff, "repeats": cmd_repeats, "merge": cmd_merge,
+            "rerun": cmd_rerun, "index": cmd_index, "env": cmd_env, "sanitize": cmd_sanitize, "profile": cmd_profile}

@@ -24,6 +24,10 @@ EXAMPLES_INDEX = """examples:
   python -m study index reports/h200
   python -m study index reports/h200 --commands > regenerate.sh   every report measured again in place
 """
+EXAMPLES_REPEATS = """examples:
+  python -m study repeats reports/h200/paired/repeats     every paired record under it, by pair
+  python -m study repeats reports/h200/paired/repeats --md reports/h200/paired/repeats/README.md
+"""
 EXAMPLES_COMPARE = """examples:
   python -m study compare                                   the headline: each op's best rungs at its defining shapes
   python -m study compare --all --autotune both             the whole study: every rung, shape, precision and mode
@@ -239,6 +243,13 @@ def parser(description: str) -> argparse.ArgumentParser:
                      help="also call a pair the same when its shift is within this many %% (a run-to-run spread "
                           "you declare, e.g. 1 for runs on two GPUs of one model: docs/method.md §6; default 0)")
     dif.add_argument("--md", type=Path, default=None, help="also write the diff as Markdown here")
+
+    rep = sub.add_parser("repeats", help="one paired ratio over separate runs and GPUs: each run's ratio and interval, "
+                                         "the spread, and whether they reproduce (no GPU)",
+                         epilog=EXAMPLES_REPEATS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rep.add_argument("targets", nargs="+", type=Path, metavar="FILE|FOLDER",
+                     help="results files of `compare --paired`, or folders of them")
+    rep.add_argument("--md", type=Path, default=None, help="write the Markdown here instead of printing it")
 
     mrg = sub.add_parser("merge", help="join the results files of shards (or runs) into one",
                          epilog=EXAMPLES_MERGE, formatter_class=argparse.RawDescriptionHelpFormatter)

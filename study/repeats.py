@@ -1,0 +1,142 @@
+"""``python -m study repeats FILE|FOLDER ...``: one paired ratio measured in separate runs, on one GPU or
+several — each run's ratio with its interval, the spread over runs, and whether they reproduce.
+
+A paired ratio's interval speaks for the rounds of one run: at the 700 W cap a second run draws another
+power state, and the GPU (each record names its uuid) another silicon (docs/method.md §8, *Repeated
+runs*). A claim that holds only on one run is not yet a claim. The goal a pair is judged against (issue
+"Ratios you can defend", goal 5): at least RUNS_PER_GPU runs on each of at least GPUS GPUs, every run's
+ratio within SPREAD of every other (the largest over the smallest), every interval at most WIDTH of its
+ratio wide. Nothing here measures: it reads the ``paired`` of saved records (``compare --paired``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from tabulate import tabulate
+
+from study import results
+from study.keys import shape_text
+
+RUNS_PER_GPU = 3
+GPUS = 2
+SPREAD = 0.015  # the largest run's ratio over the smallest, less 1
+WIDTH = 0.02    # an interval's high − low over its ratio
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One paired record: which pair, where (GPU uuid, commit, file) and what its rounds said."""
+    pair: tuple  # implementation, reference, shape text, precision, mode
+    gpu: str
+    commit: str
+    path: Path
+    ratio: float
+    ci: tuple[float, float]
+    rounds: int
+    stop: str
+    interleaved: float | None  # the interleaved rounds' ratio where the pair was timed again re-settled
+
+    @property
+    def width(self) -> float:
+        return (self.ci[1] - self.ci[0]) / self.ratio
+
+
+def gpu_label(uuid: str) -> str:
+    """A GPU uuid's first eight hex digits (``GPU-27ec2969-…`` → ``27ec2969``), as folder names take it."""
+    return uuid[4:12] if uuid.startswith("GPU-") else uuid
+
+
+def paths_of(targets) -> list[Path]:
+    """The results files named, and those under the folders named (sorted), in the order given."""
+    out = []
+    for target in map(Path, targets):
+        out.extend(sorted(target.rglob("*.json")) if target.is_dir() else [target])
+    return out
+
+
+def runs(paths) -> list[Run]:
+    """Every ok paired record of the files (a ValueError naming a file that is no results file)."""
+    found = []
+    for path in paths:
+        doc = results.load(path)
+        env = doc["environment"]
+        for m in doc["measurements"]:
+            paired = m.get("paired")
+            if m.get("status") != "ok" or not paired or not paired.get("ci"):
+                continue
+            gpu = (m.get("gpu") or {}).get("uuid") or env.get("gpu", {}).get("uuid") or "unknown"
+            interleaved = paired.get("interleaved")
+            found.append(Run(pair=(m["implementation"], paired["reference"], shape_text(m["shape"]), m["precision"],
+                                   m["mode"]),
+                             gpu=gpu, commit=str(env.get("git", {}).get("commit", "?"))[:7], path=Path(path),
+                             ratio=paired["ratio"], ci=tuple(paired["ci"]), rounds=paired["rounds"],
+                             stop=paired.get("stop") or "?", interleaved=interleaved["ratio"] if interleaved else None))
+    return found
+
+
+def by_pair(found: list[Run]) -> dict[tuple, list[Run]]:
+    out: dict[tuple, list[Run]] = {}
+    for run in found:
+        out.setdefault(run.pair, []).append(run)
+    return out
+
+
+def spread(group: list[Run]) -> float:
+    ratios = [r.ratio for r in group]
+    return max(ratios) / min(ratios) - 1
+
+
+def verdict(group: list[Run]) -> tuple[bool, list[str]]:
+    """Whether a pair's runs meet the goal, and each part it misses, in words."""
+    per_gpu: dict[str, int] = {}
+    for run in group:
+        per_gpu[run.gpu] = per_gpu.get(run.gpu, 0) + 1
+    enough = sorted(g for g, n in per_gpu.items() if n >= RUNS_PER_GPU)
+    misses = []
+    if len(enough) < GPUS:
+        misses.append(f"{len(enough)} of {GPUS} GPUs with {RUNS_PER_GPU} runs or more "
+                      f"({', '.join(f'{gpu_label(g)}: {n}' for g, n in sorted(per_gpu.items()))})")
+    if spread(group) > SPREAD:
+        misses.append(f"runs {100 * spread(group):.2f} % apart (goal ≤ {100 * SPREAD:g} %)")
+    wide = [r for r in group if r.width > WIDTH]
+    if wide:
+        misses.append(f"{len(wide)} of {len(group)} intervals wider than {100 * WIDTH:g} % "
+                      f"(widest {100 * max(r.width for r in wide):.1f} %)")
+    return not misses, misses
+
+
+def link(path: Path, relative_to: Path | None) -> str:
+    """A run's page (its results file where it has none), relative to the folder the Markdown is written to."""
+    page = path.with_suffix(".md")
+    target = page if page.is_file() else path
+    return os.path.relpath(target.resolve(), relative_to) if relative_to else str(target)
+
+
+def markdown(found: list[Run], relative_to: Path | None = None) -> str:
+    """A section per pair: its runs (GPU, commit, ratio [95 %], width, rounds, stop, the interleaved ratio
+    where it was re-settled), the spread, and the goal's verdict."""
+    lines = ["# Repeated paired runs", "",
+             "Generated by `python -m study repeats` from saved `compare --paired` records: each row one run "
+             "(a process of its own), the ratio the median of its ABBA units with its 95 % bootstrap interval "
+             "(docs/method.md §8). *re-settled*: each side settled before each batch, the interleaved ratio "
+             "beside it. Goal: at least "
+             f"{RUNS_PER_GPU} runs on each of {GPUS} GPUs, all within {100 * SPREAD:g} % of each other, every "
+             f"interval at most {100 * WIDTH:g} % of its ratio wide.", ""]
+    if not found:
+        return "\n".join(lines + ["No paired record in these files.", ""])
+    for pair, group in by_pair(found).items():
+        impl, reference, shape, precision, mode = pair
+        met, misses = verdict(group)
+        rows = [[gpu_label(r.gpu), f"`{r.commit}`",
+                 f"[{r.path.stem}]({link(r.path, relative_to)})",
+                 f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
+                 "—" if r.interleaved is None else f"{r.interleaved:.3f}"] for r in group]
+        lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",
+                  tabulate(rows, headers=["GPU", "commit", "run", "× ref [95 %]", "width", "rounds", "stop",
+                                          "interleaved"], tablefmt="github"), "",
+                  f"{len(group)} runs on {len({r.gpu for r in group})} GPU(s), ratios {min(r.ratio for r in group):.3f}"
+                  f"–{max(r.ratio for r in group):.3f} ({100 * spread(group):.2f} % apart). Goal: "
+                  + ("met." if met else "missed — " + "; ".join(misses) + "."), ""]
+    return "\n".join(lines)

@@ -1,0 +1,66 @@
+"""study repeats without a GPU: paired records grouped by pair across runs and GPUs, the spread and the
+interval widths judged against the goal, the command's errors."""
+
+import json
+from pathlib import Path
+
+from study import repeats
+from study.__main__ import main
+
+COMMITTED = Path(__file__).parent.parent / "reports" / "h200" / "paired" / "repeats"
+TEMPLATE = COMMITTED / "27ec2969" / "sgemm-v11-fp32-8192-r1.json"
+
+
+def _run_file(folder: Path, name: str, gpu: str, ratio: float, half_width: float) -> Path:
+    """A copy of a committed paired run, on GPU ``gpu``, its ratio and interval replaced."""
+    doc = json.loads(TEMPLATE.read_text())
+    doc["environment"]["gpu"]["uuid"] = gpu
+    for m in doc["measurements"]:
+        m.pop("gpu", None)
+        if m.get("paired"):
+            m["paired"].update(ratio=ratio, ci=[ratio * (1 - half_width), ratio * (1 + half_width)])
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_the_committed_runs_are_judged_by_pair():
+    found = repeats.runs(repeats.paths_of([COMMITTED]))
+    groups = repeats.by_pair(found)
+    assert len(groups) == 2 and all(len(g) == 3 for g in groups.values())
+    for pair, group in groups.items():
+        met, misses = repeats.verdict(group)
+        assert not met and "1 of 2 GPUs" in misses[0]  # one GPU so far
+        assert all(r.interleaved is not None and r.ci[0] <= r.ratio <= r.ci[1] for r in group)  # re-settled runs
+
+
+def test_three_tight_runs_on_each_of_two_gpus_meet_the_goal(tmp_path):
+    for i, (gpu, ratio) in enumerate([("GPU-aaaaaaaa-1", 1.000), ("GPU-aaaaaaaa-1", 1.004), ("GPU-aaaaaaaa-1", 1.008),
+                                      ("GPU-bbbbbbbb-2", 1.002), ("GPU-bbbbbbbb-2", 1.010), ("GPU-bbbbbbbb-2", 1.006)]):
+        _run_file(tmp_path, f"r{i}", gpu, ratio, 0.005)
+    (group,) = repeats.by_pair(repeats.runs(repeats.paths_of([tmp_path]))).values()
+    assert repeats.verdict(group) == (True, [])
+    assert "Goal: met." in repeats.markdown(repeats.runs(repeats.paths_of([tmp_path])))
+
+
+def test_a_spread_a_wide_interval_and_a_missing_gpu_are_each_named(tmp_path):
+    for i, ratio in enumerate((1.00, 1.00, 1.02)):
+        _run_file(tmp_path, f"r{i}", "GPU-aaaaaaaa-1", ratio, 0.015 if i == 2 else 0.005)
+    _run_file(tmp_path, "other", "GPU-bbbbbbbb-2", 1.0, 0.005)
+    (group,) = repeats.by_pair(repeats.runs(repeats.paths_of([tmp_path]))).values()
+    met, misses = repeats.verdict(group)
+    assert not met and len(misses) == 3
+    assert "aaaaaaaa: 3, bbbbbbbb: 1" in misses[0]
+    assert "2.00 % apart" in misses[1] and "1 of 4 intervals wider than 2 %" in misses[2]
+
+
+def test_the_command_writes_its_page_and_refuses_what_it_cannot_read(tmp_path, capsys):
+    _run_file(tmp_path, "r0", "GPU-aaaaaaaa-1", 1.0, 0.005)
+    md = tmp_path / "page" / "README.md"
+    assert main(["repeats", str(tmp_path), "--md", str(md)]) == 0
+    assert "[r0](../r0.json)" in md.read_text()  # no page beside the file: its results file
+    assert main(["repeats", str(tmp_path / "missing")]) == 2
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["repeats", str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no such file or folder" in err and "bad.json: not a study results file" in err
