@@ -8,7 +8,7 @@
 // their bounds and their shared addresses, slice after slice. A thread's chunks of a slice lie a
 // fixed number of rows apart (Threads / chunks per row), in one column: one global pointer and one
 // shared offset per operand, advanced by a constant a slice; the row and column bounds are masks
-// set once; only K's bound moves. The rows must be 16-byte aligned and K, N whole chunks (the
+// set once; only K's bound moves. A range of K starts at the k_begin given. The rows must be 16-byte aligned and K, N whole chunks (the
 // kernels' ALIGNED path). issue() walks the slices in order, as cp_async_pipeline calls it.
 // Needs common.cuh.
 #pragma once
@@ -75,18 +75,19 @@ struct SliceCopies16 {
              // hgemm v6's loop 150 instructions so, 151 and 2 more registers with one)
     BSliceCopies16<T, Depth, Cols, StrideB, Threads> b;
 
+    // k_begin: the k of the first slice issued (hgemm v12's range; 0 for a whole K).
     __device__ __forceinline__ SliceCopies16(const T* A, const T* B, int M, int N, int lda, int ldb, int m0, int n0,
-                                             int tid)
-        : b(B, N, ldb, n0, 0, Rows * StrideA * BYTES, tid) {
+                                             int tid, int k_begin = 0)
+        : b(B, N, ldb, n0, k_begin, Rows * StrideA * BYTES, tid) {
         const int ar = tid / A_PER_ROW, ac = tid % A_PER_ROW * CHUNK;
         this->A = A;
-        a = A + (size_t)(m0 + ar) * lda + ac;
+        a = A + (size_t)(m0 + ar) * lda + k_begin + ac;
         a_rows = (size_t)A_STEP * lda;
         a_dst = (unsigned)(ar * StrideA + ac) * BYTES;
         a_live = 0;
 #pragma unroll
         for (int i = 0; i < A_CHUNKS; ++i) a_live |= (unsigned)(m0 + ar + i * A_STEP < M) << i;
-        ak = ac;
+        ak = k_begin + ac;
     }
 
     // Issue the copies of the current slice into the stage at shared address `stage`, then move on.

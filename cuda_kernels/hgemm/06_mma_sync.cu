@@ -53,6 +53,9 @@
 // 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved occupancy 6.1 %, tensor pipe 10.1 %, where
 // cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages) in 6.7 µs; 166×419×98 8 blocks, 15.1 µs,
 // against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. The fitted tiles are not yet measured on the GPU.
+// The tile is hgemm/mma_sync_tile.cuh's, shared with v12 (its K ranges): moved there, nvcc 13.0's code differs a
+// little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs), so the figures above
+// are of the code before the move until measured again.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1
@@ -82,71 +85,7 @@
 #include "pipeline.cuh"
 #include "mma_sync.cuh"
 #include "slice_copies.cuh"
-
-#ifndef HOIST
-#define HOIST 0
-#endif
-#ifndef A_VEC  // halves a copy of A, B: the launch fits them to the rows (study/ops/hgemm_mma_sync.py, copy_widths)
-#define A_VEC (ALIGNED ? 8 : 1)
-#endif
-#ifndef B_VEC
-#define B_VEC (ALIGNED ? 8 : 1)
-#endif
-
-namespace mma16 {
-constexpr int WARPS_N = BN / WN;
-constexpr int MT = WM / 16, NT = WN / 8;  // m16n8 accumulators of a warp tile
-constexpr int SA = BK + 8, SB = BN + 8;   // shared row lengths (halves), see the header
-constexpr int STAGE_HALVES = BM * SA + BK * SB;
-constexpr int SMEM_BYTES = STAGES * STAGE_HALVES * 2;
-static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "warp tiles of m16 × (2·n8) tiles");
-static_assert((BM / WM) * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN/WN)");
-static_assert(BK % 16 == 0 && BN % 8 == 0 && STAGES >= 2 && GROUP >= 1, "BK a multiple of 16");
-static_assert(!ALIGNED || (A_VEC == 8 && B_VEC == 8), "16-byte rows are copied 16 bytes at a time");
-
-// Copy a Rows × Cols block of one operand, Vec halves a cp.async (8: 16 bytes, 4: 8, 2: 4), or in pairs of
-// halves through registers where its rows are an odd number of halves apart (Vec 1).
-template <int Vec, int Rows, int Cols>
-__device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const storage_t* src, int ld, int R, int C,
-                                             int r0, int c0, int tid) {
-    if constexpr (Vec == 1)
-        copy_block_pairs<Rows, Cols, THREADS>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
-    else
-        cp_async_block<Rows, Cols, THREADS, Vec>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
-}
-
-// Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
-// range elements are zeros (cp.async's src-size 0, or zero halves in the pairs' words).
-__device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
-                                           int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
-    copy_operand<A_VEC, BM, BK>(As, SA, A, lda, M, K, m0, k0, tid);
-    copy_operand<B_VEC, BK, BN>(Bs, SB, B, ldb, K, N, k0, n0, tid);
-}
-
-// ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
-// constants), or from a generic pointer converted at every load (HOIST=0, the code measured first).
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const storage_t* row) { ldmatrix_x4(r, smem_addr(row)); }
-
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storage_t* row) {
-    ldmatrix_x4_trans(r, smem_addr(row));
-}
-
-#if HOIST && ALIGNED
-// HOIST=1: the copies' addresses are worked out once per thread (slice_copies.cuh says why and how).
-using SliceCopies = SliceCopies16<storage_t, BM, BN, BK, SA, SB, THREADS>;
-#endif
-
-}  // namespace mma16
+#include "hgemm/mma_sync_tile.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__ B, storage_t* __restrict__ C,
@@ -154,73 +93,12 @@ hgemm_v6_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__
     using namespace mma16;
     extern __shared__ __align__(16) storage_t smem[];
     require_dynamic_smem(SMEM_BYTES);
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int g = lane / 4, t = lane % 4;
-    const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);
     const int m0 = bm * BM, n0 = bn * BN;
-    // ldmatrix row addresses: lane l names row l % 16 of a 16×16 block, its left or right half by l / 16.
-    const int lrow = lane % 16, lcol = lane / 16 * 8;
-
     float acc[MT][NT][4] = {};
-#if HOIST
-    // Shared addresses as 32-bit offsets: the stage base, this lane's first ldmatrix rows of A and
-    // of B, and compile-time constants for the rest.
-    const unsigned smem32 = smem_addr(smem);
-    const unsigned a_ld = ((wm + lrow) * SA + lcol) * 2, b_ld = (BM * SA + lrow * SB + wn + lcol) * 2;
-#if ALIGNED
-    SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, tid);
-#endif
-#endif
-    cp_async_pipeline<STAGES>(
-        CDIV(K, BK),
-        [&](int stage, int s) {
-#if HOIST && ALIGNED
-            (void)s;  // the copies walk the slices in order, as the pipeline issues them
-            copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
-#else
-            storage_t* st = smem + stage * STAGE_HALVES;
-            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, s * BK, tid);
-#endif
-        },
-        [&](int stage) {
-#if HOIST
-            const unsigned st = smem32 + stage * STAGE_HALVES * 2;
-#else
-            const storage_t* As = smem + stage * STAGE_HALVES;
-            const storage_t* Bs = As + BM * SA;
-#endif
-#pragma unroll
-            for (int k16 = 0; k16 < BK; k16 += 16) {
-                unsigned a[MT][4], b[NT / 2][4];
-#pragma unroll
-                for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
-#if HOIST
-                    ldmatrix_x4(a[i], st + a_ld + (i * 16 * SA + k16) * 2);
-#else
-                    ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
-#endif
-#pragma unroll
-                for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
-#if HOIST
-                    ldmatrix_x4_trans(b[j], st + b_ld + (k16 * SB + j * 16) * 2);
-#else
-                    ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
-#endif
-#pragma unroll
-                for (int i = 0; i < MT; ++i)
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
-            }
-        });
-#pragma unroll
-    for (int i = 0; i < MT; ++i)
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
-            store_pair<ALIGNED != 0>(C, M, N, ldc, row, col, acc[i][j][0], acc[i][j][1]);
-            store_pair<ALIGNED != 0>(C, M, N, ldc, row + 8, col, acc[i][j][2], acc[i][j][3]);
-        }
+    accumulate(acc, smem, A, B, M, N, K, lda, ldb, m0, n0, 0, CDIV(K, BK));
+    for_each_pair(acc, m0, n0, [&](int row, int col, float x, float y) {
+        store_pair<ALIGNED != 0>(C, M, N, ldc, row, col, x, y);
+    });
 }

@@ -1,0 +1,151 @@
+// hgemm v6's tile (docs/ladders/hgemm.md, v6), apart from its kernel so that v12 runs the same product over
+// a K range: the warp tiles, the copies of a slice (each operand at its own width, A_VEC and B_VEC), the
+// ldmatrix fragment loads and the mma.sync products, as functions of the tile's origin and its K slices.
+// 06_mma_sync.cu's header says why each piece is as it is. Needs common.cuh, pipeline.cuh, mma_sync.cuh and
+// slice_copies.cuh, and the config's defines (BM, BN, BK, WM, WN, THREADS, STAGES).
+#pragma once
+
+#ifndef HOIST
+#define HOIST 0
+#endif
+#ifndef A_VEC  // halves a copy of A, B: the launch fits them to the rows (study/ops/hgemm_mma_sync.py, copy_widths)
+#define A_VEC (ALIGNED ? 8 : 1)
+#endif
+#ifndef B_VEC
+#define B_VEC (ALIGNED ? 8 : 1)
+#endif
+
+namespace mma16 {
+constexpr int WARPS_N = BN / WN;
+constexpr int MT = WM / 16, NT = WN / 8;  // m16n8 accumulators of a warp tile
+constexpr int SA = BK + 8, SB = BN + 8;   // shared row lengths (halves), see the header
+constexpr int STAGE_HALVES = BM * SA + BK * SB;
+constexpr int SMEM_BYTES = STAGES * STAGE_HALVES * 2;
+static_assert(WM % 16 == 0 && WN % 16 == 0 && BM % WM == 0 && BN % WN == 0, "warp tiles of m16 × (2·n8) tiles");
+static_assert((BM / WM) * WARPS_N * 32 == THREADS, "THREADS = 32 · (BM/WM) · (BN/WN)");
+static_assert(BK % 16 == 0 && BN % 8 == 0 && STAGES >= 2 && GROUP >= 1, "BK a multiple of 16");
+static_assert(!ALIGNED || (A_VEC == 8 && B_VEC == 8), "16-byte rows are copied 16 bytes at a time");
+
+// Copy a Rows × Cols block of one operand, Vec halves a cp.async (8: 16 bytes, 4: 8, 2: 4), or in pairs of
+// halves through registers where its rows are an odd number of halves apart (Vec 1).
+template <int Vec, int Rows, int Cols>
+__device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const storage_t* src, int ld, int R, int C,
+                                             int r0, int c0, int tid) {
+    if constexpr (Vec == 1)
+        copy_block_pairs<Rows, Cols, THREADS>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
+    else
+        cp_async_block<Rows, Cols, THREADS, Vec>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
+}
+
+// Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
+// range elements are zeros (cp.async's src-size 0, or zero halves in the pairs' words).
+__device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
+                                           int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
+    copy_operand<A_VEC, BM, BK>(As, SA, A, lda, M, K, m0, k0, tid);
+    copy_operand<B_VEC, BK, BN>(Bs, SB, B, ldb, K, N, k0, n0, tid);
+}
+
+// ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
+// constants), or from a generic pointer converted at every load (HOIST=0, the code measured first).
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const storage_t* row) { ldmatrix_x4(r, smem_addr(row)); }
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const storage_t* row) {
+    ldmatrix_x4_trans(r, smem_addr(row));
+}
+
+#if HOIST && ALIGNED
+// HOIST=1: the copies' addresses are worked out once per thread (slice_copies.cuh says why and how).
+using SliceCopies = SliceCopies16<storage_t, BM, BN, BK, SA, SB, THREADS>;
+#endif
+
+
+// The product of the BM × BN tile at (m0, n0) over `slices` K slices from k_begin (a multiple of BK; slice s at
+// k_begin + s·BK, bounds at K) added to acc, through STAGES stages of `smem`. v6 calls it over all of K; v12 over
+// its block's range.
+__device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* smem, const storage_t* A,
+                                           const storage_t* B, int M, int N, int K, int lda, int ldb, int m0, int n0,
+                                           int k_begin, int slices) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
+    // ldmatrix row addresses: lane l names row l % 16 of a 16×16 block, its left or right half by l / 16.
+    const int lrow = lane % 16, lcol = lane / 16 * 8;
+#if HOIST
+    // Shared addresses as 32-bit offsets: the stage base, this lane's first ldmatrix rows of A and
+    // of B, and compile-time constants for the rest.
+    const unsigned smem32 = smem_addr(smem);
+    const unsigned a_ld = ((wm + lrow) * SA + lcol) * 2, b_ld = (BM * SA + lrow * SB + wn + lcol) * 2;
+#if ALIGNED
+    SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, tid, k_begin);
+#endif
+#endif
+    cp_async_pipeline<STAGES>(
+        slices,
+        [&](int stage, int s) {
+#if HOIST && ALIGNED
+            (void)s;  // the copies walk the slices in order, as the pipeline issues them
+            copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
+#else
+            storage_t* st = smem + stage * STAGE_HALVES;
+            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, k_begin + s * BK, tid);
+#endif
+        },
+        [&](int stage) {
+#if HOIST
+            const unsigned st = smem32 + stage * STAGE_HALVES * 2;
+#else
+            const storage_t* As = smem + stage * STAGE_HALVES;
+            const storage_t* Bs = As + BM * SA;
+#endif
+#pragma unroll
+            for (int k16 = 0; k16 < BK; k16 += 16) {
+                unsigned a[MT][4], b[NT / 2][4];
+#pragma unroll
+                for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
+#if HOIST
+                    ldmatrix_x4(a[i], st + a_ld + (i * 16 * SA + k16) * 2);
+#else
+                    ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
+#endif
+#pragma unroll
+                for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
+#if HOIST
+                    ldmatrix_x4_trans(b[j], st + b_ld + (k16 * SB + j * 16) * 2);
+#else
+                    ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
+#endif
+#pragma unroll
+                for (int i = 0; i < MT; ++i)
+#pragma unroll
+                    for (int j = 0; j < NT; ++j)
+                        mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+            }
+        });
+}
+
+// f(row, col, x, y) for each pair of adjacent outputs (row, col), (row, col + 1) this thread holds of the tile at
+// (m0, n0), in the order v6 stores them: an m16n8 accumulator's rows g, then g + 8.
+template <class F>
+__device__ __forceinline__ void for_each_pair(const float (&acc)[MT][NT][4], int m0, int n0, F f) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
+#pragma unroll
+    for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+            const int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
+            f(row, col, acc[i][j][0], acc[i][j][1]);
+            f(row + 8, col, acc[i][j][2], acc[i][j][3]);
+        }
+}
+
+}  // namespace mma16
