@@ -348,6 +348,32 @@ def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
     assert len(tiles) == 4, tiles  # on the H200's 132 SMs every tile of the four runs
 
 
+@pytest.mark.parametrize("backend_name", ["cuda", "triton"])
+def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(backend_name):
+    """hgemm v12 (v6's tile over K ranges, summed in range order by each tile's last block) at the odd suite's
+    long-K skinny shapes, each operand at its own copy width (pairs of halves where K is odd), at 16-byte rows
+    with HOIST=1, and where one range is planned (v6's path): random inputs, then small integers repeated
+    exactly with C poisoned between launches (the counters set back by each tile's last block); the plan that
+    ran is the one split_mma_plan names for the fitted tile."""
+    from study.ops.hgemm_mma_sync import fitted_tile, split_mma_plan
+
+    impl = next(i for i in IMPLS if i.name == f"hgemm/v12_split_k_mma_sync/{backend_name}")
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for precision_name in ("bf16", "fp16"):
+        precision = ladder("hgemm").problem.precision(precision_name)
+        for shape, hoist in (((1045, 20, 3741), 0), ((4517, 62, 2411), 0), ((228, 4, 522), 0), ((64, 64, 4096), 1),
+                             ((222, 2002, 204), 0)):
+            config = {**impl.params, **({"HOIST": hoist} if backend_name == "cuda" else {})}
+            problem, sh, tensors, ref, scale = _data("hgemm", shape, precision)
+            verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
+            assert verdict.ok, (shape, precision_name, verdict.message)
+            bm, bn = fitted_tile(shape[0], shape[1], 128, 128, sms)
+            assert (launch.config["BM"], launch.config["BN"]) == (bm, bn), (shape, launch.config)
+            splits, _ = split_mma_plan(*shape, bm, bn, impl.params["BK"], impl.params["MIN_SLICES"], sms)
+            assert launch.config["splits"] == splits, (shape, launch.config)
+            _small_integers_pass_and_repeat_exactly(impl, problem, sh, precision, (shape, precision_name))
+
+
 def test_library_baseline_sets_its_switches_and_restores_them():
     impl = next(i for i in IMPLS if i.name == "sgemm/torch_matmul/cublas")
     fp32 = ladder("sgemm").problem.precisions[0]
@@ -422,9 +448,10 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["sgemm/v5_split_k", "sgemm/v9_split_k_multistage", "sgemm/v10_split_k_two_pass",
-                                  "hgemm/v9_split_k", "sgemm/v12_3xtf32_split_k", "gemm_bias_relu/v3_split_k"])
+                                  "hgemm/v9_split_k", "sgemm/v12_3xtf32_split_k", "gemm_bias_relu/v3_split_k",
+                                  "hgemm/v12_split_k_mma_sync"])
 def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
-    # sgemm v5, v9, v10, v12, hgemm v9 and gemm_bias_relu v3 record the K ranges their launch planned: several
+    # sgemm v5, v9, v10, v12, hgemm v9 and v12 and gemm_bias_relu v3 record the K ranges their launch planned: several
     # for 64×64×4096 (one tile for 132 SMs), one for 4096³ (256 tiles or more); the ordered reduction (a
     # fixed-order second kernel) gives the same bits on every launch.
     impl = next(i for i in IMPLS if i.name == f"{name}/cuda")

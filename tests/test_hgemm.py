@@ -284,6 +284,49 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
         copy_widths({**declared, "WN": 32, "THREADS": 256, "FIT": 1}, t, out, shape, BF16_TENSOR)
 
 
+def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cuda):
+    from study.ops.hgemm_mma_sync import split_mma_plan
+
+    # two blocks an SM over the fitted tiles, at most K's slices over MIN_SLICES, none empty
+    assert split_mma_plan(1045, 20, 3741, 64, 64, 32, 4, 132) == (15, 256)  # 17 tiles, 117 slices
+    assert split_mma_plan(4517, 62, 2411, 64, 64, 32, 4, 132) == (3, 832)   # 71 tiles
+    assert split_mma_plan(222, 2002, 204, 64, 64, 32, 4, 132) == (1, 224)   # 128 tiles, 7 slices: no split
+    assert split_mma_plan(4096, 4096, 4096, 128, 128, 32, 4, 132) == (1, 4096)
+    for k in range(1, 3000, 7):
+        for tiles_m, least in ((1, 2), (3, 4), (40, 8)):
+            splits, split_k = split_mma_plan(64 * tiles_m, 64, k, 64, 64, 32, least, 132)
+            assert split_k % 32 == 0 and splits * tiles_m <= 2 * 132
+            assert (splits - 1) * split_k < k <= splits * split_k  # every range holds a slice
+            assert -(-(-(-k // splits)) // 32) * 32 == split_k  # the twin's range from its grid: the same
+    impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
+    for shape, splits in (({"M": 1045, "N": 20, "K": 3741}, 15), ({"M": 4096, "N": 4096, "K": 4096}, 1)):
+        tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
+        [(symbol, grid, block, args, smem)] = fake_cuda  # the sum is the last block's: one kernel
+        bm, bn = launch.config["BM"], launch.config["BN"]
+        assert symbol == "hgemm_v12_split_k_mma_sync" and launch.config["splits"] == splits
+        assert grid == (-(-shape["N"] // bn), -(-shape["M"] // bm), splits) and block == (128, 1, 1)
+        assert int(args[9]) == launch.config["split_k"] and int(args[11]) == -(-shape["N"] // 4) * 4
+        assert args[12].numel() == grid[0] * grid[1] and not args[12].any()  # a zeroed counter a tile
+        assert args[10].numel() == (splits * shape["M"] * int(args[11]) if splits > 1 else 1)
+    assert (launch.config["BM"], launch.config["BN"]) == (128, 128)
+
+
+def test_the_split_mma_sync_twin_sums_its_ranges_in_order():
+    from study.backends import backend
+    from study.problem import check_output
+
+    impl = implementation("hgemm/v12_split_k_mma_sync/triton")
+    shape = {"M": 17, "N": 33, "K": 600}  # one 64 × 64 tile, 19 slices of 32: 4 ranges at MIN_SLICES=4, 7 at 2
+    tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 1, "cpu")
+    ref, scale = HGEMM.reference(tensors, FP16_TENSOR)
+    for min_slices, splits in ((4, 4), (2, 7), (32, 1)):
+        config = {**impl.params, "MIN_SLICES": min_slices}
+        launch = backend("triton").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR, config=config)
+        assert launch.config["splits"] == splits and (launch.config["BM"], launch.config["BN"]) == (64, 64)
+        verdict = check_output(launch.fn, launch.out, HGEMM, ref, scale, FP16_TENSOR)
+        assert verdict.ok, (min_slices, verdict.message)
+
+
 SIMULATED = [(1, 1, 1), (3, 5, 1), (64, 64, 1), (256, 256, 1), (64, 64, 2), (64, 64, 8), (64, 64, 64), (256, 256, 64),
              (64, 64, 256), (64, 64, 1024), (64, 64, 4096), (32, 32, 8192)]
 

@@ -1,7 +1,7 @@
 """What the tiled GEMM twins share (triton_kernels/sgemm.py, triton_kernels/hgemm.py,
 triton_kernels/gemm_bias_relu.py): one program's C tile through ``tl.dot`` (its product and its
 store apart, so that an epilogue can go between), and the grouped program order of the CUDA rungs'
-grouped_order.cuh."""
+grouped_order.cuh; the ordered sum of a tile's K ranges by its last program (the split twins)."""
 
 import triton
 import triton.language as tl
@@ -74,3 +74,24 @@ def grouped_program(M, BM: tl.constexpr, GROUP: tl.constexpr):
     block columns, axis 1 the block rows)."""
     pid = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
     return grouped_tile(pid, tl.cdiv(M, BM), tl.num_programs(0), GROUP)
+
+
+@triton.jit
+def sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, block, pid_s, splits,
+                       M, N):
+    """A K range's FP32 sums (rows ``rm``, columns ``rn`` of C) when K is split: into plane ``pid_s`` of the
+    workspace (M × N a plane), then counted on ``count_ptr[block]``; the block's last program to finish adds
+    the planes in range order (the same sum whoever is last) into C and sets the count back to zero for
+    the next launch (sgemm v5's twin, v13's; hgemm v12's, whose C in its storage type takes the
+    FP32 sum rounded once by the store)."""
+    plane = rm[:, None] * N + rn[None, :]
+    tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
+    tl.debug_barrier()  # every thread's partials are written before the release below
+    seen = tl.atomic_add(count_ptr + block, 1, sem="acq_rel", scope="gpu")
+    if seen == splits - 1:
+        total = tl.zeros(acc.shape, dtype=tl.float32)
+        for q in range(0, splits):  # range order: the same sum whoever is last
+            total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
+        c = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        tl.store(c, total.to(c_ptr.dtype.element_ty), mask=inside)
+        tl.store(count_ptr + block, 0)  # ready for the next launch

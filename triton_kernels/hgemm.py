@@ -29,7 +29,7 @@ kernels and plain config dicts only; study/ops/hgemm.py pairs them with the CUDA
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import grouped_program, grouped_tile, store, tile
+from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, store, sum_ranges_by_last, tile
 
 
 @triton.jit
@@ -86,6 +86,38 @@ def hgemm_grouped(
     pid_m, pid_n = grouped_program(M, BM, GROUP)
     tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
          pid_m, pid_n, BM, BN, BK, None)
+
+
+@triton.jit
+def hgemm_grouped_split_k(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr, count_ptr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
+    MIN_SLICES: tl.constexpr,
+):
+    """v12: v6's twin over one of the K ranges on program axis 2 (``splits`` of them, each cdiv(K, splits)
+    rounded up to BK, which is the CUDA rung's range: its plan makes the ranges equal, study/ops/hgemm_mma_sync.py
+    split_mma_plan); with two ranges or more, FP32 planes summed in range order by the tile's last program
+    (``sum_ranges_by_last``), as the CUDA rung's last block does. FIT and MIN_SLICES are the launch's (the
+    tile and the plan), not read here. What the twin cannot say: v6's own (mma.sync, ldmatrix, the copy widths)."""
+    pid_m, pid_n = grouped_program(M, BM, GROUP)
+    pid_s = tl.program_id(2)
+    splits = tl.num_programs(2)
+    split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
+    k_lo = pid_s * split_k
+    acc = accumulate(a_ptr + k_lo * stride_ak, b_ptr + k_lo * stride_bk, M, N, tl.minimum(split_k, K - k_lo),
+                     stride_am, stride_ak, stride_bk, stride_bn, pid_m, pid_n, BM, BN, BK, None)
+    if splits == 1:
+        store(c_ptr, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
+    else:
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        inside = (rm[:, None] < M) & (rn[None, :] < N)
+        tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, tile, pid_s, splits,
+                           M, N)
 
 
 @triton.jit
@@ -380,6 +412,10 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=f
              for bm, bn, w, s, fit in ((128, 128, 8, 3, 0), (128, 128, 8, 4, 0), (128, 256, 8, 3, 0),
                                        (256, 128, 8, 3, 0), (128, 128, 4, 4, 1), (64, 128, 4, 4, 0),
                                        (128, 256, 8, 4, 0), (256, 128, 8, 4, 0))]
+# CUDA v12: v6's declared tile (fitted to the shape) over K ranges; MIN_SLICES the plan's shortest range.
+V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
+SPLIT_MMA_SPACE = [dict(BM=128, BN=128, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=1, MIN_SLICES=least)
+                   for bk, s, least in ((32, 4, 2), (32, 4, 4), (32, 4, 8), (64, 3, 4))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)

@@ -22,7 +22,7 @@ study/ops/sgemm.py and study/ops/bgemm.py pair them with their CUDA rungs.
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, tile
+from triton_kernels.gemm_tile import accumulate, grouped_program, grouped_tile, sum_ranges_by_last, tile
 from triton_kernels.hgemm import split_plan
 
 
@@ -100,25 +100,6 @@ def range_accumulate(a_ptr, b_ptr, M, N, K, stride_am, stride_ak, stride_bk, str
         a += BK * stride_ak
         b += BK * stride_bk
     return acc, rm, rn, (rm[:, None] < M) & (rn[None, :] < N), pid_s, splits
-
-
-@triton.jit
-def sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, block, pid_s, splits,
-                       M, N):
-    """A K range's FP32 sums (rows ``rm``, columns ``rn`` of C) when K is split: into plane ``pid_s`` of the
-    workspace (M × N a plane), then counted on ``count_ptr[block]``; the block's last program to finish adds
-    the planes in range order (the same sum whoever is last) into C and sets the count back to zero for
-    the next launch (v5's twin, v13's)."""
-    plane = rm[:, None] * N + rn[None, :]
-    tl.store(part_ptr + pid_s * M * N + plane, acc, mask=inside)
-    tl.debug_barrier()  # every thread's partials are written before the release below
-    seen = tl.atomic_add(count_ptr + block, 1, sem="acq_rel", scope="gpu")
-    if seen == splits - 1:
-        total = tl.zeros(acc.shape, dtype=tl.float32)
-        for q in range(0, splits):  # range order: the same sum whoever is last
-            total += tl.load(part_ptr + q * M * N + plane, mask=inside, other=0.0, volatile=True)
-        tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, total, mask=inside)
-        tl.store(count_ptr + block, 0)  # ready for the next launch
 
 
 @triton.jit

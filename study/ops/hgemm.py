@@ -9,7 +9,8 @@ double buffering → v6 the tensor cores: mma.sync m16n8k16 fed by ldmatrix, FP3
 multi-stage cp.async pipeline → v7 Hopper's wgmma, its operands read from shared memory that TMA
 fills (128-byte swizzle, an mbarrier per stage; sm_90a) → v8 warp specialisation (a TMA producer
 warpgroup, two wgmma consumer warpgroups) in a persistent grid, C leaving by TMA stores → v9 split-K
-for products of few tiles → v10 skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N. v0–v5
+for products of few tiles → v10 skinny M (≤ 64 tokens) computed as Cᵀ = Bᵀ·Aᵀ, the tokens wgmma's N → v11
+2-block clusters multicasting B → v12 split-K on v6's in-place tile, for skinny products at any alignment. v0–v5
 multiply on the FFMA pipe in FP32; their Triton twins from v2 on use ``tl.dot``, i.e. the tensor
 cores. A rung is one line below.
 
@@ -53,7 +54,7 @@ from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERA
                                    persistent_launch, persistent_twin_launch, reduce_after_tuned_partials,
                                    reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
-from study.ops.hgemm_mma_sync import copy_widths, fitted_tile, mma_smem
+from study.ops.hgemm_mma_sync import SPLIT_MMA, copy_widths, fitted_tile, mma_smem, split_mma_twin_launch
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
@@ -426,6 +427,12 @@ register(
              multiples=TMA_HALVES,
              triton=twin(tk.hgemm_pairs, tk.V11_CLUSTER_MULTICAST, tk.PAIR_SPACE,
                          launch=functools.partial(persistent_twin_launch, cluster=2), pre_hook=tk.descriptor_blocks)),
+        Rung("v12_split_k_mma_sync", "v6's tile (fitted, every operand read in place) over K ranges on grid.z where "
+             "even its fitted tiles are fewer than two a SM; FP32 planes summed in range order by each tile's last "
+             "block, in the same launch", "v6's idle SMs on few tiles of a long K; v9's staging copies of rows TMA "
+             "cannot read", cuda="12_split_k_mma_sync.cu", launch=SPLIT_MMA,
+             triton=twin(tk.hgemm_grouped_split_k, tk.V12_SPLIT_K_MMA_SYNC, tk.SPLIT_MMA_SPACE,
+                         launch=split_mma_twin_launch)),
     ],
     baselines=BASELINES,
     headline=("v6_mma_sync", "v8_warp_specialized"),
