@@ -85,3 +85,41 @@ def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
         assert smem == persistent_smem(impl.params) > 0
     for point in impl.space:  # the H100/H200 opt-in limit per block
         assert persistent_smem(point) <= 227 * 1024, point
+
+
+def test_the_split_rung_runs_hgemm_v12_on_each_entry_planned_over_the_batch(fake_cuda):
+    from study.ops.hgemm_mma_sync import split_mma_plan
+
+    impl = implementation("bgemm/v2_batched_split_k/cuda")
+    # (shape, tile, splits): decode attention's few rows against a long context split K; a batch of enough tiles
+    # does not
+    for shape, tile, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, (64, 64), 4),
+                                ({"batch": 25, "M": 1, "N": 64, "K": 1024}, (64, 64), 8),
+                                ({"batch": 32, "M": 1, "N": 4096, "K": 128}, (128, 128), 1)):
+        tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
+        [(symbol, grid, block, args, smem)] = fake_cuda  # the ranges' sum is the last block's: one kernel
+        batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
+        assert symbol == "bgemm_v2_batched_split_k" and block == (128, 1, 1)
+        assert (launch.config["BM"], launch.config["BN"]) == tile and launch.config["splits"] == splits
+        assert splits == split_mma_plan(m, n, k, *tile, 32, 4, 132, batch)[0]
+        assert grid == (-(-n // tile[1]), -(-m // tile[0]), batch * splits)
+        assert [int(a) for a in args[3:11]] == [m, n, k, k, n, n, splits, launch.config["split_k"]]
+        ldp = int(args[12])
+        assert ldp == -(-n // 4) * 4 and args[11].numel() == (batch * splits * m * ldp if splits > 1 else 1)
+        assert args[13].numel() == batch * grid[0] * grid[1] and not args[13].any()
+
+
+def test_the_split_twin_sums_each_entrys_ranges_in_order():
+    from study.backends import backend
+    from study.problem import check_output
+
+    impl = implementation("bgemm/v2_batched_split_k/triton")
+    shape = {"batch": 3, "M": 17, "N": 33, "K": 600}  # a 64 × 64 tile an entry, 19 slices of 32
+    tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 2, "cpu")
+    ref, scale = BGEMM.reference(tensors, FP16_TENSOR)
+    for min_slices, splits in ((4, 4), (32, 1)):
+        launch = backend("triton").prepare(impl, BGEMM, tensors, shape, FP16_TENSOR,
+                                           config={**impl.params, "MIN_SLICES": min_slices})
+        assert launch.config["splits"] == splits, launch.config
+        verdict = check_output(launch.fn, launch.out, BGEMM, ref, scale, FP16_TENSOR)
+        assert verdict.ok, (min_slices, verdict.message)

@@ -447,6 +447,23 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / name).is_file()
 
 
+@pytest.mark.parametrize("backend_name", ["cuda", "triton"])
+def test_the_batched_split_rung_splits_decode_attention_per_entry_and_repeats_exactly(backend_name):
+    """bgemm v2 (hgemm v12 on each entry) at the attention suites' decode shapes, which split K, and odd ones
+    (pairs of halves where K or N is odd): random inputs, then small integers repeated exactly with C poisoned
+    between launches; an entry's planes and counters apart from the next's (a mix-up shows as another entry's
+    sums)."""
+    impl = next(i for i in IMPLS if i.name == f"bgemm/v2_batched_split_k/{backend_name}")
+    for precision_name in ("fp16", "bf16"):
+        precision = ladder("bgemm").problem.precision(precision_name)
+        for shape in ((32, 16, 128, 4096), (25, 1, 64, 1024), (32, 1, 4096, 128), (3, 17, 33, 599), (5, 45, 37, 1001)):
+            problem, sh, tensors, ref, scale = _data("bgemm", shape, precision)
+            verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
+            assert verdict.ok, (shape, precision_name, verdict.message)
+            assert (launch.config["splits"] > 1) == (shape[3] >= 599), (shape, launch.config)
+            _small_integers_pass_and_repeat_exactly(impl, problem, sh, precision, (shape, precision_name))
+
+
 @pytest.mark.parametrize("name", ["sgemm/v5_split_k", "sgemm/v9_split_k_multistage", "sgemm/v10_split_k_two_pass",
                                   "hgemm/v9_split_k", "sgemm/v12_3xtf32_split_k", "gemm_bias_relu/v3_split_k",
                                   "hgemm/v12_split_k_mma_sync"])

@@ -5,13 +5,15 @@ bgemm v0's twin is SGEMM's ``tl.dot`` kernel with the entry on program axis 2
 over a batch: A and B come through 3-D tensor descriptors (entry, rows, columns) with boxes of one
 entry, so TMA zero-fills what lies past an entry's M, N and K instead of reading the next entry, and
 NUM_SMS programs walk batch × rows × cols tiles entry by entry, as the CUDA rung's persistent blocks
-do. Index arithmetic is 32-bit: the op refuses batches of 2**31 or more elements.
+do. v2's twin is hgemm v12's (``split_range_tile``: v6's twin's tile over a K range, the ranges summed by a tile's
+last program) on each entry, the entry and the range on program axis 2. Index arithmetic is 32-bit: the op refuses batches of 2**31 or more elements.
 """
 
 import triton
 import triton.language as tl
 
 from triton_kernels.gemm_tile import grouped_tile, store
+from triton_kernels.hgemm import split_range_tile
 
 
 @triton.jit
@@ -38,8 +40,34 @@ def bgemm_persistent(
         store(c_ptr + entry * stride_cb, acc, M, N, stride_cm, stride_cn, pid_m, pid_n, BM, BN)
 
 
+@triton.jit
+def bgemm_split_k(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_ab, stride_bb, stride_cb,
+    part_ptr, count_ptr, BATCH,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
+    MIN_SLICES: tl.constexpr,
+):
+    """v2: program axis 2 is entry · splits + range (splits = its size over BATCH); the entry's matrices, its
+    planes (splits of M × N) and its tiles' counts, then hgemm v12's twin's tile over the range. FIT and
+    MIN_SLICES are the launch's (the tile and the plan). What the twin cannot say: hgemm v6's (mma.sync,
+    ldmatrix, the copy widths)."""
+    splits = tl.num_programs(2) // BATCH
+    entry = tl.program_id(2) // splits
+    tiles = tl.cdiv(M, BM) * tl.cdiv(N, BN)
+    split_range_tile(a_ptr + entry * stride_ab, b_ptr + entry * stride_bb, c_ptr + entry * stride_cb,
+                     part_ptr + entry * splits * M * N, count_ptr + entry * tiles, M, N, K, stride_am, stride_ak,
+                     stride_bk, stride_bn, stride_cm, stride_cn, tl.program_id(2) % splits, splits, BM, BN, BK, GROUP)
+
+
 # CUDA v1: 128×128×64, a producer and two consumer warpgroups, 4 stages, persistent; the twin's 8
 # warps are the consumers (Triton 3.6 does not specialise warps on Hopper).
 V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=4)
 BATCHED_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=s)
                  for bn, s in ((128, 4), (256, 4), (256, 3), (128, 6), (64, 6), (64, 8))]
+# CUDA v2: hgemm v12's declared tile (fitted to the batch's shape) and space.
+V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
+BATCHED_SPLIT_SPACE = [dict(BM=128, BN=128, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=1, MIN_SLICES=least)
+                       for bk, s, least in ((32, 4, 2), (32, 4, 4), (32, 4, 8), (64, 3, 4))]

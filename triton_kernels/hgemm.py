@@ -89,22 +89,15 @@ def hgemm_grouped(
 
 
 @triton.jit
-def hgemm_grouped_split_k(
-    a_ptr, b_ptr, c_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-    part_ptr, count_ptr,
-    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
-    MIN_SLICES: tl.constexpr,
-):
-    """v12: v6's twin over one of the K ranges on program axis 2 (``splits`` of them, each cdiv(K, splits)
-    rounded up to BK, which is the CUDA rung's range: its plan makes the ranges equal, study/ops/hgemm_mma_sync.py
-    split_mma_plan); with two ranges or more, FP32 planes summed in range order by the tile's last program
-    (``sum_ranges_by_last``), as the CUDA rung's last block does. FIT and MIN_SLICES are the launch's (the
-    tile and the plan), not read here. What the twin cannot say: v6's own (mma.sync, ldmatrix, the copy widths)."""
+def split_range_tile(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                     stride_cm, stride_cn, pid_s, splits, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                     GROUP: tl.constexpr):
+    """This program's tile of one product (grid axes 0 and 1 in the grouped order) over K range ``pid_s`` of
+    ``splits``, each cdiv(K, splits) rounded up to BK — the CUDA rungs' range: their plan makes the ranges equal
+    (study/ops/hgemm_mma_sync.py split_mma_plan); with one range C from the accumulator, with more FP32 planes
+    (M × N each) summed in range order by the tile's last program (``sum_ranges_by_last``), as the CUDA rungs'
+    last block does (hgemm v12's twin; bgemm v2's on each entry)."""
     pid_m, pid_n = grouped_program(M, BM, GROUP)
-    pid_s = tl.program_id(2)
-    splits = tl.num_programs(2)
     split_k = tl.cdiv(tl.cdiv(K, splits), BK) * BK
     k_lo = pid_s * split_k
     acc = accumulate(a_ptr + k_lo * stride_ak, b_ptr + k_lo * stride_bk, M, N, tl.minimum(split_k, K - k_lo),
@@ -115,9 +108,25 @@ def hgemm_grouped_split_k(
         rm = pid_m * BM + tl.arange(0, BM)
         rn = pid_n * BN + tl.arange(0, BN)
         inside = (rm[:, None] < M) & (rn[None, :] < N)
-        tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        tile = pid_m * tl.cdiv(N, BN) + pid_n
         sum_ranges_by_last(acc, part_ptr, count_ptr, c_ptr, rm, rn, stride_cm, stride_cn, inside, tile, pid_s, splits,
                            M, N)
+
+
+@triton.jit
+def hgemm_grouped_split_k(
+    a_ptr, b_ptr, c_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    part_ptr, count_ptr,
+    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
+    MIN_SLICES: tl.constexpr,
+):
+    """v12: v6's twin over one of the K ranges on program axis 2 (:func:`split_range_tile`). FIT and MIN_SLICES
+    are the launch's (the tile and the plan), not read here. What the twin cannot say: v6's own (mma.sync,
+    ldmatrix, the copy widths)."""
+    split_range_tile(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                     stride_cm, stride_cn, tl.program_id(2), tl.num_programs(2), BM, BN, BK, GROUP)
 
 
 @triton.jit

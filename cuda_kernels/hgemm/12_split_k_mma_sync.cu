@@ -13,13 +13,14 @@
 // Costs: each range's partials cross L2 twice (written, then read by the last block); K per block shrinks,
 // so the pipeline's fill and drain weigh more (MIN_SLICES bounds it).
 // The plan (study/ops/hgemm_mma_sync.py, split_mma_plan; the twin takes the same): FIT's tile, then hgemm v9's
-// split_plan over two blocks an SM (v6's 64 × 64 tile holds two or more an SM: at most 255 registers for 128
-// threads and 39 KB of shared memory at 4 stages): splits = 2·SMs over the tiles, at most K's slices over
+// split_plan over two blocks an SM (v6's 64 × 64 tile holds two an SM: 152 registers for 128 threads on pairs,
+// nvcc 13.0, and 39 KB of shared memory at 4 stages): splits = 2·SMs over the tiles, at most K's slices over
 // MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty.
 // Removes: v6's idle SMs at few tiles and long K; v9's staging copies where rows are not 16-byte multiples.
-// Builds on: v6 (its tile, whole), sgemm v9 (the ordered last-block sum). Constraints: v6's (none on M, N,
-// K or the leading dimensions); the workspace holds splits × M × ldp floats, ldp = N rounded up to 4, and
-// a counter a tile (zero between launches: the last block sets it back).
+// Builds on: v6 (its tile, whole), sgemm v9 (the ordered last-block sum); the body is hgemm/split_k_mma_sync.cuh
+// (bgemm v2 runs it on each entry of a batch). Constraints: v6's (none on M, N, K or the leading dimensions);
+// the workspace holds splits × M × ldp floats, ldp = N rounded up to 4, and a counter a tile (zero between
+// launches: the last block sets it back).
 // Measured: not yet on the GPU.
 // arch: sm_80
 // precisions: fp16 bf16
@@ -35,6 +36,7 @@
 #include "mma_sync.cuh"
 #include "slice_copies.cuh"
 #include "hgemm/mma_sync_tile.cuh"
+#include "hgemm/split_k_mma_sync.cuh"
 
 // split_k: halves of K a range (a multiple of BK; the last range may be shorter); partial: gridDim.z planes of
 // M rows ldp floats apart; counter: one per tile, zero before the launch.
@@ -42,46 +44,10 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 hgemm_v12_split_k_mma_sync(const storage_t* __restrict__ A, const storage_t* __restrict__ B,
                            storage_t* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc, int split_k,
                            float* __restrict__ partial, int ldp, unsigned* __restrict__ counter) {
-    using namespace mma16;
     extern __shared__ __align__(16) storage_t smem[];
-    require_dynamic_smem(SMEM_BYTES);
+    require_dynamic_smem(mma16::SMEM_BYTES);
     int bm, bn;
     grouped_block_coords<GROUP>(bm, bn);  // the same tile in every range (grid.z)
-    const int m0 = bm * BM, n0 = bn * BN;
-    const int k_begin = blockIdx.z * split_k;  // < K: no range is empty
-    float acc[MT][NT][4] = {};
-    // K − k_begin, not k_begin + split_k, which passes 2^31 near K = 2^31.
-    accumulate(acc, smem, A, B, M, N, K, lda, ldb, m0, n0, k_begin, CDIV(min(split_k, K - k_begin), BK));
-    const int splits = gridDim.z;
-    if (splits == 1) {  // uniform over the grid
-        for_each_pair(acc, m0, n0, [&](int row, int col, float x, float y) {
-            store_pair<ALIGNED != 0>(C, M, N, ldc, row, col, x, y);
-        });
-        return;
-    }
-    // This range's plane: pairs of floats (col is even, ldp a multiple of 4, so 8-byte stores); a pair's
-    // second column past N lands in the row's padding (ldp ≥ N rounded up to 4).
-    const size_t plane = (size_t)M * ldp;
-    float* mine = partial + blockIdx.z * plane;
-    for_each_pair(acc, m0, n0, [&](int row, int col, float x, float y) {
-        if (row < M && col < N) *reinterpret_cast<float2*>(mine + (size_t)row * ldp + col) = make_float2(x, y);
-    });
-    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-    if (!last_to_finish(counter, tile, splits)) return;
-    __threadfence();  // see every other block's planes
-    // Each thread sums the outputs it computed, plane by plane in range order, read from L2 (__ldcg: another
-    // SM wrote them, and this SM's L1 may hold stale lines of an earlier launch).
-    for_each_pair(acc, m0, n0, [&](int row, int col, float, float) {
-        if (row >= M || col >= N) return;
-        const float* p = partial + (size_t)row * ldp + col;
-        float2 total = make_float2(0.0f, 0.0f);
-#pragma unroll 1  // ptxas unrolled 64 pairs' loops into 467 KB of code at 128 × 128 (nvcc 13.0); 101 KB so
-        for (int s = 0; s < splits; ++s) {
-            const float2 v = __ldcg(reinterpret_cast<const float2*>(p + s * plane));
-            total.x += v.x;
-            total.y += v.y;
-        }
-        store_pair<ALIGNED != 0>(C, M, N, ldc, row, col, total.x, total.y);
-    });
-    if (threadIdx.x == 0) counter[tile] = 0;  // ready for the next launch
+    split_k_mma_tile(smem, A, B, C, M, N, K, lda, ldb, ldc, bm, bn, blockIdx.z, gridDim.z, split_k, partial, ldp,
+                     counter);
 }

@@ -10,7 +10,8 @@ SGEMM ladder's v4 tile (cuda_kernels/sgemm/tile_double_buffer.cuh) on the entry'
 entry on the third grid axis, and its Triton twin is SGEMM's ``tl.dot`` kernel with a batch
 program axis (FP32, TF32); v1 is the tensor-core ladder's best, hgemm v8, with the entry as its
 tensor maps' third dimension and the persistent grid walking the whole batch, its twin hgemm v8's
-twin with 3-D tensor descriptors (FP16, BF16).
+twin with 3-D tensor descriptors (FP16, BF16); v2 is hgemm v12 (v6's mma.sync tile over K ranges, read in place) on
+each entry, for decode attention's few rows against a long context (FP16, BF16).
 
 Correctness gate, entry by entry: SGEMM's for FP32 and TF32 (study/ops/sgemm.py), HGEMM's for
 FP16 and BF16 (the scale |A|·|B| plus η, the storage type's smallest normal; study/ops/hgemm.py
@@ -23,6 +24,7 @@ import torch
 
 from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
                                    fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch)
+from study.ops.hgemm_mma_sync import SPLIT_MMA, split_mma_twin_launch
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -94,6 +96,12 @@ register(
              cuda="01_batched_wgmma.cu", launch=PERSISTENT, multiples=TMA_HALVES,
              triton=twin(tkb.bgemm_persistent, tkb.V1_BATCHED_WGMMA, tkb.BATCHED_SPACE, launch=persistent_twin_launch,
                          precisions=("fp16", "bf16"), pre_hook=tkh.descriptor_blocks)),
+        Rung("v2_batched_split_k", "hgemm v12 on each entry: v6's mma.sync tile read in place and fitted to the "
+             "batch's tiles, over K ranges where the batch's tiles are fewer than two a SM, summed in range order by "
+             "each tile's last block", "v1's idle SMs and empty 128-row tiles at decode-sized M with a long context",
+             cuda="02_batched_split_k.cu", launch=SPLIT_MMA,
+             triton=twin(tkb.bgemm_split_k, tkb.V2_BATCHED_SPLIT_K, tkb.BATCHED_SPLIT_SPACE,
+                         launch=split_mma_twin_launch, precisions=("fp16", "bf16"))),
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
                CUBLASLT],

@@ -1,6 +1,8 @@
-"""hgemm v6's launch (cuda_kernels/hgemm/06_mma_sync.cu, docs/ladders/hgemm.md v6): its shared memory, each
-operand's copy width, and the tile FIT=1 fits to the shape — also the tile its Triton twin takes; and v12's, v6's
-tile over K ranges (12_split_k_mma_sync.cu): its plan, launch and twin launch."""
+"""The mma.sync family's launches: hgemm v6's (cuda_kernels/hgemm/06_mma_sync.cu, docs/ladders/hgemm.md v6) — its
+shared memory, each operand's copy width, and the tile FIT=1 fits to the shape, also the tile its Triton twin
+takes — and hgemm v12's, v6's tile over K ranges (12_split_k_mma_sync.cu: its plan, launch and twin launch),
+which bgemm v2 runs over a batch (cuda_kernels/bgemm/02_batched_split_k.cu). Two ops run it, so it lives here,
+not in either op's module."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import numpy as np
 import torch
 
 from study.backends import cuda
-from study.ops.gemm_common import (HALVES, SPLIT_BLOCKS_PER_SM, aligned_defines, grid_rows_check, split_plan,
-                                   split_workspace, tiled_args)
+from study.ops.gemm_common import (GRID_Z, HALVES, SPLIT_BLOCKS_PER_SM, aligned_defines, grid_rows_check,
+                                   split_plan, split_workspace, tiled_args)
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 
 
@@ -58,68 +60,85 @@ def copy_widths(config, tensors, out, shape, precision):
     if defines.get("FIT"):
         if (defines["BM"], defines["BN"]) != (2 * defines["WM"], 2 * defines["WN"]):
             raise ValueError(f"FIT keeps 2 × 2 warps: BM = 2·WM and BN = 2·WN, not {defines}")
-        bm, bn = fitted_tile(shape["M"], shape["N"], defines["BM"], defines["BN"], sm_count(out))
+        # a batch's entries share the SMs (bgemm v2): each entry's tiles need reach only their share
+        bm, bn = fitted_tile(shape["M"], shape["N"], defines["BM"], defines["BN"],
+                             cdiv(sm_count(out), shape.get("batch", 1)))
         defines.update(BM=bm, BN=bn, WM=bm // 2, WN=bn // 2)
     return defines
 
 
-# ---- v12: v6's tile over K ranges ---------------------------------------------------------------------------
+# ---- v12 (and bgemm v2, over a batch): v6's tile over K ranges ------------------------------------------------
 
-def split_mma_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int) -> tuple[int, int]:
+def split_mma_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int,
+                   batch: int = 1) -> tuple[int, int]:
     """v12's (splits, halves of K a range) for a BM × BN tile (FIT's, already fitted): hgemm v9's
-    :func:`split_plan` over SPLIT_BLOCKS_PER_SM blocks an SM — v6's fitted 64 × 64 tile holds two an SM — so the
-    ranges are equal and none is empty; ranges of BK multiples, the last possibly shorter. The twin's kernel
-    recomputes the range from its grid (cdiv(cdiv(K, splits), BK) · BK), which is the same length."""
-    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, sms * SPLIT_BLOCKS_PER_SM)
+    :func:`split_plan` over SPLIT_BLOCKS_PER_SM blocks an SM — v6's fitted 64 × 64 tile holds two an SM — shared by
+    the ``batch`` entries' tiles (bgemm v2), so the ranges are equal and none is empty; ranges of BK multiples,
+    the last possibly shorter. The twins' kernels recompute the range from their grid
+    (cdiv(cdiv(K, splits), BK) · BK), which is the same length."""
+    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, sms * SPLIT_BLOCKS_PER_SM // batch)
     return splits, per * bk
 
 
 def split_mma_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v12: v6's grid (its fitted tile, :func:`copy_widths`) times the plan's ranges on grid.z, the FP32
+    """hgemm v12: v6's grid (its fitted tile, :func:`copy_widths`) times the plan's ranges on grid.z, the FP32
     workspace (splits planes of M rows ldp floats apart) and a counter a tile, zeroed once here: the last
-    block of each tile sets its count back (cuda_kernels/hgemm/12_split_k_mma_sync.cu)."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
+    block of each tile sets its count back (cuda_kernels/hgemm/12_split_k_mma_sync.cu). bgemm v2 (a ``batch`` in
+    the shape): grid.z = batch × splits, an entry's planes and counters together, ``splits`` among the
+    arguments (cuda_kernels/bgemm/02_batched_split_k.cu)."""
+    batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     bm, bn = defines["BM"], defines["BN"]
-    splits, split_k = split_mma_plan(m, n, k, bm, bn, defines["BK"], defines["MIN_SLICES"], sm_count(out))
+    splits, split_k = split_mma_plan(m, n, k, bm, bn, defines["BK"], defines["MIN_SLICES"], sm_count(out), batch)
     ldp = split_workspace(n)
-    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
-    counter = torch.zeros(cdiv(m, bm) * cdiv(n, bn), dtype=torch.int32, device=out.device)
-    args = (*tiled_args(tensors, out, shape), np.int32(split_k), cuda.as_cupy(partial), np.int32(ldp),
-            cuda.as_cupy(counter))
-    return CudaLaunch(grid=(cdiv(n, bn), cdiv(m, bm), splits), block=(defines["THREADS"], 1, 1), args=args,
+    partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    counter = torch.zeros(batch * cdiv(m, bm) * cdiv(n, bn), dtype=torch.int32, device=out.device)
+    args = (*tiled_args(tensors, out, shape), *((np.int32(splits),) if "batch" in shape else ()), np.int32(split_k),
+            cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(counter))
+    return CudaLaunch(grid=(cdiv(n, bn), cdiv(m, bm), batch * splits), block=(defines["THREADS"], 1, 1), args=args,
                       smem=mma_smem(defines), facts={"BM": bm, "BN": bn, "splits": splits, "split_k": split_k},
                       keep=(partial, counter))
 
 
-SPLIT_MMA = CudaLauncher(launch=split_mma_launch, check=grid_rows_check, defines=copy_widths)
+def batch_grid_check(params, shape, precision) -> str | None:
+    """v6's grid rows (grid.y) and, with a batch, its entries on grid.z (splits only where the batch is small)."""
+    reason = grid_rows_check(params, shape, precision)
+    if reason is None and shape.get("batch", 1) > GRID_Z:
+        return f"batch={shape['batch']} is beyond the {GRID_Z} entries one launch's grid.z can hold"
+    return reason
+
+
+SPLIT_MMA = CudaLauncher(launch=split_mma_launch, check=batch_grid_check, defines=copy_widths)
 
 
 def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
-    """v12's twin: v6's twin's tile (fitted where the config says FIT=1; under ``triton.autotune`` the space's
-    points as written), each config's plan (:func:`split_mma_plan`, worked out here once), a workspace for the
-    largest and a counter for the most tiles; the grid's third axis the ranges."""
+    """v12's twin (bgemm v2's, with a ``batch``): v6's twin's tile (fitted where the config says FIT=1, counting
+    the batch's tiles; under ``triton.autotune`` the space's points as written), each config's plan
+    (:func:`split_mma_plan`, worked out here once), a workspace for the largest and a counter for the most
+    tiles; the grid's third axis the ranges (entry · splits + range)."""
     a, b = tensors["A"], tensors["B"]
-    m, n, k = shape["M"], shape["N"], shape["K"]
+    batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     meta = dict(config)
     if meta.get("FIT"):
-        meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], sms)
+        meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], cdiv(sms, batch))
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
 
     def key(cfg):
         return cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"]
 
-    plans = {key(t): split_mma_plan(m, n, k, *key(t), sms)[0] for t in tiles}
-    partial = torch.empty(max(plans.values()) * m * n, dtype=torch.float32, device=out.device)
-    counter = torch.zeros(max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
+    plans = {key(t): split_mma_plan(m, n, k, *key(t), sms, batch)[0] for t in tiles}
+    partial = torch.empty(batch * max(plans.values()) * m * n, dtype=torch.float32, device=out.device)
+    counter = torch.zeros(batch * max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
                           device=out.device)
+    entries = [t.stride(0) for t in (a, b, out)] if "batch" in shape else []
 
     def grid(cfg):
-        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), plans[key(cfg)])
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), batch * plans[key(cfg)])
 
     def fn():
         kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
-                     out.stride(-2), out.stride(-1), partial, counter, **meta)
+                     out.stride(-2), out.stride(-1), *entries, partial, counter,
+                     *((batch,) if "batch" in shape else ()), **meta)
 
     fn.facts = {"BM": meta["BM"], "BN": meta["BN"], "splits": plans[key(meta)]} if "BM" in meta else {}
     return fn

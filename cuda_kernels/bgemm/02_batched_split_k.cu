@@ -1,0 +1,47 @@
+// bgemm v2 — hgemm v12's split-K mma.sync tile on each entry of the batch (docs/ladders/bgemm.md, v2).
+// Idea: decode attention is a batch of skinny products with a long K: one or 16 tokens against a context of
+// 1024–4096 (25×1×64×1024, 32×16×128×4096: batch × M × N × K). v1 (hgemm v8 over the batch) gives each entry
+// 128-row tiles, most of whose rows lie past M, and a few tiles for all of K: 25–64 blocks for 132 SMs; the
+// suites put it at 0.50–0.74× cuBLAS there (c36 at 9a23c9e, reports/h200/suites/bgemm-fp16.md, FP16, unpaired).
+// Here each entry runs hgemm v12's tile (hgemm/split_k_mma_sync.cuh: v6's mma.sync tile, each operand read in
+// place, fitted to the shape counting the whole batch's tiles) over one of `splits` K ranges, blockIdx.z =
+// entry · splits + range; an entry's ranges write its FP32 planes and its tiles' last blocks add them in range
+// order (the same bits every run, one launch). The plan is v12's over the batch's tiles: splits = 2·SMs over
+// batch × tiles, at most K's slices over MIN_SLICES (study/ops/hgemm_mma_sync.py, split_mma_plan).
+// Removes: v1's idle SMs and empty tile rows at decode-sized M with a long context.
+// Builds on: hgemm v12 (the tile over a range, whole), v6 (the tile). Constraints: hgemm v6's (any M, N, K);
+// contiguous entries (entry b of A starts b·M·lda); batch × splits ≤ 65535 (grid.z: splits > 1 only where
+// batch × tiles < 2·SMs); the workspace holds batch × splits × M × ldp floats and a counter a tile of each entry.
+// Measured: not yet on the GPU.
+// arch: sm_80
+// precisions: fp16 bf16
+// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4
+#include "common.cuh"
+#include "sgemm/grouped_order.cuh"
+#include "sgemm/split_k.cuh"
+#include "pipeline.cuh"
+#include "mma_sync.cuh"
+#include "slice_copies.cuh"
+#include "hgemm/mma_sync_tile.cuh"
+#include "hgemm/split_k_mma_sync.cuh"
+
+// splits: K ranges an entry; split_k: halves of K a range; partial: batch × splits planes of M rows ldp floats
+// apart (an entry's splits together); counter: an entry's tiles together, zero before the launch.
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+bgemm_v2_batched_split_k(const storage_t* __restrict__ A, const storage_t* __restrict__ B, storage_t* __restrict__ C,
+                         int M, int N, int K, int lda, int ldb, int ldc, int splits, int split_k,
+                         float* __restrict__ partial, int ldp, unsigned* __restrict__ counter) {
+    extern __shared__ __align__(16) storage_t smem[];
+    require_dynamic_smem(mma16::SMEM_BYTES);
+    int bm, bn;
+    grouped_block_coords<GROUP>(bm, bn);  // blockIdx.x/y: the same tile in every entry and range
+    const size_t entry = blockIdx.z / splits;
+    const int range = blockIdx.z % splits;
+    const int tiles = CDIV(M, BM) * CDIV(N, BN);
+    split_k_mma_tile(smem, A + entry * M * lda, B + entry * K * ldb, C + entry * M * ldc, M, N, K, lda, ldb, ldc,
+                     bm, bn, range, splits, split_k, partial + entry * splits * M * ldp, ldp, counter + entry * tiles);
+}
