@@ -199,17 +199,21 @@ __device__ __forceinline__ void cp_async_block_16(T* dst, int dst_ld, const T* s
 // and every load of the block is issued before its first store, so a block costs one global latency, not
 // one a load, as the element loop it replaced did (hgemm v6: one to four loads between stores). Pairs
 // halve the registers the loads hold (a half a register spilled 504 bytes at v6's 128-thread tile; paired,
-// 272 where both operands are odd, 132 where only B is). Synchronous: the warps stall for the loads before
-// they compute the slice in hand, and a second operand's loads wait for the first's stores (hgemm v6 at
-// A_VEC = B_VEC = 1: two latencies a slice); loading the refill before the slice's products and storing it
-// after is what would hide them.
+// 272 where both operands are odd, 132 where only B is). copy_block_pairs is synchronous: the warps stall for
+// the loads before they compute the slice in hand, and a second operand's loads wait for the first's stores
+// (hgemm v6 at A_VEC = B_VEC = 1: two latencies a slice). Its halves apart — fetch_block_pairs (the loads
+// into `v`, a thread's pairs) and store_block_pairs — let a pipeline load a refill before a slice's products
+// and store it after them (hgemm v6's DEFER=1, pipeline.cuh cp_async_pipeline_deferred).
+__host__ __device__ constexpr int block_pairs_each(int rows, int cols, int threads) {
+    return CDIV(rows * cols / 2, threads);
+}
+
 template <int Rows, int Cols, int Threads, class T>
-__device__ __forceinline__ void copy_block_pairs(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
-                                                 int c0, int tid) {
+__device__ __forceinline__ void fetch_block_pairs(unsigned (&v)[block_pairs_each(Rows, Cols, Threads)], const T* src,
+                                                  int ld, int R, int C, int r0, int c0, int tid) {
     static_assert(sizeof(T) == 2 && Cols % 2 == 0, "a block row is whole pairs of halves");
-    constexpr int PER_ROW = Cols / 2, PAIRS = Rows * PER_ROW, EACH = CDIV(PAIRS, Threads);
+    constexpr int PER_ROW = Cols / 2, PAIRS = Rows * PER_ROW, EACH = block_pairs_each(Rows, Cols, Threads);
     const unsigned short* bits = reinterpret_cast<const unsigned short*>(src);
-    unsigned v[EACH];
 #pragma unroll
     for (int i = 0; i < EACH; ++i) {
         const int p = tid + i * Threads, r = p / PER_ROW, c = p % PER_ROW * 2;
@@ -218,12 +222,27 @@ __device__ __forceinline__ void copy_block_pairs(T* dst, int dst_ld, const T* sr
         const unsigned lo = row && c0 + c < C ? s[0] : 0u, hi = row && c0 + c + 1 < C ? s[1] : 0u;
         v[i] = lo | hi << 16;  // +0.0 in FP16 and BF16 where outside
     }
+}
+
+template <int Rows, int Cols, int Threads, class T>
+__device__ __forceinline__ void store_block_pairs(T* dst, int dst_ld, const unsigned (&v)[block_pairs_each(Rows, Cols,
+                                                                                                           Threads)],
+                                                  int tid) {
+    constexpr int PER_ROW = Cols / 2, PAIRS = Rows * PER_ROW, EACH = block_pairs_each(Rows, Cols, Threads);
 #pragma unroll
     for (int i = 0; i < EACH; ++i) {
         const int p = tid + i * Threads;
         if (PAIRS % Threads == 0 || p < PAIRS)
             *reinterpret_cast<unsigned*>(dst + p / PER_ROW * dst_ld + p % PER_ROW * 2) = v[i];
     }
+}
+
+template <int Rows, int Cols, int Threads, class T>
+__device__ __forceinline__ void copy_block_pairs(T* dst, int dst_ld, const T* src, int ld, int R, int C, int r0,
+                                                 int c0, int tid) {
+    unsigned v[block_pairs_each(Rows, Cols, Threads)];
+    fetch_block_pairs<Rows, Cols, Threads>(v, src, ld, R, C, r0, c0, tid);
+    store_block_pairs<Rows, Cols, Threads>(dst, dst_ld, v, tid);
 }
 
 #if defined(STORAGE_FP16) || defined(STORAGE_BF16)

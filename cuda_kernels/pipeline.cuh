@@ -1,6 +1,6 @@
 // The STAGES-deep cp.async pipeline over the K slices of a tile, shared by sgemm v6/v7/v9
-// (sgemm/tile_warp.cuh), sgemm v8 and hgemm v6 (docs/ladders/sgemm.md, v7). One place holds the
-// group accounting that every such kernel must get exactly right:
+// (sgemm/tile_warp.cuh), sgemm v8 and hgemm v6 (and v12, bgemm v2 on its tile) (docs/ladders/sgemm.md, v7).
+// One place holds the group accounting that every such kernel must get exactly right:
 // - the prologue issues slices 0 … Stages-2 and commits one group per step, empty or not, and
 //   every iteration commits one more, so "slice s has landed" is always "at most Stages-2 groups
 //   still pending" (cp.async.wait_group Stages-2);
@@ -27,6 +27,37 @@ __device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute
         if (next < slices) load(next % Stages, next);
         cp_async_commit();
         compute(s % Stages);
+    }
+    cp_async_wait<0>();
+}
+
+// The same pipeline with part of each refill held in registers across a slice's products (hgemm v6's DEFER=1,
+// where an operand's rows are an odd number of halves apart and go through registers: common.cuh
+// fetch_block_pairs). load(stage, s) issues slice s's cp.async copies and the loads of its held part;
+// deposit(stage) stores the held part into the stage. The prologue deposits at once; in the loop a refill's
+// loads are issued before compute(s) and deposited after it, so their latency runs under the slice's products
+// instead of before them. Safe: the refilled stage held slice s − 1, which every thread finished before this
+// iteration's barrier, and slice s + Stages − 1 is read only after the barrier of its own iteration, which every
+// thread reaches after its deposit. The group accounting is cp_async_pipeline's.
+template <int Stages, class Load, class Compute, class Deposit>
+__device__ __forceinline__ void cp_async_pipeline_deferred(int slices, Load load, Compute compute, Deposit deposit) {
+    static_assert(Stages >= 2, "at least two stages");
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s) {
+        if (s < slices) {
+            load(s, s);
+            deposit(s);
+        }
+        cp_async_commit();
+    }
+    for (int s = 0; s < slices; ++s) {
+        cp_async_wait<Stages - 2>();
+        __syncthreads();
+        const int next = s + Stages - 1;
+        if (next < slices) load(next % Stages, next);
+        cp_async_commit();
+        compute(s % Stages);
+        if (next < slices) deposit(next % Stages);
     }
     cp_async_wait<0>();
 }

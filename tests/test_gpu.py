@@ -308,7 +308,7 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
     bytes: A_VEC, B_VEC halves), in pairs of halves through registers where its rows are an odd number of
     halves apart (1). The odd suite's shapes with each pair of widths, and A padded to a leading dimension
     (K + 2) that halves the width K alone allows; random inputs, then small integers (an element copied to
-    the wrong row or column shows) repeated exactly."""
+    the wrong row or column shows) repeated exactly; where an operand goes in pairs, DEFER=1 too."""
     impl = next(i for i in IMPLS if i.name == "hgemm/v6_mma_sync/cuda")
     bf16 = ladder("hgemm").problem.precision("bf16")
     for shape, widths in (((222, 2002, 204), (4, 2)), ((228, 4, 522), (2, 4)), ((166, 419, 98), (2, 1)),
@@ -318,6 +318,9 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
         assert verdict.ok, (shape, verdict.message)
         assert (launch.config["A_VEC"], launch.config["B_VEC"]) == widths, (shape, launch.config)
         _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
+        if 1 in widths:  # DEFER=1: the pairs held in registers across a slice, stored after its products
+            verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16, config={**impl.params, "DEFER": 1})
+            assert verdict.ok and launch.config["DEFER"] == 1, (shape, "DEFER=1", verdict.message)
     problem, sh, tensors, ref, scale = _data("hgemm", (222, 2002, 204), bf16)
     padded = torch.empty(222, 206, dtype=tensors["A"].dtype, device="cuda")[:, :204]
     padded.copy_(tensors["A"])

@@ -1,12 +1,13 @@
-"""Triton twin of bgemm's tensor-core rung (FP16/BF16 storage, FP32 accumulation, C[b] = A[b]·B[b]).
+"""Triton twins of bgemm's tensor-core rungs (FP16/BF16 storage, FP32 accumulation, C[b] = A[b]·B[b]).
 
 bgemm v0's twin is SGEMM's ``tl.dot`` kernel with the entry on program axis 2
 (triton_kernels/sgemm.py). v1's twin is hgemm v8's (triton_kernels/hgemm.py, ``hgemm_persistent``)
 over a batch: A and B come through 3-D tensor descriptors (entry, rows, columns) with boxes of one
 entry, so TMA zero-fills what lies past an entry's M, N and K instead of reading the next entry, and
 NUM_SMS programs walk batch × rows × cols tiles entry by entry, as the CUDA rung's persistent blocks
-do. v2's twin is hgemm v12's (``split_range_tile``: v6's twin's tile over a K range, the ranges summed by a tile's
-last program) on each entry, the entry and the range on program axis 2. Index arithmetic is 32-bit: the op refuses batches of 2**31 or more elements.
+do. v2's twin is hgemm v12's (``split_range_tile``: v6's twin's tile over a K range, the ranges summed
+by a tile's last program) on each entry, the entry and the range on program axis 2. Index arithmetic is
+32-bit: the op refuses batches of 2**31 or more elements.
 """
 
 import triton

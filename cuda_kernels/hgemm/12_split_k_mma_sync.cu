@@ -21,14 +21,18 @@
 // (bgemm v2 runs it on each entry of a batch). Constraints: v6's (none on M, N, K or the leading dimensions);
 // the workspace holds splits × M × ldp floats, ldp = N rounded up to 4, and a counter a tile (zero between
 // launches: the last block sets it back).
+// DEFER=1 (declared; 0 in the space): an operand copied in pairs of halves is held in registers across a slice's
+// products (hgemm/mma_sync_tile.cuh, 06_mma_sync.cu's header): where one range is planned, v12 against v6 measures
+// DEFER alone.
 // Measured: not yet on the GPU.
 // arch: sm_80
 // precisions: fp16 bf16
-// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4
+// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2 DEFER=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8 DEFER=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4 DEFER=1
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "sgemm/split_k.cuh"

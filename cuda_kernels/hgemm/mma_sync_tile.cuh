@@ -14,6 +14,9 @@
 #ifndef B_VEC
 #define B_VEC (ALIGNED ? 8 : 1)
 #endif
+#ifndef DEFER  // an operand copied in pairs of halves: its refill held in registers across a slice (see accumulate)
+#define DEFER 0
+#endif
 
 namespace mma16 {
 constexpr int WARPS_N = BN / WN;
@@ -36,6 +39,13 @@ __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const s
     else
         cp_async_block<Rows, Cols, THREADS, Vec>(dst, dst_ld, src, ld, R, C, r0, c0, tid);
 }
+
+// DEFER=1: the operands copied in pairs of halves (Vec 1) are fetched into registers with the refill and stored
+// into its stage after the slice's products (pipeline.cuh, cp_async_pipeline_deferred): a thread holds
+// block_pairs_each(...) words of each. Without a pairs operand DEFER changes nothing.
+// (accumulate is no template, so both branches of its `if constexpr` compile: the held arrays keep their sizes.)
+constexpr bool DEFER_A = DEFER && A_VEC == 1, DEFER_B = DEFER && B_VEC == 1;
+constexpr int HELD_A = block_pairs_each(BM, BK, THREADS), HELD_B = block_pairs_each(BK, BN, THREADS);
 
 // Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
 // range elements are zeros (cp.async's src-size 0, or zero halves in the pairs' words).
@@ -88,48 +98,73 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
     SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, tid, k_begin);
 #endif
 #endif
-    cp_async_pipeline<STAGES>(
-        slices,
-        [&](int stage, int s) {
+    auto compute = [&](int stage) {
+#if HOIST
+        const unsigned st = smem32 + stage * STAGE_HALVES * 2;
+#else
+        const storage_t* As = smem + stage * STAGE_HALVES;
+        const storage_t* Bs = As + BM * SA;
+#endif
+#pragma unroll
+        for (int k16 = 0; k16 < BK; k16 += 16) {
+            unsigned a[MT][4], b[NT / 2][4];
+#pragma unroll
+            for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
+#if HOIST
+                ldmatrix_x4(a[i], st + a_ld + (i * 16 * SA + k16) * 2);
+#else
+                ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
+#endif
+#pragma unroll
+            for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
+#if HOIST
+                ldmatrix_x4_trans(b[j], st + b_ld + (k16 * SB + j * 16) * 2);
+#else
+                ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
+#endif
+#pragma unroll
+            for (int i = 0; i < MT; ++i)
+#pragma unroll
+                for (int j = 0; j < NT; ++j)
+                    mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
+        }
+    };
+    if constexpr (DEFER_A || DEFER_B) {
+        unsigned held_a[HELD_A], held_b[HELD_B];
+        cp_async_pipeline_deferred<STAGES>(
+            slices,
+            [&](int stage, int s) {
+                storage_t* st = smem + stage * STAGE_HALVES;
+                const int k0 = k_begin + s * BK;
+                if constexpr (DEFER_A)
+                    fetch_block_pairs<BM, BK, THREADS>(held_a, A, lda, M, K, m0, k0, tid);
+                else
+                    copy_operand<A_VEC, BM, BK>(st, SA, A, lda, M, K, m0, k0, tid);
+                if constexpr (DEFER_B)
+                    fetch_block_pairs<BK, BN, THREADS>(held_b, B, ldb, K, N, k0, n0, tid);
+                else
+                    copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
+            },
+            compute,
+            [&](int stage) {
+                storage_t* st = smem + stage * STAGE_HALVES;
+                if constexpr (DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, held_a, tid);
+                if constexpr (DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, held_b, tid);
+            });
+    } else {
+        cp_async_pipeline<STAGES>(
+            slices,
+            [&](int stage, int s) {
 #if HOIST && ALIGNED
-            (void)s;  // the copies walk the slices in order, as the pipeline issues them
-            copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
+                (void)s;  // the copies walk the slices in order, as the pipeline issues them
+                copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
 #else
-            storage_t* st = smem + stage * STAGE_HALVES;
-            load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, k_begin + s * BK, tid);
+                storage_t* st = smem + stage * STAGE_HALVES;
+                load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, k_begin + s * BK, tid);
 #endif
-        },
-        [&](int stage) {
-#if HOIST
-            const unsigned st = smem32 + stage * STAGE_HALVES * 2;
-#else
-            const storage_t* As = smem + stage * STAGE_HALVES;
-            const storage_t* Bs = As + BM * SA;
-#endif
-#pragma unroll
-            for (int k16 = 0; k16 < BK; k16 += 16) {
-                unsigned a[MT][4], b[NT / 2][4];
-#pragma unroll
-                for (int i = 0; i < MT; ++i)  // a0..a3: rows 0–7 / 8–15 by k 0–7, then by k 8–15
-#if HOIST
-                    ldmatrix_x4(a[i], st + a_ld + (i * 16 * SA + k16) * 2);
-#else
-                    ldmatrix_x4(a[i], As + (wm + i * 16 + lrow) * SA + k16 + lcol);
-#endif
-#pragma unroll
-                for (int j = 0; j < NT / 2; ++j)  // two n8 tiles: b0 b1 of tile 2j, then of tile 2j+1
-#if HOIST
-                    ldmatrix_x4_trans(b[j], st + b_ld + (k16 * SB + j * 16) * 2);
-#else
-                    ldmatrix_x4_trans(b[j], Bs + (k16 + lrow) * SB + wn + j * 16 + lcol);
-#endif
-#pragma unroll
-                for (int i = 0; i < MT; ++i)
-#pragma unroll
-                    for (int j = 0; j < NT; ++j)
-                        mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
-            }
-        });
+            },
+            compute);
+    }
 }
 
 // f(row, col, x, y) for each pair of adjacent outputs (row, col), (row, col + 1) this thread holds of the tile at
