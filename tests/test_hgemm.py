@@ -261,13 +261,16 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
 def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     from study.ops.hgemm_mma_sync import copy_widths, fitted_tile
 
-    # The largest of 128/64 × 128/64 whose tiles reach the SMs; else the most tiles, then the least padding.
+    # Of 128/64 × 128/64, the fewest tiles that reach the SMs, then the least padding; else the most tiles, then
+    # the least padding.
     assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)
     assert fitted_tile(1100, 1024, 128, 128, 132) == (128, 64)  # 72 tiles at 128 × 128, 144 at either half
     assert fitted_tile(1024, 1000, 128, 128, 132) == (64, 64)   # 128 at either half: short of the SMs
     assert fitted_tile(222, 2002, 128, 128, 132) == (64, 64)    # 32 blocks for 132 SMs; cuBLAS's tile there
     assert fitted_tile(4496, 55, 128, 128, 132) == (64, 64)     # 71 tiles either way: the narrower pads less
     assert fitted_tile(222, 2002, 128, 128, 16) == (128, 128)   # a GPU of 16 SMs is filled already
+    assert fitted_tile(32, 32, 128, 128, 1) == (64, 64)         # one tile whatever its size: the least padded
+    assert fitted_tile(1, 4096, 128, 128, 5) == (64, 128)       # 32 tiles either height: 64 rows pad less
     for m, n in ((1, 1), (3, 131), (166, 419), (8013, 2474)):
         bm, bn = fitted_tile(m, n, 128, 128, 132)
         assert bm in (64, 128) and bn in (64, 128)

@@ -34,20 +34,24 @@ SMALLEST_FIT = 64  # v6's FIT halves BM and BN down to this: 2 × 2 warps of 32 
 
 
 def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
-    """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each), whichever is largest among those
-    whose count of tiles reaches the SMs; where none does, the one of most tiles, then least padding. Small
-    products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32
-    blocks for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it
-    does at 166×419×98."""
+    """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each): of those whose count of tiles
+    reaches the SMs, the one of fewest tiles (the largest that still fills them), then least padding — a larger
+    tile that makes no fewer tiles only computes more zeros (bgemm v2's batch of 32 × 32 products: 64 × 64) —
+    then the taller; where none reaches them, the one of most tiles, then least padding. Small products get
+    tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32 blocks for 132
+    SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it does at 166×419×98."""
     tiles = [(tm, tn) for tm in (bm, bm // 2) for tn in (bn, bn // 2) if min(tm, tn) >= SMALLEST_FIT]
 
     def count(tile):
         return cdiv(m, tile[0]) * cdiv(n, tile[1])
 
+    def padded(tile):
+        return cdiv(m, tile[0]) * tile[0] * cdiv(n, tile[1]) * tile[1]
+
     filling = [t for t in tiles if count(t) >= sms]
     if filling:
-        return max(filling, key=lambda t: (t[0] * t[1], -count(t), t[0]))
-    return max(tiles, key=lambda t: (count(t), -cdiv(m, t[0]) * t[0] * cdiv(n, t[1]) * t[1], t[0] * t[1]))
+        return min(filling, key=lambda t: (count(t), padded(t), -t[0]))
+    return max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
 
 
 def copy_widths(config, tensors, out, shape, precision):
