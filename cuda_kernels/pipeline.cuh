@@ -12,33 +12,14 @@
 // pointers on that promise; compute(stage) consumes a landed stage. Both are inlined lambdas of the caller. Needs common.cuh.
 #pragma once
 
-template <int Stages, class Load, class Compute>
-__device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute compute) {
-    static_assert(Stages >= 2, "at least two stages");
-#pragma unroll
-    for (int s = 0; s < Stages - 1; ++s) {
-        if (s < slices) load(s, s);
-        cp_async_commit();
-    }
-    for (int s = 0; s < slices; ++s) {
-        cp_async_wait<Stages - 2>();
-        __syncthreads();
-        const int next = s + Stages - 1;
-        if (next < slices) load(next % Stages, next);
-        cp_async_commit();
-        compute(s % Stages);
-    }
-    cp_async_wait<0>();
-}
-
-// The same pipeline with part of each refill held in registers across a slice's products (hgemm v6's DEFER=1,
+// The pipeline with part of each refill held in registers across a slice's products (hgemm v6's DEFER=1,
 // where an operand's rows are an odd number of halves apart and go through registers: common.cuh
 // fetch_block_pairs). load(stage, s) issues slice s's cp.async copies and the loads of its held part;
 // deposit(stage) stores the held part into the stage. The prologue deposits at once; in the loop a refill's
 // loads are issued before compute(s) and deposited after it, so their latency runs under the slice's products
 // instead of before them. Safe: the refilled stage held slice s − 1, which every thread finished before this
 // iteration's barrier, and slice s + Stages − 1 is read only after the barrier of its own iteration, which every
-// thread reaches after its deposit. The group accounting is cp_async_pipeline's.
+// thread reaches after its deposit. cp_async_pipeline below is this with nothing held.
 template <int Stages, class Load, class Compute, class Deposit>
 __device__ __forceinline__ void cp_async_pipeline_deferred(int slices, Load load, Compute compute, Deposit deposit) {
     static_assert(Stages >= 2, "at least two stages");
@@ -60,6 +41,11 @@ __device__ __forceinline__ void cp_async_pipeline_deferred(int slices, Load load
         if (next < slices) deposit(next % Stages);
     }
     cp_async_wait<0>();
+}
+
+template <int Stages, class Load, class Compute>
+__device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute compute) {
+    cp_async_pipeline_deferred<Stages>(slices, load, compute, [](int) {});
 }
 
 // The same pipeline with each slice's first fragments loaded ahead (sgemm v7's PREFETCH=1,
