@@ -8,8 +8,9 @@
 // their bounds and their shared addresses, slice after slice. A thread's chunks of a slice lie a
 // fixed number of rows apart (Threads / chunks per row), in one column: one global pointer and one
 // shared offset per operand, advanced by a constant a slice; the row and column bounds are masks
-// set once; only K's bound moves. A range of K starts at the k_begin given. The rows must be 16-byte aligned and K, N whole chunks (the
-// kernels' ALIGNED path). issue() walks the slices in order, as cp_async_pipeline calls it.
+// set once; only K's bound moves; a range of K starts at the k_begin given (hgemm v12). The rows must be
+// 16-byte aligned and K, N whole chunks (the kernels' ALIGNED path). issue() walks the slices in order, as
+// cp_async_pipeline calls it.
 // Needs common.cuh.
 #pragma once
 

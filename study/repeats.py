@@ -11,6 +11,7 @@ ratio wide. Nothing here measures: it reads the ``paired`` of saved records (``c
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from pathlib import Path
 
@@ -48,16 +49,27 @@ def gpu_label(uuid: str) -> str:
     return uuid[4:12] if uuid.startswith("GPU-") else uuid
 
 
+def is_results_file(path: Path) -> bool:
+    """Whether a JSON file under a folder is a results file (a 'schema' and 'measurements'), not, say, a profile's
+    sidecar: those are passed over; a file named on the command line is read whatever it is."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and "schema" in doc and "measurements" in doc
+
+
 def paths_of(targets) -> list[Path]:
-    """The results files named, and those under the folders named (sorted), in the order given."""
+    """The files named, and the results files under the folders named (sorted), in the order given."""
     out = []
     for target in map(Path, targets):
-        out.extend(sorted(target.rglob("*.json")) if target.is_dir() else [target])
+        out.extend([p for p in sorted(target.rglob("*.json")) if is_results_file(p)] if target.is_dir() else [target])
     return out
 
 
 def runs(paths) -> list[Run]:
-    """Every ok paired record of the files (a ValueError naming a file that is no results file)."""
+    """Every ok paired record of the files (a ValueError naming a file that is no results file, or whose paired
+    record lacks a field: study.results.load checks them)."""
     found = []
     for path in paths:
         doc = results.load(path)
@@ -86,6 +98,12 @@ def by_pair(found: list[Run]) -> dict[tuple, list[Run]]:
 def spread(group: list[Run]) -> float:
     ratios = [r.ratio for r in group]
     return max(ratios) / min(ratios) - 1
+
+
+def commits(group: list[Run]) -> str:
+    """Where a pair's runs come from more than one commit, say so: the code may differ between them."""
+    named = sorted({r.commit for r in group})
+    return f" from {len(named)} commits ({', '.join(named)})" if len(named) > 1 else ""
 
 
 def verdict(group: list[Run]) -> tuple[bool, list[str]]:
@@ -136,7 +154,8 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
         lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",
                   tabulate(rows, headers=["GPU", "commit", "run", "× ref [95 %]", "width", "rounds", "stop",
                                           "interleaved"], tablefmt="github"), "",
-                  f"{len(group)} runs on {len({r.gpu for r in group})} GPU(s), ratios {min(r.ratio for r in group):.3f}"
-                  f"–{max(r.ratio for r in group):.3f} ({100 * spread(group):.2f} % apart). Goal: "
+                  f"{len(group)} runs on {len({r.gpu for r in group})} GPU(s){commits(group)}, ratios "
+                  f"{min(r.ratio for r in group):.3f}–{max(r.ratio for r in group):.3f} "
+                  f"({100 * spread(group):.2f} % apart). Goal: "
                   + ("met." if met else "missed — " + "; ".join(misses) + "."), ""]
     return "\n".join(lines)

@@ -316,6 +316,9 @@ def documents(folder: Path, skip: tuple = ()):
 RECORD_FIELDS = ("op", "implementation", "backend", "shape", "status")  # what every record of a results file has
 
 
+PAIRED_FIELDS = ("reference", "ratio", "ci", "rounds")  # a paired record's, which x_ref and its interval come from
+
+
 def load(path: Path) -> dict:
     """A results file, upgraded to this schema and its figures derived; a ValueError naming the file
     (and the record) when it cannot be one."""
@@ -339,6 +342,8 @@ def load(path: Path) -> dict:
         missing = [k for k in RECORD_FIELDS if not isinstance(m, dict) or k not in m]
         if not missing and m["status"] == "ok":
             missing = [k for k in ("median_ms", "samples_ms") if k not in m]
+        if not missing and isinstance(m.get("paired"), dict):  # what the figures derive from a paired record
+            missing = [f"paired.{k}" for k in PAIRED_FIELDS if k not in m["paired"]]
         if missing:
             name = m.get("implementation", "?") if isinstance(m, dict) else "?"
             raise ValueError(f"{path}: measurement {index} ({name}) lacks {', '.join(map(repr, missing))}")

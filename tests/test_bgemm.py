@@ -114,7 +114,7 @@ def test_the_split_twin_sums_each_entrys_ranges_in_order():
     from study.problem import check_output
 
     impl = implementation("bgemm/v2_batched_split_k/triton")
-    shape = {"batch": 3, "M": 17, "N": 33, "K": 600}  # a 64 × 64 tile an entry, 19 slices of 32
+    shape = {"batch": 3, "M": 70, "N": 70, "K": 600}  # four 64 × 64 tiles an entry, 19 slices of 32
     tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 2, "cpu")
     ref, scale = BGEMM.reference(tensors, FP16_TENSOR)
     for min_slices, splits in ((4, 4), (32, 1)):

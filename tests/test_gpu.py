@@ -354,7 +354,7 @@ def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
 @pytest.mark.parametrize("backend_name", ["cuda", "triton"])
 def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(backend_name):
     """hgemm v12 (v6's tile over K ranges, summed in range order by each tile's last block) at the odd suite's
-    long-K skinny shapes, each operand at its own copy width (pairs of halves where K is odd), at 16-byte rows
+    long-K skinny shapes, each operand at its own copy width (pairs of halves where K or N is odd), at 16-byte rows
     with HOIST=1, and where one range is planned (v6's path): random inputs, then small integers repeated
     exactly with C poisoned between launches (the counters set back by each tile's last block); the plan that
     ran is the one split_mma_plan names for the fitted tile."""
@@ -365,7 +365,7 @@ def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(back
     for precision_name in ("bf16", "fp16"):
         precision = ladder("hgemm").problem.precision(precision_name)
         for shape, hoist in (((1045, 20, 3741), 0), ((4517, 62, 2411), 0), ((228, 4, 522), 0), ((64, 64, 4096), 1),
-                             ((222, 2002, 204), 0)):
+                             ((222, 2002, 204), 0), ((166, 419, 998), 0)):
             config = {**impl.params, **({"HOIST": hoist} if backend_name == "cuda" else {})}
             problem, sh, tensors, ref, scale = _data("hgemm", shape, precision)
             verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)

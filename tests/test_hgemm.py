@@ -283,6 +283,11 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     assert (fit["BM"], fit["BN"], fit["WM"], fit["WN"], fit["THREADS"]) == (64, 64, 32, 32, 128)
     plain = copy_widths({**declared, "FIT": 0}, t, out, shape, BF16_TENSOR)
     assert (plain["BM"], plain["BN"], plain["WM"], plain["WN"]) == (128, 128, 64, 64)
+    assert copy_widths({**declared, "FIT": 1, "DEFER": 1}, t, out, shape, BF16_TENSOR)["DEFER"] == 1  # 64 × 64
+    big = {"M": 1199, "N": 1727, "K": 64}  # 128 × 128 tiles, B in pairs: DEFER off (spills)
+    wide = copy_widths({**declared, "FIT": 1, "DEFER": 1}, HGEMM.make_inputs(big, BF16_TENSOR, 0, "cpu"),
+                       HGEMM.make_output(big, BF16_TENSOR, "cpu"), big, BF16_TENSOR)
+    assert (wide["BM"], wide["BN"], wide["B_VEC"], wide["DEFER"]) == (128, 128, 1, 0)
     with pytest.raises(ValueError, match="2 × 2 warps"):
         copy_widths({**declared, "WN": 32, "THREADS": 256, "FIT": 1}, t, out, shape, BF16_TENSOR)
 

@@ -4,6 +4,8 @@ interval widths judged against the goal, the command's errors."""
 import json
 from pathlib import Path
 
+import pytest
+
 from study import repeats
 from study.__main__ import main
 
@@ -41,6 +43,16 @@ def test_three_tight_runs_on_each_of_two_gpus_meet_the_goal(tmp_path):
     (group,) = repeats.by_pair(repeats.runs(repeats.paths_of([tmp_path]))).values()
     assert repeats.verdict(group) == (True, [])
     assert "Goal: met." in repeats.markdown(repeats.runs(repeats.paths_of([tmp_path])))
+    doc = json.loads((tmp_path / "r5.json").read_text())
+    doc["environment"]["git"]["commit"] = "0123456789"
+    (tmp_path / "r5.json").write_text(json.dumps(doc))
+    assert " from 2 commits (0123456, 5b2b48b)" in repeats.markdown(repeats.runs(repeats.paths_of([tmp_path])))
+    for m in doc["measurements"]:
+        if m.get("paired"):
+            del m["paired"]["rounds"]
+    (tmp_path / "r5.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="r5.json: measurement .* lacks 'paired.rounds'"):
+        repeats.runs(repeats.paths_of([tmp_path]))
 
 
 def test_a_spread_a_wide_interval_and_a_missing_gpu_are_each_named(tmp_path):
@@ -61,6 +73,7 @@ def test_the_command_writes_its_page_and_refuses_what_it_cannot_read(tmp_path, c
     assert "[r0](../r0.json)" in md.read_text()  # no page beside the file: its results file
     assert main(["repeats", str(tmp_path / "missing")]) == 2
     (tmp_path / "bad.json").write_text("{}")
+    assert main(["repeats", str(tmp_path)]) == 0  # under a folder, a file that is no results file is passed over
     assert main(["repeats", str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err
     assert "no such file or folder" in err and "bad.json: not a study results file" in err

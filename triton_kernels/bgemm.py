@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from triton_kernels.gemm_tile import grouped_tile, store
-from triton_kernels.hgemm import split_range_tile
+from triton_kernels.hgemm import SPLIT_MMA_SPACE, split_range_tile
 
 
 @triton.jit
@@ -70,5 +70,4 @@ BATCHED_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=s)
                  for bn, s in ((128, 4), (256, 4), (256, 3), (128, 6), (64, 6), (64, 8))]
 # CUDA v2: hgemm v12's declared tile (fitted to the batch's shape) and space.
 V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
-BATCHED_SPLIT_SPACE = [dict(BM=128, BN=128, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=1, MIN_SLICES=least)
-                       for bk, s, least in ((32, 4, 2), (32, 4, 4), (32, 4, 8), (64, 3, 4))]
+BATCHED_SPLIT_SPACE = SPLIT_MMA_SPACE  # hgemm v12's twin's

@@ -423,8 +423,10 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=f
                                        (128, 256, 8, 4, 0), (256, 128, 8, 4, 0))]
 # CUDA v12: v6's declared tile (fitted to the shape) over K ranges; MIN_SLICES the plan's shortest range.
 V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
-SPLIT_MMA_SPACE = [dict(BM=128, BN=128, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=1, MIN_SLICES=least)
-                   for bk, s, least in ((32, 4, 2), (32, 4, 4), (32, 4, 8), (64, 3, 4))]
+# Under triton.autotune the points run as written (no fitting): the 64 × 64 tile FIT picks at few tiles is a point.
+SPLIT_MMA_SPACE = [dict(BM=bm, BN=bm, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=int(bm == 128), MIN_SLICES=least)
+                   for bm, bk, s, least in ((128, 32, 4, 2), (128, 32, 4, 4), (128, 32, 4, 8), (128, 64, 3, 4),
+                                            (64, 32, 4, 4), (64, 32, 4, 2))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)

@@ -56,8 +56,10 @@
 // DEFER (a config axis: declared 0, 1 at one copy of the declared point; v12 declares 1): an operand copied in pairs
 // of halves is fetched into registers with the refill and stored into its stage after the slice's products
 // (pipeline.cuh cp_async_pipeline_deferred), so the pairs' load latency runs under the products instead of
-// before them. nvcc 13.0 at 64 × 64: 148 → 156 registers with A odd, 183 → 177 with both; at 128 × 128 with both
-// odd 96 bytes of spills. DEFER=0 compiles to the same code as before the axis. Not yet measured on the GPU.
+// before them. nvcc 13.0 (BF16, sm_90a) at 64 × 64: 152 → 154 registers with A in pairs, 128 → 132 with B, 205 → 201
+// with both; at 128 × 128 the spills grow (268 → 364 bytes with both in pairs, 20 → 36 with B), so the launch
+// keeps DEFER off on 128 × 128 tiles (study/ops/hgemm_mma_sync.py DEFER_LARGEST_TILE). DEFER=0 compiles to the same
+// code as before the axis. Not yet measured on the GPU.
 // The tile is hgemm/mma_sync_tile.cuh's, shared with v12 (its K ranges): moved there, nvcc 13.0's code differs a
 // little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs), so the figures above
 // are of the code before the move until measured again.

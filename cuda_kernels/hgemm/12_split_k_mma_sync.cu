@@ -13,8 +13,8 @@
 // Costs: each range's partials cross L2 twice (written, then read by the last block); K per block shrinks,
 // so the pipeline's fill and drain weigh more (MIN_SLICES bounds it).
 // The plan (study/ops/hgemm_mma_sync.py, split_mma_plan; the twin takes the same): FIT's tile, then hgemm v9's
-// split_plan over two blocks an SM (v6's 64 × 64 tile holds two an SM: 152 registers for 128 threads on pairs,
-// nvcc 13.0, and 39 KB of shared memory at 4 stages): splits = 2·SMs over the tiles, at most K's slices over
+// split_plan over two blocks an SM (the 64 × 64 tile holds two an SM: at most 183 registers for 128 threads, both
+// operands in pairs, nvcc 13.0, and 39 KB of shared memory at 4 stages): splits = 2·SMs over the tiles, at most K's slices over
 // MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty.
 // Removes: v6's idle SMs at few tiles and long K; v9's staging copies where rows are not 16-byte multiples.
 // Builds on: v6 (its tile, whole), sgemm v9 (the ordered last-block sum); the body is hgemm/split_k_mma_sync.cuh

@@ -16,7 +16,7 @@ __device__ __forceinline__ void split_k_mma_tile(storage_t* smem, const storage_
     const int m0 = bm * BM, n0 = bn * BN;
     const int k_begin = range * split_k;  // < K: no range is empty
     float acc[MT][NT][4] = {};
-    // K − k_begin, not k_begin + split_k, which passes 2^31 near K = 2^31.
+    // K − k_begin, not k_begin + split_k, which would pass 2^31 first (the op refuses matrices of 2^31 elements).
     accumulate(acc, smem, A, B, M, N, K, lda, ldb, m0, n0, k_begin, CDIV(min(split_k, K - k_begin), BK));
     if (splits == 1) {
         for_each_pair(acc, m0, n0, [&](int row, int col, float x, float y) {

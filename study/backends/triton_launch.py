@@ -40,10 +40,11 @@ def _autotuned(twin, problem):
         return triton.testing.do_bench(fn, warmup=10, rep=40, quantiles=quantiles)
 
     # Tuned again whenever a size, a stride (padded rows, layouts) or the dot's input precision
-    # changes; an axis that is no kernel argument (bgemm's batch) cannot be a key.
+    # changes; an axis is its kernel argument as named or in capitals (bgemm's batch: BATCH, on which the
+    # split twin's plan depends); one that is no kernel argument cannot be a key.
     names = twin.kernel.arg_names
-    key = [n for n in (*problem.axes, *(a for a in names if a.startswith("stride_")), "INPUT_PRECISION")
-           if n in names]
+    axes = [a if a in names else a.upper() for a in problem.axes]
+    key = [n for n in (*axes, *(a for a in names if a.startswith("stride_")), "INPUT_PRECISION") if n in names]
     if twin.restore and twin.post_hook:  # triton.autotune restores through its post_hook: one or the other
         raise ValueError(f"{twin.source}: a twin restores its arguments or has a post_hook, not both")
     hooks = {"restore_value": list(twin.restore)} if twin.restore else {"post_hook": twin.post_hook} if twin.post_hook else {}

@@ -54,10 +54,16 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
     return max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
 
 
+# DEFER=1 holds an odd operand's pairs of halves in registers across a slice (cuda_kernels/hgemm/mma_sync_tile.cuh),
+# on tiles of at most 64 × 128: at 128 × 128 nvcc 13.0 spills more with it (sm_90a, BF16, -Xptxas -v: v6 with both
+# operands in pairs 268 → 364 bytes, v12 0 → 92, bgemm v2 176 → 388), so a 128 × 128 tile runs DEFER=0.
+DEFER_LARGEST_TILE = 64 * 128
+
+
 def copy_widths(config, tensors, out, shape, precision):
     """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes), A_VEC and B_VEC, each
     operand's :func:`copy_width` — 8 wherever ALIGNED is 1 — and, with FIT=1, the tile :func:`fitted_tile`
-    picks, its warps kept 2 × 2 (WM, WN half of BM, BN)."""
+    picks, its warps kept 2 × 2 (WM, WN half of BM, BN); DEFER kept only on tiles of at most DEFER_LARGEST_TILE."""
     a, b = tensors["A"], tensors["B"]
     defines = {**aligned_defines(HALVES)(config, tensors, out, shape, precision),
                "A_VEC": copy_width(shape["K"], a.stride(-2), a), "B_VEC": copy_width(shape["N"], b.stride(-2), b)}
@@ -68,6 +74,8 @@ def copy_widths(config, tensors, out, shape, precision):
         bm, bn = fitted_tile(shape["M"], shape["N"], defines["BM"], defines["BN"],
                              cdiv(sm_count(out), shape.get("batch", 1)))
         defines.update(BM=bm, BN=bn, WM=bm // 2, WN=bn // 2)
+    if defines.get("DEFER") and defines["BM"] * defines["BN"] > DEFER_LARGEST_TILE:
+        defines["DEFER"] = 0  # recorded: the tile ran without it
     return defines
 
 
@@ -131,7 +139,8 @@ def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
         return cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"]
 
     plans = {key(t): split_mma_plan(m, n, k, *key(t), sms, batch)[0] for t in tiles}
-    partial = torch.empty(batch * max(plans.values()) * m * n, dtype=torch.float32, device=out.device)
+    most = max(plans.values())
+    partial = torch.empty(batch * most * m * n if most > 1 else 1, dtype=torch.float32, device=out.device)
     counter = torch.zeros(batch * max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
                           device=out.device)
     entries = [t.stride(0) for t in (a, b, out)] if "batch" in shape else []
