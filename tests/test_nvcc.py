@@ -3,7 +3,9 @@ common.cuh from the same folder), for each architecture its header declares (plu
 H200, where the declaration admits it), at every precision it implements, with and without
 the aligned fast path; every autotune point too (sm_90a)."""
 
+import functools
 import os
+import re
 import shutil
 import subprocess
 
@@ -26,8 +28,6 @@ def _defines(impl, config, precision_name, aligned, peel=0):
 def _paths(impl) -> tuple:
     """(ALIGNED, PEEL) pairs to compile: the scalar and 16-byte paths, and the peeled one where the
     kernel's source, its headers inlined as the loader inlines them, reads PEEL (softmax's row.cuh)."""
-    import re
-
     text = kernel_source(impl.target.path)
     return ((0, 0), (1, 0)) + (((0, 1),) if re.search(r"#if PEEL|VECTOR_PATH", text) else ())
 
@@ -57,14 +57,19 @@ def _compile(impl, defines, arch, tmp_path, name=None):
     assert out.stat().st_size > 0
 
 
-def _code_key(impl, defines, arch) -> tuple:
-    """What a compile depends on: the arch and the defines the kernel's code names (its headers inlined, comments
-    dropped). A define the code never names — a launch parameter such as MIN_SLICES or FIT, ALIGNED in a TMA
-    kernel — cannot change the cubin, so two jobs that differ only there are one compile."""
-    import re
+@functools.lru_cache(maxsize=None)
+def _names(path) -> frozenset:
+    """The identifiers of a kernel's code: its headers inlined, comments dropped."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", kernel_source(path), flags=re.S)
+    return frozenset(re.findall(r"\b[A-Za-z_]\w*\b", code))
 
-    code = re.sub(r"//[^\n]*|/\*.*?\*/", "", kernel_source(impl.target.path), flags=re.S)
-    return arch, tuple(sorted((k, v) for k, v in defines.items() if re.search(rf"\b{re.escape(k)}\b", code)))
+
+def _code_key(impl, defines, arch) -> tuple:
+    """What a compile depends on: the arch and the defines the kernel's code names. A define the code never
+    names — a launch parameter such as MIN_SLICES or FIT, ALIGNED in a TMA kernel — cannot change the cubin,
+    so two jobs that differ only there are one compile."""
+    names = _names(impl.target.path)
+    return arch, tuple(sorted((k, v) for k, v in defines.items() if k in names))
 
 
 def _default_jobs(impl) -> list:
@@ -90,8 +95,8 @@ def _compile_all(impl, jobs, tmp_path, done=()):
     with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         futures = [pool.submit(_compile, impl, defines, arch, tmp_path, f"job{n}") for n, (defines, arch) in
                    enumerate(unique)]
-        for done in futures:
-            done.result()
+        for future in futures:
+            future.result()
 
 
 @pytest.mark.parametrize("impl", CUDA, ids=lambda i: i.name)

@@ -50,9 +50,9 @@
 // and/or BN down to 64 (warps kept 2 × 2) where the declared 128 × 128 tiles are fewer than the SMs — the
 // tile of fewest tiles that reach them, then least padding, else the one of most tiles
 // (study/ops/hgemm_mma_sync.py fitted_tile). At small products the rung was latency-bound on few SMs: ncu (c59
-// at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved occupancy 6.1 %, tensor pipe 10.1 %, where
-// cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages) in 6.7 µs; 166×419×98 8 blocks, 15.1 µs,
-// against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. The fitted tiles are not yet measured on the GPU.
+// at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved
+// occupancy 6.1 %, tensor pipe 10.1 %, where cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages)
+// in 6.7 µs; 166×419×98 8 blocks, 15.1 µs, against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. The fitted tiles are not yet measured on the GPU.
 // DEFER (a config axis: declared 0, 1 at one copy of the declared point; v12 declares 1): an operand copied in pairs
 // of halves is fetched into registers with the refill and stored into its stage after the slice's products
 // (pipeline.cuh cp_async_pipeline_deferred), so the pairs' load latency runs under the products instead of

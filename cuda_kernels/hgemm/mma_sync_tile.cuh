@@ -43,17 +43,9 @@ __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const s
 // DEFER=1: the operands copied in pairs of halves (Vec 1) are fetched into registers with the refill and stored
 // into its stage after the slice's products (pipeline.cuh, cp_async_pipeline_deferred): a thread holds
 // block_pairs_each(...) words of each. Without a pairs operand DEFER changes nothing.
-// (accumulate is no template, so both branches of its `if constexpr` compile: the held arrays keep their sizes.)
+// (accumulate is no template, so both branches of each `if constexpr` compile: the held arrays keep their sizes.)
 constexpr bool DEFER_A = DEFER && A_VEC == 1, DEFER_B = DEFER && B_VEC == 1;
 constexpr int HELD_A = block_pairs_each(BM, BK, THREADS), HELD_B = block_pairs_each(BK, BN, THREADS);
-
-// Issue the copies of slice k0 (A rows into As[BM][SA], B rows into Bs[BK][SB]); no wait. Out-of-
-// range elements are zeros (cp.async's src-size 0, or zero halves in the pairs' words).
-__device__ __forceinline__ void load_slice(storage_t* As, storage_t* Bs, const storage_t* A, const storage_t* B,
-                                           int M, int N, int K, int lda, int ldb, int m0, int n0, int k0, int tid) {
-    copy_operand<A_VEC, BM, BK>(As, SA, A, lda, M, K, m0, k0, tid);
-    copy_operand<B_VEC, BK, BN>(Bs, SB, B, ldb, K, N, k0, n0, tid);
-}
 
 // ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
 // constants), or from a generic pointer converted at every load (HOIST=0, the code measured first).
@@ -129,42 +121,35 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
                     mma_m16n8k16(acc[i][j], a[i], b[j / 2][(j % 2) * 2], b[j / 2][(j % 2) * 2 + 1]);
         }
     };
-    if constexpr (DEFER_A || DEFER_B) {
-        unsigned held_a[HELD_A], held_b[HELD_B];
-        cp_async_pipeline_deferred<STAGES>(
-            slices,
-            [&](int stage, int s) {
-                storage_t* st = smem + stage * STAGE_HALVES;
-                const int k0 = k_begin + s * BK;
-                if constexpr (DEFER_A)
-                    fetch_block_pairs<BM, BK, THREADS>(held_a, A, lda, M, K, m0, k0, tid);
-                else
-                    copy_operand<A_VEC, BM, BK>(st, SA, A, lda, M, K, m0, k0, tid);
-                if constexpr (DEFER_B)
-                    fetch_block_pairs<BK, BN, THREADS>(held_b, B, ldb, K, N, k0, n0, tid);
-                else
-                    copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
-            },
-            compute,
-            [&](int stage) {
-                storage_t* st = smem + stage * STAGE_HALVES;
-                if constexpr (DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, held_a, tid);
-                if constexpr (DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, held_b, tid);
-            });
-    } else {
-        cp_async_pipeline<STAGES>(
-            slices,
-            [&](int stage, int s) {
+    // A slice's copies (A rows into As[BM][SA], B rows into Bs[BK][SB]; out-of-range elements zeros: cp.async's
+    // src-size 0, or zero halves in the pairs' words); with DEFER, an operand in pairs only fetched here and stored
+    // by deposit, after the slice's products. Without it deposit is empty: cp_async_pipeline's code.
+    unsigned held_a[HELD_A], held_b[HELD_B];
+    cp_async_pipeline_deferred<STAGES>(
+        slices,
+        [&](int stage, int s) {
 #if HOIST && ALIGNED
-                (void)s;  // the copies walk the slices in order, as the pipeline issues them
-                copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
+            (void)s;  // the copies walk the slices in order, as the pipeline issues them
+            copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
 #else
-                storage_t* st = smem + stage * STAGE_HALVES;
-                load_slice(st, st + BM * SA, A, B, M, N, K, lda, ldb, m0, n0, k_begin + s * BK, tid);
+            storage_t* st = smem + stage * STAGE_HALVES;
+            const int k0 = k_begin + s * BK;
+            if constexpr (DEFER_A)
+                fetch_block_pairs<BM, BK, THREADS>(held_a, A, lda, M, K, m0, k0, tid);
+            else
+                copy_operand<A_VEC, BM, BK>(st, SA, A, lda, M, K, m0, k0, tid);
+            if constexpr (DEFER_B)
+                fetch_block_pairs<BK, BN, THREADS>(held_b, B, ldb, K, N, k0, n0, tid);
+            else
+                copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
 #endif
-            },
-            compute);
-    }
+        },
+        compute,
+        [&](int stage) {
+            storage_t* st = smem + stage * STAGE_HALVES;
+            if constexpr (DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, held_a, tid);
+            if constexpr (DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, held_b, tid);
+        });
 }
 
 // f(row, col, x, y) for each pair of adjacent outputs (row, col), (row, col + 1) this thread holds of the tile at

@@ -11,7 +11,7 @@ import torch
 
 from study.backends import cuda
 from study.ops.gemm_common import (GRID_Z, HALVES, SPLIT_BLOCKS_PER_SM, aligned_defines, grid_rows_check,
-                                   split_plan, split_workspace, tiled_args)
+                                   split_plan, split_workspace, tiled_args, twin_split_plans)
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 
 
@@ -88,8 +88,13 @@ def split_mma_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices
     the ``batch`` entries' tiles (bgemm v2), so the ranges are equal and none is empty; ranges of BK multiples,
     the last possibly shorter. The twins' kernels recompute the range from their grid
     (cdiv(cdiv(K, splits), BK) · BK), which is the same length."""
-    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, sms * SPLIT_BLOCKS_PER_SM // batch)
+    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, planned_blocks(sms, batch))
     return splits, per * bk
+
+
+def planned_blocks(sms: int, batch: int) -> int:
+    """The blocks one product's tiles × ranges may fill: SPLIT_BLOCKS_PER_SM an SM, shared by the batch's entries."""
+    return sms * SPLIT_BLOCKS_PER_SM // batch
 
 
 def split_mma_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
@@ -124,34 +129,29 @@ SPLIT_MMA = CudaLauncher(launch=split_mma_launch, check=batch_grid_check, define
 
 def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
     """v12's twin (bgemm v2's, with a ``batch``): v6's twin's tile (fitted where the config says FIT=1, counting
-    the batch's tiles; under ``triton.autotune`` the space's points as written), each config's plan
-    (:func:`split_mma_plan`, worked out here once), a workspace for the largest and a counter for the most
-    tiles; the grid's third axis the ranges (entry · splits + range)."""
+    the batch's tiles; under ``triton.autotune`` the space's points as written), each config's plan and a
+    workspace for the largest (:func:`twin_split_plans` over the blocks :func:`split_mma_plan` plans for), and a
+    counter for the most tiles; the grid's third axis the ranges (entry · splits + range)."""
     a, b = tensors["A"], tensors["B"]
     batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     meta = dict(config)
     if meta.get("FIT"):
         meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], cdiv(sms, batch))
+    # split_mma_plan's split_plan, per config (the kernel's planes are M × N, inside the M × ldp the workspace holds)
+    plan, _, partial = twin_split_plans(kernel, meta, m, n, k, planned_blocks(sms, batch), out.device, batch=batch)
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
-
-    def key(cfg):
-        return cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"]
-
-    plans = {key(t): split_mma_plan(m, n, k, *key(t), sms, batch)[0] for t in tiles}
-    most = max(plans.values())
-    partial = torch.empty(batch * most * m * n if most > 1 else 1, dtype=torch.float32, device=out.device)
     counter = torch.zeros(batch * max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
                           device=out.device)
     entries = [t.stride(0) for t in (a, b, out)] if "batch" in shape else []
 
     def grid(cfg):
-        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), batch * plans[key(cfg)])
+        return (cdiv(n, cfg["BN"]), cdiv(m, cfg["BM"]), batch * plan(cfg)[0])
 
     def fn():
         kernel[grid](a, b, out, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
                      out.stride(-2), out.stride(-1), *entries, partial, counter,
                      *((batch,) if "batch" in shape else ()), **meta)
 
-    fn.facts = {"BM": meta["BM"], "BN": meta["BN"], "splits": plans[key(meta)]} if "BM" in meta else {}
+    fn.facts = {"BM": meta["BM"], "BN": meta["BN"], "splits": plan(meta)[0]} if "BM" in meta else {}
     return fn
