@@ -153,19 +153,24 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
 }
 
 // f(row, col, x, y) for each pair of adjacent outputs (row, col), (row, col + 1) this thread holds of the tile at
-// (m0, n0), in the order v6 stores them: an m16n8 accumulator's rows g, then g + 8.
+// (m0, n0), in the order v6 stores them: an m16n8 accumulator's rows g, then g + 8; only accumulator rows
+// first .. first + rows − 1 of MT when given (constants where the caller's loop is unrolled). x and y are the
+// accumulators themselves, so f may take them by reference and write them.
 template <class F>
-__device__ __forceinline__ void for_each_pair(const float (&acc)[MT][NT][4], int m0, int n0, F f) {
+__device__ __forceinline__ void for_each_pair(float (&acc)[MT][NT][4], int m0, int n0, F f, int first = 0,
+                                              int rows = MT) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int wm = warp / WARPS_N * WM, wn = warp % WARPS_N * WN;
 #pragma unroll
-    for (int i = 0; i < MT; ++i)
+    for (int i = 0; i < MT; ++i) {
+        if (i < first || i >= first + rows) continue;
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
             const int row = m0 + wm + i * 16 + g, col = n0 + wn + j * 8 + 2 * t;
             f(row, col, acc[i][j][0], acc[i][j][1]);
             f(row + 8, col, acc[i][j][2], acc[i][j][3]);
         }
+    }
 }
 
 }  // namespace mma16
