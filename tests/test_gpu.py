@@ -357,22 +357,23 @@ def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(back
     long-K skinny shapes, each operand at its own copy width (pairs of halves where K or N is odd), at 16-byte rows
     with HOIST=1, and where one range is planned (v6's path): random inputs, then small integers repeated
     exactly with C poisoned between launches (the counters set back by each tile's last block); the plan that
-    ran is the one split_mma_plan names for the fitted tile."""
+    ran is the one split_mma_plan names for the fitted tile, also at three blocks an SM (BLOCKS_PER_SM=3)."""
     from study.ops.hgemm_mma_sync import fitted_tile, split_mma_plan
 
     impl = next(i for i in IMPLS if i.name == f"hgemm/v12_split_k_mma_sync/{backend_name}")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for precision_name in ("bf16", "fp16"):
         precision = ladder("hgemm").problem.precision(precision_name)
-        for shape, hoist in (((1045, 20, 3741), 0), ((4517, 62, 2411), 0), ((228, 4, 522), 0), ((64, 64, 4096), 1),
-                             ((222, 2002, 204), 0), ((166, 419, 998), 0)):
-            config = {**impl.params, **({"HOIST": hoist} if backend_name == "cuda" else {})}
+        for shape, hoist, per_sm in (((1045, 20, 3741), 0, 2), ((4517, 62, 2411), 0, 2), ((4517, 62, 2411), 0, 3),
+                                     ((228, 4, 522), 0, 2), ((64, 64, 4096), 1, 2), ((222, 2002, 204), 0, 2),
+                                     ((166, 419, 998), 0, 2)):
+            config = {**impl.params, "BLOCKS_PER_SM": per_sm, **({"HOIST": hoist} if backend_name == "cuda" else {})}
             problem, sh, tensors, ref, scale = _data("hgemm", shape, precision)
             verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
             assert verdict.ok, (shape, precision_name, verdict.message)
             bm, bn = fitted_tile(shape[0], shape[1], 128, 128, sms)
             assert (launch.config["BM"], launch.config["BN"]) == (bm, bn), (shape, launch.config)
-            splits, _ = split_mma_plan(*shape, bm, bn, impl.params["BK"], impl.params["MIN_SLICES"], sms)
+            splits, _ = split_mma_plan(*shape, bm, bn, impl.params["BK"], impl.params["MIN_SLICES"], sms, per_sm=per_sm)
             assert launch.config["splits"] == splits, (shape, launch.config)
             _small_integers_pass_and_repeat_exactly(impl, problem, sh, precision, (shape, precision_name))
 

@@ -300,10 +300,13 @@ def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cud
     assert split_mma_plan(4517, 62, 2411, 64, 64, 32, 4, 132) == (3, 832)   # 71 tiles
     assert split_mma_plan(222, 2002, 204, 64, 64, 32, 4, 132) == (1, 224)   # 128 tiles, 7 slices: no split
     assert split_mma_plan(4096, 4096, 4096, 128, 128, 32, 4, 132) == (1, 4096)
+    # BLOCKS_PER_SM=3: one block more an SM, as many more ranges
+    assert split_mma_plan(4517, 62, 2411, 64, 64, 32, 4, 132, per_sm=3) == (5, 512)  # 355 blocks of 396
+    assert split_mma_plan(1045, 20, 3741, 64, 64, 32, 4, 132, per_sm=3) == (20, 192)
     for k in range(1, 3000, 7):
-        for tiles_m, least in ((1, 2), (3, 4), (40, 8)):
-            splits, split_k = split_mma_plan(64 * tiles_m, 64, k, 64, 64, 32, least, 132)
-            assert split_k % 32 == 0 and splits * tiles_m <= 2 * 132
+        for tiles_m, least, per_sm in ((1, 2, 2), (3, 4, 3), (40, 8, 4)):
+            splits, split_k = split_mma_plan(64 * tiles_m, 64, k, 64, 64, 32, least, 132, per_sm=per_sm)
+            assert split_k % 32 == 0 and splits * tiles_m <= per_sm * 132
             assert (splits - 1) * split_k < k <= splits * split_k  # every range holds a slice
             assert -(-(-(-k // splits)) // 32) * 32 == split_k  # the twin's range from its grid: the same
     impl = implementation("hgemm/v12_split_k_mma_sync/cuda")

@@ -29,10 +29,13 @@ def _run_file(folder: Path, name: str, gpu: str, ratio: float, half_width: float
 def test_the_committed_runs_are_judged_by_pair():
     found = repeats.runs(repeats.paths_of([COMMITTED]))
     groups = repeats.by_pair(found)
-    assert len(groups) == 2 and all(len(g) == 3 for g in groups.values())
+    assert len(groups) == 2
     for pair, group in groups.items():
+        gpus = {r.gpu for r in group}
+        assert all(sum(r.gpu == gpu for r in group) == 3 for gpu in gpus)  # three separate runs on each GPU
         met, misses = repeats.verdict(group)
-        assert not met and "1 of 2 GPUs" in misses[0]  # one GPU so far
+        assert not met  # hgemm v8's on two GPUs: 1.75 % apart, three 15 s runs' intervals over 2 %
+        assert ("1 of 2 GPUs" in misses[0]) == (len(gpus) == 1)
         assert all(r.interleaved is not None and r.ci[0] <= r.ratio <= r.ci[1] for r in group)  # re-settled runs
 
 

@@ -49,11 +49,11 @@ def bgemm_split_k(
     stride_ab, stride_bb, stride_cb,
     part_ptr, count_ptr, BATCH,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
-    MIN_SLICES: tl.constexpr,
+    MIN_SLICES: tl.constexpr, BLOCKS_PER_SM: tl.constexpr,
 ):
     """v2: program axis 2 is entry · splits + range (splits = its size over BATCH); the entry's matrices, its
-    planes (splits of M × N) and its tiles' counts, then hgemm v12's twin's tile over the range. FIT and
-    MIN_SLICES are the launch's (the tile and the plan). What the twin cannot say: hgemm v6's (mma.sync,
+    planes (splits of M × N) and its tiles' counts, then hgemm v12's twin's tile over the range. FIT, MIN_SLICES
+    and BLOCKS_PER_SM are the launch's (the tile and the plan). What the twin cannot say: hgemm v6's (mma.sync,
     ldmatrix, the copy widths)."""
     splits = tl.num_programs(2) // BATCH
     entry = tl.program_id(2) // splits
@@ -69,5 +69,6 @@ V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=
 BATCHED_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=s)
                  for bn, s in ((128, 4), (256, 4), (256, 3), (128, 6), (64, 6), (64, 8))]
 # CUDA v2: hgemm v12's declared tile (fitted to the batch's shape) and space.
-V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
+V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4,
+                          BLOCKS_PER_SM=2)
 BATCHED_SPLIT_SPACE = SPLIT_MMA_SPACE  # hgemm v12's twin's

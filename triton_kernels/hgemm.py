@@ -120,10 +120,10 @@ def hgemm_grouped_split_k(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     part_ptr, count_ptr,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr, FIT: tl.constexpr,
-    MIN_SLICES: tl.constexpr,
+    MIN_SLICES: tl.constexpr, BLOCKS_PER_SM: tl.constexpr,
 ):
-    """v12: v6's twin over one of the K ranges on program axis 2 (:func:`split_range_tile`). FIT and MIN_SLICES
-    are the launch's (the tile and the plan), not read here. What the twin cannot say: v6's own (mma.sync,
+    """v12: v6's twin over one of the K ranges on program axis 2 (:func:`split_range_tile`). FIT, MIN_SLICES and
+    BLOCKS_PER_SM are the launch's (the tile and the plan), not read here. What the twin cannot say: v6's own (mma.sync,
     ldmatrix, the copy widths)."""
     split_range_tile(a_ptr, b_ptr, c_ptr, part_ptr, count_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
                      stride_cm, stride_cn, tl.program_id(2), tl.num_programs(2), BM, BN, BK, GROUP)
@@ -421,12 +421,16 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=f
              for bm, bn, w, s, fit in ((128, 128, 8, 3, 0), (128, 128, 8, 4, 0), (128, 256, 8, 3, 0),
                                        (256, 128, 8, 3, 0), (128, 128, 4, 4, 1), (64, 128, 4, 4, 0),
                                        (128, 256, 8, 4, 0), (256, 128, 8, 4, 0))]
-# CUDA v12: v6's declared tile (fitted to the shape) over K ranges; MIN_SLICES the plan's shortest range.
-V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4)
+# CUDA v12: v6's declared tile (fitted to the shape) over K ranges; MIN_SLICES the plan's shortest range,
+# BLOCKS_PER_SM the blocks an SM it plans for.
+V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4,
+                            BLOCKS_PER_SM=2)
 # Under triton.autotune the points run as written (no fitting): the 64 × 64 tile FIT picks at few tiles is a point.
-SPLIT_MMA_SPACE = [dict(BM=bm, BN=bm, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=int(bm == 128), MIN_SLICES=least)
-                   for bm, bk, s, least in ((128, 32, 4, 2), (128, 32, 4, 4), (128, 32, 4, 8), (128, 64, 3, 4),
-                                            (64, 32, 4, 4), (64, 32, 4, 2))]
+SPLIT_MMA_SPACE = [dict(BM=bm, BN=bm, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=int(bm == 128), MIN_SLICES=least,
+                        BLOCKS_PER_SM=per_sm)
+                   for bm, bk, s, least, per_sm in ((128, 32, 4, 2, 2), (128, 32, 4, 4, 2), (128, 32, 4, 8, 2),
+                                                    (128, 64, 3, 4, 2), (64, 32, 4, 4, 2), (64, 32, 4, 2, 2),
+                                                    (64, 32, 4, 4, 3), (64, 32, 4, 4, 4))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)

@@ -6,21 +6,29 @@
 // Here each entry runs hgemm v12's tile (hgemm/split_k_mma_sync.cuh: v6's mma.sync tile, each operand read in
 // place, fitted to the shape counting the whole batch's tiles) over one of `splits` K ranges, blockIdx.z =
 // entry · splits + range; an entry's ranges write its FP32 planes and its tiles' last blocks add them in range
-// order (the same bits every run, one launch). The plan is v12's over the batch's tiles: splits = 2·SMs over
-// batch × tiles, at most K's slices over MIN_SLICES (study/ops/hgemm_mma_sync.py, split_mma_plan).
+// order (the same bits every run, one launch). The plan is v12's over the batch's tiles: splits = BLOCKS_PER_SM·SMs
+// over batch × tiles, at most K's slices over MIN_SLICES (study/ops/hgemm_mma_sync.py, split_mma_plan).
 // Removes: v1's idle SMs and empty tile rows at decode-sized M with a long context.
 // Builds on: hgemm v12 (the tile over a range, whole), v6 (the tile). Constraints: hgemm v6's (any M, N, K);
 // contiguous entries (entry b of A starts b·M·lda); batch × splits ≤ 65535 (grid.z: splits > 1 only where
-// batch × tiles < 2·SMs); the workspace holds batch × splits × M × ldp floats and a counter a tile of each entry.
-// Measured: not yet on the GPU.
+// batch × tiles < BLOCKS_PER_SM·SMs); the workspace holds batch × splits × M × ldp floats and a counter a tile
+// of each entry.
+// Measured (H200, FP16, cold, unpaired; reports/h200/suites/bgemm-fp16.md, c62 at eefb23c, and
+// reports/h200/experiments/v12-planes-d14d5e9, c66 at d14d5e9, after hgemm v12's plane-outermost sum): v2 ÷ cuBLAS
+// 32×16×128×4096 0.55× → 0.66× and 32×1×128×4096 0.62× → 0.68×, past v1 (0.52×, 0.48×); 25×16×64×1024
+// 0.35× → 0.55× and 25×1×64×1024 0.51× → 0.58× (8 ranges of four slices), short of v1's 0.62× and 0.59×; at one
+// range (the long-M entries) v1's wgmma tile is the faster (32×4096×4096×128: v1 0.87×, v2 0.28×). Not yet
+// profiled.
 // arch: sm_80
 // precisions: fp16 bf16
-// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0
+// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=3
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=4
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "sgemm/split_k.cuh"

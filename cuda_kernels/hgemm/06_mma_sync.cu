@@ -52,17 +52,20 @@
 // (study/ops/hgemm_mma_sync.py fitted_tile). At small products the rung was latency-bound on few SMs: ncu (c59
 // at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved
 // occupancy 6.1 %, tensor pipe 10.1 %, where cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages)
-// in 6.7 µs; 166×419×98 8 blocks, 15.1 µs, against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. The fitted tiles are not yet measured on the GPU.
-// DEFER (a config axis: declared 0, 1 at one copy of the declared point; v12 declares 1): an operand copied in pairs
+// in 6.7 µs; 166×419×98 8 blocks, 15.1 µs, against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. Fitted (c62 at eefb23c,
+// BF16, cold, unpaired; reports/h200/suites/hgemm-odd.md): 222×2002×204 0.45× → 0.80× cuBLAS (64 × 64, 10.7 µs),
+// 166×419×98 0.60× → 1.01×, 4496×55×59 0.55× → 0.94×.
+// DEFER (a config axis: declared 0, 1 at one copy of the declared point; v12's too): an operand copied in pairs
 // of halves is fetched into registers with the refill and stored into its stage after the slice's products
 // (pipeline.cuh cp_async_pipeline_deferred), so the pairs' load latency runs under the products instead of
 // before them. nvcc 13.0 (BF16, sm_90a) at 64 × 64: 152 → 154 registers with A in pairs, 128 → 132 with B, 205 → 201
 // with both; at 128 × 128 the spills grow (268 → 364 bytes with both in pairs, 20 → 36 with B), so the launch
 // keeps DEFER off on 128 × 128 tiles (study/ops/hgemm_mma_sync.py DEFER_LARGEST_TILE). DEFER=0 compiles to the same
-// code as before the axis. Not yet measured on the GPU.
+// code as before the axis. Measured in v12's space (c63 at eefb23c, one trial each,
+// reports/h200/experiments/v12-space-eefb23c): DEFER=1 0.4–5.4 % slower than DEFER=0 at all six shapes tuned.
 // The tile is hgemm/mma_sync_tile.cuh's, shared with v12 (its K ranges): moved there, nvcc 13.0's code differs a
-// little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs), so the figures above
-// are of the code before the move until measured again.
+// little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs): the figures above from
+// before c62 are of the code before the move.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0

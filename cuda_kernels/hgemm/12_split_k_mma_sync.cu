@@ -13,26 +13,37 @@
 // Costs: each range's partials cross L2 twice (written, then read by the last block); K per block shrinks,
 // so the pipeline's fill and drain weigh more (MIN_SLICES bounds it).
 // The plan (study/ops/hgemm_mma_sync.py, split_mma_plan; the twin takes the same): FIT's tile, then hgemm v9's
-// split_plan over two blocks an SM (the 64 × 64 tile holds two an SM: at most 183 registers for 128 threads, both
-// operands in pairs, nvcc 13.0, and 39 KB of shared memory at 4 stages): splits = 2·SMs over the tiles, at most K's slices over
-// MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty.
+// split_plan over BLOCKS_PER_SM blocks an SM: splits = BLOCKS_PER_SM·SMs over the tiles, at most K's slices over
+// MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty. How many 64 × 64 blocks an
+// SM holds is set by the registers (39 KB of shared memory at 4 stages fit five): nvcc 13.0, BF16, DEFER=0, 218
+// with both operands in pairs (two blocks), 152 with A in pairs and B in 4-byte copies (4517×62×2411: three), 162
+// with B in 8-byte copies (1045×20×3741: three), 132 with both in 16-byte copies (three). Declared 2, which every
+// case holds; 3 and 4 are in the space (4: more blocks than any case holds at once, a second partial wave).
 // Removes: v6's idle SMs at few tiles and long K; v9's staging copies where rows are not 16-byte multiples.
 // Builds on: v6 (its tile, whole), sgemm v9 (the ordered last-block sum); the body is hgemm/split_k_mma_sync.cuh
 // (bgemm v2 runs it on each entry of a batch). Constraints: v6's (none on M, N, K or the leading dimensions);
 // the workspace holds splits × M × ldp floats, ldp = N rounded up to 4, and a counter a tile (zero between
 // launches: the last block sets it back).
-// DEFER=1 (declared; 0 in the space): an operand copied in pairs of halves is held in registers across a slice's
-// products (hgemm/mma_sync_tile.cuh, 06_mma_sync.cu's header): where one range is planned, v12 against v6 measures
-// DEFER alone.
-// Measured: not yet on the GPU.
+// DEFER=0 (declared; 1 in the space), as v6, so that at one range v12 is v6: DEFER=1 (an operand copied in pairs
+// of halves held in registers across a slice's products, hgemm/mma_sync_tile.cuh) was declared first and took
+// 0.4–5.4 % longer than DEFER=0 at all six shapes it was tuned at (c63 at eefb23c, one trial each: the autotune
+// log in reports/h200/experiments/v12-space-eefb23c/v12-space.json).
+// Measured (H200, BF16, cold, unpaired; reports/h200/suites/hgemm-odd.md, reports/h200/experiments/v12-planes-d14d5e9):
+// with each thread summing its pairs one at a time over the planes (c62 at eefb23c) v12 took 49.8 µs at
+// 1045×20×3741, its twin 24.1: one L2 round trip per pair and plane. Summed plane-outermost, all of a plane's
+// loads in flight (hgemm/split_k_mma_sync.cuh), c66 at d14d5e9: 1045×20×3741 20.5 µs, 0.91× cuBLAS (v9 0.61×);
+// 228×4×522 0.95× (v8 0.47×); 4517×62×2411 45.2 µs, 0.68× (v9 0.63×; cuBLAS 30.5 µs), where 213 blocks of 3 ranges
+// leave SMs with one block and others with two — BLOCKS_PER_SM=3 plans 5 ranges, 355 blocks (not yet measured).
 // arch: sm_80
 // precisions: fp16 bf16
-// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4 DEFER=1
-// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0
+// config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=2 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=8 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=1 BLOCKS_PER_SM=2
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=3
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=4
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "sgemm/split_k.cuh"

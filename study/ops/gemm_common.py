@@ -391,16 +391,16 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision, extra
     return fn
 
 
-def twin_split_plans(kernel, meta, m: int, n: int, k: int, sms: int, device, rows: int | None = None, batch: int = 1):
-    """The split-K twins' plans (hgemm v9/v10/v12, gemm_bias_relu v3, sgemm v12, bgemm v2): :func:`split_plan` of
-    each tile the launch may run (its config's, or each of the autotune space's, worked out here once) and one FP32
-    workspace for the largest, for ``batch`` entries (none where no plan splits). ``rows``: the tile's height where
-    no config holds it (v10's twin: TOKENS). Returns (plan(config) → (splits, K slices a split), ldp, workspace)."""
+def twin_split_plans(kernel, meta, m, n, k, sms: int, device, rows: int | None = None, batch: int = 1, blocks=None):
+    """The split-K twins' plans (hgemm v9/v10/v12, gemm_bias_relu v3, sgemm v12, bgemm v2): :func:`split_plan` of each
+    tile the launch may run (its config's, or each of the autotune space's) over ``blocks(config)`` blocks (v12's
+    BLOCKS_PER_SM; else ``sms``), one FP32 workspace for the largest plan's ``batch`` entries (none where none splits);
+    ``rows``: the height where no config says it (v10's TOKENS). Returns (plan(cfg) → (splits, slices), ldp, ws)."""
     def key(cfg):
-        return (rows or cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"])
+        return (rows or cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"], blocks(cfg) if blocks else sms)
 
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
-    plans = {key(t): split_plan(m, n, k, *key(t), sms) for t in tiles}
+    plans = {key(t): split_plan(m, n, k, *key(t)) for t in tiles}
     ldp = split_workspace(n)
     most = max(s for s, _ in plans.values())
     partial = torch.empty(batch * most * m * ldp if most > 1 else 1, dtype=torch.float32, device=device)

@@ -82,19 +82,19 @@ def copy_widths(config, tensors, out, shape, precision):
 # ---- v12 (and bgemm v2, over a batch): v6's tile over K ranges ------------------------------------------------
 
 def split_mma_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices: int, sms: int,
-                   batch: int = 1) -> tuple[int, int]:
+                   batch: int = 1, per_sm: int = SPLIT_BLOCKS_PER_SM) -> tuple[int, int]:
     """v12's (splits, halves of K a range) for a BM × BN tile (FIT's, already fitted): hgemm v9's
-    :func:`split_plan` over SPLIT_BLOCKS_PER_SM blocks an SM — v6's fitted 64 × 64 tile holds two an SM — shared by
-    the ``batch`` entries' tiles (bgemm v2), so the ranges are equal and none is empty; ranges of BK multiples,
-    the last possibly shorter. The twins' kernels recompute the range from their grid
-    (cdiv(cdiv(K, splits), BK) · BK), which is the same length."""
-    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, planned_blocks(sms, batch))
+    :func:`split_plan` over ``per_sm`` blocks an SM (the config's BLOCKS_PER_SM; v6's fitted 64 × 64 tile holds
+    two an SM with both operands in pairs, three otherwise: 12_split_k_mma_sync.cu), shared by the ``batch``
+    entries' tiles (bgemm v2), so the ranges are equal and none is empty; ranges of BK multiples, the last possibly
+    shorter. The twins' kernels recompute the range from their grid (cdiv(cdiv(K, splits), BK) · BK), the same."""
+    splits, per = split_plan(m, n, k, bm, bn, bk, min_slices, planned_blocks(sms, batch, per_sm))
     return splits, per * bk
 
 
-def planned_blocks(sms: int, batch: int) -> int:
-    """The blocks one product's tiles × ranges may fill: SPLIT_BLOCKS_PER_SM an SM, shared by the batch's entries."""
-    return sms * SPLIT_BLOCKS_PER_SM // batch
+def planned_blocks(sms: int, batch: int, per_sm: int = SPLIT_BLOCKS_PER_SM) -> int:
+    """The blocks one product's tiles × ranges may fill: ``per_sm`` an SM, shared by the batch's entries."""
+    return sms * per_sm // batch
 
 
 def split_mma_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
@@ -105,7 +105,8 @@ def split_mma_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     arguments (cuda_kernels/bgemm/02_batched_split_k.cu)."""
     batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     bm, bn = defines["BM"], defines["BN"]
-    splits, split_k = split_mma_plan(m, n, k, bm, bn, defines["BK"], defines["MIN_SLICES"], sm_count(out), batch)
+    splits, split_k = split_mma_plan(m, n, k, bm, bn, defines["BK"], defines["MIN_SLICES"], sm_count(out), batch,
+                                     defines["BLOCKS_PER_SM"])
     ldp = split_workspace(n)
     partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     counter = torch.zeros(batch * cdiv(m, bm) * cdiv(n, bn), dtype=torch.int32, device=out.device)
@@ -139,7 +140,8 @@ def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
     if meta.get("FIT"):
         meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], cdiv(sms, batch))
     # split_mma_plan's split_plan, per config (the kernel's planes are M × N, inside the M × ldp the workspace holds)
-    plan, _, partial = twin_split_plans(kernel, meta, m, n, k, planned_blocks(sms, batch), out.device, batch=batch)
+    plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, batch=batch,
+                                        blocks=lambda cfg: planned_blocks(sms, batch, cfg["BLOCKS_PER_SM"]))
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
     counter = torch.zeros(batch * max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
                           device=out.device)
