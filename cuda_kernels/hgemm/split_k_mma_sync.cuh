@@ -37,8 +37,8 @@ __device__ __forceinline__ void split_k_mma_tile(storage_t* smem, const storage_
     // Each thread sums the outputs it computed into its accumulators, from zero, plane by plane in range order,
     // read from L2 (__ldcg: another SM wrote them, and this SM's L1 may hold stale lines of an earlier launch).
     // The planes loop inside a group of accumulator rows, so that a plane's loads of the whole group are in
-    // flight together: 16 pairs at once, all of the 64 × 64 tile's (128 registers), a quarter of the 128 × 128
-    // tile's (more spilled there). The first version looped the planes inside each pair, one L2 round trip
+    // flight together: 16 pairs at once, all of the 64 × 64 tile's, a quarter of the 128 × 128 tile's (all 64
+    // at once spilled there, nvcc 13.0). The first version looped the planes inside each pair, one L2 round trip
     // per pair and plane: at 1045×20×3741 (15 planes) the launch took 49.8 µs, its twin 24.1 (c62).
     constexpr int ROWS = MT * NT <= 8 ? MT : 1;
 #pragma unroll
