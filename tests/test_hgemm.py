@@ -322,6 +322,28 @@ def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cud
     assert (launch.config["BM"], launch.config["BN"]) == (128, 128)
 
 
+def test_the_split_mma_sync_rung_plans_no_more_blocks_an_sm_than_its_build_holds(fake_cuda, monkeypatch):
+    import study.backends.cuda as cuda
+    from study.backends.launch import Unsupported
+
+    asked = []
+
+    def resident_blocks(path, symbol, defines, threads, smem):  # the driver's count for the build that runs
+        asked.append((path.name, symbol, defines["BM"], smem))
+        return 1
+
+    monkeypatch.setattr(cuda, "resident_blocks", resident_blocks)
+    impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
+    shape = {"M": 1045, "N": 20, "K": 3741}  # 17 tiles of 64 × 64, 117 slices
+    for per_sm in (2, 3):  # capped at the one block an SM the driver counts: 132 // 17 = 7 ranges, not 15 or 20
+        _, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR, config={**impl.params, "BLOCKS_PER_SM": per_sm})
+        assert (launch.config["splits"], launch.config["blocks_per_sm"]) == (7, 1), launch.config
+    assert asked[0] == ("12_split_k_mma_sync.cu", "hgemm_v12_split_k_mma_sync", 64, 4 * (64 * 40 + 32 * 72) * 2)
+    monkeypatch.setattr(cuda, "resident_blocks", lambda *_: 0)
+    with pytest.raises(Unsupported, match="fits no block"):  # recorded as a skip with its reason
+        fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
+
+
 def test_the_split_mma_sync_twin_sums_its_ranges_in_order():
     from study.backends import backend
     from study.problem import check_output

@@ -17,8 +17,9 @@
 // MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty. How many 64 × 64 blocks an
 // SM holds is set by the registers (39 KB of shared memory at 4 stages fit five): nvcc 13.0, BF16, DEFER=0, 218
 // with both operands in pairs (two blocks), 152 with A in pairs and B in 4-byte copies (4517×62×2411: three), 162
-// with B in 8-byte copies (1045×20×3741: three), 132 with both in 16-byte copies (three). Declared 2, which every
-// case holds; 3 and 4 are in the space (4: more blocks than any case holds at once, a second partial wave).
+// with B in 8-byte copies (1045×20×3741: three), 132 with both in 16-byte copies (three). The launch caps
+// BLOCKS_PER_SM by the driver's count for the build it runs (cuda.resident_blocks), so a plan never asks for a
+// second wave; declared 2 (as measured), 3 and 4 in the space (4: as many as the build holds).
 // Removes: v6's idle SMs at few tiles and long K; v9's staging copies where rows are not 16-byte multiples.
 // Builds on: v6 (its tile, whole), sgemm v9 (the ordered last-block sum); the body is hgemm/split_k_mma_sync.cuh
 // (bgemm v2 runs it on each entry of a batch). Constraints: v6's (none on M, N, K or the leading dimensions);

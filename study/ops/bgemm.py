@@ -24,7 +24,7 @@ import torch
 
 from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
                                    fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch)
-from study.ops.hgemm_mma_sync import SPLIT_MMA, split_mma_twin_launch
+from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -99,7 +99,7 @@ register(
         Rung("v2_batched_split_k", "hgemm v12 on each entry: v6's mma.sync tile read in place and fitted to the "
              "batch's tiles, over K ranges where the batch's tiles are fewer than two a SM, summed in range order by "
              "each tile's last block", "v1's idle SMs and empty 128-row tiles at decode-sized M with a long context",
-             cuda="02_batched_split_k.cu", launch=SPLIT_MMA,
+             cuda="02_batched_split_k.cu", launch=BATCHED_SPLIT_MMA,
              triton=twin(tkb.bgemm_split_k, tkb.V2_BATCHED_SPLIT_K, tkb.BATCHED_SPLIT_SPACE,
                          launch=split_mma_twin_launch, precisions=("fp16", "bf16"))),
     ],

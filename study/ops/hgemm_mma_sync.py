@@ -10,8 +10,10 @@ import numpy as np
 import torch
 
 from study.backends import cuda
+from study.backends.launch import Unsupported
 from study.ops.gemm_common import (GRID_Z, HALVES, SPLIT_BLOCKS_PER_SM, aligned_defines, grid_rows_check,
                                    split_plan, split_workspace, tiled_args, twin_split_plans)
+from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 
 
@@ -97,23 +99,31 @@ def planned_blocks(sms: int, batch: int, per_sm: int = SPLIT_BLOCKS_PER_SM) -> i
     return sms * per_sm // batch
 
 
-def split_mma_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+def split_mma_launch(defines, tensors, out, shape, precision, kernel: str, symbol: str) -> CudaLaunch:
     """hgemm v12: v6's grid (its fitted tile, :func:`copy_widths`) times the plan's ranges on grid.z, the FP32
     workspace (splits planes of M rows ldp floats apart) and a counter a tile, zeroed once here: the last
     block of each tile sets its count back (cuda_kernels/hgemm/12_split_k_mma_sync.cu). bgemm v2 (a ``batch`` in
     the shape): grid.z = batch × splits, an entry's planes and counters together, ``splits`` among the
-    arguments (cuda_kernels/bgemm/02_batched_split_k.cu)."""
+    arguments (cuda_kernels/bgemm/02_batched_split_k.cu). ``kernel`` and ``symbol``: the rung's file (under
+    cuda_kernels/) and kernel, whose build :func:`cuda.resident_blocks` asks the driver about."""
     batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
-    bm, bn = defines["BM"], defines["BN"]
+    bm, bn, threads, smem = defines["BM"], defines["BN"], defines["THREADS"], mma_smem(defines)
+    # The plan's blocks an SM: BLOCKS_PER_SM, capped by what the driver says this build holds (its registers vary
+    # with the copy widths: at 64 × 64 three, two with both operands in pairs), so that a plan meant to fill one
+    # wave of blocks never asks for a second.
+    resident = cuda.resident_blocks(CUDA_DIR / kernel, symbol, defines, threads, smem)
+    if resident < 1:
+        raise Unsupported(f"the driver fits no block of {threads} threads and {smem} bytes of shared memory an SM")
+    per_sm = min(defines["BLOCKS_PER_SM"], resident)
     splits, split_k = split_mma_plan(m, n, k, bm, bn, defines["BK"], defines["MIN_SLICES"], sm_count(out), batch,
-                                     defines["BLOCKS_PER_SM"])
+                                     per_sm)
     ldp = split_workspace(n)
     partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
     counter = torch.zeros(batch * cdiv(m, bm) * cdiv(n, bn), dtype=torch.int32, device=out.device)
     args = (*tiled_args(tensors, out, shape), *((np.int32(splits),) if "batch" in shape else ()), np.int32(split_k),
             cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(counter))
-    return CudaLaunch(grid=(cdiv(n, bn), cdiv(m, bm), batch * splits), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=mma_smem(defines), facts={"BM": bm, "BN": bn, "splits": splits, "split_k": split_k},
+    return CudaLaunch(grid=(cdiv(n, bn), cdiv(m, bm), batch * splits), block=(threads, 1, 1), args=args, smem=smem,
+                      facts={"BM": bm, "BN": bn, "splits": splits, "split_k": split_k, "blocks_per_sm": per_sm},
                       keep=(partial, counter))
 
 
@@ -125,14 +135,23 @@ def batch_grid_check(params, shape, precision) -> str | None:
     return reason
 
 
-SPLIT_MMA = CudaLauncher(launch=split_mma_launch, check=batch_grid_check, defines=copy_widths)
+def split_mma_launcher(kernel: str, symbol: str) -> CudaLauncher:
+    """v12's launch (:func:`split_mma_launch`) for the rung whose file and kernel these are."""
+    return CudaLauncher(launch=lambda *case: split_mma_launch(*case, kernel, symbol), check=batch_grid_check,
+                        defines=copy_widths)
+
+
+SPLIT_MMA = split_mma_launcher("hgemm/12_split_k_mma_sync.cu", "hgemm_v12_split_k_mma_sync")
+BATCHED_SPLIT_MMA = split_mma_launcher("bgemm/02_batched_split_k.cu", "bgemm_v2_batched_split_k")
 
 
 def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
     """v12's twin (bgemm v2's, with a ``batch``): v6's twin's tile (fitted where the config says FIT=1, counting
     the batch's tiles; under ``triton.autotune`` the space's points as written), each config's plan and a
     workspace for the largest (:func:`twin_split_plans` over the blocks :func:`split_mma_plan` plans for), and a
-    counter for the most tiles; the grid's third axis the ranges (entry · splits + range)."""
+    counter for the most tiles; the grid's third axis the ranges (entry · splits + range). Its plan fills the
+    config's BLOCKS_PER_SM an SM: the CUDA rung caps that by what the driver says its build holds, which
+    Triton's build need not match and which is not asked of it, so the plans differ where the cap binds."""
     a, b = tensors["A"], tensors["B"]
     batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
