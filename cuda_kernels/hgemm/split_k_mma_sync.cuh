@@ -44,7 +44,7 @@ __device__ __forceinline__ void split_k_mma_tile(storage_t* smem, const storage_
 #pragma unroll
     for (int first = 0; first < MT; first += ROWS) {
         for_each_pair(acc, m0, n0, [](int, int, float& x, float& y) { x = y = 0.0f; }, first, ROWS);
-#pragma unroll 1  // unrolled, the planes would multiply the code by their count
+#pragma unroll 1  // by 2 (two planes in flight) nvcc 13.0 took 64 × 64 from 132 to 171 registers: 3 → 2 blocks an SM
         for (int s = 0; s < splits; ++s) {
             const float* p = partial + s * plane;
             for_each_pair(acc, m0, n0, [&](int row, int col, float& x, float& y) {
