@@ -14,38 +14,42 @@
 
 // The pipeline with part of each refill held in registers across a slice's products (hgemm v6's DEFER=1,
 // where an operand's rows are an odd number of halves apart and go through registers: common.cuh
-// fetch_block_pairs). load(stage, s) issues slice s's cp.async copies and the loads of its held part;
-// deposit(stage) stores the held part into the stage. The prologue deposits at once; in the loop a refill's
-// loads are issued before compute(s) and deposited after it, so their latency runs under the slice's products
-// instead of before them. Safe: the refilled stage held slice s − 1, which every thread finished before this
-// iteration's barrier, and slice s + Stages − 1 is read only after the barrier of its own iteration, which every
-// thread reaches after its deposit. cp_async_pipeline below is this with nothing held.
+// fetch_block_pairs). load(stage, s, held) issues slice s's cp.async copies and the loads of its held part into
+// register set `held`; deposit(stage, held) stores that set into the stage. The prologue issues every prologue
+// slice's loads (sets 0 … Stages-2, the index a constant of the unrolled step) before its first deposit, so their
+// latencies overlap instead of following each other: one global round trip where there were Stages − 1 (of
+// 166×419×98's four slices three are the prologue's; not yet measured). In the loop a refill's loads (set 0) are issued
+// before compute(s) and deposited after it, so their latency runs under the slice's products instead of before
+// them. Safe: the refilled stage held slice s − 1, which every thread finished before this iteration's barrier,
+// and slice s + Stages − 1 is read only after the barrier of its own iteration, which every thread reaches after
+// its deposit. cp_async_pipeline below is this with nothing held.
 template <int Stages, class Load, class Compute, class Deposit>
 __device__ __forceinline__ void cp_async_pipeline_deferred(int slices, Load load, Compute compute, Deposit deposit) {
     static_assert(Stages >= 2, "at least two stages");
 #pragma unroll
     for (int s = 0; s < Stages - 1; ++s) {
-        if (s < slices) {
-            load(s, s);
-            deposit(s);
-        }
+        if (s < slices) load(s, s, s);
         cp_async_commit();
     }
+#pragma unroll
+    for (int s = 0; s < Stages - 1; ++s)
+        if (s < slices) deposit(s, s);
     for (int s = 0; s < slices; ++s) {
         cp_async_wait<Stages - 2>();
         __syncthreads();
         const int next = s + Stages - 1;
-        if (next < slices) load(next % Stages, next);
+        if (next < slices) load(next % Stages, next, 0);
         cp_async_commit();
         compute(s % Stages);
-        if (next < slices) deposit(next % Stages);
+        if (next < slices) deposit(next % Stages, 0);
     }
     cp_async_wait<0>();
 }
 
 template <int Stages, class Load, class Compute>
 __device__ __forceinline__ void cp_async_pipeline(int slices, Load load, Compute compute) {
-    cp_async_pipeline_deferred<Stages>(slices, load, compute, [](int) {});
+    cp_async_pipeline_deferred<Stages>(
+        slices, [&](int stage, int s, int) { load(stage, s); }, compute, [](int, int) {});
 }
 
 // The same pipeline with each slice's first fragments loaded ahead (sgemm v7's PREFETCH=1,

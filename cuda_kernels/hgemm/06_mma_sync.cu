@@ -63,6 +63,9 @@
 // keeps DEFER off on 128 × 128 tiles (study/ops/hgemm_mma_sync.py DEFER_LARGEST_TILE). DEFER=0 compiles to the same
 // code as before the axis. Measured in v12's space (c63 at eefb23c, one trial each,
 // reports/h200/experiments/v12-space-eefb23c): DEFER=1 0.4–5.4 % slower than DEFER=0 at all six shapes tuned.
+// Since then DEFER=1's prologue loads every prologue slice's pairs before storing any (pipeline.cuh: one round
+// trip where there were three). nvcc 13.0 at 64 × 64: 201 → 202 registers with both operands in pairs, 146 → 148
+// with A in pairs and B in 8-byte copies; DEFER=0's cubins unchanged. Not yet measured.
 // The tile is hgemm/mma_sync_tile.cuh's, shared with v12 (its K ranges): moved there, nvcc 13.0's code differs a
 // little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs): the figures above from
 // before c62 are of the code before the move.

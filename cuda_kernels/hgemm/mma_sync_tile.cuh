@@ -42,8 +42,9 @@ __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const s
 
 // DEFER=1: the operands copied in pairs of halves (Vec 1) are fetched into registers with the refill and stored
 // into its stage after the slice's products (pipeline.cuh, cp_async_pipeline_deferred): a thread holds
-// block_pairs_each(...) words of each. Without a pairs operand DEFER changes nothing.
-// (accumulate is no template, so both branches of each `if constexpr` compile: the held arrays keep their sizes.)
+// block_pairs_each(...) words of each, in STAGES − 1 sets (the prologue loads them all before its first store; the
+// loop uses the first). Without a pairs operand DEFER changes nothing: one set, never read (accumulate is no
+// template, so both branches of each `if constexpr` compile; nvcc 13.0's cubins are those of before the sets).
 constexpr bool DEFER_A = DEFER && A_VEC == 1, DEFER_B = DEFER && B_VEC == 1;
 constexpr int HELD_A = block_pairs_each(BM, BK, THREADS), HELD_B = block_pairs_each(BK, BN, THREADS);
 
@@ -124,31 +125,32 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
     // A slice's copies (A rows into As[BM][SA], B rows into Bs[BK][SB]; out-of-range elements zeros: cp.async's
     // src-size 0, or zero halves in the pairs' words); with DEFER, an operand in pairs only fetched here and stored
     // by deposit, after the slice's products. Without it deposit is empty: cp_async_pipeline's code.
-    unsigned held_a[HELD_A], held_b[HELD_B];
+    // Indexed by constants of unrolled steps only, so the sets stay in registers (no stack frame, nvcc 13.0).
+    unsigned held_a[DEFER_A ? STAGES - 1 : 1][HELD_A], held_b[DEFER_B ? STAGES - 1 : 1][HELD_B];
     cp_async_pipeline_deferred<STAGES>(
         slices,
-        [&](int stage, int s) {
+        [&](int stage, int s, int held) {
 #if HOIST && ALIGNED
-            (void)s;  // the copies walk the slices in order, as the pipeline issues them
+            (void)s, (void)held;  // the copies walk the slices in order, as the pipeline issues them
             copies.issue(smem32 + stage * STAGE_HALVES * 2, K);
 #else
             storage_t* st = smem + stage * STAGE_HALVES;
             const int k0 = k_begin + s * BK;
             if constexpr (DEFER_A)
-                fetch_block_pairs<BM, BK, THREADS>(held_a, A, lda, M, K, m0, k0, tid);
+                fetch_block_pairs<BM, BK, THREADS>(held_a[held], A, lda, M, K, m0, k0, tid);
             else
                 copy_operand<A_VEC, BM, BK>(st, SA, A, lda, M, K, m0, k0, tid);
             if constexpr (DEFER_B)
-                fetch_block_pairs<BK, BN, THREADS>(held_b, B, ldb, K, N, k0, n0, tid);
+                fetch_block_pairs<BK, BN, THREADS>(held_b[held], B, ldb, K, N, k0, n0, tid);
             else
                 copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
 #endif
         },
         compute,
-        [&](int stage) {
+        [&](int stage, int held) {
             storage_t* st = smem + stage * STAGE_HALVES;
-            if constexpr (DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, held_a, tid);
-            if constexpr (DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, held_b, tid);
+            if constexpr (DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, held_a[held], tid);
+            if constexpr (DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, held_b[held], tid);
         });
 }
 
