@@ -11,7 +11,6 @@ ratio wide. Nothing here measures: it reads the ``paired`` of saved records (``c
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 
@@ -49,21 +48,14 @@ def gpu_label(uuid: str) -> str:
     return uuid[4:12] if uuid.startswith("GPU-") else uuid
 
 
-def is_results_file(path: Path) -> bool:
-    """Whether a JSON file under a folder is a results file (a 'schema' and 'measurements'), not, say, a profile's
-    sidecar: those are passed over; a file named on the command line is read whatever it is."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(doc, dict) and "schema" in doc and "measurements" in doc
-
-
 def paths_of(targets) -> list[Path]:
-    """The files named, and the results files under the folders named (sorted), in the order given."""
+    """The files named, and the results files under the folders named (sorted), in the order given: a file under
+    a folder with no 'schema' and 'measurements' (a profile's sidecar, say) is passed over; one named is read
+    whatever it is."""
     out = []
     for target in map(Path, targets):
-        out.extend([p for p in sorted(target.rglob("*.json")) if is_results_file(p)] if target.is_dir() else [target])
+        out.extend([path for path, raw in results.documents(target) if "schema" in raw and "measurements" in raw]
+                   if target.is_dir() else [target])
     return out
 
 
