@@ -20,7 +20,7 @@ from study import catalog, stats, timer
 from study.backends import Tuning, Unsupported, backend, cuda
 from study.plan import Case, group_of, ordered
 from study.problem import check_output, error_record, one_line, pad_rows
-from study.timing import PAIR_CLOCK_GAP, TimerSettings, TimingConfigError, flushes, power_mix
+from study.timing import PAIR_CLOCK_GAP, TimerSettings, TimingConfigError, flushes, power_mix, shared_cap
 
 SEED_STRIDE = 7919  # the extra gate trials draw seeds seed + SEED_STRIDE·t, t = 1, 2, …
 
@@ -250,10 +250,10 @@ class Session:
         """Alternating rounds of the case's implementation and its op's reference (study.timer.Timer.paired),
         the reference ready, gated and settled as the implementation was: (the implementation's sampling, the
         pairing's record: raw figures only; the clock spread and power mix are derived, study.metrics). A pair
-        one of whose sides ran more than PAIR_CLOCK_GAP above the clock it settled at alone (study.timing.power_mix)
-        is timed again with each side settled before each batch, and that ratio is the headline
-        (docs/method.md §8); its interleaved rounds end as soon as they show it (``min_rounds`` at the
-        earliest), not at the timeout."""
+        one of whose sides ran more than PAIR_CLOCK_GAP above the clock it settled at alone (study.timing.power_mix),
+        or whose interleaved rounds ran at the power cap (study.timing.shared_cap), is timed again with each side
+        settled before each batch, and that ratio is the headline (docs/method.md §8); its interleaved rounds
+        end as soon as they show it (``min_rounds`` at the earliest), not at the timeout."""
         reference = catalog.reference(case.impl.op)
         if reference is None:
             raise RuntimeError(f"{case.impl.op} has no reference baseline to pair with")
@@ -267,15 +267,16 @@ class Session:
                                                                                              other["per_call"])
             steadies = (run["steady"], other["steady"])
 
-            def lent(clocks, reference_clocks) -> bool:  # the rounds so far already show headroom lent
-                return (power_mix(steadies, (clocks, reference_clocks))["borrowed"] or 0) > PAIR_CLOCK_GAP
+            def lent(clocks, reference_clocks) -> bool:  # the rounds so far ran at clocks neither holds alone
+                return ((power_mix(steadies, (clocks, reference_clocks))["borrowed"] or 0) > PAIR_CLOCK_GAP
+                        or shared_cap((clocks, reference_clocks)))
 
             pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, stop_early=lent)
             interleaved = None
             if pairing["ratios"] and lent(pairing["clocks"], pairing["reference_clocks"]):
                 # Interleaved, one ran above the clock it holds in a loop of its own, on headroom the other
-                # lent it under the cap. The headline is the rounds in which each kernel is settled again
-                # before its batch; the interleaved pairing stays beside it.
+                # lent it, or both shared the cap's one clock. The headline is the rounds in which each kernel
+                # is settled again before its batch; the interleaved pairing stays beside it.
                 interleaved = {"ratio": pairing["ratio"], "ci": pairing["ci"], "rounds": pairing["rounds"],
                                "clocks": pairing["clocks"], "reference_clocks": pairing["reference_clocks"]}
                 pairing = self.timer.paired(fns, firsts, run["flush"], per_calls, settle_each=True)

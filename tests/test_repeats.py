@@ -32,11 +32,13 @@ def test_the_committed_runs_are_judged_by_pair():
     assert len(groups) == 2
     for pair, group in groups.items():
         gpus = {r.gpu for r in group}
-        assert all(sum(r.gpu == gpu for r in group) == 3 for gpu in gpus)  # three separate runs on each GPU
+        assert len(gpus) >= 2 and all(sum(r.gpu == gpu for r in group) == 3 for gpu in gpus)  # three runs a GPU
         met, misses = repeats.verdict(group)
-        assert not met  # hgemm v8's on two GPUs: 1.75 % apart, three 15 s runs' intervals over 2 %
-        assert ("1 of 2 GPUs" in misses[0]) == (len(gpus) == 1)
-        assert all(r.interleaved is not None and r.ci[0] <= r.ratio <= r.ci[1] for r in group)  # re-settled runs
+        # sgemm v11's six runs on two GPUs lie within 1.26 %; hgemm v8's nine on three spread 3.5 %, one of them
+        # interleaved at the cap (a headline the cap rule now re-settles)
+        assert met == pair[0].startswith("sgemm/") and (met or "% apart" in misses[0])
+        assert all(r.ci[0] <= r.ratio <= r.ci[1] and r.settled == (r.interleaved is not None) for r in group)
+        assert bool(repeats.mixed(group)) == pair[0].startswith("hgemm/")
 
 
 def test_three_tight_runs_on_each_of_two_gpus_meet_the_goal(tmp_path):
@@ -80,3 +82,18 @@ def test_the_command_writes_its_page_and_refuses_what_it_cannot_read(tmp_path, c
     assert main(["repeats", str(tmp_path / "bad.json")]) == 2
     err = capsys.readouterr().err
     assert "no such file or folder" in err and "bad.json: not a study results file" in err
+
+
+def test_runs_whose_headlines_were_timed_unlike_are_told_apart(tmp_path):
+    for i in range(3):
+        _run_file(tmp_path, f"r{i}", "GPU-aaaaaaaa-1", 1.0, 0.005)
+    doc = json.loads((tmp_path / "r2.json").read_text())
+    for m in doc["measurements"]:
+        if m.get("paired"):
+            m["paired"]["settle_each"] = False
+            m["paired"].pop("interleaved", None)
+    (tmp_path / "r2.json").write_text(json.dumps(doc))
+    page = repeats.markdown(repeats.runs(repeats.paths_of([tmp_path])))
+    assert "1 of 3 headlines interleaved, the rest re-settled" in page
+    rows = [line for line in page.splitlines() if line.startswith("| aaaaaaaa")]
+    assert sorted("| re-settled " in row for row in rows) == [False, True, True]

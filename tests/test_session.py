@@ -45,10 +45,11 @@ class FakeTimer:
         return {"samples": [0.5, 0.5, 0.6], "timing": {"mode": mode, "stop": "reps"}, "clocks": {"available": False}}
 
     reference_mhz = 1530.0  # interleaved, the reference ran 2 % above the 1500 MHz it settled at alone
+    reference_watts = None  # interleaved, the reference's median draw (of a 700 W limit)
 
     def paired(self, fns, firsts, flush, per_calls=(1, 1), settle_each=False, stop_early=None):
         self.calls.append(("paired", len(fns), settle_each))
-        self.stop_early = stop_early
+        self.stop_early = stop_early or getattr(self, "stop_early", None)  # the interleaved call's, kept
         if settle_each:  # each side settled before its batches: both back at the clock they hold alone
             return {"samples": [0.5, 0.5, 0.6], "reference_samples": [0.55, 0.55, 0.6], "ratios": [1.1, 1.09, 1.11],
                     "ratio": 1.1, "ci": [1.09, 1.11], "rounds": 4, "stop": "ci", "wall_s": 0.3,
@@ -59,7 +60,8 @@ class FakeTimer:
                 "ratio": 1.2, "ci": [1.18, 1.22], "rounds": 3, "stop": "ci", "wall_s": 0.1,
                 "discarded_throttled": [0, 0], "settle_each": False,
                 "clocks": {"available": True, "sm_mhz_median": 1500.0},
-                "reference_clocks": {"available": True, "sm_mhz_median": self.reference_mhz}}
+                "reference_clocks": {"available": True, "sm_mhz_median": self.reference_mhz,
+                                     "power_w_median": self.reference_watts, "power_limit_w": 700.0}}
 
 
 def _backend(check=None, wrong=False, fail=None, wrong_when=lambda tensors: False, works=None):
@@ -335,6 +337,49 @@ def test_settling_waits_for_the_power_state_only_near_the_cap(monkeypatch, watts
     steady = timer.settle(lambda: None, per_launch_ms=50.0)
     assert steady["settled"] is settles and steady["launches"] == len(steady["power_w"])
     assert (steady["seconds"] < 0.4) is settles
+
+
+class _CutReadings(_Readings):
+    """NVML at the cap's first cut, as hgemm v8 at 8192³ BF16 on the H200 read it (c71): the clock already cut, the
+    draw (NVML's one-second average) still far below the cap; then the draw catching up."""
+
+    def __init__(self, clocks, watts):
+        super().__init__(watts)
+        self.clocks = itertools.chain(clocks, itertools.repeat(clocks[-1]))
+
+    def sm_mhz(self):
+        return next(self.clocks)
+
+
+@pytest.mark.parametrize("watts, settles", [((414.8, 414.8, 415.2, 415.2, 423.1), False),  # the draw behind the cut
+                                            ((414.8, 415.2, 560.0, 688.0, 691.0, 692.0), True)])  # then at the cap
+def test_a_clock_cut_far_from_the_cap_is_not_taken_as_settled(monkeypatch, watts, settles):
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    readings = _CutReadings([1980.0, 1980.0, 1530.0, 1530.0, 1515.0], itertools.chain(watts, itertools.repeat(watts[-1])))
+    timer = timer_module.Timer(TimerSettings(settle_max_s=0.5), None, readings, None)
+    steady = timer.settle(lambda: None, per_launch_ms=50.0)
+    assert steady["settled"] is settles and (steady["seconds"] < 0.5) is settles
+    if settles:
+        assert steady["power_w"][-1] >= 0.8 * 700.0 and steady["sm_mhz"][-1] == 1515.0
+
+
+def test_a_pair_interleaved_at_the_power_cap_is_timed_again_each_side_settled(session, monkeypatch):
+    # hgemm v8 beside cuBLAS at 8192³ BF16 (67503fba, c71 r3): both settled at 1,500 MHz and ran interleaved at
+    # 1,500, nothing borrowed; at 692 of 700 W the two shared one clock, where alone cuBLAS holds 2–3 % above v8
+    monkeypatch.setattr(session_module, "backend", lambda name: _backend())
+    monkeypatch.setattr(FakeTimer, "reference_mhz", 1500.0)
+    monkeypatch.setattr(FakeTimer, "reference_watts", 691.7)
+    record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
+    assert [c for c in session.timer.calls if c[0] == "paired"] == [("paired", 2, False), ("paired", 2, True)]
+    assert record["paired"]["ratio"] == 1.1 and record["paired"]["interleaved"]["ratio"] == 1.2  # the headline
+    lent = session.timer.stop_early
+    at_cap = {"sm_mhz_median": 1500.0, "power_w_median": 691.7, "power_limit_w": 700.0}
+    assert lent(at_cap, at_cap) and lent({"sm_mhz_median": 1500.0}, at_cap)  # either side at the cap
+    below = {**at_cap, "power_w_median": 600.0}
+    assert not lent(below, below) and not lent({**at_cap, "power_limit_w": None}, below)  # no limit: unknown
+    from study.timing import shared_cap
+
+    assert shared_cap((at_cap, below)) and not shared_cap(({}, None))
 
 
 def test_a_pair_whose_kernels_lend_each_other_clock_headroom_is_told_apart():
