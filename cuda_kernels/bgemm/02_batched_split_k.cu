@@ -17,8 +17,16 @@
 // reports/h200/experiments/v12-planes-d14d5e9, c66 at d14d5e9, after hgemm v12's plane-outermost sum): v2 ÷ cuBLAS
 // 32×16×128×4096 0.55× → 0.66× and 32×1×128×4096 0.62× → 0.68×, past v1 (0.52×, 0.48×); 25×16×64×1024
 // 0.35× → 0.55× and 25×1×64×1024 0.51× → 0.58× (8 ranges of four slices), short of v1's 0.62× and 0.59×; at one
-// range (the long-M entries) v1's wgmma tile is the faster (32×4096×4096×128: v1 0.87×, v2 0.28×). Not yet
-// profiled.
+// range (the long-M entries) v1's wgmma tile is the faster (32×4096×4096×128: v1 0.87×, v2 0.28×).
+// Profiled (c67 at 7e0cc86, reports/h200/profiles/bgemm.md): at 25x16x64x1024 v2 11.3 µs, 200 blocks of 128
+// threads (8 ranges of 4 slices each), tensor pipe 7.0 %, top stall `wait`; cuBLAS 5.3 µs in nvjet's 64 × 8 tile
+// (M = 16 as two 8-wide columns of Cᵀ, 50 blocks, no split of K, 165 KB of stages). At 32x16x128x4096 v2
+// 20.3 µs at 40 % of DRAM, cuBLAS 13.0 µs at 63 %, the same 64 × 8 tile. The gap is v2's 64 × 64 mma.sync tile
+// at 16 rows (three quarters of its products padding) and its fill per short range, not the sum: a batched
+// skinny-M tile (hgemm v10's Cᵀ = Bᵀ·Aᵀ on wgmma) is the lever. Autotuned there (c67, one trial a point):
+// MIN_SLICES=8 took 10.6 and 10.8 µs at 25×{1,16}×64×1024 against 11.9–13.1 for the points at 4, and 20.7 and
+// 21.0 at 32×{1,16}×128×4096 against 18.9–21.5; BLOCKS_PER_SM 3 and 4 took 21.9–22.8 µs at the 4096-long pair
+// (slower than every point at 2) and 12.1–13.0 at the 1024-long one (within the points at 2); declared as before.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=2

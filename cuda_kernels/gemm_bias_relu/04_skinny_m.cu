@@ -18,6 +18,12 @@
 // splits × M × ldp floats and a count per tile.
 // Measured (H200, c20 at 21f957b, BF16, cold, autotune off, paired against cuBLASLt's RELU_BIAS):
 // 1×22016×4096 0.90× [0.899, 0.900], 16×22016×4096 0.84× [0.835, 0.837] (v2/v3 0.67–0.70× there).
+// ncu (c65, reports/h200/profiles/gemm-bias-relu.md): at 1×22016×4096 51.9 µs, DRAM 73 %, against cuBLASLt's
+// 256-wide nvjet tile 47.7 µs at 80 %: BN=128 makes 172 tiles for 132 persistent blocks, a second round for 40.
+// Autotuned there (c67 at 7e0cc86, reports/h200/experiments/space-7e0cc86, cold, unpaired): BN=256 (86 tiles, one
+// round) took 50.1 µs at 1×22016×4096 and 51.3 at 16×, 0.94× and 0.92× cuBLASLt, against 53.5–53.8 and
+// 55.1–55.3 for BN=128 at 8 stages (the declared point and its MIN_SLICES 2 and 8); declared as before until the
+// suite's other N (6400 × 1600: 25 tiles of 256) is measured.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
