@@ -97,3 +97,14 @@ def test_runs_whose_headlines_were_timed_unlike_are_told_apart(tmp_path):
     assert "1 of 3 headlines interleaved, the rest re-settled" in page
     rows = [line for line in page.splitlines() if line.startswith("| aaaaaaaa")]
     assert sorted("| re-settled " in row for row in rows) == [False, True, True]
+    # sgemm v11's record ran at the cap (both sides' median draw near 690 of 700 W): interleaved there, r2 is a
+    # headline the study now re-settles, shown and set aside; below the cap it is judged as the others
+    group = repeats.runs(repeats.paths_of([tmp_path]))
+    assert [r.path.stem for r in group if r.superseded] == ["r2"] and len(repeats.judged(group)) == 2
+    assert "Not judged: aaaaaaaa/r2" in page and "2 runs on 1 GPU(s)" in page and "⚑" in page
+    for m in doc["measurements"]:
+        if m.get("paired"):
+            m["clocks"]["power_w_median"] = m["paired"]["reference_clocks"]["power_w_median"] = 400.0
+    (tmp_path / "r2.json").write_text(json.dumps(doc))
+    group = repeats.runs(repeats.paths_of([tmp_path]))
+    assert not any(r.superseded for r in group) and len(repeats.judged(group)) == 3
