@@ -292,8 +292,9 @@ class Timer:
         most ``settle_max_s``: at the power cap a compute-bound kernel's clock falls for its first few
         hundred milliseconds of work, and sampling from a cold start would time it above the clock it
         holds in a loop. A short kernel's draw swings with its launch gaps: far below the cap, a steady
-        clock suffices, unless it is one cut below the highest seen (the cap's cut, the draw's reading behind). With ``flush``, each launch follows an L2 flush, as cold samples do: the clock
-        it settles at is the one of the loop it is timed in. What happened is recorded; without NVML
+        clock suffices, unless it is cut below the highest seen (the cap cuts the clock before NVML's draw
+        shows it). With ``flush``, each launch follows an L2 flush, as cold samples do: the clock it
+        settles at is the one of the loop it is timed in. What happened is recorded; without NVML
         nothing is run."""
         import torch
 
