@@ -297,8 +297,9 @@ def test_the_timer_ends_the_rounds_when_asked_only_at_an_even_count_from_min_rou
 
 
 def test_a_pair_that_drifts_below_its_own_clock_is_not_timed_again(session, monkeypatch):
-    # hgemm v8 beside cuBLAS at 8192³ BF16, both at the cap: settled at 1530 MHz, 1470 in its rounds, and
-    # 1470 again when settled before each batch: drift as the GPU warms, not headroom lent by the other
+    # a side running below the clock it settled at (hgemm v8 beside cuBLAS: settled at 1530 MHz, 1470 in its
+    # rounds) borrowed nothing; the borrowing test alone does not re-time it (no draw given here: at the cap the
+    # cap rule does, test_a_pair_interleaved_at_the_power_cap_is_timed_again_each_side_settled)
     monkeypatch.setattr(session_module, "backend", lambda name: _backend())
     monkeypatch.setattr(FakeTimer, "reference_mhz", 1440.0)
     record = session.measure(Case(IMPL, SHAPE, FP32, "off", "cold", paired=True))
