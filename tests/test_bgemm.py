@@ -123,3 +123,30 @@ def test_the_split_twin_sums_each_entrys_ranges_in_order():
         assert launch.config["splits"] == splits, launch.config
         verdict = check_output(launch.fn, launch.out, BGEMM, ref, scale, FP16_TENSOR)
         assert verdict.ok, (min_slices, verdict.message)
+
+
+def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cuda):
+    from study.ops.bgemm import batched_skinny_plan
+
+    impl = implementation("bgemm/v3_batched_skinny_m/cuda")
+    # (shape, tokens, splits): the attention suites' decode steps — 16 and 1 tokens split K over the SMs an entry's
+    # share (132 // 32 = 4, 132 // 25 = 5 for one tile each); 32 entries of 32 column tiles do not split
+    for shape, tokens, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, 16, 4),
+                                  ({"batch": 25, "M": 1, "N": 64, "K": 1024}, 8, 4),
+                                  ({"batch": 32, "M": 1, "N": 4096, "K": 128}, 8, 1)):
+        tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
+        [(symbol, grid, block, args, smem)] = fake_cuda  # the tiles' planes are summed by their last unit: one kernel
+        batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
+        assert symbol == "bgemm_v3_batched_skinny_m" and block == (288, 1, 1) and smem > 0
+        assert launch.config["tokens"] == tokens and launch.config["splits"] == splits
+        assert (splits, launch.config["slices_per_split"]) == batched_skinny_plan(batch, m, n, k, tokens, 128, 64, 4, 132)
+        tiles = -(-n // 128)
+        assert grid == (min(batch * tiles * splits, 132), 1, 1)
+        assert args[:2] == (("map", "A", tensors["A"].data_ptr()), ("weight maps", (("map", "B",
+                                                                                      tensors["B"].data_ptr()),), (0,) * 8))
+        assert [int(a) for a in args[3:11]] == [batch, m, n, k, n, m * n, splits, launch.config["slices_per_split"]]
+        ldp = int(args[12])
+        assert ldp == -(-n // 4) * 4 and args[11].numel() == (batch * splits * m * ldp if splits > 1 else 1)
+        assert args[13].numel() == (batch * tiles if splits > 1 else 1) and not args[13].any()
+    assert "v3 is for M ≤ 64" in impl.launcher.check(impl.params, {"batch": 2, "M": 65, "N": 64, "K": 64}, FP16_TENSOR)
+    assert impl.launcher.check(impl.params, {"batch": 2, "M": 64, "N": 64, "K": 64}, FP16_TENSOR) is None

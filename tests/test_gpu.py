@@ -454,13 +454,16 @@ def test_tiny_budget_run_of_the_whole_pipeline(tmp_path, monkeypatch):
         assert (tmp_path / "figures" / name).is_file()
 
 
+@pytest.mark.parametrize("rung", ["v2_batched_split_k", "v3_batched_skinny_m"])
 @pytest.mark.parametrize("backend_name", ["cuda", "triton"])
-def test_the_batched_split_rung_splits_decode_attention_per_entry_and_repeats_exactly(backend_name):
-    """bgemm v2 (hgemm v12 on each entry) at the attention suites' decode shapes, which split K, and odd ones
-    (pairs of halves where K or N is odd): random inputs, then small integers repeated exactly with C poisoned
-    between launches; an entry's planes and counters apart from the next's (a mix-up shows as another entry's
-    sums)."""
-    impl = next(i for i in IMPLS if i.name == f"bgemm/v2_batched_split_k/{backend_name}")
+def test_the_batched_split_rung_splits_decode_attention_per_entry_and_repeats_exactly(rung, backend_name):
+    """bgemm v2 (hgemm v12 on each entry) and v3 (hgemm v10 over the batch) at the attention suites' decode
+    shapes, which split K, and odd ones (pairs of halves where K or N is odd; v3 stages them): random inputs, then
+    small integers repeated exactly with C poisoned between launches; an entry's planes and counters apart from
+    the next's (a mix-up shows as another entry's sums)."""
+    impl = next(i for i in IMPLS if i.name == f"bgemm/{rung}/{backend_name}")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
     for precision_name in ("fp16", "bf16"):
         precision = ladder("bgemm").problem.precision(precision_name)
         for shape in ((32, 16, 128, 4096), (25, 1, 64, 1024), (32, 1, 4096, 128), (3, 17, 33, 599), (5, 45, 37, 1001)):

@@ -14,8 +14,10 @@ from study.problem import check_output, is_out_of_scope
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 # sgemm's 5×7×300: v5 splits K in four ranges.
 SHAPES = {"sgemm": [(1, 1, 1), (17, 33, 65), (33, 17, 20), (5, 7, 300)], "sgemv": [(1, 1), (3, 4097), (17, 300), (33, 8), (700, 13)],
-          # bgemm: 16-byte rows for the TMA twin (v1): tails in M, N and K inside each entry, three K slices.
-          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65), (3, 72, 136, 40), (2, 40, 264, 136)],
+          # bgemm: 16-byte rows for the TMA twin (v1): tails in M, N and K inside each entry, three K slices;
+          # 3×5×72×704: v3's skinny M over a batch with K in two ranges (each entry's planes and counts).
+          "bgemm": [(1, 1, 1, 1), (3, 17, 33, 20), (2, 33, 17, 65), (3, 72, 136, 40), (2, 40, 264, 136),
+                    (3, 5, 72, 704)],
           "softmax": [(1, 1), (3, 3), (5, 1031), (2, 4096)],
           # hgemm: tails past every tile; 72×136×40 and 40×264×136 have 16-byte rows (the CUDA rungs' vector
           # paths, and what the TMA twins read in place; the others they stage), the latter three 64-wide K slices.
@@ -94,6 +96,7 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "gemm_bias_relu/v4_skinny_m": ["warps 8 vs THREADS 288"],  # v10's twin with an epilogue
               "gemm_bias_relu/v5_cluster_multicast": ["warps 8 vs THREADS 384"],  # v11's twin with an epilogue
               "bgemm/v1_batched_wgmma": ["warps 8 vs THREADS 384"],  # v8's twin over a batch
+              "bgemm/v3_batched_skinny_m": ["warps 8 vs THREADS 288"],  # v10's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
               "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"],
               "sgemm/v12_3xtf32_split_k": ["warps 8 vs THREADS 384"]}  # v11's twin over split-K units

@@ -6,15 +6,16 @@ over a batch: A and B come through 3-D tensor descriptors (entry, rows, columns)
 entry, so TMA zero-fills what lies past an entry's M, N and K instead of reading the next entry, and
 NUM_SMS programs walk batch × rows × cols tiles entry by entry, as the CUDA rung's persistent blocks
 do. v2's twin is hgemm v12's (``split_range_tile``: v6's twin's tile over a K range, the ranges summed
-by a tile's last program) on each entry, the entry and the range on program axis 2. Index arithmetic is
-32-bit: the op refuses batches of 2**31 or more elements.
+by a tile's last program) on each entry, the entry and the range on program axis 2. v3's twin is hgemm v10's
+(Cᵀ = Bᵀ·Aᵀ, the tokens the dot's N) over the batch, a tile's ranges summed by its last program as v2's twin's.
+Index arithmetic is 32-bit: the op refuses batches of 2**31 or more elements.
 """
 
 import triton
 import triton.language as tl
 
-from triton_kernels.gemm_tile import grouped_tile, store
-from triton_kernels.hgemm import SPLIT_MMA_SPACE, split_range_tile
+from triton_kernels.gemm_tile import grouped_tile, store, sum_ranges_by_last
+from triton_kernels.hgemm import SKINNY_SPACE, SPLIT_MMA_SPACE, V10_SKINNY_M, split_plan, split_range_tile
 
 
 @triton.jit
@@ -63,6 +64,51 @@ def bgemm_split_k(
                      stride_bk, stride_bn, stride_cm, stride_cn, tl.program_id(2) % splits, splits, BM, BN, BK, GROUP)
 
 
+@triton.jit
+def bgemm_skinny_m(
+    a_ptr, b_ptr, c_ptr, part_ptr, count_ptr,
+    BATCH, M, N, K,
+    stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn, NUM_SMS,
+    TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+):
+    """v3: unit u of the walk is entry u // (tiles · splits), then v10's unit inside the entry (its block column
+    and K range, the plan over NUM_SMS // BATCH blocks as the CUDA rung's); each K slice loads a BK × BN block of
+    the entry's B and its TOKENS × BK rows of A (zeros past M, N and K) and ``tl.dot(Bᵀ, Aᵀ)`` accumulates a
+    BN × TOKENS block of Cᵀ, stored transposed; with more ranges than one, the entry's planes (M × N each) summed
+    in range order by the tile's last program (``sum_ranges_by_last``), where the CUDA rung's last unit does it.
+    What the twin cannot say: TMA (pointer loads of Triton's width), the producer warp and mbarrier ring, an N
+    of 8 (``tl.dot`` needs every side ≥ 16: TOKENS ≥ 16)."""
+    splits, per = split_plan(M, N, K, NUM_SMS // BATCH, TOKENS, BN, BK, MIN_SLICES)
+    tiles = tl.cdiv(N, BN)
+    per_entry = tiles * splits
+    rm = tl.arange(0, TOKENS)
+    for u in tl.range(tl.program_id(0), BATCH * per_entry, NUM_SMS):
+        entry = u // per_entry
+        pid_n = u % per_entry // splits
+        pid_s = u % splits
+        k_begin = pid_s * per * BK
+        k_end = tl.minimum(K, k_begin + per * BK)
+        rn = pid_n * BN + tl.arange(0, BN)
+        a = a_ptr + entry * stride_ab
+        b = b_ptr + entry * stride_bb
+        acc = tl.zeros((BN, TOKENS), dtype=tl.float32)
+        for k0 in range(k_begin, k_end, BK):
+            rk = k0 + tl.arange(0, BK)
+            w = tl.load(b + rk[:, None] * stride_bk + rn[None, :] * stride_bn,
+                        mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+            x = tl.load(a + rm[:, None] * stride_am + rk[None, :] * stride_ak,
+                        mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+            acc = tl.dot(tl.trans(w), tl.trans(x), acc)
+        c = c_ptr + entry * stride_cb
+        inside = (rm[:, None] < M) & (rn[None, :] < N)
+        if splits == 1:
+            tl.store(c + rm[:, None] * stride_cm + rn[None, :] * stride_cn, tl.trans(acc).to(c_ptr.dtype.element_ty),
+                     mask=inside)
+        else:
+            sum_ranges_by_last(tl.trans(acc), part_ptr + entry * splits * M * N, count_ptr + entry * tiles, c, rm, rn,
+                               stride_cm, stride_cn, inside, pid_n, pid_s, splits, M, N)
+
+
 # CUDA v1: 128×128×64, a producer and two consumer warpgroups, 4 stages, persistent; the twin's 8
 # warps are the consumers (Triton 3.6 does not specialise warps on Hopper).
 V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, num_warps=8, num_stages=4)
@@ -72,3 +118,7 @@ BATCHED_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, num_warps=8, num_stages=s)
 V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4,
                           BLOCKS_PER_SM=2)
 BATCHED_SPLIT_SPACE = SPLIT_MMA_SPACE  # hgemm v12's twin's
+# CUDA v3: hgemm v10's config and space (BN weight columns, BK = 64, MIN_SLICES the plan's shortest range), and
+# the 64-wide tile at MIN_SLICES 8, as the CUDA rung's.
+V3_BATCHED_SKINNY_M = dict(V10_SKINNY_M)
+BATCHED_SKINNY_SPACE = [*SKINNY_SPACE, dict(BN=64, BK=64, MIN_SLICES=8, num_warps=4, num_stages=8)]

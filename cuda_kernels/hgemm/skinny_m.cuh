@@ -1,8 +1,9 @@
 // The body of hgemm v10 (docs/ladders/hgemm.md, v10) as a function of what its C store does: the fused
 // GEMM + bias + ReLU's v4 (cuda_kernels/gemm_bias_relu/04_skinny_m.cu) is this kernel with a bias and a
-// ReLU between the accumulators and their rounding, not a copy of it. Needs common.cuh, hopper.cuh and
-// v10's config macros (BN, BK, STAGES, THREADS, and TOKENS and B_IN_PLACE from the launch); the why of
-// each step is in v10's header.
+// ReLU between the accumulators and their rounding, not a copy of it; bgemm v3
+// (cuda_kernels/bgemm/03_batched_skinny_m.cu) is it over a batch (Rank 3: the maps' third dimension the
+// entry). Needs common.cuh, hopper.cuh and v10's config macros (BN, BK, STAGES, THREADS, and TOKENS and
+// B_IN_PLACE from the launch); the why of each step is in v10's header.
 #pragma once
 
 #include "unaligned_rows.cuh"
@@ -163,20 +164,32 @@ __device__ __forceinline__ void sum_tile(const float* __restrict__ partial, stor
 // weights) is much of the time (1 × 6400 × 1600 BF16 13.6 µs with it, 11.8 without, c42).
 // `tile_done`: a count of finished units per tile, zero before the first launch; the summing unit sets
 // it back to zero for the next.
-template <class ToC>
+// Rank 3 (bgemm v3): A's and B's maps are batches of `batch` matrices, the entry their third dimension (a box
+// never crosses into the next entry, so each entry's tails load as zeros); the units run entry by entry (an
+// entry's tiles × splits, then the next's), C's entries lie `c_entry` elements apart, an entry's planes
+// (splits × M × ldp floats) and its tiles' counts after the previous entry's. B is read by one map (B_IN_PLACE 0).
+template <class ToC, int Rank = 2>
 __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const WeightMaps* maps_b, storage_t* __restrict__ C,
                                               int M, int N, int K, int ldc, int splits, int slices_per,
                                               float* __restrict__ partial, int ldp, unsigned* __restrict__ tile_done,
-                                              ToC to_c) {
+                                              ToC to_c, int batch = 1, long long c_entry = 0) {
+    static_assert(Rank == 2 || Rank == 3, "one product or a batch");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
     const unsigned full = base + RING * STAGE_BYTES, empty = full + RING * 8, loaded = empty + RING * 8;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-    const int slices = CDIV(K, BK), units = CDIV(N, BN) * splits;
+    const int tiles = CDIV(N, BN), per_entry = tiles * splits;
+    const int slices = CDIV(K, BK), units = (Rank == 3 ? batch : 1) * per_entry;
+    // unit u: entry u / per_entry (0 for one product), then its tile and split as v10 numbers them
+    auto entry_of = [&](int unit) { return Rank == 3 ? unit / per_entry : 0; };
+    auto local_of = [&](int unit) { return Rank == 3 ? unit % per_entry : unit; };
 
     if (tid == 0) {
         if (blockDim.x != BLOCK_THREADS) __trap();  // the launch adds the shifter warps' threads to THREADS
+        // a batch's B is read by one 3-D map (its launch stages rows TMA cannot read): the residue maps are
+        // written for one matrix, so a batched build with B_IN_PLACE (compiled by the tests) stops here
+        if (Rank == 3 && B_IN_PLACE) __trap();
         tma_prefetch_map(map_a);
         for (int j = 0; j < (B_IN_PLACE ? RESIDUES : 1); ++j) tma_prefetch_map(&maps_b->map[j]);
         // empty: one release per consumer warp. full: TMA's bytes announced in one arrival or, in place, an
@@ -210,7 +223,8 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
         if (lane != 0) return;
         int use = 0;  // slices issued so far, over all units: stage use % RING, its round use / RING
         for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-            const int n0 = unit / splits * BN, s0 = unit % splits * slices_per;
+            const int entry = entry_of(unit), local = local_of(unit);
+            const int n0 = local / splits * BN, s0 = local % splits * slices_per;
             const int s1 = min(slices, s0 + slices_per);  // the launch plans no empty range
             for (int s = s0; s < s1; ++s, ++use) {
                 const int stage = use % RING;
@@ -228,6 +242,13 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
                 }
                 const unsigned bar = full + stage * 8;
                 mbar_arrive_expect_tx(bar, STAGE_BYTES);  // whole boxes count, zero-filled parts included
+                if constexpr (Rank == 3) {
+                    tma_load_3d(at, map_a, s * BK, 0, entry, bar);
+#pragma unroll
+                    for (int c = 0; c < CONSUMERS; ++c)
+                        tma_load_3d(at + X_BYTES + c * W_BOX_BYTES, &maps_b->map[0], n0 + c * 64, s * BK, entry, bar);
+                    continue;
+                }
                 tma_load_2d(at, map_a, s * BK, 0, bar);  // the tokens: rows 0 … TOKENS-1, 64 k
 #pragma unroll
                 for (int c = 0; c < CONSUMERS; ++c)
@@ -240,7 +261,8 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
     const int consumer = warp / 4, thread = tid % 128;
     int use = 0;
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        const int n0 = unit / splits * BN, s0 = unit % splits * slices_per;
+        const int entry = entry_of(unit), local = local_of(unit);
+        const int n0 = local / splits * BN, s0 = local % splits * slices_per;
         const int s1 = min(slices, s0 + slices_per);
         float acc[TOKENS / 2];
 #pragma unroll
@@ -269,11 +291,14 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
         fence_registers(acc);
         if (thread % 32 == 0) mbar_arrive(empty + (use - 1) % RING * 8);  // the unit's last slice
         const int cols = n0 + consumer * 64;
+        storage_t* const c = Rank == 3 ? C + entry * c_entry : C;  // this entry's C, planes and counts
+        float* const planes = Rank == 3 ? partial + (size_t)entry * splits * M * ldp : partial;
+        unsigned* const done = Rank == 3 ? tile_done + entry * tiles : tile_done;
         if (splits == 1) {  // uniform over the grid
-            store_transposed(acc, C, M, N, (size_t)ldc, cols, thread, to_c);
+            store_transposed(acc, c, M, N, (size_t)ldc, cols, thread, to_c);
             continue;
         }
-        store_transposed(acc, partial + (size_t)(unit % splits) * M * ldp, M, N, (size_t)ldp, cols, thread, AsFloat{});
+        store_transposed(acc, planes + (size_t)(local % splits) * M * ldp, M, N, (size_t)ldp, cols, thread, AsFloat{});
         // Each thread's plane stores, visible on the GPU before the unit counts itself done: every thread's
         // fence, then the consumers' barrier, then one count (the count inside the first barrier would race
         // the other warps' stores); the second barrier tells all whether the count was the last, and the
@@ -281,12 +306,12 @@ __device__ __forceinline__ void skinny_m_gemm(const TensorMap* map_a, const Weig
         // threadfence-reduction pattern of the CUDA programming guide).
         __threadfence();
         named_barrier(1, 128 * CONSUMERS);
-        const unsigned tile = unit / splits;
+        const unsigned tile = local / splits;
         const bool last =
-            named_barrier_or(1, 128 * CONSUMERS, tid == 0 && atomicAdd(&tile_done[tile], 1u) == splits - 1);
+            named_barrier_or(1, 128 * CONSUMERS, tid == 0 && atomicAdd(&done[tile], 1u) == splits - 1);
         if (!last) continue;
         __threadfence();
-        sum_tile(partial, C, M, N, ldp, ldc, splits, n0, tid, to_c);
-        if (tid == 0) tile_done[tile] = 0;  // every split has counted: ready for the next launch
+        sum_tile(planes, c, M, N, ldp, ldc, splits, n0, tid, to_c);
+        if (tid == 0) done[tile] = 0;  // every split has counted: ready for the next launch
     }
 }

@@ -11,7 +11,8 @@ entry on the third grid axis, and its Triton twin is SGEMM's ``tl.dot`` kernel w
 program axis (FP32, TF32); v1 is the tensor-core ladder's best, hgemm v8, with the entry as its
 tensor maps' third dimension and the persistent grid walking the whole batch, its twin hgemm v8's
 twin with 3-D tensor descriptors (FP16, BF16); v2 is hgemm v12 (v6's mma.sync tile over K ranges, read in place) on
-each entry, for decode attention's few rows against a long context (FP16, BF16).
+each entry, for decode attention's few rows against a long context (FP16, BF16); v3 is hgemm v10 (skinny M
+computed transposed, the tokens wgmma's N) over the batch with 3-D maps, for the same decode steps.
 
 Correctness gate, entry by entry: SGEMM's for FP32 and TF32 (study/ops/sgemm.py), HGEMM's for
 FP16 and BF16 (the scale |A|·|B| plus η, the storage type's smallest normal; study/ops/hgemm.py
@@ -20,13 +21,18 @@ derives the tolerances).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
-                                   fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch)
-from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
+from study.backends import cuda, tma
+from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_BOX, HALF_TOLERANCE, HALVES, PERSISTENT, TMA_HALVES,
+                                   Gemm, aligned_defines, fp32_bytes_needed, split_plan, split_workspace,
+                                   tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
+from study.ops.hgemm import skinny_scope, skinny_smem, skinny_tokens, skinny_twin_tokens, weight_maps
+from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, planned_blocks, split_mma_twin_launch
+from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
-from study.problem import cdiv, sm_count
+from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import bgemm as tkb
 from triton_kernels import hgemm as tkh
@@ -48,9 +54,10 @@ class BGEMM(Gemm):
                       {"batch": 8192, "M": 32, "N": 32, "K": 32})      # many tiny products
     # Tile tails everywhere (scalar paths), and a shape whose every entry is 16-byte aligned, so the
     # sanitizer also sees the 16-byte cp.async path with batch offsets; one with 16-byte rows in either
-    # storage (K and N multiples of 8), which the TMA rung takes, with tails in M, N and K.
+    # storage (K and N multiples of 8), which the TMA rung takes, with tails in M, N and K; 5 rows of 704 k, which
+    # the skinny rung (v3, M ≤ 64) runs in two K ranges an entry, their planes summed by each tile's last unit.
     sanitize_shapes = ({"batch": 3, "M": 67, "N": 131, "K": 33}, {"batch": 3, "M": 68, "N": 132, "K": 36},
-                       {"batch": 3, "M": 72, "N": 136, "K": 40})
+                       {"batch": 3, "M": 72, "N": 136, "K": 40}, {"batch": 3, "M": 5, "N": 72, "K": 704})
     paddable = False  # align measures M, N, K ops; a padded batch would also need its 32-bit limit padded
 
     def bytes_needed(self, shape, precision) -> int:
@@ -74,6 +81,73 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a_desc, b_desc, out, batch, m, n, k, out.stride(0), out.stride(1), out.stride(2), sms, **meta)
 
     fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
+    return fn
+
+
+def batched_skinny_defines(config, tensors, out, shape, precision):
+    """v3's defines: v10's (the config, the storage macro, ALIGNED, TOKENS picked from M), B by one map."""
+    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"]),
+            "B_IN_PLACE": 0}
+
+
+def batched_skinny_plan(batch: int, m: int, n: int, k: int, tokens: int, bn: int, bk: int, min_slices: int,
+                        sms: int) -> tuple[int, int]:
+    """v3's (splits, slices a split): v10's plan (hgemm v9's split_plan with BM = TOKENS) over the SMs an entry's
+    share, so that the batch's tiles × splits fill the SMs about once (the twin computes the same)."""
+    return split_plan(m, n, k, tokens, bn, bk, min_slices, planned_blocks(sms, batch, 1))
+
+
+def batched_skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v3: v10's launch (study/ops/hgemm.py, skinny_launch) over a batch — 3-D maps of A (boxes of TOKENS rows of
+    64 k, one entry) and B (BK rows of 64 n), C by pointer with its entries' stride, a persistent grid over the
+    batch's tiles × splits, a workspace of each entry's planes and a count per tile of each entry (zeroed here,
+    and by the kernel after each sum)."""
+    a, b = tensors["A"], tensors["B"]
+    batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
+    tokens, sms = defines["TOKENS"], sm_count(out)
+    splits, per = batched_skinny_plan(batch, m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    tiles = cdiv(n, defines["BN"])
+    blocks = min(batch * tiles * splits, sms)
+    ldp = split_workspace(n)
+    partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    tile_done = torch.zeros(batch * tiles if splits > 1 else 1, dtype=torch.int32, device=out.device)
+    maps_b, _ = weight_maps(b, defines["BK"], in_place=False)
+    args = (tma.tensor_map("A", a, HALF_BOX, tokens), maps_b, cuda.as_cupy(out, padded_rows=True), np.int32(batch),
+            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)), np.int64(out.stride(0)),
+            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
+    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, smem=skinny_smem(defines),
+                      facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens},
+                      keep=(a, b, out, partial, tile_done))
+
+
+# v3: rows of A and B TMA cannot take staged inside the launch; C by plain stores (any rows).
+BATCHED_SKINNY = staged_launcher(CudaLauncher(launch=batched_skinny_launch, defines=batched_skinny_defines),
+                                 names=("A", "B"), out=False, check=skinny_scope("v3", "v1/v2"))
+
+
+def batched_skinny_twin_check(shape, precision) -> str | None:
+    return skinny_scope("v3", "v1/v2")(None, shape, precision)
+
+
+def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v3's twin: the pointers and strides of the batch, TOKENS the CUDA rung's pick (at least 16), each config's
+    plan (:func:`batched_skinny_plan`), a workspace for the largest and a count per tile of each entry."""
+    a, b = tensors["A"], tensors["B"]
+    batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
+    tokens, sms, meta = skinny_twin_tokens(m), sm_count(out), dict(config)
+    plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens, batch=batch,
+                                        blocks=lambda cfg: planned_blocks(sms, batch, 1))
+    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
+    counts = torch.zeros(batch * max(cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32, device=out.device)
+
+    def grid(cfg):
+        return (min(batch * cdiv(n, cfg["BN"]) * plan(cfg)[0], sms),)
+
+    def fn():
+        kernel[grid](a, b, out, partial, counts, batch, m, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0),
+                     b.stride(1), b.stride(2), out.stride(0), out.stride(1), out.stride(2), sms, TOKENS=tokens, **meta)
+
+    fn.facts = {"tokens": tokens, **({"splits": plan(meta)[0]} if "BN" in meta else {})}
     return fn
 
 
@@ -102,6 +176,13 @@ register(
              cuda="02_batched_split_k.cu", launch=BATCHED_SPLIT_MMA,
              triton=twin(tkb.bgemm_split_k, tkb.V2_BATCHED_SPLIT_K, tkb.BATCHED_SPLIT_SPACE,
                          launch=split_mma_twin_launch, precisions=("fp16", "bf16"))),
+        Rung("v3_batched_skinny_m", "hgemm v10 over the batch: each entry computed as Cᵀ = Bᵀ·Aᵀ, its 1–64 tokens "
+             "wgmma's N (8/16/32/64), 3-D TMA maps (the entry their third dimension), a persistent grid walking the "
+             "batch's tiles × splits, a tile's planes summed by its last unit", "v1's 128-row and v2's 64-row tiles "
+             "at 1–16 tokens, and v2's short K ranges", cuda="03_batched_skinny_m.cu", launch=BATCHED_SKINNY,
+             triton=twin(tkb.bgemm_skinny_m, tkb.V3_BATCHED_SKINNY_M, tkb.BATCHED_SKINNY_SPACE,
+                         launch=batched_skinny_twin_launch, check=batched_skinny_twin_check,
+                         precisions=("fp16", "bf16"))),
     ],
     baselines=[Baseline("torch_bmm", "torch.bmm", "cuBLAS", "cublas", torch_bmm, "torch.bmm", reference=True),
                CUBLASLT],
