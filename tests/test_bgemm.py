@@ -126,7 +126,7 @@ def test_the_split_twin_sums_each_entrys_ranges_in_order():
 
 
 def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cuda):
-    from study.ops.bgemm import batched_skinny_plan
+    from study.ops.gemm_common import split_plan
 
     impl = implementation("bgemm/v3_batched_skinny_m/cuda")
     # (shape, tokens, splits): the attention suites' decode steps — 16 and 1 tokens split K over the SMs an entry's
@@ -139,7 +139,7 @@ def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cu
         batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
         assert symbol == "bgemm_v3_batched_skinny_m" and block == (288, 1, 1) and smem > 0
         assert launch.config["tokens"] == tokens and launch.config["splits"] == splits
-        assert (splits, launch.config["slices_per_split"]) == batched_skinny_plan(batch, m, n, k, tokens, 128, 64, 4, 132)
+        assert (splits, launch.config["slices_per_split"]) == split_plan(m, n, k, tokens, 128, 64, 4, 132 // batch)
         tiles = -(-n // 128)
         assert grid == (min(batch * tiles * splits, 132), 1, 1)
         assert args[:2] == (("map", "A", tensors["A"].data_ptr()), ("weight maps", (("map", "B",

@@ -21,18 +21,15 @@ derives the tolerances).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
-from study.backends import cuda, tma
-from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_BOX, HALF_TOLERANCE, HALVES, PERSISTENT, TMA_HALVES,
-                                   Gemm, aligned_defines, fp32_bytes_needed, split_plan, split_workspace,
-                                   tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
-from study.ops.hgemm import skinny_scope, skinny_smem, skinny_tokens, skinny_twin_tokens, weight_maps
-from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, planned_blocks, split_mma_twin_launch
+from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
+                                   fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
+from study.ops.hgemm import skinny_defines, skinny_launch, skinny_scope, skinny_twin_tokens
+from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
-from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
+from study.problem import CudaLauncher, cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import bgemm as tkb
 from triton_kernels import hgemm as tkh
@@ -84,45 +81,10 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     return fn
 
 
-def batched_skinny_defines(config, tensors, out, shape, precision):
-    """v3's defines: v10's (the config, the storage macro, ALIGNED, TOKENS picked from M), B by one map."""
-    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"]),
-            "B_IN_PLACE": 0}
-
-
-def batched_skinny_plan(batch: int, m: int, n: int, k: int, tokens: int, bn: int, bk: int, min_slices: int,
-                        sms: int) -> tuple[int, int]:
-    """v3's (splits, slices a split): v10's plan (hgemm v9's split_plan with BM = TOKENS) over the SMs an entry's
-    share, so that the batch's tiles × splits fill the SMs about once (the twin computes the same)."""
-    return split_plan(m, n, k, tokens, bn, bk, min_slices, planned_blocks(sms, batch, 1))
-
-
-def batched_skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v3: v10's launch (study/ops/hgemm.py, skinny_launch) over a batch — 3-D maps of A (boxes of TOKENS rows of
-    64 k, one entry) and B (BK rows of 64 n), C by pointer with its entries' stride, a persistent grid over the
-    batch's tiles × splits, a workspace of each entry's planes and a count per tile of each entry (zeroed here,
-    and by the kernel after each sum)."""
-    a, b = tensors["A"], tensors["B"]
-    batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    tokens, sms = defines["TOKENS"], sm_count(out)
-    splits, per = batched_skinny_plan(batch, m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
-    tiles = cdiv(n, defines["BN"])
-    blocks = min(batch * tiles * splits, sms)
-    ldp = split_workspace(n)
-    partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
-    tile_done = torch.zeros(batch * tiles if splits > 1 else 1, dtype=torch.int32, device=out.device)
-    maps_b, _ = weight_maps(b, defines["BK"], in_place=False)
-    args = (tma.tensor_map("A", a, HALF_BOX, tokens), maps_b, cuda.as_cupy(out, padded_rows=True), np.int32(batch),
-            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)), np.int64(out.stride(0)),
-            np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
-    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args, smem=skinny_smem(defines),
-                      facts={"blocks": blocks, "splits": splits, "slices_per_split": per, "tokens": tokens},
-                      keep=(a, b, out, partial, tile_done))
-
-
-# v3: rows of A and B TMA cannot take staged inside the launch; C by plain stores (any rows).
-BATCHED_SKINNY = staged_launcher(CudaLauncher(launch=batched_skinny_launch, defines=batched_skinny_defines),
-                                 names=("A", "B"), out=False, check=skinny_scope("v3", "v1/v2"))
+# v3: v10's launch over the batch (study/ops/hgemm.py, skinny_launch); rows of A and B TMA cannot take staged
+# inside the launch; C by plain stores (any rows).
+BATCHED_SKINNY = staged_launcher(CudaLauncher(launch=skinny_launch, defines=skinny_defines), names=("A", "B"),
+                                 out=False, check=skinny_scope("v3", "v1/v2"))
 
 
 def batched_skinny_twin_check(shape, precision) -> str | None:
@@ -131,12 +93,13 @@ def batched_skinny_twin_check(shape, precision) -> str | None:
 
 def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     """v3's twin: the pointers and strides of the batch, TOKENS the CUDA rung's pick (at least 16), each config's
-    plan (:func:`batched_skinny_plan`), a workspace for the largest and a count per tile of each entry."""
+    plan (the CUDA rung's: v10's over the SMs an entry's share), a workspace for the largest and a count per tile
+    of each entry."""
     a, b = tensors["A"], tensors["B"]
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
     tokens, sms, meta = skinny_twin_tokens(m), sm_count(out), dict(config)
     plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens, batch=batch,
-                                        blocks=lambda cfg: planned_blocks(sms, batch, 1))
+                                        blocks=lambda cfg: sms // batch)
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
     counts = torch.zeros(batch * max(cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32, device=out.device)
 

@@ -190,9 +190,10 @@ def pack_weight_maps(maps, offsets) -> np.ndarray:
 
 
 def skinny_defines(config, tensors, out, shape, precision):
-    """v10's defines: v8's (the config, the storage macro, ALIGNED), TOKENS, picked from M, and B_IN_PLACE."""
+    """v10's defines: v8's (the config, the storage macro, ALIGNED), TOKENS, picked from M, and B_IN_PLACE — never
+    over a batch (bgemm v3): the residue maps are written for one matrix, and a batch's B is staged instead."""
     return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"]),
-            "B_IN_PLACE": int(weights_in_place(tensors["B"]))}
+            "B_IN_PLACE": int("batch" not in shape and weights_in_place(tensors["B"]))}
 
 
 def skinny_smem(defines) -> int:
@@ -213,22 +214,27 @@ def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     v9's with BM = TOKENS (:func:`split_plan`: one row of tiles), the FP32 workspace and, with two splits
     or more, a count per tile, zeroed here and by the kernel after each sum, of the units done: the last
     sums the tile's planes into C in the same launch (hgemm/skinny_m.cuh, sum_tile). gemm_bias_relu v4's
-    launch is this one with the bias after C."""
+    launch is this one with the bias after C. bgemm v3 (a ``batch`` in the shape): the maps 3-D (the entry their
+    third dimension), the plan over the SMs an entry's share, the grid over the batch's units, each entry's planes
+    and counts, ``batch`` among the arguments after C and C's entry stride after its leading dimension."""
     a, b = tensors["A"], tensors["B"]
-    m, n, k = shape["M"], shape["N"], shape["K"]
+    batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
     if b.stride(-1) != 1:
         raise Unsupported(f"v10 reads rows of B's contiguous elements; B has column stride {b.stride(-1)}")
     in_place = bool(defines["B_IN_PLACE"])
     tokens, sms = defines["TOKENS"], sm_count(out)
-    splits, per = split_plan(m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
-    blocks = min(cdiv(n, defines["BN"]) * splits, sms)
+    splits, per = split_plan(m, n, k, tokens, defines["BN"], defines["BK"], defines["MIN_SLICES"], sms // batch)
+    tiles = cdiv(n, defines["BN"])
+    blocks = min(batch * tiles * splits, sms)
     ldp = split_workspace(n)
-    partial = torch.empty(splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
-    tile_done = torch.zeros(cdiv(n, defines["BN"]) if splits > 1 else 1, dtype=torch.int32, device=out.device)
+    partial = torch.empty(batch * splits * m * ldp if splits > 1 else 1, dtype=torch.float32, device=out.device)
+    tile_done = torch.zeros(batch * tiles if splits > 1 else 1, dtype=torch.int32, device=out.device)
     map_a = tma.tensor_map("A", a, HALF_BOX, tokens)
     maps_b, keep_b = weight_maps(b, defines["BK"], in_place)
-    args = (map_a, maps_b,
-            cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
+    batched = "batch" in shape
+    args = (map_a, maps_b, cuda.as_cupy(out, padded_rows=True), *((np.int32(batch),) if batched else ()),
+            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)),
+            *((np.int64(out.stride(0)),) if batched else ()),
             np.int32(splits), np.int32(per), cuda.as_cupy(partial), np.int32(ldp), cuda.as_cupy(tile_done))
     threads = defines["THREADS"] + SKINNY_SHIFTER_THREADS * in_place
     return CudaLaunch(grid=(blocks, 1, 1), block=(threads, 1, 1), args=args, smem=skinny_smem(defines),
