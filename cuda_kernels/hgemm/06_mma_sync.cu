@@ -65,7 +65,9 @@
 // reports/h200/experiments/v12-space-eefb23c): DEFER=1 0.4–5.4 % slower than DEFER=0 at all six shapes tuned.
 // Since then DEFER=1's prologue loads every prologue slice's pairs before storing any (pipeline.cuh: one round
 // trip where there were three). nvcc 13.0 at 64 × 64: 201 → 202 registers with both operands in pairs, 146 → 148
-// with A in pairs and B in 8-byte copies; DEFER=0's cubins unchanged. Not yet measured.
+// with A in pairs and B in 8-byte copies; DEFER=0's cubins unchanged. Measured through v12's space (c67 at
+// 7e0cc86, BF16, one trial each, reports/h200/experiments/space-7e0cc86): DEFER=1 10.3, 10.7, 10.4, 20.3, 8.3 and 45.0 µs at the six losers, DEFER=0 at the same point 9.9–10.2, 10.4–10.6,
+// 10.1–10.4, 20.6–20.8, 8.1 and 43.8–44.7 (two trials): no gain beyond the spread of two trials; DEFER stays 0.
 // The tile is hgemm/mma_sync_tile.cuh's, shared with v12 (its K ranges): moved there, nvcc 13.0's code differs a
 // little (the same registers at 128 × 128, HOIST 0 and 1; 144 → 152 at 64 × 64 on pairs): the figures above from
 // before c62 are of the code before the move.
