@@ -40,6 +40,8 @@ class Run:
     interleaved: float | None  # the interleaved rounds' ratio where the pair was timed again re-settled
     settled: bool  # the headline's rounds settled each side before each batch (re-settled), not interleaved
     superseded: bool = False  # interleaved at the power cap: a headline the study now re-settles (not judged)
+    timer: tuple = ()  # the run's timer settings (environment.timer), sorted (key, value) pairs
+    utc: str = ""
 
     @property
     def width(self) -> float:
@@ -82,7 +84,9 @@ def runs(paths) -> list[Run]:
                              stop=paired.get("stop") or "?", interleaved=interleaved["ratio"] if interleaved else None,
                              settled=bool(paired.get("settle_each")),
                              superseded=not paired.get("settle_each")
-                             and shared_cap((m.get("clocks"), paired.get("reference_clocks")))))
+                             and shared_cap((m.get("clocks"), paired.get("reference_clocks"))),
+                             timer=tuple(sorted((k, repr(v)) for k, v in (env.get("timer") or {}).items())),
+                             utc=str(env.get("utc", ""))))
     return found
 
 
@@ -104,17 +108,34 @@ def commits(group: list[Run]) -> str:
     return f" from {len(named)} commits ({', '.join(named)})" if len(named) > 1 else ""
 
 
+def protocol(group: list[Run]) -> tuple:
+    """The timer settings of the newest run whose headline the study still gives: the protocol a pair is
+    judged under."""
+    current = [r for r in group if not r.superseded] or group
+    return max(current, key=lambda r: r.utc).timer
+
+
 def judged(group: list[Run]) -> list[Run]:
-    """The runs the goal is judged on: all but those whose headline the study no longer gives (interleaved
-    rounds at the power cap, re-settled since the cap rule: study.timing.shared_cap)."""
-    return [r for r in group if not r.superseded]
+    """The runs the goal is judged on: those timed under the newest run's timer settings (a reproduction is
+    claimed for one protocol; runs under other settings — a shorter timeout, say — are shown, not pooled),
+    less those whose headline the study no longer gives (interleaved rounds at the power cap, re-settled since
+    the cap rule: study.timing.shared_cap)."""
+    settings = protocol(group)
+    return [r for r in group if not r.superseded and r.timer == settings]
+
+
+def other_settings(run: Run, settings: tuple) -> str:
+    """How a run's timer settings differ from the judged ones, e.g. ``timeout_s 15.0 against the judged 45.0``."""
+    mine, theirs = dict(run.timer), dict(settings)
+    keys = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
+    return ", ".join(f"{k} {mine.get(k, '—')} against the judged {theirs.get(k, '—')}" for k in keys)
 
 
 def verdict(group: list[Run]) -> tuple[bool, list[str]]:
     """Whether a pair's runs meet the goal, and each part it misses, in words (superseded runs set aside)."""
     group = judged(group)
     if not group:
-        return False, ["no run timed as the study now times this pair"]
+        return False, ["no run timed as the study now times this pair, under the newest run's settings"]
     per_gpu: dict[str, int] = {}
     for run in group:
         per_gpu[run.gpu] = per_gpu.get(run.gpu, 0) + 1
@@ -145,6 +166,14 @@ def mixed(group: list[Run]) -> str:
     if superseded:
         note += (f" Not judged: {', '.join(f'{gpu_label(r.gpu)}/{r.path.stem}' for r in superseded)}, interleaved "
                  "at the power cap, which the study now times re-settled.")
+    settings = protocol(group)
+    other: dict[str, list[str]] = {}
+    for r in group:
+        if not r.superseded and r.timer != settings:
+            other.setdefault(other_settings(r, settings), []).append(f"{gpu_label(r.gpu)}/{r.path.stem}")
+    for differs, names in other.items():
+        note += (f" Not judged: {', '.join(names)}, timed under other settings ({differs}): a reproduction is "
+                 "judged within one protocol, the newest run's.")
     return note
 
 
@@ -163,7 +192,8 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
              "(a process of its own), the ratio the median of its ABBA units with its 95 % bootstrap interval "
              "(docs/method.md §8). *re-settled*: each side settled before each batch, the interleaved ratio "
              "beside it; ⚑: interleaved at the power cap, a headline the study now re-settles, shown and not "
-             "judged. Goal: at least "
+             "judged; *other settings*: timed under timer settings other than the newest run's, shown and not "
+             "judged (one protocol a verdict). Goal: at least "
              f"{RUNS_PER_GPU} runs on each of {GPUS} GPUs, all within {100 * SPREAD:g} % of each other, every "
              f"interval at most {100 * WIDTH:g} % of its ratio wide.", ""]
     if not found:
@@ -174,7 +204,8 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
         rows = [[gpu_label(r.gpu), f"`{r.commit}`",
                  f"[{r.path.stem}]({link(r.path, relative_to)})",
                  f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
-                 "re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved",
+                 ("re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved")
+                 + ("" if r.superseded or r.timer == protocol(group) else " · other settings"),
                  "—" if r.interleaved is None else f"{r.interleaved:.3f}"] for r in group]
         shown = judged(group) or group
         lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",
