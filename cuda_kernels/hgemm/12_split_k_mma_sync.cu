@@ -40,6 +40,8 @@
 // loads in flight (hgemm/split_k_mma_sync.cuh), c66 at d14d5e9: 1045×20×3741 20.5 µs, 0.91× cuBLAS (v9 0.61×);
 // 228×4×522 0.95× (v8 0.47×); 4517×62×2411 45.2 µs, 0.68× (v9 0.63×; cuBLAS 30.5 µs), where 213 blocks of 3 ranges
 // leave SMs with one block and others with two — BLOCKS_PER_SM=3 plans 5 ranges, 355 blocks (above: 37.9 µs).
+// Declared at three (c77 at ab2a247, the odd suite): 4517×62×2411 38.5 µs, 0.80× cuBLAS (BF16 and FP16);
+// 1045×20×3741 20 ranges, 21.4 µs, 0.90× BF16 — 0.72× FP16, where cuBLAS FP16 takes 15.4 µs to BF16's 19.2.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 MIN_SLICES=4 DEFER=0 BLOCKS_PER_SM=3
