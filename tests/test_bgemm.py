@@ -129,18 +129,19 @@ def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cu
     from study.ops.gemm_common import split_plan
 
     impl = implementation("bgemm/v3_batched_skinny_m/cuda")
-    # (shape, tokens, splits): the attention suites' decode steps — 16 and 1 tokens split K over the SMs an entry's
-    # share (132 // 32 = 4, 132 // 25 = 5 for one tile each); 32 entries of 32 column tiles do not split
-    for shape, tokens, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, 16, 4),
-                                  ({"batch": 25, "M": 1, "N": 64, "K": 1024}, 8, 4),
-                                  ({"batch": 32, "M": 1, "N": 4096, "K": 128}, 8, 1)):
+    # (shape, tokens, BN, splits): the attention suites' decode steps — 16 and 1 tokens split K over the SMs an
+    # entry's share (132 // 32 = 4, 132 // 25 = 5); FIT_BN takes the 64-wide tile where an entry's tiles of 64 fit
+    # that share (two of 128 columns, one of 64); 32 entries of 4096 columns keep the declared 128 and do not split
+    for shape, tokens, bn, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, 16, 64, 2),
+                                      ({"batch": 25, "M": 1, "N": 64, "K": 1024}, 8, 64, 4),
+                                      ({"batch": 32, "M": 1, "N": 4096, "K": 128}, 8, 128, 1)):
         tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda  # the tiles' planes are summed by their last unit: one kernel
         batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-        assert symbol == "bgemm_v3_batched_skinny_m" and block == (288, 1, 1) and smem > 0
-        assert launch.config["tokens"] == tokens and launch.config["splits"] == splits
-        assert (splits, launch.config["slices_per_split"]) == split_plan(m, n, k, tokens, 128, 64, 4, 132 // batch)
-        tiles = -(-n // 128)
+        assert symbol == "bgemm_v3_batched_skinny_m" and block == (32 + 2 * bn, 1, 1) and smem > 0
+        assert launch.config["tokens"] == tokens and launch.config["splits"] == splits and launch.config["BN"] == bn
+        assert (splits, launch.config["slices_per_split"]) == split_plan(m, n, k, tokens, bn, 64, 4, 132 // batch)
+        tiles = -(-n // bn)
         assert grid == (min(batch * tiles * splits, 132), 1, 1)
         assert args[:2] == (("map", "A", tensors["A"].data_ptr()), ("weight maps", (("map", "B",
                                                                                       tensors["B"].data_ptr()),), (0,) * 8))

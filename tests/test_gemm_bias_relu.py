@@ -350,19 +350,20 @@ def test_the_skinny_rung_runs_hgemm_v10s_launch_with_the_bias_after_c_and_in_its
 
     impl = implementation("gemm_bias_relu/v4_skinny_m/cuda")
     fp16 = PROBLEM.precision("fp16")
-    # 16 tokens × 4096 weight columns of 4096: 32 tiles of 128 columns, four splits; 1 × 22016: 172 tiles, one
-    for shape, splits in (({"M": 16, "N": 4096, "K": 4096}, 4), ({"M": 1, "N": 22016, "K": 4096}, 1)):
-        assert split_plan(shape["M"], shape["N"], shape["K"], 16, 128, 64, 4, 132)[0] == splits  # hgemm v10's plan
+    # FIT_BN: 16 tokens × 4096 weight columns of 4096: 64 tiles of 64 columns, two splits; 1 × 22016: 86 tiles of
+    # 256 (172 of 128 and 344 of 64 pass the 132 SMs), one
+    for shape, bn, splits in (({"M": 16, "N": 4096, "K": 4096}, 64, 2), ({"M": 1, "N": 22016, "K": 4096}, 256, 1)):
+        assert split_plan(shape["M"], shape["N"], shape["K"], 16, bn, 64, 4, 132)[0] == splits  # hgemm v10's plan
         tensors, launch = fake_cuda.run(impl, PROBLEM, shape, fp16)
-        assert launch.config["splits"] == splits and launch.config["tokens"] in (8, 16)
+        assert launch.config["splits"] == splits and launch.config["tokens"] in (8, 16) and launch.config["BN"] == bn
         # one split: the bias and ReLU in the C store; more: in the sum of the splits, in the same launch
         assert [c[0] for c in fake_cuda] == ["gemm_bias_relu_v4_skinny_m"]
         _, grid, block, args, _ = fake_cuda[0]
-        assert grid == (min(-(-shape["N"] // 128) * splits, 132), 1, 1) and block == (288, 1, 1)
+        assert grid == (min(-(-shape["N"] // bn) * splits, 132), 1, 1) and block == (32 + 2 * bn, 1, 1)
         assert args[3] is tensors["bias"] and args[2].data_ptr() == launch.out.data_ptr()  # C by pointer, then the bias
         assert [int(a) for a in args[4:10]] == [shape["M"], shape["N"], shape["K"], launch.out.stride(0), splits,
                                                 launch.config["slices_per_split"]]
-        assert args[12].numel() == (-(-shape["N"] // 128) if splits > 1 else 1)  # the count of units done per tile
+        assert args[12].numel() == (-(-shape["N"] // bn) if splits > 1 else 1)  # the count of units done per tile
     # more than 64 tokens: outside its scope, said where the check is made (v2/v3 take it)
     from study.problem import is_out_of_scope
 

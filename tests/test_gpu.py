@@ -502,8 +502,8 @@ def test_split_k_splits_skinny_products_only_and_repeats_exactly(name):
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m", "gemm_bias_relu/v4_skinny_m"])
 def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly(name):
     # hgemm v10 (and gemm_bias_relu v4, its kernel with the bias and ReLU in the store or the reduction) at
-    # each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split four ways (4096 × 4096: 32 tiles of
-    # 128) and not split (11008 columns: 86 tiles); the small integers show any element put at (n, m)
+    # each TOKENS width (1, 13, 32 and 64 tokens: 8, 16, 32, 64), split two ways (4096 × 4096: FIT_BN's 64 tiles
+    # of 64 columns) and not split (11008 columns: 86 tiles of 128); the small integers show any element put at (n, m)
     # instead of (m, n), or a bias at the wrong column; the splits summed in order by each tile's last unit
     # give the same bits at every launch, C poisoned between them (a count per tile left unreset would leave
     # C unwritten at the next launch).
@@ -518,6 +518,7 @@ def test_skinny_m_computes_c_transposed_at_every_token_width_and_repeats_exactly
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, bf16)
         assert verdict.ok, (shape, verdict.message)
         assert launch.config["TOKENS"] == tokens and (launch.config["splits"] > 1) == several, launch.config
+        assert launch.config["BN"] == (64 if several else 128), launch.config
         _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
 
 

@@ -490,22 +490,27 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
     assert skinny_check(None, {"M": 4096, "N": 8, "K": 8}, FP16_TENSOR)
     boxes = []
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: boxes.append((name, cols, rows)) or name)
-    # (shape, TOKENS, splits): N / 128 tiles, v9's plan with BM = TOKENS (one row of tiles)
-    for shape, tokens, splits in (({"M": 1, "N": 4096, "K": 4096}, 8, 4), ({"M": 16, "N": 4096, "K": 11008}, 16, 4),
-                                  ({"M": 16, "N": 11008, "K": 4096}, 16, 1), ({"M": 1, "N": 32000, "K": 4096}, 8, 1),
-                                  ({"M": 33, "N": 72, "K": 520}, 64, 2)):
+    # (shape, TOKENS, BN, splits): N / BN tiles (FIT_BN: the narrowest width whose tiles do not pass the 132 SMs),
+    # v9's plan with BM = TOKENS (one row of tiles)
+    for shape, tokens, bn, splits in (({"M": 1, "N": 4096, "K": 4096}, 8, 64, 2),
+                                      ({"M": 16, "N": 4096, "K": 11008}, 16, 64, 2),
+                                      ({"M": 16, "N": 11008, "K": 4096}, 16, 128, 1),
+                                      ({"M": 1, "N": 32000, "K": 4096}, 8, 256, 1), ({"M": 33, "N": 72, "K": 520}, 64, 64, 2)):
         m, n, k = shape["M"], shape["N"], shape["K"]
         boxes.clear()
         tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
-        per = split_plan(m, n, k, tokens, 128, 64, 4, 132)[1]
-        assert split_plan(m, n, k, tokens, 128, 64, 4, 132)[0] == splits
+        per = split_plan(m, n, k, tokens, bn, 64, 4, 132)[1]
+        assert split_plan(m, n, k, tokens, bn, 64, 4, 132)[0] == splits
         assert launch.config["TOKENS"] == tokens and launch.config["splits"] == splits, launch.config
+        assert launch.config["BN"] == bn and launch.config["THREADS"] == 32 + 2 * bn
         assert launch.config["slices_per_split"] == per and "staged" not in launch.config
         assert boxes == [("A", 64, tokens), ("B", 64, 64)]  # TOKENS rows of 64 k; 64 k rows of 64 n
         assert [c[0] for c in fake_cuda] == ["hgemm_v10_skinny_m"]  # the splits summed in the same launch
         _, grid, block, args, smem = fake_cuda[0]
-        assert grid == (min(-(-n // 128) * splits, 132), 1, 1) and block == (288, 1, 1)
-        assert smem == skinny_smem({**impl.params, "TOKENS": tokens}) == 8 * (tokens * 64 + 128 * 64) * 2 + 8 * 16 + 1024
+        assert grid == (min(-(-n // bn) * splits, 132), 1, 1) and block == (32 + 2 * bn, 1, 1)
+        stages = launch.config["STAGES"]
+        assert stages == (5 if bn == 256 else 8)  # the space's point of that width
+        assert smem == skinny_smem(launch.config) == stages * ((tokens * 64 + bn * 64) * 2 + 16) + 1024
         assert args[2].data_ptr() == launch.out.data_ptr()  # C by pointer: never staged
         assert args[1] == ("weight maps", ("B",), (0,) * 8)  # B's one map, the first of the kernel's WeightMaps
         assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, per]
@@ -513,7 +518,7 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
         assert int(args[10]) == ldp and args[9].numel() == (splits * m * ldp if splits > 1 else 1)
         # a count of finished units per tile, zero: the kernel's last unit of a tile sums it and resets it
         tile_done = args[11]
-        assert tile_done.dtype == torch.int32 and tile_done.numel() == (-(-n // 128) if splits > 1 else 1)
+        assert tile_done.dtype == torch.int32 and tile_done.numel() == (-(-n // bn) if splits > 1 else 1)
         assert not tile_done.any()
     # C with rows TMA could not write is written in place (plain stores); A's are staged
     shape = {"M": 5, "N": 72, "K": 40}
@@ -539,6 +544,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     assert boxes == ["A"] and [c[0] for c in fake_cuda][0] == impl.target.symbol  # no stage_rows, no one map of B
     _, _, block, args, _ = fake_cuda[0]
     assert block == (impl.params["THREADS"] + 128, 1, 1)  # the shifter warps
+    assert launch.config["BN"] == impl.params["BN"]  # 50257 columns make more tiles than SMs at every width
     # one map per residue of k mod 8: rows 16 · ldb bytes apart, each from its row's first byte rounded down to
     # 16 bytes, the rounding (in elements) its column offset; 50257 is odd, so each residue has its own
     kind, maps, offsets = args[1]
@@ -557,7 +563,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     # aligned rows: TMA, as before; a misaligned A is still staged (M rows: small), B still in place
     tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 4096, "K": 64}, FP16_TENSOR)
     assert launch.config["B_IN_PLACE"] == 0 and "in_place" not in launch.config
-    assert fake_cuda[0][2] == (impl.params["THREADS"], 1, 1)
+    assert launch.config["BN"] == 64 and fake_cuda[0][2] == (160, 1, 1)  # 64 tiles of 64 columns: FIT_BN's
     assert fake_cuda[0][3][1] == ("weight maps", (("map", "B"),), (0,) * 8)
     tensors = problem.make_inputs({"M": 3, "N": 70, "K": 41}, FP16_TENSOR, 0, "cpu")
     launch = backend("cuda").prepare(impl, problem, tensors, {"M": 3, "N": 70, "K": 41}, FP16_TENSOR)

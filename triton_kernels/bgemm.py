@@ -70,6 +70,7 @@ def bgemm_skinny_m(
     BATCH, M, N, K,
     stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm, stride_cn, NUM_SMS,
     TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
+    FIT_BN: tl.constexpr = 0,  # the launch's (BN fitted to N), unread here
 ):
     """v3: unit u of the walk is entry u // (tiles · splits), then v10's unit inside the entry (its block column
     and K range, the plan over NUM_SMS // BATCH blocks as the CUDA rung's); each K slice loads a BK × BN block of
@@ -121,4 +122,4 @@ BATCHED_SPLIT_SPACE = SPLIT_MMA_SPACE  # hgemm v12's twin's
 # CUDA v3: hgemm v10's config and space (BN weight columns, BK = 64, MIN_SLICES the plan's shortest range), and
 # the 64-wide tile at MIN_SLICES 8, as the CUDA rung's.
 V3_BATCHED_SKINNY_M = dict(V10_SKINNY_M)
-BATCHED_SKINNY_SPACE = [*SKINNY_SPACE, dict(BN=64, BK=64, MIN_SLICES=8, num_warps=4, num_stages=8)]
+BATCHED_SKINNY_SPACE = [*SKINNY_SPACE, dict(BN=64, BK=64, MIN_SLICES=8, FIT_BN=0, num_warps=4, num_stages=8)]

@@ -138,7 +138,7 @@ def gemm_bias_relu_skinny_m(
     M, N, K,
     stride_cm, stride_cn, ldp, NUM_SMS, ldb,
     TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
-    B_IN_PLACE: tl.constexpr = False,
+    B_IN_PLACE: tl.constexpr = False, FIT_BN: tl.constexpr = 0,  # FIT_BN: the launch's (BN fitted to N), unread here
 ):
     """v4: hgemm v10's twin (Cᵀ = Bᵀ·Aᵀ, its units, plan, partial planes, B in place where no descriptor
     can describe it) with the epilogue: one split, relu(acc + bias) along the block's BN weight columns

@@ -284,7 +284,7 @@ def hgemm_skinny_m(
     M, N, K,
     stride_cm, stride_cn, ldp, NUM_SMS, ldb,
     TOKENS: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, MIN_SLICES: tl.constexpr,
-    B_IN_PLACE: tl.constexpr = False,
+    B_IN_PLACE: tl.constexpr = False, FIT_BN: tl.constexpr = 0,  # FIT_BN: the launch's (BN fitted to N), unread here
 ):
     """v10: skinny M (≤ 64 tokens) computed transposed, Cᵀ = Bᵀ·Aᵀ, as the CUDA rung does: each K slice
     loads a BK × BN box of B (the weights) and a TOKENS × BK box of A (every token: TMA zero-fills the
@@ -453,9 +453,11 @@ SPLIT_SPACE = [dict(BM=128, BN=bn, BK=64, GROUP=8, MIN_SLICES=ms, num_warps=8, n
                for bn, s, ms in ((256, 4, 4), (256, 4, 2), (256, 4, 8), (256, 3, 4), (128, 6, 4), (128, 6, 2))]
 REDUCE_BLOCK = 1024  # elements of C a program of reduce_splits sums
 # CUDA v10: 128 weight columns (two consumer warpgroups: the twin's 8 warps; CUDA's producer warp has no
-# counterpart), 8 stages, v9's split plan at MIN_SLICES 4; TOKENS is the launch's (from M); the space
-# is the CUDA rung's.
-V10_SKINNY_M = dict(BN=128, BK=64, MIN_SLICES=4, num_warps=8, num_stages=8)
-SKINNY_SPACE = [dict(BN=bn, BK=64, MIN_SLICES=ms, num_warps=bn // 16, num_stages=s)
-                for bn, s, ms in ((128, 8, 4), (128, 8, 2), (128, 8, 8), (128, 4, 4), (256, 5, 4), (256, 5, 2),
-                                  (64, 8, 4))]
+# counterpart), 8 stages, v9's split plan at MIN_SLICES 4, and with FIT_BN=1 the width fitted to N by the
+# launch (study/ops/skinny_fit.py: 64, 128 or 256 columns, warps BN / 16); TOKENS is the launch's (from M);
+# the space is the CUDA rung's. Under the autotuner a point is its own width: FIT_BN acts where the config
+# is the launch's.
+V10_SKINNY_M = dict(BN=128, BK=64, MIN_SLICES=4, FIT_BN=1, num_warps=8, num_stages=8)
+SKINNY_SPACE = [V10_SKINNY_M] + [dict(BN=bn, BK=64, MIN_SLICES=ms, FIT_BN=0, num_warps=bn // 16, num_stages=s)
+                                 for bn, s, ms in ((128, 8, 4), (128, 8, 2), (128, 8, 8), (128, 4, 4), (256, 5, 4),
+                                                   (256, 5, 2), (64, 8, 4))]

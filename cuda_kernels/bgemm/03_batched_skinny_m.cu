@@ -22,18 +22,25 @@
 // Constraints: M ≤ 64 (the launch refuses more: v1/v2 take it); rows of A and B TMA cannot read are staged by
 // the launch (v10's eight residue maps of B are written for one matrix); C by plain stores at any leading
 // dimension; the workspace holds batch × splits × M × ldp floats and a count per tile of each entry.
-// Not yet measured: written without a GPU (c67's profile named it); v10's and gemm_bias_relu v4's cubins are
-// unchanged by the Rank parameter (nvcc 13.0, .text hashes at TOKENS 8, 16, 64, B in place or not).
+// v10's and gemm_bias_relu v4's cubins are unchanged by the Rank parameter (nvcc 13.0, .text hashes at TOKENS
+// 8, 16, 64, B in place or not). Measured (c76–c77 at ab2a247, H200 9158d68a, FP16, cold, declared config,
+// reports/h200/suites/bgemm-fp16.md): 0.82–0.95× torch.bmm at the attention suites' eight decode shapes, where
+// v1/v2 gave 0.58–0.87× (c69): 25×16×64×1024 5,872 GFLOPS 0.82×, 32×16×128×4096 32,640 GFLOPS 0.86×. GPU tests
+// pass; memcheck and racecheck clean. Autotuned (experiments/space-ab2a247): BN=64 where an entry's N is 64 or
+// 128 (25×16×64×1024 8.7 → 8.1 µs, 32×1×128×4096 15.5 → 14.1), STAGES=4 at K = 128 (32×16×4096×128 15.4 → 14.7),
+// BN=128 at N = 4096; each ≤ 9 %. Hence FIT_BN=1 (v10's, study/ops/skinny_fit.py: the narrowest width whose
+// tiles do not pass an entry's share of SMs), declared after these trials; not yet measured in the suite.
 // arch: sm_90a
 // precisions: fp16 bf16
-// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8
-// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4
-// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4
-// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=8
+// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=0
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2 FIT_BN=0
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8 FIT_BN=0
+// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4 FIT_BN=0
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4 FIT_BN=0
+// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4 FIT_BN=0
+// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=8 FIT_BN=0
 #include "common.cuh"
 #include "hopper.cuh"
 #include "hgemm/skinny_m.cuh"

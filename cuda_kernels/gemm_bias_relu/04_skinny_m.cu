@@ -22,18 +22,21 @@
 // 256-wide nvjet tile 47.7 µs at 80 %: BN=128 makes 172 tiles for 132 persistent blocks, a second round for 40.
 // Autotuned there (c67 at 7e0cc86, reports/h200/experiments/space-7e0cc86, cold, unpaired): BN=256 (86 tiles, one
 // round) took 50.1 µs at 1×22016×4096 and 51.3 at 16×, 0.94× and 0.92× cuBLASLt, against 53.5–53.8 and
-// 55.1–55.3 for BN=128 at 8 stages (the declared point and its MIN_SLICES 2 and 8); declared as before until the
-// suite's other N (6400 × 1600: 25 tiles of 256) is measured.
+// 55.1–55.3 for BN=128 at 8 stages (the declared point and its MIN_SLICES 2 and 8). At the suite's other N (c78 at
+// ab2a247, experiments/space-ab2a247): BN=64 (100 tiles) 10.7 µs at 1×6400×1600 and 16×, against 11.7–12.5 at 128
+// and 12.2–13.6 at 256 (25 tiles). So no one width: FIT_BN=1 (study/ops/skinny_fit.py) declares the narrowest
+// whose tiles do not pass the SMs — 256 at 22016, 64 at 6400; the suites not yet measured with it.
 // arch: sm_90a
 // precisions: fp16 bf16
-// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2
-// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8
-// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4
-// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=2
-// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4
+// config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=0
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=2 FIT_BN=0
+// space: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=8 FIT_BN=0
+// space: BN=128 BK=64 STAGES=4 THREADS=288 MIN_SLICES=4 FIT_BN=0
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=4 FIT_BN=0
+// space: BN=256 BK=64 STAGES=5 THREADS=544 MIN_SLICES=2 FIT_BN=0
+// space: BN=64 BK=64 STAGES=8 THREADS=160 MIN_SLICES=4 FIT_BN=0
 #include "common.cuh"
 #include "hopper.cuh"
 #include "hgemm/skinny_m.cuh"

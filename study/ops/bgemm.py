@@ -27,6 +27,7 @@ from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PER
                                    fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
 from study.ops.hgemm import skinny_defines, skinny_launch, skinny_scope, skinny_twin_tokens
 from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
+from study.ops.skinny_fit import fit_twin_meta
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import CudaLauncher, cdiv, sm_count
@@ -97,7 +98,8 @@ def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     of each entry."""
     a, b = tensors["A"], tensors["B"]
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    tokens, sms, meta = skinny_twin_tokens(m), sm_count(out), dict(config)
+    tokens, sms = skinny_twin_tokens(m), sm_count(out)
+    meta = fit_twin_meta(config, shape, sms)
     plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens, batch=batch,
                                         blocks=lambda cfg: sms // batch)
     tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]

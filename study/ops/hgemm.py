@@ -55,6 +55,7 @@ from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERA
                                    reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
 from study.ops.hgemm_mma_sync import SPLIT_MMA, copy_widths, fitted_tile, mma_smem, split_mma_twin_launch
+from study.ops.skinny_fit import fit_defines, fit_twin_meta
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
@@ -190,10 +191,12 @@ def pack_weight_maps(maps, offsets) -> np.ndarray:
 
 
 def skinny_defines(config, tensors, out, shape, precision):
-    """v10's defines: v8's (the config, the storage macro, ALIGNED), TOKENS, picked from M, and B_IN_PLACE — never
-    over a batch (bgemm v3): the residue maps are written for one matrix, and a batch's B is staged instead."""
-    return {**aligned_defines(HALVES)(config, tensors, out, shape, precision), "TOKENS": skinny_tokens(shape["M"]),
-            "B_IN_PLACE": int("batch" not in shape and weights_in_place(tensors["B"]))}
+    """v10's defines: v8's (the config, the storage macro, ALIGNED), TOKENS, picked from M, B_IN_PLACE — never
+    over a batch (bgemm v3): the residue maps are written for one matrix, and a batch's B is staged instead — and
+    with FIT_BN=1 the weight tile fitted to N (study/ops/skinny_fit.py)."""
+    return fit_defines({**aligned_defines(HALVES)(config, tensors, out, shape, precision),
+                        "TOKENS": skinny_tokens(shape["M"]),
+                        "B_IN_PLACE": int("batch" not in shape and weights_in_place(tensors["B"]))}, shape, sm_count(out))
 
 
 def skinny_smem(defines) -> int:
@@ -346,7 +349,7 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision, extra=(),
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     tokens = skinny_twin_tokens(m)
-    meta = dict(config)
+    meta = fit_twin_meta(config, shape, sm_count(out))
     in_place = weights_in_place(b)
     a_desc, b_desc, copy = tensor_descriptors(a, b, shape, {"BM": tokens, "BK": meta.get("BK", 64),
                                                             "BN": meta.get("BN", 64)}, b_in_place=in_place)
