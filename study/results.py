@@ -39,9 +39,10 @@ def _module_version(name: str) -> str | None:
 
 
 def git_state() -> dict:
-    """Commit and dirty flag of the checkout. A copy of the tree without its history (a
-    remote GPU machine) takes them from STUDY_GIT_COMMIT / STUDY_GIT_DIRTY (0 or 1), set by
-    whoever made the copy; otherwise ``unknown``."""
+    """Commit and dirty flag of the checkout: dirty where tracked files other than those under ``reports/``
+    differ from the commit (a report written by an earlier command of the same session is an output, not a
+    change to what measures). A copy of the tree without its history (a remote GPU machine) takes them from
+    STUDY_GIT_COMMIT / STUDY_GIT_DIRTY (0 or 1), set by whoever made the copy; otherwise ``unknown``."""
     if os.environ.get("STUDY_GIT_COMMIT"):
         dirty = os.environ.get("STUDY_GIT_DIRTY")
         return {"commit": os.environ["STUDY_GIT_COMMIT"], "dirty": None if dirty is None else dirty == "1",
@@ -49,7 +50,8 @@ def git_state() -> dict:
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True, check=True).stdout.strip()
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                 ":(exclude)reports"], cwd=ROOT,
                                 capture_output=True, text=True, check=True).stdout
         return {"commit": commit, "dirty": bool(status.strip())}
     except (OSError, subprocess.CalledProcessError):

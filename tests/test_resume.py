@@ -298,3 +298,28 @@ def test_the_best_rungs_paired_extend_the_finished_run_and_a_cut_extension_resum
     assert len(calls) == len(extended)  # nothing measured twice
     finished, why = resumable(path, [c.key for c in ordered(cases)], ENV)
     assert finished is None and why == "the earlier run was complete"  # a finished run is measured afresh
+
+
+def test_a_report_written_in_the_tree_leaves_it_clean_and_a_code_change_does_not(tmp_path, monkeypatch):
+    # A session writing reports/… with one command and measuring with the next must not record its own
+    # output as a dirty tree; a changed kernel or module must still be recorded as one.
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "a.json").write_text("{}")
+    (tmp_path / "kernel.cu").write_text("// v0\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "x")
+    monkeypatch.delenv("STUDY_GIT_COMMIT", raising=False)
+    monkeypatch.setattr(results, "ROOT", tmp_path)
+    assert results.git_state()["dirty"] is False
+    (tmp_path / "reports" / "a.json").write_text('{"measured": 1}')
+    assert results.git_state()["dirty"] is False
+    (tmp_path / "kernel.cu").write_text("// v1\n")
+    state = results.git_state()
+    assert state["dirty"] is True and len(state["commit"]) == 40
