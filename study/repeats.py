@@ -18,12 +18,15 @@ from tabulate import tabulate
 
 from study import results
 from study.keys import shape_text
-from study.timing import shared_cap
+from study.timing import TimerSettings, shared_cap
 
 RUNS_PER_GPU = 3
 GPUS = 2
 SPREAD = 0.015  # the largest run's ratio over the smallest, less 1
 WIDTH = 0.02    # an interval's high − low over its ratio
+# The timer settings that make a protocol: TimerSettings' fields (not the descriptions results add beside them), less
+# the autotuner's repetitions, which no paired record's rounds use.
+PROTOCOL = frozenset(f.name for f in dataclasses.fields(TimerSettings)) - {"tune_reps"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,30 +112,37 @@ def commits(group: list[Run]) -> str:
 
 
 def protocol(group: list[Run]) -> tuple:
-    """The timer settings of the newest run whose headline the study still gives: the protocol a pair is
-    judged under."""
+    """The timer settings of the newest run whose headline the study still gives (superseded runs aside, unless
+    every run is): the protocol a pair is judged under."""
     current = [r for r in group if not r.superseded] or group
     return max(current, key=lambda r: r.utc).timer
 
 
+def differences(timer: tuple, settings: tuple) -> list[str]:
+    """The protocol's settings (:data:`PROTOCOL`) in which two runs' timers differ, among those both record (a
+    setting added to the study later is not a difference from runs made before it)."""
+    mine, theirs = dict(timer), dict(settings)
+    return sorted(k for k in PROTOCOL & mine.keys() & theirs.keys() if mine[k] != theirs[k])
+
+
 def judged(group: list[Run]) -> list[Run]:
-    """The runs the goal is judged on: those timed under the newest run's timer settings (a reproduction is
-    claimed for one protocol; runs under other settings — a shorter timeout, say — are shown, not pooled),
-    less those whose headline the study no longer gives (interleaved rounds at the power cap, re-settled since
-    the cap rule: study.timing.shared_cap)."""
+    """The runs the goal is judged on: those timed under the newest run's protocol (a reproduction is claimed for
+    one protocol; runs under other settings — a shorter timeout, say — are shown, not pooled), less those whose
+    headline the study no longer gives (interleaved rounds at the power cap, re-settled since the cap rule:
+    study.timing.shared_cap)."""
     settings = protocol(group)
-    return [r for r in group if not r.superseded and r.timer == settings]
+    return [r for r in group if not r.superseded and not differences(r.timer, settings)]
 
 
 def other_settings(run: Run, settings: tuple) -> str:
     """How a run's timer settings differ from the judged ones, e.g. ``timeout_s 15.0 against the judged 45.0``."""
     mine, theirs = dict(run.timer), dict(settings)
-    keys = sorted(k for k in mine.keys() | theirs.keys() if mine.get(k) != theirs.get(k))
-    return ", ".join(f"{k} {mine.get(k, '—')} against the judged {theirs.get(k, '—')}" for k in keys)
+    return ", ".join(f"{k} {mine[k]} against the judged {theirs[k]}" for k in differences(run.timer, settings))
 
 
 def verdict(group: list[Run]) -> tuple[bool, list[str]]:
-    """Whether a pair's runs meet the goal, and each part it misses, in words (superseded runs set aside)."""
+    """Whether a pair's runs meet the goal, and each part it misses, in words, over :func:`judged`'s runs (superseded
+    runs and runs under other timer settings set aside)."""
     group = judged(group)
     if not group:
         return False, ["no run timed as the study now times this pair, under the newest run's settings"]
@@ -169,11 +179,11 @@ def mixed(group: list[Run]) -> str:
     settings = protocol(group)
     other: dict[str, list[str]] = {}
     for r in group:
-        if not r.superseded and r.timer != settings:
+        if not r.superseded and differences(r.timer, settings):
             other.setdefault(other_settings(r, settings), []).append(f"{gpu_label(r.gpu)}/{r.path.stem}")
     for differs, names in other.items():
         note += (f" Not judged: {', '.join(names)}, timed under other settings ({differs}): a reproduction is "
-                 "judged within one protocol, the newest run's.")
+                 "judged within one protocol, the newest judged run's.")
     return note
 
 
@@ -192,8 +202,8 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
              "(a process of its own), the ratio the median of its ABBA units with its 95 % bootstrap interval "
              "(docs/method.md §8). *re-settled*: each side settled before each batch, the interleaved ratio "
              "beside it; ⚑: interleaved at the power cap, a headline the study now re-settles, shown and not "
-             "judged; *other settings*: timed under timer settings other than the newest run's, shown and not "
-             "judged (one protocol a verdict). Goal: at least "
+             "judged; *other settings*: timed under timer settings other than those of the newest unflagged "
+             "run, shown and not judged (one protocol a verdict). Goal: at least "
              f"{RUNS_PER_GPU} runs on each of {GPUS} GPUs, all within {100 * SPREAD:g} % of each other, every "
              f"interval at most {100 * WIDTH:g} % of its ratio wide.", ""]
     if not found:
@@ -205,7 +215,7 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
                  f"[{r.path.stem}]({link(r.path, relative_to)})",
                  f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
                  ("re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved")
-                 + ("" if r.superseded or r.timer == protocol(group) else " · other settings"),
+                 + ("" if r.superseded or not differences(r.timer, protocol(group)) else " · other settings"),
                  "—" if r.interleaved is None else f"{r.interleaved:.3f}"] for r in group]
         shown = judged(group) or group
         lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",

@@ -38,7 +38,10 @@ def test_the_committed_runs_are_judged_by_pair():
         # eight judged runs on three GPUs lie within 1.2 % (one more, interleaved at the cap, set aside too);
         # sgemm v11's 45 s runs are on one GPU only
         judged = repeats.judged(group)
-        assert all(r.timer == judged[0].timer for r in judged) and len(judged) < len(group)
+        assert all(dict(r.timer)["timeout_s"] == "45.0" for r in judged)
+        assert {r.gpu[4:12] for r in group if r not in judged} == {"27ec2969"} | ({"67503fba"} if met else set())
+        assert len(judged) == (8 if pair[0].startswith("hgemm/") else 3)
+        assert "67503fba/hgemm-v8-bf16-8192-r3" not in {f"{r.gpu[4:12]}/{r.path.stem}" for r in judged}
         assert met == pair[0].startswith("hgemm/") and (met or "1 of 2 GPUs" in misses[0])
         assert all(r.ci[0] <= r.ratio <= r.ci[1] and r.settled == (r.interleaved is not None) for r in group)
         assert "timeout_s 15.0 against the judged 45.0" in repeats.mixed(group)
@@ -128,6 +131,13 @@ def test_runs_under_other_timer_settings_are_shown_and_not_pooled(tmp_path):
     page = repeats.markdown(found)
     assert "Not judged: cccccccc/old, timed under other settings (timeout_s 5.0 against the judged 15.0)" in page
     assert sum("· other settings" in line for line in page.splitlines()) == 1
+    # a description beside the settings, or a setting one record lacks, is no other protocol
+    doc["environment"]["timer"].update(timeout_s=15.0, flush="another wording")
+    doc["environment"]["timer"].pop("pair_ci")
+    old.write_text(json.dumps(doc))
+    (group,) = repeats.by_pair(repeats.runs(repeats.paths_of([tmp_path]))).values()
+    assert len(repeats.judged(group)) == 7 and not repeats.verdict(group)[0]  # judged, it sinks the spread
+    doc["environment"]["timer"]["timeout_s"] = 5.0
     # the newest run names the protocol: made the newest, the odd run is judged alone
     doc["environment"]["utc"] = "2027-01-01T00:00:00+00:00"
     old.write_text(json.dumps(doc))
