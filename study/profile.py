@@ -141,8 +141,9 @@ def parse_config(texts, params: dict) -> dict:
             out[key] = int(value)
         except ValueError:
             raise ProfileError(f"--config {item}: the value must be an integer", code=2) from None
-    if out and params.get("FIT") and "FIT" not in out:
-        out["FIT"] = 0  # a declared config that fits itself to the shape (softmax v4): the point named runs as written
+    for fit in ("FIT", "FIT_BN"):  # a declared config that fits itself to the shape (softmax v4, hgemm v6/v10):
+        if out and params.get(fit) and fit not in out:
+            out[fit] = 0  # the point named runs as written
     return out
 
 

@@ -14,7 +14,8 @@ from study.catalog import implementation
     (32, 128, 64),    # at 32×1×128×4096: 14.1 against 15.5
     (32, 4096, 128),  # at 32×16×4096×128: every width passes the SMs an entry's share; 128 was the fastest
 ])
-def test_the_fitted_width_is_the_one_each_measured_autotune_point_preferred(batch, n, best):
+def test_the_fitted_width_is_the_one_each_measured_autotune_winner_had(batch, n, best):
+    # the width only: at K = 128 the winner also had 4 stages, where the fit keeps its width's 8
     assert fitted_bn(n, batch, 132, declared=128) == best
 
 
@@ -53,3 +54,38 @@ def test_the_twin_fits_the_same_width_as_its_cuda_rung(name):
         assert meta["num_warps"] * 32 + 32 == defines["THREADS"]  # the producer warp has no counterpart
     assert fit_twin_meta({**twin.params, "FIT_BN": 0}, {"M": 1, "N": 22016, "K": 4096}, 132)["BN"] == 128
     assert fit_twin_meta({"FIT_BN": 1}, {"M": 1, "N": 22016, "K": 4096}, 132) == {"FIT_BN": 1}  # under the tuner
+
+
+def test_the_tuner_logs_the_width_a_fitted_point_ran_at(tmp_path, monkeypatch):
+    # the FIT_BN=1 point of the space runs at the fitted width: its trial says so beside the point as written
+    from types import SimpleNamespace
+
+    from study.backends import cuda_tune
+    monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path))
+    impl = implementation("hgemm/v10_skinny_m/cuda")
+    monkeypatch.setattr(cuda_tune, "check_output", lambda *a: SimpleNamespace(ok=True))
+    shape = {"M": 1, "N": 22016, "K": 4096}
+
+    def prepare(impl, problem, tensors, shape, precision, config, pad):
+        return SimpleNamespace(fn=None, out=None, poison=None, config=fit_defines(dict(config), shape, 132))
+
+    timer = SimpleNamespace(device=SimpleNamespace(name="GPU", capability=(9, 0)), warm_up=lambda fn, flush: None,
+                            samples=lambda fn, reps, flush: ([1.0] * reps, None), settings=SimpleNamespace(tune_reps=3))
+    tuning = SimpleNamespace(timer=timer, mode="cold", ref=None, scale=None)
+    _, log = cuda_tune.tune(impl, None, None, shape, SimpleNamespace(name="bf16"), tuning, 0, prepare)
+    fitted = [t for t in log["trials"] if t["config"]["FIT_BN"] == 1]
+    assert fitted and all(t["ran"] == {"BN": 256, "THREADS": 544, "STAGES": 5} for t in fitted)
+    assert all("ran" not in t for t in log["trials"] if t["config"]["FIT_BN"] == 0)
+
+
+def test_a_named_profile_point_runs_as_written_and_the_twin_records_its_fitted_width():
+    from study import profile
+    from study.ops.skinny_fit import fitted_facts
+
+    params = implementation("hgemm/v10_skinny_m/cuda").params
+    assert profile.parse_config(["BN=256,THREADS=544,STAGES=5"], params) == {"BN": 256, "THREADS": 544, "STAGES": 5,
+                                                                             "FIT_BN": 0}
+    twin = dict(implementation("hgemm/v10_skinny_m/triton").params)
+    meta = fit_twin_meta(twin, {"M": 1, "N": 4096, "K": 4096}, 132)
+    assert fitted_facts(twin, meta) == {"BN": 64, "num_warps": 4}  # 8 stages either way
+    assert fitted_facts(twin, fit_twin_meta(twin, {"M": 1, "N": 11008, "K": 4096}, 132)) == {}

@@ -120,6 +120,6 @@ V2_BATCHED_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stage
                           BLOCKS_PER_SM=2)
 BATCHED_SPLIT_SPACE = SPLIT_MMA_SPACE  # hgemm v12's twin's
 # CUDA v3: hgemm v10's config and space (BN weight columns, BK = 64, MIN_SLICES the plan's shortest range), and
-# the 64-wide tile at MIN_SLICES 8, as the CUDA rung's.
+# the 64-wide tile at MIN_SLICES 8, as the CUDA rung's — which lacks v10's 256-wide point at MIN_SLICES 2.
 V3_BATCHED_SKINNY_M = dict(V10_SKINNY_M)
 BATCHED_SKINNY_SPACE = [*SKINNY_SPACE, dict(BN=64, BK=64, MIN_SLICES=8, FIT_BN=0, num_warps=4, num_stages=8)]

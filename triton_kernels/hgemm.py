@@ -456,7 +456,7 @@ REDUCE_BLOCK = 1024  # elements of C a program of reduce_splits sums
 # counterpart), 8 stages, v9's split plan at MIN_SLICES 4, and with FIT_BN=1 the width fitted to N by the
 # launch (study/ops/skinny_fit.py: 64, 128 or 256 columns, warps BN / 16); TOKENS is the launch's (from M);
 # the space is the CUDA rung's. Under the autotuner a point is its own width: FIT_BN acts where the config
-# is the launch's.
+# is the launch's (so the tuner times the declared point as the unfitted 128-column point, twice).
 V10_SKINNY_M = dict(BN=128, BK=64, MIN_SLICES=4, FIT_BN=1, num_warps=8, num_stages=8)
 SKINNY_SPACE = [V10_SKINNY_M] + [dict(BN=bn, BK=64, MIN_SLICES=ms, FIT_BN=0, num_warps=bn // 16, num_stages=s)
                                  for bn, s, ms in ((128, 8, 4), (128, 8, 2), (128, 8, 8), (128, 4, 4), (256, 5, 4),

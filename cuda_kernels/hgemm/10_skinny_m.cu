@@ -46,8 +46,8 @@
 // under memcheck and racecheck (c16/c17 at c5f5b0f); B in place correct at every point (c48 at 77e80a5),
 // clean under memcheck, racecheck and synccheck at 1 × 50257 × 1600 and 3 × 1001 × 67.
 // FIT_BN=1 (the launch's, study/ops/skinny_fit.py): the weight tile the narrowest of 64, 128, 256 columns whose
-// tiles do not pass the SMs, each width with its space point's threads and stages; the rule behind each measured
-// autotune winner of this kernel in gemm_bias_relu v4 and bgemm v3 (256 at N = 22016, 64 at 6400 and at
+// tiles do not pass the SMs, each width with its space point's threads and stages; it picks the width of each
+// measured autotune winner of this kernel in gemm_bias_relu v4 and bgemm v3 (256 at N = 22016, 64 at 6400 and at
 // bgemm's 64/128-column entries). The figures above are of BN=128; not yet measured with the fit.
 // arch: sm_90a
 // precisions: fp16 bf16

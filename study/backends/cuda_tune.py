@@ -50,7 +50,9 @@ def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) ->
                 continue
             timer.warm_up(launch.fn, flush)
             median = stats.summarize(timer.samples(launch.fn, timer.settings.tune_reps, flush)[0]).median
-            trials.append({"config": dict(point), "status": "ok", "median_ms": median})
+            # what the launch fitted to the shape (FIT, FIT_BN): the point's keys it ran at other values
+            ran = {k: launch.config[k] for k in point if k in launch.config and launch.config[k] != point[k]}
+            trials.append({"config": dict(point), "status": "ok", "median_ms": median, **({"ran": ran} if ran else {})})
         except Unsupported:  # these tensors, not this point: every point would refuse them
             raise
         except Exception as exc:  # a point that fails to compile or launch is dropped, with why

@@ -27,7 +27,7 @@ from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PER
                                    fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
 from study.ops.hgemm import skinny_defines, skinny_launch, skinny_scope, skinny_twin_tokens
 from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
-from study.ops.skinny_fit import fit_twin_meta
+from study.ops.skinny_fit import fit_twin_meta, fitted_facts
 from study.ops.tma_staging import staged_launcher
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import CudaLauncher, cdiv, sm_count
@@ -112,7 +112,7 @@ def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a, b, out, partial, counts, batch, m, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0),
                      b.stride(1), b.stride(2), out.stride(0), out.stride(1), out.stride(2), sms, TOKENS=tokens, **meta)
 
-    fn.facts = {"tokens": tokens, **({"splits": plan(meta)[0]} if "BN" in meta else {})}
+    fn.facts = {"tokens": tokens, **({"splits": plan(meta)[0]} if "BN" in meta else {}), **fitted_facts(config, meta)}
     return fn
 
 
