@@ -74,7 +74,10 @@ def test_the_tensor_core_rung_takes_any_k_and_n_and_knows_the_entries_tma_cannot
 
 def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
     impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
-    for shape, tiles in ((SHAPE, 3 * 1 * 2), ({"batch": 200, "M": 40, "N": 64, "K": 16}, 200)):
+    # FIT_N: entries of at most 64 columns take the space's 128 × 64 point with 6 stages; wider ones the declared tile
+    for shape, tiles, bn in ((SHAPE, 3 * 1 * 2, 128), ({"batch": 200, "M": 40, "N": 64, "K": 16}, 200, 64),
+                             ({"batch": 25, "M": 1024, "N": 64, "K": 1024}, 25 * 8, 64),
+                             ({"batch": 25, "M": 1024, "N": 72, "K": 1024}, 25 * 8, 128)):
         tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda
         assert symbol == "bgemm_v1_batched_wgmma" and block == (384, 1, 1)
@@ -82,7 +85,11 @@ def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
                             ("map", "C", launch.out.data_ptr()))
         assert [int(a) for a in args[3:]] == [shape["batch"], shape["M"], shape["N"], shape["K"]]
         assert grid == (min(tiles, 132), 1, 1) and launch.config["blocks"] == grid[0]
-        assert smem == persistent_smem(impl.params) > 0
+        assert launch.config["BN"] == bn and launch.config["STAGES"] == (6 if bn == 64 else 4)
+        assert smem == persistent_smem({**impl.params, "BN": bn, "STAGES": launch.config["STAGES"]}) > 0
+        assert (64, 6) in {(p["BN"], p["STAGES"]) for p in impl.space}  # the point FIT_N takes is tuned and tested
+    twin = implementation(f"bgemm/{TENSOR_RUNG}/triton")
+    assert twin.params["FIT_N"] == 1 and impl.params["FIT_N"] == 1
     for point in impl.space:  # the H100/H200 opt-in limit per block
         assert persistent_smem(point) <= 227 * 1024, point
 
@@ -151,3 +158,23 @@ def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cu
         assert args[13].numel() == (batch * tiles if splits > 1 else 1) and not args[13].any()
     assert "v3 is for M ≤ 64" in impl.launcher.check(impl.params, {"batch": 2, "M": 65, "N": 64, "K": 64}, FP16_TENSOR)
     assert impl.launcher.check(impl.params, {"batch": 2, "M": 64, "N": 64, "K": 64}, FP16_TENSOR) is None
+
+
+def test_the_tensor_core_twin_takes_the_narrow_tile_where_its_rung_does_and_records_it():
+    from study.ops.bgemm import persistent_twin_launch
+
+    seen = []
+
+    class Kernel:  # records the meta-parameters of each launch
+        def __getitem__(self, grid):
+            return lambda *args, **meta: seen.append(meta)
+
+    twin = implementation(f"bgemm/{TENSOR_RUNG}/triton")
+    for n, bn, stages in ((64, 64, 6), (72, 128, 4)):
+        shape = {"batch": 2, "M": 40, "N": n, "K": 16}
+        tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
+        out = torch.empty(2, 40, n, dtype=torch.float16)
+        fn = persistent_twin_launch(Kernel(), tensors, out, shape, dict(twin.params), FP16_TENSOR)
+        fn()
+        assert (seen[-1]["BN"], seen[-1]["num_stages"]) == (bn, stages)
+        assert fn.facts.get("BN", twin.params["BN"]) == bn  # recorded over the declared config

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import torch
 
-from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, PERSISTENT, TMA_HALVES, Gemm,
-                                   fp32_bytes_needed, tensor_descriptors, tiled, tiled_twin_launch, twin_split_plans)
+from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, HALVES, TMA_HALVES, Gemm,
+                                   aligned_defines, fp32_bytes_needed, persistent_launch, tensor_descriptors, tiled,
+                                   tiled_twin_launch, twin_split_plans)
 from study.ops.hgemm import skinny_defines, skinny_launch, skinny_scope, skinny_twin_tokens
 from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
 from study.ops.skinny_fit import fit_twin_meta, fitted_facts
@@ -63,11 +64,30 @@ class BGEMM(Gemm):
         return fp32_bytes_needed(self.batch(shape), shape["M"], shape["N"], shape["K"])
 
 
+# v1 with FIT_N=1, where an entry has at most NARROW_N columns: its space's 64-wide point, which the tuner picked at
+# 128 × (1024×64×1024) and 8192 × (32×32×32) (5ed7e35, reports/h200/bgemm-runs/bgemm-bn64.md: 1.01× torch.bmm
+# against the declared 128-wide tile's 0.95×, FP16) — a 128-wide tile there multiplies zeros over half its columns.
+NARROW_N = 64
+NARROW_TILE = {"BN": 64, "STAGES": 6}
+NARROW_TWIN = {"BN": 64, "num_stages": 6}
+
+
+def narrow_n_defines(config, tensors, out, shape, precision):
+    """v1's defines: v8's (:func:`aligned_defines`), with FIT_N=1 and N ≤ NARROW_N the 64-wide point."""
+    defines = aligned_defines(HALVES)(config, tensors, out, shape, precision)
+    return {**defines, **NARROW_TILE} if defines.get("FIT_N") and shape["N"] <= NARROW_N else defines
+
+
+# v1: v8's persistent launch over the batch (3-D maps), its n tile fitted as above; rows TMA cannot take staged.
+BATCHED_PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defines=narrow_n_defines))
+
+
 def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     """v1's twin: hgemm v8's twin over the batch, 3-D descriptors (boxes of one entry), at most one
-    program per SM walking batch × tiles."""
+    program per SM walking batch × tiles; the 64-wide tile where the CUDA rung's FIT_N takes it (recorded)."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    meta = dict(config)
+    narrow = config.get("FIT_N") and "BN" in config and n <= NARROW_N
+    meta = {**config, **NARROW_TWIN} if narrow else dict(config)
     a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
     sms = sm_count(out)
 
@@ -78,7 +98,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
         copy()
         kernel[grid](a_desc, b_desc, out, batch, m, n, k, out.stride(0), out.stride(1), out.stride(2), sms, **meta)
 
-    fn.facts = copy.facts  # what it staged, recorded with the config (study.backends.triton_launch)
+    fn.facts = {**copy.facts, **(NARROW_TWIN if narrow else {})}  # recorded over the config (triton_launch)
     return fn
 
 
@@ -132,7 +152,7 @@ register(
         Rung("v1_batched_wgmma", "hgemm v8 over the batch: warp-specialised wgmma fed by 3-D TMA maps (the entry "
              "their third dimension), a persistent grid walking batch × tiles, C by TMA stores; 64-wide n tiles in "
              "the space", "v0's FFMA pipe (FP32 arithmetic) and its one grid z-slice per entry",
-             cuda="01_batched_wgmma.cu", launch=PERSISTENT, multiples=TMA_HALVES,
+             cuda="01_batched_wgmma.cu", launch=BATCHED_PERSISTENT, multiples=TMA_HALVES,
              triton=twin(tkb.bgemm_persistent, tkb.V1_BATCHED_WGMMA, tkb.BATCHED_SPACE, launch=persistent_twin_launch,
                          precisions=("fp16", "bf16"), pre_hook=tkh.descriptor_blocks)),
         Rung("v2_batched_split_k", "hgemm v12 on each entry: v6's mma.sync tile read in place and fitted to the "
