@@ -4,10 +4,10 @@ cold, one autotune trial a point; reports/h200/experiments/space-7e0cc86 and spa
 1×22016×4096 (86 tiles in one round: 50.1 µs against 53.5 at 128, 172 tiles), 64 at 1×6400×1600 (100 tiles:
 10.7–10.9 µs against 11.7–12.5 at 128, 12.2–13.6 at 256) and at bgemm's entries of 64 and 128 columns (8.7 →
 8.1 µs at 25×16×64×1024, 15.5 → 14.1 at 32×1×128×4096), 128 where every width makes more tiles than SMs
-(32×16×4096×128). The rule that picks each of those widths (the width only: the winners' stages — 4 at K = 128 —
-and MIN_SLICES are not fitted): the narrowest width whose tiles do not pass the SMs (an
+(32×16×4096×128). The rule that picks each of those widths: the narrowest whose tiles do not pass the SMs (an
 entry's share over a batch, as the split plan counts them) — the most tiles one round holds, the fewest padded
-columns; the declared width where every width's tiles pass them (more than one round whatever the width)."""
+columns; the declared width where every width's tiles pass them (more than one round whatever the width). The
+width only: the winners' stages (4 at K = 128) and MIN_SLICES are not fitted."""
 
 from __future__ import annotations
 
