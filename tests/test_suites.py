@@ -161,3 +161,40 @@ def test_the_memory_bound_suites_reach_the_rows_the_issue_names_within_the_eleme
     for name in ("vocab", "attention", "gemv-aspect"):
         assert all(math.prod(s.values()) <= suites.ELEMENT_BOUND for op in suites.suite(name).shapes.values()
                    for s in op)
+
+
+def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its_twin_against_cuda(tmp_path):
+    # softmax: shapes of 64 MiB or more need 80 % of the size-matched copy ceiling and 1× the reference; long rows
+    # over a few dozen rows and vocabulary rows over a thousand need 85 % (FP32, BF16); the best Triton twin per
+    # shape ÷ the best CUDA rung, geometric mean ≥ 0.9×. Misses are named, and cited with profiles or "not yet".
+    def rec(rows, n, backend, x_ref, share, precision="fp32"):
+        size = 4 if precision == "fp32" else 2
+        return {"op": "softmax", "implementation": f"softmax/v6/{backend}", "backend": backend, "rung": "v6",
+                "rung_index": 6, "shape": {"M": rows, "N": n}, "precision": precision, "dtype": "float32",
+                "mode": "cold", "autotune": "off", "status": "ok", "reason": "", "x_ref": x_ref, "math": "ieee",
+                "pct_ceiling": share, "work": {"bytes": 2 * rows * n * size, "bound": "memory"}}
+
+    ms = [rec(8192, 32000, "cuda", 2.0, 90.0),    # 2 GB, vocabulary rows: both goals met
+          rec(1024, 50257, "cuda", 1.5, 82.0),    # 412 MB: 80 % met, the rows' 85 % missed
+          rec(32, 131072, "cuda", 1.2, 70.0),     # 34 MB, long rows: only the rows' goal, missed
+          rec(4096, 4096, "cuda", 0.9, 95.0),     # 134 MB at 0.9× the reference: the large goal missed
+          rec(8, 1024, "cuda", 1.3, 10.0),        # small, short: judged by neither
+          rec(8192, 32000, "triton", 1.8, 81.0), rec(1024, 50257, "triton", 1.5, 82.0),
+          rec(32, 131072, "triton", 0.6, 35.0)]
+    text = "\n".join(suite_report.lines(ms, "softmax", None, tmp_path / "suites"))
+    assert ("- CUDA fp32, 3 shapes of 64 MiB or more: ≥ 80 % of the copy ceiling and ≥ 1× the reference: missed at 1: "
+            "4096×4096 95.0 %, 0.900× (v6)") in text
+    assert ("- CUDA fp32, 3 shapes of long or vocabulary-sized rows: ≥ 85 % of the copy ceiling: missed at 2: "
+            "1024×50257 82.0 % (v6), 32×131072 70.0 % (v6)") in text
+    mean = (0.9 * 1.0 * 0.5) ** (1 / 3)
+    assert f"- Triton fp32: best twin ÷ best CUDA rung per shape, geometric mean {mean:.3f}× over 3 shapes (goal ≥ 0.9×: " \
+           "missed)" in text
+    assert "- not profiled yet: 1024×50257 fp32, 32×131072 fp32, 4096×4096 fp32" in text
+    # GEMV has no rows goal; a geometric mean that rounds to its goal is printed finely enough to tell
+    from study.report import goals
+
+    lines, below = goals.memory_lines({("fp16", "CUDA"): {"64×64": {**rec(64, 64, "cuda", 1.0, 50.0), "x_ref": 1.0}},
+                                       ("fp16", "Triton"): {"64×64": {**rec(64, 64, "triton", 0.8996, 50.0)}}},
+                                      "sgemv")
+    assert lines == ["- Triton fp16: best twin ÷ best CUDA rung per shape, geometric mean 0.8996× over 1 shape "
+                     "(goal ≥ 0.9×: missed)"] and below == set()
