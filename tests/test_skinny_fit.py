@@ -80,12 +80,12 @@ def test_the_tuner_logs_the_width_a_fitted_point_ran_at(tmp_path, monkeypatch):
 
 def test_a_named_profile_point_runs_as_written_and_the_twin_records_its_fitted_width():
     from study import profile
-    from study.ops.skinny_fit import fitted_facts
+    from study.ops.twin_configs import launched_facts
 
     params = implementation("hgemm/v10_skinny_m/cuda").params
     assert profile.parse_config(["BN=256,THREADS=544,STAGES=5"], params) == {"BN": 256, "THREADS": 544, "STAGES": 5,
                                                                              "FIT_BN": 0}
     twin = dict(implementation("hgemm/v10_skinny_m/triton").params)
     meta = fit_twin_meta(twin, {"M": 1, "N": 4096, "K": 4096}, 132)
-    assert fitted_facts(twin, meta) == {"BN": 64, "num_warps": 4}  # 8 stages either way
-    assert fitted_facts(twin, fit_twin_meta(twin, {"M": 1, "N": 11008, "K": 4096}, 132)) == {}
+    assert launched_facts(twin, meta) == {"BN": 64, "num_warps": 4}  # 8 stages either way
+    assert launched_facts(twin, fit_twin_meta(twin, {"M": 1, "N": 11008, "K": 4096}, 132)) == {}

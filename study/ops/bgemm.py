@@ -28,8 +28,9 @@ from study.ops.gemm_common import (CUBLASLT, FP32_TOLERANCE, HALF_TOLERANCE, HAL
                                    tiled_twin_launch, twin_split_plans)
 from study.ops.hgemm import skinny_defines, skinny_launch, skinny_scope, skinny_twin_tokens
 from study.ops.hgemm_mma_sync import BATCHED_SPLIT_MMA, split_mma_twin_launch
-from study.ops.skinny_fit import fit_twin_meta, fitted_facts
+from study.ops.skinny_fit import fit_twin_meta
 from study.ops.tma_staging import staged_launcher
+from study.ops.twin_configs import launch_configs, launched_facts
 from study.precision import BF16_TENSOR, FP16_TENSOR, FP32, TF32
 from study.problem import CudaLauncher, cdiv, sm_count
 from study.registry import Baseline, Rung, register, twin
@@ -69,7 +70,7 @@ class BGEMM(Gemm):
 # against the declared 128-wide tile's 0.95×, FP16) — a 128-wide tile there multiplies zeros over half its columns.
 NARROW_N = 64
 NARROW_TILE = {"BN": 64, "STAGES": 6}
-NARROW_TWIN = {"BN": 64, "num_stages": 6}
+NARROW_TWIN = {"BN": NARROW_TILE["BN"], "num_stages": NARROW_TILE["STAGES"]}
 
 
 def narrow_n_defines(config, tensors, out, shape, precision):
@@ -98,7 +99,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
         copy()
         kernel[grid](a_desc, b_desc, out, batch, m, n, k, out.stride(0), out.stride(1), out.stride(2), sms, **meta)
 
-    fn.facts = {**copy.facts, **(NARROW_TWIN if narrow else {})}  # recorded over the config (triton_launch)
+    fn.facts = {**copy.facts, **launched_facts(config, meta)}  # recorded over the config (triton_launch)
     return fn
 
 
@@ -122,8 +123,8 @@ def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     meta = fit_twin_meta(config, shape, sms)
     plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, rows=tokens, batch=batch,
                                         blocks=lambda cfg: sms // batch)
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
-    counts = torch.zeros(batch * max(cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32, device=out.device)
+    counts = torch.zeros(batch * max(cdiv(n, t["BN"]) for t in launch_configs(kernel, meta, "BN")), dtype=torch.int32,
+                         device=out.device)
 
     def grid(cfg):
         return (min(batch * cdiv(n, cfg["BN"]) * plan(cfg)[0], sms),)
@@ -132,7 +133,7 @@ def batched_skinny_twin_launch(kernel, tensors, out, shape, config, precision):
         kernel[grid](a, b, out, partial, counts, batch, m, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0),
                      b.stride(1), b.stride(2), out.stride(0), out.stride(1), out.stride(2), sms, TOKENS=tokens, **meta)
 
-    fn.facts = {"tokens": tokens, **({"splits": plan(meta)[0]} if "BN" in meta else {}), **fitted_facts(config, meta)}
+    fn.facts = {"tokens": tokens, **({"splits": plan(meta)[0]} if "BN" in meta else {}), **launched_facts(config, meta)}
     return fn
 
 

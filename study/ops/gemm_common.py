@@ -26,6 +26,7 @@ from study.backends.tma import alignment_reason
 from study.problem import (DEFAULT_SMS, DTYPES, CudaLaunch, CudaLauncher, KernelCall, Problem, cdiv, offsets_reason,
                            sm_count)
 from study.ops.tma_staging import staged_launcher, staged_operands
+from study.ops.twin_configs import launch_configs
 from study.registry import Baseline
 from triton_kernels import hgemm as hgemm_twins
 
@@ -399,8 +400,7 @@ def twin_split_plans(kernel, meta, m, n, k, sms: int, device, rows: int | None =
     def key(cfg):
         return (rows or cfg["BM"], cfg["BN"], cfg["BK"], cfg["MIN_SLICES"], blocks(cfg) if blocks else sms)
 
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BN" in t]
-    plans = {key(t): split_plan(m, n, k, *key(t)) for t in tiles}
+    plans = {key(t): split_plan(m, n, k, *key(t)) for t in launch_configs(kernel, meta, "BN")}
     ldp = split_workspace(n)
     most = max(s for s, _ in plans.values())
     partial = torch.empty(batch * most * m * ldp if most > 1 else 1, dtype=torch.float32, device=device)

@@ -55,8 +55,9 @@ from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERA
                                    reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
 from study.ops.hgemm_mma_sync import SPLIT_MMA, copy_widths, fitted_tile, mma_smem, split_mma_twin_launch
-from study.ops.skinny_fit import fit_defines, fit_twin_meta, fitted_facts
+from study.ops.skinny_fit import fit_defines, fit_twin_meta
 from study.ops.tma_staging import staged_launcher
+from study.ops.twin_configs import launched_facts
 from study.precision import BF16_TENSOR, FP16_TENSOR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 from study.registry import Rung, register, twin
@@ -372,7 +373,7 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision, extra=(),
                       reduce, more)
 
     fn.facts = {**copy.facts, "tokens": tokens, **({"splits": splits(meta)} if "BN" in meta else {}),
-                **({"in_place": "B"} if in_place else {}), **fitted_facts(config, meta)}
+                **({"in_place": "B"} if in_place else {}), **launched_facts(config, meta)}
     return fn
 
 

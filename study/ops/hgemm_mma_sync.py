@@ -13,6 +13,7 @@ from study.backends import cuda
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import (GRID_Z, HALVES, SPLIT_BLOCKS_PER_SM, aligned_defines, grid_rows_check,
                                    split_plan, split_workspace, tiled_args, twin_split_plans)
+from study.ops.twin_configs import launch_configs
 from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
 
@@ -161,9 +162,8 @@ def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
     # split_mma_plan's split_plan, per config (the kernel's planes are M × N, inside the M × ldp the workspace holds)
     plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, batch=batch,
                                         blocks=lambda cfg: planned_blocks(sms, batch, cfg["BLOCKS_PER_SM"]))
-    tiles = [t for t in [meta, *(c.kwargs for c in getattr(kernel, "configs", []))] if "BM" in t]
-    counter = torch.zeros(batch * max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in tiles), dtype=torch.int32,
-                          device=out.device)
+    tiles = max(cdiv(m, t["BM"]) * cdiv(n, t["BN"]) for t in launch_configs(kernel, meta, "BM"))
+    counter = torch.zeros(batch * tiles, dtype=torch.int32, device=out.device)
     entries = [t.stride(0) for t in (a, b, out)] if "batch" in shape else []
 
     def grid(cfg):

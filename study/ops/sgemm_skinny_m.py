@@ -10,6 +10,7 @@ import torch
 from study.backends import cuda
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import FLOATS, GRID_Y, aligned_defines, tiled_args
+from study.ops.twin_configs import launch_configs
 from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 
@@ -129,7 +130,7 @@ def skinny_twin_launch(kernel, tensors, out, shape, config, precision):
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
     rows, sms = skinny_rows(m), sm_count(out)
-    configs = [c for c in [config, *(c.kwargs for c in getattr(kernel, "configs", []))] if "COLS" in c]
+    configs = launch_configs(kernel, config, "COLS")
 
     def key(cfg):
         return cfg["COLS"], cfg["A_FLOATS"], cfg["BLOCKS_PER_SM"]

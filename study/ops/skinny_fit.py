@@ -44,8 +44,3 @@ def fit_twin_meta(meta: dict, shape: dict, sms: int) -> dict:
     bn = fitted_bn(shape["N"], shape.get("batch", 1), sms, meta["BN"])
     return {**meta, "BN": bn, "num_warps": bn // 16, "num_stages": SKINNY_TILES[bn]["STAGES"]}
 
-
-def fitted_facts(config: dict, meta: dict) -> dict:
-    """What the fit changed of the twin's declared config, for its record (the launch records the config, then
-    these over it)."""
-    return {k: meta[k] for k in ("BN", "num_warps", "num_stages") if k in meta and config.get(k) != meta[k]}
