@@ -176,10 +176,10 @@ def mixed(group: list[Run]) -> str:
     if superseded:
         note += (f" Not judged: {', '.join(f'{gpu_label(r.gpu)}/{r.path.stem}' for r in superseded)}, interleaved "
                  "at the power cap, which the study now times re-settled.")
-    settings = protocol(group)
+    settings, kept = protocol(group), judged(group)
     other: dict[str, list[str]] = {}
     for r in group:
-        if not r.superseded and differences(r.timer, settings):
+        if not r.superseded and r not in kept:  # timed under other settings
             other.setdefault(other_settings(r, settings), []).append(f"{gpu_label(r.gpu)}/{r.path.stem}")
     for differs, names in other.items():
         note += (f" Not judged: {', '.join(names)}, timed under other settings ({differs}): a reproduction is "
@@ -211,13 +211,14 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
     for pair, group in by_pair(found).items():
         impl, reference, shape, precision, mode = pair
         met, misses = verdict(group)
+        kept = judged(group)
         rows = [[gpu_label(r.gpu), f"`{r.commit}`",
                  f"[{r.path.stem}]({link(r.path, relative_to)})",
                  f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
                  ("re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved")
-                 + ("" if r.superseded or not differences(r.timer, protocol(group)) else " · other settings"),
+                 + ("" if r.superseded or r in kept else " · other settings"),
                  "—" if r.interleaved is None else f"{r.interleaved:.3f}"] for r in group]
-        shown = judged(group) or group
+        shown = kept or group
         lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",
                   tabulate(rows, headers=["GPU", "commit", "run", "× ref [95 %]", "width", "rounds", "stop",
                                           "rounds timed", "interleaved"], tablefmt="github"), "",
