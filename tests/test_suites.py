@@ -190,6 +190,9 @@ def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its
     assert f"- Triton fp32: best twin ÷ best CUDA rung per shape, geometric mean {mean:.3f}× over 3 shapes (goal ≥ 0.9×: " \
            "missed)" in text
     assert "- not profiled yet: 1024×50257 fp32, 32×131072 fp32, 4096×4096 fp32" in text
+    # a record without a copy ceiling cannot meet the share goals: named as such, not as 0 %
+    text = "\n".join(suite_report.lines([{**ms[0], "pct_ceiling": None}, *ms[1:]], "softmax", None, tmp_path / "s"))
+    assert "missed at 3: 1024×50257 82.0 % (v6), 32×131072 70.0 % (v6), 8192×32000 no copy ceiling (v6)" in text
     # GEMV has no rows goal; a geometric mean that rounds to its goal is printed finely enough to tell
     from study.report import goals
 

@@ -164,9 +164,14 @@ def _bytes(m: dict) -> int:
     return (m.get("work") or {}).get("bytes") or 0
 
 
-def _share(m: dict) -> float:
-    """% of the size-matched copy ceiling (``ceilings --copy-sizes``), 0 where the record has none."""
-    return m.get("pct_ceiling") or 0.0
+def _below(m: dict, share: float) -> bool:
+    """Whether a record's % of the size-matched copy ceiling (``ceilings --copy-sizes``) is under ``share``; a
+    record without one (no ceiling measured) cannot show the goal met."""
+    return m.get("pct_ceiling") is None or m["pct_ceiling"] < share
+
+
+def _share(m: dict) -> str:
+    return "no copy ceiling" if m.get("pct_ceiling") is None else f"{m['pct_ceiling']:.1f} %"
 
 
 def _memory_intro(goal: MemoryGoal) -> str:
@@ -205,8 +210,8 @@ def memory_lines(records: dict, op: str) -> tuple[list[str], set]:
         large = {shape: m for shape, m in cuda.items() if _bytes(m) >= goal.large_bytes}
         if large:
             low = [shape for shape, m in sorted(large.items())
-                   if _share(m) < goal.large_ceiling or m["x_ref"] < goal.large_ratio]
-            missed = [f"{shape} {_share(large[shape]):.1f} %, {large[shape]['x_ref']:.3f}× ({large[shape]['rung']})"
+                   if _below(m, goal.large_ceiling) or m["x_ref"] < goal.large_ratio]
+            missed = [f"{shape} {_share(large[shape])}, {large[shape]['x_ref']:.3f}× ({large[shape]['rung']})"
                       for shape in low]
             below |= {(shape, precision) for shape in low}
             out.append(f"- CUDA {precision}, {_count(len(large))} of {goal.large_bytes >> 20} MiB or more: "
@@ -214,8 +219,8 @@ def memory_lines(records: dict, op: str) -> tuple[list[str], set]:
                        + ("met" if not missed else f"missed at {len(missed)}: " + ", ".join(missed)))
         rows = {shape: m for shape, m in cuda.items() if goal.rows_ceiling and _rows_shape(shape)}
         if rows and precision in ROW_PRECISIONS:
-            low = [shape for shape, m in sorted(rows.items()) if _share(m) < goal.rows_ceiling]
-            missed = [f"{shape} {_share(rows[shape]):.1f} % ({rows[shape]['rung']})" for shape in low]
+            low = [shape for shape, m in sorted(rows.items()) if _below(m, goal.rows_ceiling)]
+            missed = [f"{shape} {_share(rows[shape])} ({rows[shape]['rung']})" for shape in low]
             below |= {(shape, precision) for shape in low}
             out.append(f"- CUDA {precision}, {_count(len(rows))} of long or vocabulary-sized rows: ≥ {goal.rows_ceiling:g} % "
                        "of the copy ceiling: " + ("met" if not missed else f"missed at {len(missed)}: "
