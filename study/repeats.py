@@ -45,6 +45,8 @@ class Run:
     superseded: bool = False  # interleaved at the power cap: a headline the study now re-settles (not judged)
     timer: tuple = ()  # the run's timer settings (environment.timer), sorted (key, value) pairs
     utc: str = ""
+    mhz: float | None = None      # the implementation's median SM clock over the headline's batches (NVML)
+    ref_mhz: float | None = None  # the reference's
 
     @property
     def width(self) -> float:
@@ -89,8 +91,27 @@ def runs(paths) -> list[Run]:
                              superseded=not paired.get("settle_each")
                              and shared_cap((m.get("clocks"), paired.get("reference_clocks"))),
                              timer=tuple(sorted((k, repr(v)) for k, v in (env.get("timer") or {}).items())),
-                             utc=str(env.get("utc", ""))))
+                             utc=str(env.get("utc", "")), mhz=median_mhz(m.get("clocks")),
+                             ref_mhz=median_mhz(paired.get("reference_clocks"))))
     return found
+
+
+def median_mhz(clocks) -> float | None:
+    """A record's median SM clock, where NVML gave one."""
+    return (clocks or {}).get("sm_mhz_median") if (clocks or {}).get("available") else None
+
+
+def clock_note(group: list[Run]) -> str:
+    """Each side's median clocks over the judged runs, their range. At the 700 W cap each GPU holds its own clock for
+    the same kernel (docs/method.md §8): where the ratios of two GPUs differ as one side's clocks do, the spread is
+    the silicon's, which no number of runs on one GPU narrows."""
+    timed = [r for r in group if r.mhz and r.ref_mhz]
+    if len(timed) < 2:
+        return ""
+    mine, theirs = [r.mhz for r in timed], [r.ref_mhz for r in timed]
+    return (f" Median clocks over these runs: the implementation {min(mine):,.0f}–{max(mine):,.0f} MHz "
+            f"({100 * (max(mine) / min(mine) - 1):.1f} % apart), the reference {min(theirs):,.0f}–{max(theirs):,.0f} MHz "
+            f"({100 * (max(theirs) / min(theirs) - 1):.1f} % apart).")
 
 
 def by_pair(found: list[Run]) -> dict[tuple, list[Run]]:
@@ -217,13 +238,14 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
                  f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
                  ("re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved")
                  + ("" if r.superseded or r in kept else " · other settings"),
-                 "—" if r.interleaved is None else f"{r.interleaved:.3f}"] for r in group]
+                 "—" if r.interleaved is None else f"{r.interleaved:.3f}",
+                 f"{r.mhz:,.0f} / {r.ref_mhz:,.0f}" if r.mhz and r.ref_mhz else "—"] for r in group]
         shown = kept or group
         lines += [f"## `{impl}` ÷ `{reference}`, {shape} {precision} {mode}", "",
                   tabulate(rows, headers=["GPU", "commit", "run", "× ref [95 %]", "width", "rounds", "stop",
-                                          "rounds timed", "interleaved"], tablefmt="github"), "",
+                                          "rounds timed", "interleaved", "MHz (impl / ref)"], tablefmt="github"), "",
                   f"{len(shown)} runs on {len({r.gpu for r in shown})} GPU(s){commits(shown)}, ratios "
                   f"{min(r.ratio for r in shown):.3f}–{max(r.ratio for r in shown):.3f} "
                   f"({100 * spread(shown):.2f} % apart). Goal: "
-                  + ("met." if met else "missed — " + "; ".join(misses) + ".") + mixed(group), ""]
+                  + ("met." if met else "missed — " + "; ".join(misses) + ".") + clock_note(shown) + mixed(group), ""]
     return "\n".join(lines)
