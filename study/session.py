@@ -63,16 +63,23 @@ class Session:
         """The inputs and reference of the case's group (plan.group_of), built once for all its cases."""
         shape, precision, pad, key = case.shape, case.precision, case.pad, group_of(case)
         if key != self._key:
-            import torch
-
-            self._key, self._data = None, None
-            self._trial_key, self._trial_data = None, None  # the last group's trial inputs go too
-            torch.cuda.empty_cache()
+            self._release()
             tensors = problem.make_inputs(shape, precision, self.seed, "cuda")
             ref, scale = problem.reference(tensors, precision)
             tensors = {name: pad_rows(t, pad) for name, t in tensors.items()}
             self._key, self._data = key, (tensors, ref, scale)
         return self._data
+
+    def _release(self) -> None:
+        """Drops the last group's inputs, reference and trial inputs and hands their memory back to the driver,
+        before the next group's memory is checked and drawn: a check that counted the last group's tensors as taken
+        skipped a case that fits (c83: 8192×128256 FP32 softmax, 113.5 GiB needed, 21.9 GiB free beside the
+        BF16 group before it, on an H200 of about 139 GiB)."""
+        import torch
+
+        self._key, self._data = None, None
+        self._trial_key, self._trial_data = None, None
+        torch.cuda.empty_cache()
 
     def measure(self, case: Case) -> dict:
         """One record, whatever happens: skipped (with the reason), wrong (never timed),
@@ -103,6 +110,7 @@ class Session:
             if reason is None and case.pad and not problem.paddable:
                 reason = f"{problem.name}'s kernels take no leading dimensions: padded rows (pad={case.pad}) are not run"
             if reason is None and self._key != group_of(case):
+                self._release()
                 reason = problem.check_memory(case.shape, case.precision, torch.cuda.mem_get_info()[0],
                                               trial_sets=self.settings.gate_trials)
             if reason:

@@ -133,6 +133,21 @@ def test_a_correct_output_is_timed_in_the_cases_mode_and_summarised(session, mon
     assert "gbps" not in record  # figures are derived from the record later, in one place (metrics)
 
 
+def test_the_last_group_s_memory_is_handed_back_before_the_next_group_s_is_checked(session, monkeypatch):
+    released = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: released.append(session._data))
+    # the driver has room only once the last group's tensors and the allocator's cache are gone
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: ((2**34 if released else 0), 2**34), raising=False)
+    session._key, session._data = ("another group",), ("its tensors",)
+    record = _measure(session, monkeypatch, _backend())
+    assert record["status"] == "ok" and released == [None] and session._data is None
+    session._key = ("another group",)
+    released.clear()
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (0, 2**34), raising=False)
+    record = _measure(session, monkeypatch, _backend())  # what does not fit once released is still refused
+    assert record["status"] == "skipped" and "GiB are free" in record["reason"] and released == [None]
+
+
 def test_a_shape_the_problem_refuses_is_skipped_before_the_backend_is_asked(session, monkeypatch):
     monkeypatch.setattr(session_module, "backend", lambda name: pytest.fail("the backend must not be consulted"))
     record = session.measure(Case(IMPL, {"M": 70000, "N": 70000}, FP32, "off"))
