@@ -36,6 +36,16 @@
 // moves to latency two warps a scheduler cannot hide: HMMA `wait`, and the slice's first ldmatrix,
 // which ptxas (at 210 registers) points at R16 while the refill's last cp.async still has to read
 // its global address from R16:R17 (a long-scoreboard wait, once a slice).
+// HOIST=1 with an operand in pairs of halves (rows an odd number of halves apart; mma_sync_tile.cuh HoistedPairs):
+// ncu at the odd suite's 36×93×217 FP16 (c82 at 358e274, HOIST=0) found a warp's own instruction chain, 3,780
+// warp instructions a warp at 5.4 cycles each for 20,319 cycles, most of them each pair's address and bounds
+// rebuilt at every slice, and A's pairs stored before B's were loaded (two latencies a slice). HOIST=1 sets a
+// thread's first pair address, its rows' bounds and the fixed coordinate's bound once, and fetches both operands
+// before storing either. nvcc 13.0, sm_90a, FP16, cuobjdump of the main loop (one slice): the 64 × 64 tile with
+// both operands in pairs 383 → 310 instructions (IMAD 110 → 29), 205 → 147 registers; at BK = 64 692 → 531, 255
+// → 236; the 128 × 128 tile's spills 268 → 4 bytes (both in pairs) and 132 → 8 (B); v12's 64 × 64 with A in pairs
+// 330 → 274, 162 → 139 registers. The space's last two points are the fitted tile with HOIST=1 at BK 32 and 64,
+// for the tuner; not yet timed on the GPU.
 // Constraints: none on M, N, K or the leading dimensions. Each operand is copied by the widest cp.async
 // its rows allow (A_VEC, B_VEC halves: 16 bytes where K or N, the leading dimension and the base allow, else
 // 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
@@ -102,6 +112,8 @@
 // space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=0 FIT=0 DEFER=0
 // space: BM=256 BN=128 BK=32 WM=64 WN=64 THREADS=256 STAGES=4 GROUP=8 HOIST=1 FIT=0 DEFER=0
 // space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=0 FIT=1 DEFER=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 DEFER=0
+// space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=1 FIT=1 DEFER=0
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "pipeline.cuh"

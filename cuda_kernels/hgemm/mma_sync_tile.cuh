@@ -48,6 +48,55 @@ __device__ __forceinline__ void copy_operand(storage_t* dst, int dst_ld, const s
 constexpr bool DEFER_A = DEFER && A_VEC == 1, DEFER_B = DEFER && B_VEC == 1;
 constexpr int HELD_A = block_pairs_each(BM, BK, THREADS), HELD_B = block_pairs_each(BK, BN, THREADS);
 
+#if HOIST
+// HOIST=1, an operand in pairs of halves (rows an odd number of halves apart): fetch_block_pairs's loads with the
+// thread's share worked out once, not at every slice. ncu at 36×93×217 FP16 (c82 at 358e274, the fitted 64 × 64
+// tile, both operands in pairs, HOIST=0): 20,319 cycles for 3,780 warp instructions a warp, 4 warps a block on
+// 2 SMs — a warp's own instruction chain, 28 % of it IMAD, 12 % LEA, 10 % ISETP, against 448 LDSM and the HMMAs:
+// each pair's row, column, 64-bit address and both bounds recomputed at every slice. Here THREADS is a multiple
+// of a block row's pairs, so a thread's pairs share one column and lie STEP rows apart: its first address, the
+// rows' bounds (a bit a pair) and the fixed coordinate's bound are set once; a slice adds its offset and checks
+// the coordinate K moves (A: columns, B: rows). The loads and the zero fill are fetch_block_pairs's.
+template <int Rows, int Cols, bool KRows>  // KRows: the block's rows advance with k (B); else its columns (A)
+struct HoistedPairs {
+    static constexpr int PER_ROW = Cols / 2, EACH = block_pairs_each(Rows, Cols, THREADS), STEP = THREADS / PER_ROW;
+    static_assert(THREADS % PER_ROW == 0 && EACH <= 32, "a thread's pairs share one column; a bit a pair");
+    const unsigned short* first;  // the thread's first pair at the first slice
+    size_t ld;                    // elements between rows
+    int moving, bound;            // the thread's coordinate along K at the first slice, and K
+    unsigned rows;                // bit i: pair i inside the block (and, for A, inside M)
+    bool lo, hi;                  // B: the pair's two columns inside N
+
+    __device__ __forceinline__ HoistedPairs(const storage_t* src, int ld_, int R, int C, int r0, int c0, int tid)
+        : ld(ld_) {
+        const int r = tid / PER_ROW, c = tid % PER_ROW * 2;
+        first = reinterpret_cast<const unsigned short*>(src) + (size_t)(r0 + r) * ld + c0 + c;
+        rows = 0;
+#pragma unroll
+        for (int i = 0; i < EACH; ++i)
+            if (r + i * STEP < Rows && (KRows || r0 + r + i * STEP < R)) rows |= 1u << i;
+        moving = KRows ? r0 + r : c0 + c;
+        bound = KRows ? R : C;
+        lo = !KRows || c0 + c < C;
+        hi = !KRows || c0 + c + 1 < C;
+    }
+
+    // Slice s's pairs into v (fetch_block_pairs's layout: pair i is the thread's tid + i·THREADS).
+    __device__ __forceinline__ void fetch(unsigned (&v)[EACH], int s) const {
+        const int k = moving + s * BK;
+        const unsigned short* p = first + (KRows ? (size_t)s * BK * ld : (size_t)s * BK);
+        const bool col_lo = KRows ? lo : k < bound, col_hi = KRows ? hi : k + 1 < bound;
+#pragma unroll
+        for (int i = 0; i < EACH; ++i) {
+            const bool row = (rows >> i & 1u) && (!KRows || k + i * STEP < bound);
+            const unsigned short* q = p + i * STEP * ld;
+            const unsigned a = row && col_lo ? q[0] : 0u, b = row && col_hi ? q[1] : 0u;
+            v[i] = a | b << 16;  // +0.0 where outside
+        }
+    }
+};
+#endif
+
 // ldmatrix from a 32-bit shared-window address (HOIST=1: computed once per thread and offset by
 // constants), or from a generic pointer converted at every load (HOIST=0, the code measured first).
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
@@ -89,6 +138,9 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
     const unsigned a_ld = ((wm + lrow) * SA + lcol) * 2, b_ld = (BM * SA + lrow * SB + wn + lcol) * 2;
 #if ALIGNED
     SliceCopies copies(A, B, M, N, lda, ldb, m0, n0, tid, k_begin);
+#else
+    const HoistedPairs<BM, BK, false> pairs_a(A, lda, M, K, m0, k_begin, tid);
+    const HoistedPairs<BK, BN, true> pairs_b(B, ldb, K, N, k_begin, n0, tid);
 #endif
 #endif
     auto compute = [&](int stage) {
@@ -136,6 +188,17 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
 #else
             storage_t* st = smem + stage * STAGE_HALVES;
             const int k0 = k_begin + s * BK;
+#if HOIST
+            // Both operands' pairs fetched before either is stored: one global latency a slice where
+            // copy_block_pairs, A then B, exposes two (common.cuh).
+            unsigned now_a[HELD_A], now_b[HELD_B];
+            if constexpr (A_VEC == 1) pairs_a.fetch(DEFER_A ? held_a[held] : now_a, s);
+            else copy_operand<A_VEC, BM, BK>(st, SA, A, lda, M, K, m0, k0, tid);
+            if constexpr (B_VEC == 1) pairs_b.fetch(DEFER_B ? held_b[held] : now_b, s);
+            else copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
+            if constexpr (A_VEC == 1 && !DEFER_A) store_block_pairs<BM, BK, THREADS>(st, SA, now_a, tid);
+            if constexpr (B_VEC == 1 && !DEFER_B) store_block_pairs<BK, BN, THREADS>(st + BM * SA, SB, now_b, tid);
+#else
             if constexpr (DEFER_A)
                 fetch_block_pairs<BM, BK, THREADS>(held_a[held], A, lda, M, K, m0, k0, tid);
             else
@@ -144,6 +207,7 @@ __device__ __forceinline__ void accumulate(float (&acc)[MT][NT][4], storage_t* s
                 fetch_block_pairs<BK, BN, THREADS>(held_b[held], B, ldb, K, N, k0, n0, tid);
             else
                 copy_operand<B_VEC, BK, BN>(st + BM * SA, SB, B, ldb, K, N, k0, n0, tid);
+#endif
 #endif
         },
         compute,
