@@ -25,7 +25,8 @@
 // 55.1–55.3 for BN=128 at 8 stages (the declared point and its MIN_SLICES 2 and 8). At the suite's other N (c78 at
 // ab2a247, experiments/space-ab2a247): BN=64 (100 tiles) 10.7 µs at 1×6400×1600 and 16×, against 11.7–12.5 at 128
 // and 12.2–13.6 at 256 (25 tiles). So no one width: FIT_BN=1 (study/ops/skinny_fit.py) declares the narrowest
-// whose tiles do not pass the SMs — 256 at 22016, 64 at 6400; the suites not yet measured with it.
+// whose tiles do not pass the SMs — 256 at 22016, 64 at 6400. Measured in the suites (c80 at 358e274, BF16, cold):
+// 1×6400×1600 0.96× → 1.09× cuBLASLt, 16×6400×1600 0.87× → 1.03×, 1×22016×4096 0.87× → 0.95×, 16× 0.88× → 0.91×.
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1

@@ -48,7 +48,9 @@
 // FIT_BN=1 (the launch's, study/ops/skinny_fit.py): the weight tile the narrowest of 64, 128, 256 columns whose
 // tiles do not pass the SMs, each width with its space point's threads and stages; it picks the width of each
 // measured autotune winner of this kernel in gemm_bias_relu v4 and bgemm v3 (256 at N = 22016, 64 at 6400 and at
-// bgemm's 64/128-column entries). The figures above are of BN=128; not yet measured with the fit.
+// bgemm's 64/128-column entries). The figures above are of BN=128. Measured with the fit (c84 at 358e274, BF16,
+// cold, the llama2-7b suite): 64 columns at N = 4096 0.95× → 1.07–1.10× cuBLAS at 1 token, 0.93× → 1.03–1.05× at
+// 16; 256 at 22016 0.91× → 0.95× and 0.89× → 0.90× (docs/ladders/hgemm.md, v10).
 // arch: sm_90a
 // precisions: fp16 bf16
 // config: BN=128 BK=64 STAGES=8 THREADS=288 MIN_SLICES=4 FIT_BN=1
