@@ -127,9 +127,14 @@ def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
     # hgemm v6's narrower copies (study/ops/hgemm_mma_sync.py, copy_widths) at its declared config: 8- and 4-byte
     # cp.async (A_VEC=4, B_VEC=2), 16-byte copies beside pairs of halves (8, 1); ALIGNED=0 above compiles
     # pairs for both operands (the default widths 1), ALIGNED=1 16 bytes for both.
+    # HOIST=1 hoists an operand in pairs (mma_sync_tile.cuh, HoistedPairs) beside the other's cp.async, as at the
+    # odd suite's 166×419×98 (A 4-byte copies, B pairs) and 1045×20×3741 (A pairs, B 8-byte copies), and with
+    # DEFER=1 (the pairs held across a slice) where both are pairs.
     impl = next(i for i in CUDA if i.name == "hgemm/v6_mma_sync/cuda")
-    _compile_all(impl, [({**_defines(impl, impl.params, "bf16", 0), "A_VEC": a, "B_VEC": b}, "sm_90a")
-                        for a, b in ((4, 2), (8, 1))], tmp_path)
+    _compile_all(impl, [({**_defines(impl, impl.params, "bf16", 0), "A_VEC": a, "B_VEC": b, "HOIST": hoist,
+                          "DEFER": defer}, "sm_90a")
+                        for a, b, hoist, defer in ((4, 2, 0, 0), (8, 1, 0, 0), (2, 1, 1, 0), (1, 4, 1, 0),
+                                                   (1, 1, 1, 1))], tmp_path)
 
 
 @pytest.mark.parametrize("rung", ["v6_mma_sync", "v12_split_k_mma_sync"])

@@ -37,20 +37,23 @@
 // which ptxas (at 210 registers) points at R16 while the refill's last cp.async still has to read
 // its global address from R16:R17 (a long-scoreboard wait, once a slice).
 // HOIST=1 with an operand in pairs of halves (rows an odd number of halves apart; mma_sync_tile.cuh HoistedPairs):
-// ncu at the odd suite's 36×93×217 FP16 (c82 at 358e274, HOIST=0) found a warp's own instruction chain, 3,780
-// warp instructions a warp at 5.4 cycles each for 20,319 cycles, most of them each pair's address and bounds
-// rebuilt at every slice, and A's pairs stored before B's were loaded (two latencies a slice). HOIST=1 sets a
-// thread's first pair address, its rows' bounds and the fixed coordinate's bound once, and fetches both operands
-// before storing either. nvcc 13.0, sm_90a, FP16, cuobjdump of the main loop (one slice): the 64 × 64 tile with
-// both operands in pairs 383 → 310 instructions (IMAD 110 → 29), 205 → 147 registers; at BK = 64 692 → 531, 255
-// → 236; the 128 × 128 tile's spills 268 → 4 bytes (both in pairs) and 132 → 8 (B); v12's 64 × 64 with A in pairs
-// 330 → 274, 162 → 139 registers. The space's last two points are the fitted tile with HOIST=1 at BK 32 and 64,
+// ncu at the odd suite's 36×93×217 FP16 (c82 at 358e274, HOIST=0; 10.3 µs, 2 blocks of 4 warps on 2 SMs) found
+// a warp's own instruction chain: 3,780 warp instructions a warp in about 14,500 active cycles of each busy SM
+// (3.8 cycles an instruction; IPC 1.04), most of them each pair's address and bounds rebuilt at every slice, and
+// A's pairs stored before B's were loaded (two latencies a slice). HOIST=1 sets a thread's first pair address, its
+// rows' bounds and the fixed coordinate's bound once, and fetches both operands before storing either. nvcc 13.0,
+// sm_90a, FP16, cuobjdump of the main loop (one slice), HOIST=0 / HOIST=1 before HoistedPairs (its ldmatrix
+// addresses hoisted only) / HOIST=1 now: the 64 × 64 tile with both operands in pairs 383 / 353 / 310 instructions
+// (IMAD 110 / 100 / 29), 205 / 198 / 147 registers; at BK = 64 692 / 637 / 531, 255 / 255 / 236; the 128 × 128
+// tile's spills 268 / 236 / 4 bytes (both in pairs) and 132 / 104 / 8 (B); v12's 64 × 64 with A in pairs
+// 330 / 292 / 274, 162 / 151 / 139 registers. The HOIST=1 figures measured before (v12's space, c63 and c67) are of
+// the code before HoistedPairs. The space's last two points are the fitted tile with HOIST=1 at BK 32 and 64,
 // for the tuner; not yet timed on the GPU.
 // Constraints: none on M, N, K or the leading dimensions. Each operand is copied by the widest cp.async
 // its rows allow (A_VEC, B_VEC halves: 16 bytes where K or N, the leading dimension and the base allow, else
 // 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
-// every load of an operand's block issued before its first store (common.cuh, copy_block_pairs: a
-// synchronous copy: a slice exposes one global latency for each odd operand). Registers at the declared
+// every load of an operand's block issued before its first store (at HOIST=0 common.cuh's copy_block_pairs: a
+// synchronous copy: a slice exposes one global latency for each odd operand; HOIST=1 above). Registers at the declared
 // tile (nvcc 13.0): 201 at 8- and 4-byte copies, 255 with 132 bytes of spills where B alone is odd and 272
 // where both are; the BK = 64 points of the space spill 500–930 bytes there. Measured
 // (docs/ladders/hgemm.md, v6, "Any shape in place"): 1.3–4.4× faster than the element loop before it at

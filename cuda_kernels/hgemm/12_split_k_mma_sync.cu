@@ -15,9 +15,10 @@
 // The plan (study/ops/hgemm_mma_sync.py, split_mma_plan; the twin takes the same): FIT's tile, then hgemm v9's
 // split_plan over BLOCKS_PER_SM blocks an SM: splits = BLOCKS_PER_SM·SMs over the tiles, at most K's slices over
 // MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty. How many 64 × 64 blocks an
-// SM holds is set by the registers (39 KB of shared memory at 4 stages fit five): nvcc 13.0, BF16, DEFER=0, 218
+// SM holds is set by the registers (39 KB of shared memory at 4 stages fit five): nvcc 13.0, BF16, DEFER=0, HOIST=0, 218
 // with both operands in pairs (two blocks), 152 with A in pairs and B in 4-byte copies (4517×62×2411: three), 162
-// with B in 8-byte copies (1045×20×3741: three), 132 with both in 16-byte copies (three). The launch caps
+// with B in 8-byte copies (1045×20×3741: three), 132 with both in 16-byte copies (three); HOIST=1's hoisted pairs
+// (06_mma_sync.cu) take fewer (FP16, A in pairs: 139 against 162). The launch caps
 // BLOCKS_PER_SM by the driver's count for the build it runs (cuda.resident_blocks), so a plan never asks for a
 // second wave; declared 3, with 2 and 4 in the space (4: as many as the build holds). Autotuned at the odd suite's
 // six BF16 losers (c67 at 7e0cc86, reports/h200/experiments/space-7e0cc86/v12-space.json, one trial a point):

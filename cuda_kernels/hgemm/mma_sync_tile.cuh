@@ -51,8 +51,9 @@ constexpr int HELD_A = block_pairs_each(BM, BK, THREADS), HELD_B = block_pairs_e
 #if HOIST
 // HOIST=1, an operand in pairs of halves (rows an odd number of halves apart): fetch_block_pairs's loads with the
 // thread's share worked out once, not at every slice. ncu at 36×93×217 FP16 (c82 at 358e274, the fitted 64 × 64
-// tile, both operands in pairs, HOIST=0): 20,319 cycles for 3,780 warp instructions a warp, 4 warps a block on
-// 2 SMs — a warp's own instruction chain, 28 % of it IMAD, 12 % LEA, 10 % ISETP, against 448 LDSM and the HMMAs:
+// tile, both operands in pairs, HOIST=0): 3,780 warp instructions a warp in about 14,500 active cycles of each of
+// the 2 busy SMs (4 warps a block) — a warp's own instruction chain, 28 % of it IMAD, 12 % LEA, 10 % ISETP, against
+// 448 LDSM and the HMMAs:
 // each pair's row, column, 64-bit address and both bounds recomputed at every slice. Here THREADS is a multiple
 // of a block row's pairs, so a thread's pairs share one column and lie STEP rows apart: its first address, the
 // rows' bounds (a bit a pair) and the fixed coordinate's bound are set once; a slice adds its offset and checks
