@@ -240,18 +240,39 @@ def _split_twin(shape, x, precision=FP32, slice_bytes=None):
     return fn, out
 
 
-@pytest.mark.parametrize("m,n,name,slice_bytes,slices", [(3, 40000, "fp32", None, 2), (2, 70000, "fp16", None, 2),
-                                                         (5, 1031, "fp32", 256, 8), (5, 1031, "fp16", 512, 5),
-                                                         (4, 17, "fp32", 16, 2), (3, 3, "fp32", None, 1)])
-def test_the_split_row_twin_merges_its_slices_statistics(m, n, name, slice_bytes, slices):
+@pytest.mark.parametrize("m,n,name,slice_bytes,slices,on_chip",
+                         [(3, 40000, "fp32", None, 2, 0), (2, 70000, "fp16", None, 2, 0), (5, 1031, "fp32", 256, 8, 0),
+                          (5, 1031, "fp16", 512, 5, 0), (4, 17, "fp32", 16, 2, 0), (3, 3, "fp32", None, 1, 1),
+                          (2, 40000, "fp16", None, 1, 0), (2, 32768, "fp16", None, 1, 1)])
+def test_the_split_row_twin_merges_its_slices_statistics(m, n, name, slice_bytes, slices, on_chip):
     # v6's twin: (maximum, sum) of each slice to a workspace, then a second launch merges and normalises;
-    # a small slice budget splits short rows (the interpreter's speed), the last slice shorter.
+    # a small slice budget splits short rows (the interpreter's speed), the last slice shorter. A row of one
+    # slice is whole in the program's registers up to MAX_WHOLE_VALUES (32768 FP16), else two passes in it.
     precision = PROBLEM.precision(name)
     shape = {"M": m, "N": n}
     tensors = PROBLEM.make_inputs(shape, precision, n, "cpu")
     ref, scale = PROBLEM.reference(tensors, precision)
     fn, out = _split_twin(shape, tensors["X"], precision, slice_bytes)
-    assert fn.facts == {"slices": slices}
+    assert fn.facts == {"slices": slices, "on_chip": on_chip}
+    verdict = check_output(fn, out, PROBLEM, ref, scale, precision)
+    assert verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("n,on_chip", [(32768, 1), (40000, 0)])
+def test_the_whole_row_twin_holds_a_row_up_to_its_values_and_takes_two_passes_beyond(n, on_chip):
+    # v4's twin: an FP16 row of 40000 is within its 128 KiB but past MAX_WHOLE_VALUES (32768: a 32-warp program's
+    # registers; 65536 spill), so it takes v3's two passes; 32768 stays whole. Both correct, the path recorded.
+    # (FP16 for BF16, the same bytes: the interpreter's BF16 rounding is not the GPU's, tests/test_triton_twins.py.)
+    from study.ops.softmax import whole_twin_launch
+
+    precision = PROBLEM.precision("fp16")
+    shape = {"M": 2, "N": n}
+    tensors = PROBLEM.make_inputs(shape, precision, n, "cpu")
+    ref, scale = PROBLEM.reference(tensors, precision)
+    impl = implementation("softmax/v4_on_chip/triton")
+    out = PROBLEM.make_output(shape, precision, DEVICE)
+    fn = whole_twin_launch(impl.target.kernel, {"X": tensors["X"].to(DEVICE)}, out, shape, dict(impl.params), precision)
+    assert fn.facts == {"on_chip": on_chip}
     verdict = check_output(fn, out, PROBLEM, ref, scale, precision)
     assert verdict.ok, verdict.message
 
@@ -266,7 +287,7 @@ def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
     x[2, :600] = float("-inf")
     x[3, 500:] = 1e4  # a maximum far above the first slices': their sums rescale to zero
     fn, out = _split_twin({"M": 4, "N": n}, x, slice_bytes=256)
-    assert fn.facts == {"slices": 8}
+    assert fn.facts == {"slices": 8, "on_chip": 0}
     fn()
     out = out.cpu()
     hot = torch.zeros(n)

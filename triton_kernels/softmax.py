@@ -15,6 +15,12 @@ import triton.language as tl
 # bytes: the CUDA rung's default budget, 1024 threads × 8 vectors of 16 bytes — 32768 FP32 or
 # 65536 FP16/BF16 elements.
 MAX_WHOLE_BYTES = 1024 * 8 * 16
+# ... and up to this many values: a program of 32 warps holds 32 a thread. Beyond, a row that fits the bytes
+# (FP16/BF16 rows of 32769–65536 elements, WHOLE 65536) compiles to 64 registers and a 232-byte stack (Triton 3.9,
+# sm_90, 32 warps: spilled in the loop; 32768 values: 53 registers, no stack), and the twin ran 0.42–0.45× the
+# CUDA rung at 1024 and 8192 rows of 50257 BF16 (reports/h200/suites/softmax-vocab.md, c83): such a row takes
+# v3's two passes in its one program instead, the second read served by L2.
+MAX_WHOLE_VALUES = tl.constexpr(32 * 32 * 32)
 
 
 @triton.jit
@@ -147,7 +153,8 @@ def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexp
 def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr, WHOLE: tl.constexpr,
                         ONE: tl.constexpr):
     """v6, first launch. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's
-    twin, the whole row in registers, read once, written, and no second launch. Otherwise program
+    twin, the whole row in registers, read once, written, and no second launch (beyond MAX_WHOLE_VALUES
+    values, v3's two passes in that program). Otherwise program
     (row, s) reads columns [s·SLICE, (s+1)·SLICE) of its row once and writes their online (maximum,
     sum of exp(x − maximum)) pair to ``stats`` (FP32, M × SLICES × 2); ``softmax_split_normalize``
     is the second launch.
@@ -161,7 +168,11 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     if ONE:
-        _whole_row(x_row, y_ptr + row * N, N, WHOLE)
+        if WHOLE <= MAX_WHOLE_VALUES:
+            _whole_row(x_row, y_ptr + row * N, N, WHOLE)
+        else:  # more values than the program's registers hold (MAX_WHOLE_VALUES): v3's two passes
+            m, d = _online_stats(x_row, N, BLOCK)
+            _normalize(x_row, y_ptr + row * N, N, m, 1.0 / d, BLOCK)
     else:
         s = tl.program_id(1)
         start = s * SLICE

@@ -250,7 +250,7 @@ def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = Fal
     meta = dict(config)
     if whole_limit is not None:
         meta["WHOLE"] = triton_next_pow2(n)
-        meta["FITS"] = meta["WHOLE"] * precision.element_bytes <= whole_limit
+        meta["FITS"] = whole_fits(meta["WHOLE"], precision.element_bytes, whole_limit)
 
     def grid(cfg):
         return (cdiv(m, cfg["ROWS"]),) if rows else (m,)
@@ -258,7 +258,15 @@ def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = Fal
     def fn():
         kernel[grid](x, out, m, n, **meta)
 
+    if whole_limit is not None:
+        fn.facts = {"on_chip": int(meta["FITS"])}
     return fn
+
+
+def whole_fits(whole: int, element_bytes: int, limit: int) -> bool:
+    """Whether a twin holds a row of ``whole`` elements (a power of two) in one program's registers: at most
+    ``limit`` bytes and at most tk.MAX_WHOLE_VALUES values (more spill; triton_kernels/softmax.py says why)."""
+    return whole * element_bytes <= limit and whole <= tk.MAX_WHOLE_VALUES.value
 
 
 def rows_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -302,7 +310,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
                                                 "num_stages": best.num_stages}
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
-    fn.facts = {"slices": slices}
+    # on_chip: the row whole in the one program's registers (the kernel's test), else two passes or two launches
+    fn.facts = {"slices": slices, "on_chip": int(one and meta["WHOLE"] <= tk.MAX_WHOLE_VALUES.value)}
     return fn
 
 
