@@ -23,7 +23,12 @@
 // block has no loads in flight; at 1024 threads × 8 vectors a block fills an SM's registers, so an
 // SM cannot overlap one row's exchange with another row's loads; a cluster of 8 needs 8 free SMs of
 // one GPC (at most 16 such clusters on 132 SMs: 128 busy); fewer rows than SMs/CLUSTER still leave
-// SMs idle.
+// SMs idle. What ncu says at the fit (c83 at 358e274, the vocab suite's misses; reports/h200/profiles/softmax.md):
+// on chip over the cluster (1024×50257 FP32) the barrier is the top stall (10.2 cycles an issue), issue active
+// 37.1 %, DRAM 58.4 %; two passes (1024×151936 BF16, 8 × 512 × 4) DRAM 61.3 %, issue 69.7 %, long scoreboard and
+// barrier 4.1 each; one block a row (1024×32000 BF16, 1 × 1024 × 4) long scoreboard 12.3, DRAM 53.3 %; a few long
+// rows (64×262144 BF16) DRAM 39.9 % at 73 % occupancy. The same one-block point 1 × 1024 × 8 reaches 90–98 % of
+// the copy ceiling at 32000 FP32 and 54–55 % at 50257 BF16 (docs/ladders/softmax.md, v6).
 // Hardware facts: a block reads the shared memory of any block of its cluster (DSMEM, sm_90);
 // barrier.cluster.arrive.release / wait.acquire order a block's shared-memory writes before the
 // others' reads; a block's shared memory must outlive every remote read of it, hence the last
