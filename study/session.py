@@ -75,6 +75,8 @@ class Session:
         before the next group's memory is checked and drawn: a check that counted the last group's tensors as taken
         skipped a case that fits (c83: 8192×128256 FP32 softmax, 113.5 GiB needed, 21.9 GiB free beside the
         BF16 group before it, on an H200 of about 139 GiB)."""
+        if self._key is None and self._trial_key is None:
+            return  # released already (the memory check's, before _inputs draws the group): once a group
         import torch
 
         self._key, self._data = None, None

@@ -312,8 +312,8 @@ def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_ca
     out = torch.full((m, n), float("nan"), device=DEVICE)
     config = dict(impl.params)
     nargs = {"x_ptr": x, "y_ptr": out, "stats_ptr": stats, "M": m, "N": n, "SLICE": size, "SLICES": slices,
-             "WHOLE": 1, "ONE": False, **config}
-    tk.softmax_split_stats[(m, slices)](x, out, stats, m, n, size, slices, WHOLE=1, ONE=False, **config)
+             "WHOLE": 1, "ONE": False, "FITS": False, **config}
+    tk.softmax_split_stats[(m, slices)](x, out, stats, m, n, size, slices, WHOLE=1, ONE=False, FITS=False, **config)
     assert torch.isnan(out).all()  # the first launch writes statistics only
     softmax.normalize_after_tuned_stats(nargs, exception=RuntimeError("config failed"))
     assert torch.isnan(out).all()  # a failed config's statistics are not used

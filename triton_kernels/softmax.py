@@ -20,7 +20,7 @@ MAX_WHOLE_BYTES = 1024 * 8 * 16
 # sm_90, 32 warps: spilled in the loop; 32768 values: 53 registers, no stack), and the twin ran 0.42–0.45× the
 # CUDA rung at 1024 and 8192 rows of 50257 BF16 (reports/h200/suites/softmax-vocab.md, c83): such a row takes
 # v3's two passes in its one program instead, the second read served by L2.
-MAX_WHOLE_VALUES = tl.constexpr(32 * 32 * 32)
+MAX_WHOLE_VALUES = 32 * 32 * 32
 
 
 @triton.jit
@@ -151,10 +151,10 @@ def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexp
 
 @triton.jit
 def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr, WHOLE: tl.constexpr,
-                        ONE: tl.constexpr):
+                        ONE: tl.constexpr, FITS: tl.constexpr):
     """v6, first launch. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's
-    twin, the whole row in registers, read once, written, and no second launch (beyond MAX_WHOLE_VALUES
-    values, v3's two passes in that program). Otherwise program
+    twin, the whole row in registers, read once, written, and no second launch — where it FITS (the launch's
+    test: at most MAX_WHOLE_VALUES values), else v3's two passes in that program. Otherwise program
     (row, s) reads columns [s·SLICE, (s+1)·SLICE) of its row once and writes their online (maximum,
     sum of exp(x − maximum)) pair to ``stats`` (FP32, M × SLICES × 2); ``softmax_split_normalize``
     is the second launch.
@@ -168,7 +168,7 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * N
     if ONE:
-        if WHOLE <= MAX_WHOLE_VALUES:
+        if FITS:
             _whole_row(x_row, y_ptr + row * N, N, WHOLE)
         else:  # more values than the program's registers hold (MAX_WHOLE_VALUES): v3's two passes
             m, d = _online_stats(x_row, N, BLOCK)

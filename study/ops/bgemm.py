@@ -73,10 +73,16 @@ NARROW_TILE = {"BN": 64, "STAGES": 6}
 NARROW_TWIN = {"BN": NARROW_TILE["BN"], "num_stages": NARROW_TILE["STAGES"]}
 
 
+def takes_narrow(config, n: int) -> bool:
+    """Whether v1 (or its twin) with this config takes the 64-wide point for entries of ``n`` columns: FIT_N=1 and
+    N ≤ NARROW_N (an autotuned twin launch's config names no tile: each point runs as written)."""
+    return bool(config.get("FIT_N")) and "BN" in config and n <= NARROW_N
+
+
 def narrow_n_defines(config, tensors, out, shape, precision):
     """v1's defines: v8's (:func:`aligned_defines`), with FIT_N=1 and N ≤ NARROW_N the 64-wide point."""
     defines = aligned_defines(HALVES)(config, tensors, out, shape, precision)
-    return {**defines, **NARROW_TILE} if defines.get("FIT_N") and shape["N"] <= NARROW_N else defines
+    return {**defines, **NARROW_TILE} if takes_narrow(defines, shape["N"]) else defines
 
 
 # v1: v8's persistent launch over the batch (3-D maps), its n tile fitted as above; rows TMA cannot take staged.
@@ -87,8 +93,7 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     """v1's twin: hgemm v8's twin over the batch, 3-D descriptors (boxes of one entry), at most one
     program per SM walking batch × tiles; the 64-wide tile where the CUDA rung's FIT_N takes it (recorded)."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    narrow = config.get("FIT_N") and "BN" in config and n <= NARROW_N
-    meta = {**config, **NARROW_TWIN} if narrow else dict(config)
+    meta = {**config, **NARROW_TWIN} if takes_narrow(config, n) else dict(config)
     a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
     sms = sm_count(out)
 

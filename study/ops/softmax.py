@@ -266,7 +266,7 @@ def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = Fal
 def whole_fits(whole: int, element_bytes: int, limit: int) -> bool:
     """Whether a twin holds a row of ``whole`` elements (a power of two) in one program's registers: at most
     ``limit`` bytes and at most tk.MAX_WHOLE_VALUES values (more spill; triton_kernels/softmax.py says why)."""
-    return whole * element_bytes <= limit and whole <= tk.MAX_WHOLE_VALUES.value
+    return whole * element_bytes <= limit and whole <= tk.MAX_WHOLE_VALUES
 
 
 def rows_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -300,7 +300,9 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
     one = slices == 1
     stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
-    meta = {**config, "WHOLE": triton_next_pow2(n) if one else 1, "ONE": one}
+    whole = triton_next_pow2(n) if one else 1
+    fits = one and whole_fits(whole, precision.element_bytes, slice_bytes)
+    meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits}
 
     def fn():
         kernel[(m, slices)](x, out, stats, m, n, size, slices, **meta)
@@ -310,8 +312,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
                                                 "num_stages": best.num_stages}
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
-    # on_chip: the row whole in the one program's registers (the kernel's test), else two passes or two launches
-    fn.facts = {"slices": slices, "on_chip": int(one and meta["WHOLE"] <= tk.MAX_WHOLE_VALUES.value)}
+    # on_chip: the row whole in the one program's registers, else two passes in it or two launches
+    fn.facts = {"slices": slices, "on_chip": int(meta["FITS"])}
     return fn
 
 
