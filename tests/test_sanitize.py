@@ -177,10 +177,14 @@ def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_
               "=========     at sgemm_v10_reduce_ranges+0x70 in cuda_kernels/sgemm/10_split_k_two_pass.cu:61\n"
               "========= ERROR SUMMARY: 1 error")
     assert sanitize.parse_in_kernel(report, sanitize.kernel_symbol(two_pass))[0] == 1
-    old = {"results": [{**row, "tool": "racecheck"}, row]}
-    newer = {**row, "status": "hazards"}
+    old = {"environment": {"git": {"commit": "0ld"}}, "results": [{**row, "tool": "racecheck"}, row]}
+    newer = {**row, "status": "hazards", "commit": "new"}
     kept = sanitize.merged(old, [newer])
     assert [r["tool"] for r in kept] == ["racecheck", "memcheck"] and kept[-1]["status"] == "hazards"
+    assert [r["commit"] for r in kept] == ["0ld", "new"]  # a kept row names its own run's commit, not the file's
+    text = sanitize.markdown({"environment": {"gpu": {"name": "X"}, "command": "c", "git": {"commit": "new"}},
+                              "results": kept})
+    assert "the rows ran at 2 commits" in text and "| `0ld`" in text
 
 
 def test_an_op_without_sanitize_shapes_is_skipped_with_the_reason_not_called_clean():
