@@ -558,14 +558,16 @@ def test_skinny_m_reads_weights_tma_cannot_take_in_place_at_every_point(name):
 
 
 def test_the_split_wgmma_rung_fits_its_tile_height_to_a_few_rows():
-    # sgemm v12's declared config: the smallest height of its space that covers M ≤ 64 (A's rows are
-    # wgmma's N), the K ranges planned from the fitted tile count; correct within the FP32 gate.
+    # sgemm v12's declared config: the height of its space whose plan finishes first by fitted_height's model
+    # (at M ≤ 64 the smallest that covers M: A's rows are wgmma's N; 32 rows at 222×2002×204, whose K is too
+    # short to split 32 tiles of 128), the K ranges planned from the fitted tile count; correct within the
+    # FP32 gate.
     impl = next(i for i in IMPLS if i.name == "sgemm/v12_3xtf32_split_k/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     fp32 = ladder("sgemm").problem.precisions[0]
     for shape, bm, splits in (((1, 4096, 4096), 16, 4), ((16, 4096, 11008), 16, 4), ((33, 4096, 4096), 64, 4),
-                              ((64, 64, 65536), 64, 128), ((5, 7, 1000), 16, 8)):
+                              ((64, 64, 65536), 64, 128), ((5, 7, 1000), 16, 8), ((222, 2002, 204), 32, 1)):
         problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32)
         assert verdict.ok, (shape, verdict.message)

@@ -446,8 +446,8 @@ def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cu
 
 
 def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_tiles(fake_cuda):
-    """sgemm v12: the declared config (FIT=1) takes the smallest BM of the space that covers M ≤ 64 (A's
-    rows are wgmma's N), a space point keeps its own; hgemm v9's plan from the fitted tile count; v11's
+    """sgemm v12: the declared config (FIT=1) takes the BM of the space whose plan fitted_height's model
+    finishes first (the smallest that covers M ≤ 64: A's rows are wgmma's N), a space point keeps its own; hgemm v9's plan from the fitted tile count; v11's
     kernel over tiles × splits units, then hgemm's plane sum (sgemm_v12_reduce_splits) when split; the
     plan and BM recorded."""
     from study.catalog import implementation
@@ -455,9 +455,18 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
     from study.ops.sgemm import TMA_BOX, fitted_height, wgmma_shared_bytes
     from study.problem import sm_count
 
-    assert [fitted_height(m, {16, 32, 64, 128}, 128) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == \
-        [16, 16, 32, 32, 64, 64, 128, 128]
     impl = implementation("sgemm/v12_3xtf32_split_k/cuda")
+
+    def height(m, n=4096, k=4096):
+        return fitted_height({"M": m, "N": n, "K": k}, {16, 32, 64, 128}, impl.params, 132)
+
+    # At decode-sized M the smallest height that covers M; 128 rows where tiles are many.
+    assert [height(m) for m in (1, 16, 17, 32, 33, 64, 65, 4096)] == [16, 16, 32, 32, 64, 64, 128, 128]
+    assert height(8192, 8192, 8192) == 128
+    # The c86 trials' order: 32 tiles of 128 rows over a K of 7 slices take 32 rows (112 tiles); near a
+    # round of units at 128 rows, 128; 8 tiles of 4 slices, 16 rows.
+    assert [height(*s) for s in ((222, 2002, 204), (1045, 20, 3741), (4517, 62, 2411), (166, 419, 98))] == \
+        [32, 128, 128, 16]
     assert impl.multiples == {"N": 4, "K": 4} and impl.params["FIT"] == 1
     assert {p["BM"] for p in impl.space} == {16, 32, 64, 128} and len(impl.space) <= 10
     assert all(p["FIT"] == 0 for p in impl.space if p != impl.params)

@@ -181,10 +181,10 @@ def test_the_split_n_twin_reduces_many_slices_in_groups_and_runs_again():
 
 
 def test_the_split_wgmma_3xtf32_twin_fits_its_height_splits_and_sums_in_order():
-    # sgemm v12's twin: 17×33×600 fits BM 32 (FIT=1) and splits its 19 slices of 32 into four ranges of 5
-    # (hgemm v9's plan), then hgemm's ordered sum; a space point keeps its BM (16 rows, MIN_SLICES 2: seven
-    # ranges of 3); a second launch gives the same bits; under autotune, each config's partials are summed
-    # in its timed call (hgemm's post_hook).
+    # sgemm v12's twin: 17×33×600 fits BM 16 (FIT=1: two tiles of 16 rows, each over four ranges of 5 of its
+    # 19 slices of 32, finish before one of 32 rows; hgemm v9's plan), then hgemm's ordered sum; a space point
+    # keeps its BM (32 rows, MIN_SLICES 2: seven ranges of 3); a second launch gives the same bits; under
+    # autotune, each config's partials are summed in its timed call (hgemm's post_hook).
     import torch
 
     from study.catalog import implementation
@@ -198,8 +198,8 @@ def test_the_split_wgmma_3xtf32_twin_fits_its_height_splits_and_sums_in_order():
     precision = problem.precisions[0]
     tensors = problem.make_inputs(shape, precision, seed=5, device=DEVICE)
     ref, scale = problem.reference(tensors, precision)
-    point = next(p for p in impl.space if p["BM"] == 16 and p["MIN_SLICES"] == 2)
-    for config, bm, splits in ((impl.params, 32, 4), (point, 16, 7)):
+    point = next(p for p in impl.space if p["BM"] == 32 and p["MIN_SLICES"] == 2)
+    for config, bm, splits in ((impl.params, 16, 4), (point, 32, 7)):
         launch = backend("triton").prepare(impl, problem, tensors, shape, precision, config=dict(config))
         assert hgemm.split_plan(17, 33, 600, bm, 128, 32, config["MIN_SLICES"], sm_count(launch.out))[0] == splits
         assert (launch.config["BM"], launch.config["splits"]) == (bm, splits)

@@ -228,8 +228,8 @@ def sgemm_3xtf32_split_k(
     (triton_kernels/hgemm.py's ``split_plan``), unit u the K slices [(u % splits)·per, +per) of tile
     u // splits in the grouped order, NUM_SMS programs walking the units; one split: C, as v11's twin;
     more: the FP32 accumulator into plane u % splits of the workspace (rows ``ldp`` apart), summed in
-    plane order by hgemm's ``reduce_splits``, a second launch. FIT is the launch's (BM fitted to M
-    before the launch, as the CUDA rung's); the kernel does not read it. What the twin cannot say:
+    plane order by hgemm's ``reduce_splits``, a second launch. FIT is the launch's (BM fitted to the
+    shape before the launch, as the CUDA rung's); the kernel does not read it. What the twin cannot say:
     v11's producer warpgroup and its split of A once per stage (Triton's tf32x3 dot splits both
     operands in each warp), and a BM picked per shape under ``triton.autotune``, whose configs are
     fixed before the shape is known: there the FIT point runs at its declared BM and the space's
@@ -356,7 +356,7 @@ TENSOR_SPACE = [dict(BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=w, num_stages=s)
 # CUDA v11: 128×128×32 (BM × BN), a producer and two consumer warpgroups, four stages. The twin is
 # v8's tile with the product transposed (sgemm_3xtf32_transposed), over v8's space.
 V11_3XTF32_WGMMA = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=8, num_stages=4)
-# CUDA v12: v11's tile and pipeline over split-K units, BM fitted to M (FIT=1; the launch fits it with
+# CUDA v12: v11's tile and pipeline over split-K units, BM fitted to the shape (FIT=1; the launch fits it with
 # the CUDA rung's rule over this space's heights), MIN_SLICES the plan's shortest range. The space: every
 # height at MIN_SLICES 2–8, four warps below 128 rows (a BN × BM accumulator of 16–64 rows).
 V12_3XTF32_SPLIT_K = dict(BM=128, BN=128, BK=32, GROUP=8, MIN_SLICES=4, FIT=1, num_warps=8, num_stages=4)

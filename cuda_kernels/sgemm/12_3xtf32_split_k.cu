@@ -9,9 +9,12 @@
 //     on every run; FP32 partial sums, as cuBLAS's split-K keeps). One split: v11's path exactly.
 //   - A tile height fitted to M: v11 computes Cᵀ = Bᵀ·Aᵀ, so A's BM rows are the wgmma instruction's
 //     N (m64nBMk8), which may be any multiple of 8. BM = 16, 32, 64 or 128 (the space); the declared
-//     config (FIT=1) takes, when M ≤ 64, the smallest BM of the space that covers M, so a decode step's
-//     M of 1–16 rows multiplies 16 rows of A, not 128 (v11's 128-row tile is 8× the work at M = 16,
-//     and its A box 8× the bytes). M > 64 keeps the config's BM. Space points (FIT=0) keep theirs.
+//     config (FIT=1) takes the BM whose split plan a model says finishes first (rounds × slices a unit
+//     × (BM + 64): a slice's fixed part costs as much as 64 rows; study/ops/sgemm.py fitted_height), so
+//     a decode step's M of 1–16 rows multiplies 16 rows of A, not 128 (v11's 128-row tile is 8× the
+//     work at M = 16, and its A box 8× the bytes), and a product of a few hundred rows and a short K
+//     whose 128-row tiles leave most SMs idle takes shorter ones (222×2002×204: 32 tiles at 128 rows,
+//     112 at 32; the autotune trials of c86 14.7 µs against 21.3). Space points (FIT=0) keep theirs.
 // The plan (hgemm v9's split_plan, study/ops/gemm_common.py; the twin computes the same): splits =
 // the SMs over the tiles, at most K's slices over MIN_SLICES, at least 1; then as few as cover the
 // slices in equal ranges. MIN_SLICES is a launch parameter only, in the space so that autotune weighs

@@ -40,7 +40,7 @@ from study.backends.launch import Unsupported
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
-                                   split_launch, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
+                                   split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
 from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
@@ -154,28 +154,39 @@ def wgmma_launch(defines, tensors, out, shape, precision):
     return wgmma_units(defines, tensors, out, shape, cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]))
 
 
-# v12: the declared config (FIT=1) takes, for M ≤ FIT_ROWS, the smallest tile height of the space that
-# covers M (A's rows are wgmma's N, any multiple of 8: cuda_kernels/sgemm/12_3xtf32_split_k.cu); the
-# space's points (FIT=0) keep theirs.
-FIT_ROWS = 64
+# v12: the declared config (FIT=1) takes the tile height (BM; A's rows are wgmma's N, any multiple of 8:
+# cuda_kernels/sgemm/12_3xtf32_split_k.cu) of the space whose split plan a model says finishes first: a unit's
+# slices each cost its BM rows plus a fixed part as long as SLICE_FIXED_ROWS rows (what a 16-row tile still pays a
+# slice: the barrier waits, B's fragments loaded and split, twelve wgmma issued and awaited), times the rounds of
+# units over the SMs; the taller height on a tie. Fitted to the autotune trials of c86 (H200, 779d1c0;
+# reports/h200/experiments/odd-misses-779d1c0/sgemm-odd-misses.md): it orders the four heights as they ran at 166×419×98 (16 first),
+# 222×2002×204 (32 first, 14.7 µs against 21.3 at 128), 1045×20×3741 and 4517×62×2411 (128 first); it keeps 128
+# rows at 4096³ and 8192³ (the fixed part outweighs a round saved) and the smallest height that covers M ≤ 64 at
+# decode-sized M (the rule it replaced). The space's points (FIT=0) keep theirs.
+SLICE_FIXED_ROWS = 64
 V12_PATH = CUDA_DIR / "sgemm" / "12_3xtf32_split_k.cu"
 
 
-def fitted_height(m: int, heights, declared: int) -> int:
-    """The tile height (BM) of a FIT config: the smallest of ``heights`` that covers ``m`` rows when
-    m ≤ FIT_ROWS, else ``declared`` (a product of more rows has tiles enough for a full-height one)."""
-    covering = [h for h in sorted(heights) if h >= m]
-    return covering[0] if m <= FIT_ROWS and covering else declared
+def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
+    """The tile height of a FIT config: of ``heights`` and the config's own, the one whose split plan
+    (hgemm v9's :func:`split_plan`) has the fewest rounds × slices a unit × (BM + SLICE_FIXED_ROWS)."""
+    m, n, k = shape["M"], shape["N"], shape["K"]
+
+    def finish(bm: int) -> int:
+        splits, per = split_plan(m, n, k, bm, config["BN"], config["BK"], config["MIN_SLICES"], sms)
+        return cdiv(cdiv(m, bm) * cdiv(n, config["BN"]) * splits, sms) * per * (bm + SLICE_FIXED_ROWS)
+
+    return min(sorted(set(heights) | {config["BM"]}, reverse=True), key=finish)
 
 
 def fitted_rows(config, tensors, out, shape, precision):
-    """v12's defines: v11's (:func:`aligned_defines`), BM fitted to M where the config says FIT=1
+    """v12's defines: v11's (:func:`aligned_defines`), BM fitted where the config says FIT=1
     (:func:`fitted_height` over the heights of the rung's space)."""
     defines = aligned_defines(FLOATS)(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
     heights = {p["BM"] for p in kernel_header.read(V12_PATH).space}
-    return {**defines, "BM": fitted_height(shape["M"], heights, config["BM"])}
+    return {**defines, "BM": fitted_height(shape, heights, config, sm_count(out))}
 
 
 def split_wgmma_launch(defines, tensors, out, shape, precision):
@@ -268,12 +279,12 @@ def reduce_after_tuned_partials(nargs, exception=None):
         reduce_partials(nargs["part_ptr"], nargs["c_ptr"], m, n, nargs["stride_cm"], splits)
 
 
-def fitted_twin_config(config, m: int) -> dict:
-    """v12's twin's meta-parameters: the config, BM fitted to M where it says FIT=1 (:func:`fitted_height`
-    over the heights of the twin's space, the CUDA rung's rule)."""
+def fitted_twin_config(config, shape: dict, sms: int) -> dict:
+    """v12's twin's meta-parameters: the config, BM fitted where it says FIT=1 (:func:`fitted_height` over
+    the heights of the twin's space, the CUDA rung's rule)."""
     if not config.get("FIT"):
         return dict(config)
-    return {**config, "BM": fitted_height(m, {p["BM"] for p in tk.SPLIT_TENSOR_SPACE}, config["BM"])}
+    return {**config, "BM": fitted_height(shape, {p["BM"] for p in tk.SPLIT_TENSOR_SPACE}, config, sms)}
 
 
 def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -283,8 +294,8 @@ def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
     has two splits or more (under autotune, :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
-    meta = fitted_twin_config(config, m)
     sms = sm_count(out)
+    meta = fitted_twin_config(config, shape, sms)
     plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device)
 
     def grid(cfg):
