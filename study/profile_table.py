@@ -70,6 +70,7 @@ def summarise(rows: list[dict]) -> dict:
         return sum(ms_of(r) or 0.0 for r in groups[name])
 
     main = max(groups, key=total)
+    launches = min(len(v) for v in groups.values())
     mine = groups[main]
     avg = lambda metric: _mean(mine, metric)  # noqa: E731: over the main kernel's launches
     unit = mine[0].get("_units", {})
@@ -82,8 +83,11 @@ def summarise(rows: list[dict]) -> dict:
     return {
         "kernel": short_name(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
         "sequence": [{"kernel": short_name(r.get("Kernel Name", "?")), "ms": ms_of(r)} for r in rows],  # in launch order
-        "other_kernels": [{"kernel": short_name(k), "launches": len(v), "ms": total(k) / len(v)}
+        # per launch of the implementation (the fewest calls of any kernel: each runs at least once a launch): a
+        # kernel called twice in a launch (the staging of A's rows and of B's) is the two calls' time, not their mean
+        "other_kernels": [{"kernel": short_name(k), "calls": len(v) / launches, "ms": total(k) / launches}
                           for k, v in groups.items() if k != main],
+        "calls": len(rows) / launches,
         "duration_ms": duration, "sm_ghz": ghz(avg(SM_CLOCK), unit.get(SM_CLOCK, "")),
         "fma_pipe_pct": avg(FMA_PIPE),
         "ffma_tflops": None if ffma is None or not duration else 2 * ffma / (duration * 1e-3) / 1e12,
@@ -157,8 +161,9 @@ def render_table(paths) -> str:
         if meta.get("gpu") or meta.get("ncu_version"):
             runs.add(f"{meta.get('gpu', '?')}, {meta.get('ncu_version') or 'ncu'}")
         if s["kernels"] > 1:
-            others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms" for o in s["other_kernels"])
-            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: {s['kernels']} kernels per "
+            others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms" + (f" in {o['calls']:g} calls" if o["calls"] != 1 else "")
+                               for o in s["other_kernels"])
+            notes.append(f"- {_named(meta)} {meta.get('shape', '')}: {s['calls']:g} kernels per "
                          f"launch; the row is the longest, `{s['kernel']}` (also {others}).")
         if meta.get("metrics_left_out"):
             notes.append(f"- {_named(meta)} {meta.get('shape', '')}: not collected there: "

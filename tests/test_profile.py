@@ -108,6 +108,18 @@ def test_several_launches_of_one_kernel_are_averaged():
     assert s["duration_ms"] == pytest.approx((4.0 + 3.96288) / 2)
 
 
+def test_a_kernel_called_twice_in_a_launch_counts_both_calls():
+    # sgemm v12 at 4517x62x2411: stage_rows for A's rows then for B's, the rung's kernel, its reduction
+    text = _csv(((REDUCE, 3), (REDUCE, 3), (MAIN, 2)))
+    s = summarise(parse_raw_csv(text))
+    (other,) = s["other_kernels"]
+    assert s["calls"] == 3 and other["calls"] == 2
+    assert other["ms"] == pytest.approx(2 * 0.04112)  # both calls' time in one launch, not their mean
+    # the longest kernel called three times a launch (hgemm v9's staging), the others once: still one launch
+    s = summarise(parse_raw_csv(_csv(((MAIN, 2), (MAIN, 2), (MAIN, 2), (REDUCE, 3)))))
+    assert s["calls"] == 4 and s["other_kernels"][0]["calls"] == 1
+
+
 @pytest.mark.parametrize("value, unit, ghz", [(1.98e9, "hz", 1.98), (1.98, "Ghz", 1.98), (1980, "Mhz", 1.98),
                                                (1.98, "cycle/nsecond", 1.98), (1.98e9, "cycle/second", 1.98),
                                                (1980.0, "cycle/usecond", 1.98), (1.98, "furlong", None)])
