@@ -161,8 +161,8 @@ def render_table(paths) -> str:
         if meta.get("gpu") or meta.get("ncu_version"):
             runs.add(f"{meta.get('gpu', '?')}, {meta.get('ncu_version') or 'ncu'}")
         if s["kernels"] > 1:
-            others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms" + (f" in {o['calls']:g} calls" if o["calls"] != 1 else "")
-                               for o in s["other_kernels"])
+            others = ", ".join(f"`{o['kernel']}` {o['ms']:.4f} ms"
+                               + (f" in {o['calls']:g} calls" if o["calls"] != 1 else "") for o in s["other_kernels"])
             notes.append(f"- {_named(meta)} {meta.get('shape', '')}: {s['calls']:g} kernels per "
                          f"launch; the row is the longest, `{s['kernel']}` (also {others}).")
         if meta.get("metrics_left_out"):

@@ -447,9 +447,9 @@ def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cu
 
 def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_tiles(fake_cuda):
     """sgemm v12: the declared config (FIT=1) takes the BM of the space whose plan fitted_height's model
-    finishes first (the smallest that covers M ≤ 64: A's rows are wgmma's N), a space point keeps its own; hgemm v9's plan from the fitted tile count; v11's
-    kernel over tiles × splits units, then hgemm's plane sum (sgemm_v12_reduce_splits) when split; the
-    plan and BM recorded."""
+    finishes first (the smallest that covers M ≤ 64: A's rows are wgmma's N), a space point keeps its own;
+    hgemm v9's plan from the fitted tile count; v11's kernel over tiles × splits units, then hgemm's plane
+    sum (sgemm_v12_reduce_splits) when split; the plan and BM recorded."""
     from study.catalog import implementation
     from study.ops.hgemm import split_plan
     from study.ops.sgemm import TMA_BOX, fitted_height, wgmma_shared_bytes
