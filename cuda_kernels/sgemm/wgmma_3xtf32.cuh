@@ -13,10 +13,28 @@
 // slices (F·32 of K) before it joins the running sum by FADD, so a consumer waits for its wgmmas before
 // the FADDs F times less often, at F times the K the tensor cores accumulate without rounding to nearest
 // (the gate error grows with it; each point is checked as any other). v11's header has the measurements.
+// A_BY_POINTER=1 (a launch define, not a config axis: set where TMA cannot read A's rows, K no multiple of
+// 4 floats or an offset view): the splitter warps copy A's box themselves, 4-byte cp.async from A's rows
+// into the layout TMA's 128-byte swizzle gives (a row's 16-byte chunk c at chunk c ^ (row % 8)), zeros
+// past M and K, STAGES − 1 slices ahead, each thread the chunks it splits; the TMA thread loads B alone.
+// Without it the launch copied A into padded rows before the kernel, a pass over A's bytes twice
+// (ncu at 4517×62×2411, c89: 23.8 µs of a 71 µs launch).
 #pragma once
 
 #ifndef FOLD
 #define FOLD 1
+#endif
+#ifndef A_BY_POINTER
+#define A_BY_POINTER 0
+#endif
+
+// The kernel entries' A: a tensor map, or (A_BY_POINTER) A's pointer and leading dimension.
+#if A_BY_POINTER
+#define A_OPERAND const float* __restrict__ A, int lda
+#define A_ARGS nullptr, A, lda
+#else
+#define A_OPERAND const __grid_constant__ TensorMap map_a
+#define A_ARGS &map_a, nullptr, 0
 #endif
 
 #include "sgemm/grouped_order.cuh"
@@ -119,12 +137,29 @@ __device__ __forceinline__ void split_a(unsigned stage, int thread) {
         st_shared_v4(at + A_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
     }
 }
+// A_BY_POINTER: A's BM × 32 box of the slice at (m0, k0) copied into a stage as TMA would lay it out,
+// 4 bytes a cp.async (A's rows need not lie on 16 bytes), zeros past M and K; each thread the chunks
+// split_a gives it, so that its own wait_group makes them visible to its split without a barrier.
+__device__ __forceinline__ void copy_a(unsigned stage, int thread, const float* __restrict__ A, int lda, int M,
+                                       int K, int m0, int k0) {
+#pragma unroll 4
+    for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) {
+        const int r = i / 8, chunk = (i % 8) ^ (r % 8), row = m0 + r;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int k = k0 + 4 * chunk + e;
+            const bool in = row < M && k < K;
+            cp_async_4_shared(stage + i * 16 + e * 4, in ? A + (size_t)row * lda + k : A, in);
+        }
+    }
+}
 }  // namespace wgmma3x
 
 
 template <bool Split = false>
-__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const TensorMap* map_b,
-                                                  float* __restrict__ C, int M, int N, int K, int ldc,
+__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const float* __restrict__ A, int lda,
+                                                  const TensorMap* map_b, float* __restrict__ C, int M, int N,
+                                                  int K, int ldc,
                                                   int splits = 1, int slices_per = 0,
                                                   float* __restrict__ partial = nullptr, int ldp = 0) {
     using namespace wgmma3x;
@@ -137,7 +172,7 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
     const int units = Split ? tiles * splits : tiles;
 
     if (tid == 0) {
-        tma_prefetch_map(map_a);
+        if constexpr (!A_BY_POINTER) tma_prefetch_map(map_a);
         tma_prefetch_map(map_b);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + s * 8, 1);                // the TMA thread's expect_tx; the bytes complete it
@@ -164,8 +199,8 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
                     const int stage = use % STAGES;
                     if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
                     const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
-                    mbar_arrive_expect_tx(bar, A_BYTES + BN / 32 * B_BOX_BYTES);
-                    tma_load_2d(st, map_a, s * BK, bm * BM, bar);
+                    mbar_arrive_expect_tx(bar, (A_BY_POINTER ? 0 : A_BYTES) + BN / 32 * B_BOX_BYTES);
+                    if constexpr (!A_BY_POINTER) tma_load_2d(st, map_a, s * BK, bm * BM, bar);
 #pragma unroll
                     for (int c = 0; c < BN / 32; ++c)
                         tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, map_b, bn * BN + c * 32, s * BK, bar);
@@ -185,6 +220,44 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             }
         } else {
             uses = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * slices;
+        }
+        if constexpr (A_BY_POINTER) {
+            // The copies run STAGES − 1 slices ahead of the splits: slice j's into its stage once the
+            // consumers released that stage's last round (slice j − STAGES), as the TMA thread waits for B's.
+            constexpr int AHEAD = STAGES - 1;
+            int unit = blockIdx.x, s = 0, s1 = 0, row0 = 0;  // the next copy's unit, slice, its range's end, rows
+            auto enter = [&](int u) {  // the first slice of unit u, its range's end and its tile's first row
+                int bm, bn;
+                s = 0;
+                s1 = slices;
+                if constexpr (Split) {
+                    s = u % splits * slices_per;
+                    s1 = min(slices, s + slices_per);
+                }
+                grouped_tile_coords<GROUP>(Split ? u / splits : u, rows, cols, bm, bn);
+                row0 = bm * BM;
+            };
+            auto copy_next = [&](int j) {  // slice j of this block's walk (the cursor's), then the cursor on
+                const int stage = j % STAGES;
+                if (j >= STAGES) mbar_wait(empty + stage * 8, (j / STAGES - 1) & 1);
+                copy_a(base + stage * STAGE_BYTES, thread - 32, A, lda, M, K, row0, s * BK);
+                if (++s == s1 && (unit += gridDim.x) < units) enter(unit);
+            };
+            if (unit < units) enter(unit);
+            for (int j = 0; j < AHEAD; ++j) {
+                if (j < uses) copy_next(j);
+                cp_async_commit();  // a group a slice, empty past the walk's end, so the wait's count holds
+            }
+            for (int use = 0; use < uses; ++use) {
+                const int stage = use % STAGES;
+                cp_async_wait<AHEAD - 1>();  // this slice's group landed (the AHEAD − 1 after it may not)
+                split_a(base + stage * STAGE_BYTES, thread - 32);
+                fence_async_shared();
+                mbar_arrive(splitb + stage * 8);
+                if (use + AHEAD < uses) copy_next(use + AHEAD);
+                cp_async_commit();
+            }
+            return;
         }
         for (int use = 0; use < uses; ++use) {
             const int stage = use % STAGES;

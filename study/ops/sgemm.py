@@ -36,6 +36,7 @@ import torch
 
 from study import kernel_header
 from study.backends import cuda, tma
+from study.backends.tma import alignment_reason
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
@@ -136,15 +137,22 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
 
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
     """v11's kernel over ``units`` (its tiles; v12's tiles × splits): tensor maps of A (boxes of BM rows ×
-    32 floats) and B (BK rows × 32), C by pointer (stored element by element), one block per SM walking
-    the units (fewer if fewer units)."""
+    32 floats) and B (BK rows × 32), or, with A_BY_POINTER (:func:`a_path`), A's pointer and leading
+    dimension in place of its map; C by pointer (stored element by element), one block per SM walking the
+    units (fewer if fewer units)."""
     if shape.get("batch", 1) != 1:
         raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
-    maps = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]), tma.tensor_map("B", b, TMA_BOX, defines["BK"]))
+    if defines.get("A_BY_POINTER"):
+        if a.stride(-1) != 1:
+            raise Unsupported(f"A has column stride {a.stride(-1)}; sgemm v11 and v12 read rows of contiguous floats")
+        a_operand = (cuda.as_cupy(a, padded_rows=True), np.int32(a.stride(-2)))
+    else:
+        a_operand = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]),)
     blocks = min(units, sm_count(out))
-    args = (*maps, cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+    args = (*a_operand, tma.tensor_map("B", b, TMA_BOX, defines["BK"]), cuda.as_cupy(out, padded_rows=True),
+            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
                       smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
@@ -200,17 +208,29 @@ def split_wgmma_launch(defines, tensors, out, shape, precision):
     return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
+def a_path(defines):
+    """v11's and v12's ``defines`` with A_BY_POINTER=1 where TMA cannot read A's rows (K no multiple of 4
+    floats, an offset or padded view): the kernel's splitter warps copy A's boxes themselves
+    (cuda_kernels/sgemm/wgmma_3xtf32.cuh) instead of the launch copying A into rows TMA can read."""
+    def with_path(config, tensors, out, shape, precision):
+        return {**defines(config, tensors, out, shape, precision),
+                "A_BY_POINTER": int(alignment_reason("A", tensors["A"]) is not None)}
+
+    return with_path
+
+
 TILED = tiled()                                  # v0–v4: static shared memory
 WARP_TILED = tiled(ffma_warp_tile_smem)          # v6, v7: FFMA warp tiles in dynamic shared memory
 TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-# v11: a 1-D grid; A and B staged where TMA cannot take their rows (study/ops/tma_staging.py), C stored by
-# pointer, element by element, at any leading dimension.
-WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=TILED.defines), out=False)
-# v12: v11's launch over split-K units (staged as v11's), BM fitted to M.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False)
+# v11: a 1-D grid; A read by pointer and B staged where TMA cannot take their rows (a_path;
+# study/ops/tma_staging.py), C stored by pointer, element by element, at any leading dimension.
+WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=a_path(TILED.defines)), names=("B",), out=False)
+# v12: v11's launch over split-K units (A and B as v11's), BM fitted to the shape.
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=a_path(fitted_rows)), names=("B",),
+                              out=False)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
