@@ -43,7 +43,6 @@ from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SP
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
                                    split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
-from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
@@ -135,24 +134,29 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=grid_rows_check, defines=aligned_defines(FLOATS))
 
 
+def _operand(name: str, tensor, box_rows: int, defines) -> tuple:
+    """v11's kernel argument(s) for A or B: its tensor map (boxes of ``box_rows`` rows × 32 floats), or,
+    where the launch set ``<name>_BY_POINTER`` (:func:`by_pointer`), its pointer and leading dimension."""
+    if not defines.get(f"{name}_BY_POINTER"):
+        return (tma.tensor_map(name, tensor, TMA_BOX, box_rows),)
+    if tensor.stride(-1) != 1:
+        raise Unsupported(f"{name} has column stride {tensor.stride(-1)}; sgemm v11 and v12 read rows of "
+                          f"contiguous floats")
+    return cuda.as_cupy(tensor, padded_rows=True), np.int32(tensor.stride(-2))
+
+
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
     """v11's kernel over ``units`` (its tiles; v12's tiles × splits): tensor maps of A (boxes of BM rows ×
-    32 floats) and B (BK rows × 32), or, with A_BY_POINTER (:func:`a_path`), A's pointer and leading
-    dimension in place of its map; C by pointer (stored element by element), one block per SM walking the
-    units (fewer if fewer units)."""
+    32 floats) and B (BK rows × 32), each, where TMA cannot read it (:func:`by_pointer`), its pointer and
+    leading dimension in place of its map; C by pointer (stored element by element), one block per SM
+    walking the units (fewer if fewer units)."""
     if shape.get("batch", 1) != 1:
         raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
-    if defines.get("A_BY_POINTER"):
-        if a.stride(-1) != 1:
-            raise Unsupported(f"A has column stride {a.stride(-1)}; sgemm v11 and v12 read rows of contiguous floats")
-        a_operand = (cuda.as_cupy(a, padded_rows=True), np.int32(a.stride(-2)))
-    else:
-        a_operand = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]),)
     blocks = min(units, sm_count(out))
-    args = (*a_operand, tma.tensor_map("B", b, TMA_BOX, defines["BK"]), cuda.as_cupy(out, padded_rows=True),
-            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+    args = (*_operand("A", a, defines["BM"], defines), *_operand("B", b, defines["BK"], defines),
+            cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
                       smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
@@ -208,15 +212,16 @@ def split_wgmma_launch(defines, tensors, out, shape, precision):
     return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
-def a_path(defines):
-    """v11's and v12's ``defines`` with A_BY_POINTER=1 where TMA cannot read A's rows (K no multiple of 4
-    floats, an offset or padded view): the kernel's splitter warps copy A's boxes themselves
-    (cuda_kernels/sgemm/wgmma_3xtf32.cuh) instead of the launch copying A into rows TMA can read."""
-    def with_path(config, tensors, out, shape, precision):
+def by_pointer(defines):
+    """v11's and v12's ``defines`` with A_BY_POINTER and B_BY_POINTER 1 where TMA cannot read that operand's
+    rows (K or N no multiple of 4 floats, an offset or padded view): the kernel's splitter warps copy its
+    boxes themselves (cuda_kernels/sgemm/wgmma_3xtf32.cuh) instead of the launch copying it into rows TMA
+    can read."""
+    def with_paths(config, tensors, out, shape, precision):
         return {**defines(config, tensors, out, shape, precision),
-                "A_BY_POINTER": int(alignment_reason("A", tensors["A"]) is not None)}
+                **{f"{n}_BY_POINTER": int(alignment_reason(n, tensors[n]) is not None) for n in ("A", "B")}}
 
-    return with_path
+    return with_paths
 
 
 TILED = tiled()                                  # v0–v4: static shared memory
@@ -225,12 +230,11 @@ TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-# v11: a 1-D grid; A read by pointer and B staged where TMA cannot take their rows (a_path;
-# study/ops/tma_staging.py), C stored by pointer, element by element, at any leading dimension.
-WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=a_path(TILED.defines)), names=("B",), out=False)
+# v11: a 1-D grid; A and B read by pointer where TMA cannot take their rows (by_pointer), C stored by
+# pointer, element by element, at any leading dimension: nothing staged.
+WGMMA = CudaLauncher(launch=wgmma_launch, defines=by_pointer(TILED.defines))
 # v12: v11's launch over split-K units (A and B as v11's), BM fitted to the shape.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=a_path(fitted_rows)), names=("B",),
-                              out=False)
+SPLIT_WGMMA = CudaLauncher(launch=split_wgmma_launch, defines=by_pointer(fitted_rows))
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------
