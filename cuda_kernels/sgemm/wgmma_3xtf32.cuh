@@ -295,14 +295,14 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
                 if (use + AHEAD < uses) copy_next(use + AHEAD);
                 cp_async_commit();
             }
-            return;
-        }
-        for (int use = 0; use < uses; ++use) {
-            const int stage = use % STAGES;
-            mbar_wait(full + stage * 8, (use / STAGES) & 1);
-            split_a(base + stage * STAGE_BYTES, thread - 32);
-            fence_async_shared();  // the planes are read next by wgmma (the async proxy)
-            mbar_arrive(splitb + stage * 8);
+        } else {
+            for (int use = 0; use < uses; ++use) {
+                const int stage = use % STAGES;
+                mbar_wait(full + stage * 8, (use / STAGES) & 1);
+                split_a(base + stage * STAGE_BYTES, thread - 32);
+                fence_async_shared();  // the planes are read next by wgmma (the async proxy)
+                mbar_arrive(splitb + stage * 8);
+            }
         }
         return;
     }

@@ -43,6 +43,7 @@ from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SP
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
                                    split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
+from study.ops.tma_staging import base_pointer
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
@@ -142,7 +143,7 @@ def _operand(name: str, tensor, box_rows: int, defines) -> tuple:
     if tensor.stride(-1) != 1:
         raise Unsupported(f"{name} has column stride {tensor.stride(-1)}; sgemm v11 and v12 read rows of "
                           f"contiguous floats")
-    return cuda.as_cupy(tensor, padded_rows=True), np.int32(tensor.stride(-2))
+    return base_pointer(tensor), np.int32(tensor.stride(-2))  # any row stride, overlapping rows too (read only)
 
 
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:

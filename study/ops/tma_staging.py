@@ -73,13 +73,13 @@ def stage_call(src, dst) -> KernelCall:
                           f"{src.stride(-1)} and {dst.stride(-1)}")
     entries, src_entry, src_row = _layout(src)
     _, dst_entry, dst_row = _layout(dst)
-    args = (_pointer(src), _pointer(dst), np.int32(entries), np.int32(src.shape[-2]), np.int32(src.shape[-1]),
+    args = (base_pointer(src), base_pointer(dst), np.int32(entries), np.int32(src.shape[-2]), np.int32(src.shape[-1]),
             np.int64(src_entry), np.int64(src_row), np.int64(dst_entry), np.int64(dst_row))
     launch = dataclasses.replace(_rows_launch(src, args), keep=(src, dst))
     return KernelCall(STAGE_ROWS, "stage_rows", {"ELEM_BYTES": src.element_size()}, launch)
 
 
-def _pointer(tensor):
+def base_pointer(tensor):
     """The kernel argument of a matrix (or batch) of any row and entry strides: CuPy's zero-copy view of
     the storage it spans, passed as its base pointer (the strides travel as arguments)."""
     return cuda.as_cupy(torch.as_strided(tensor, (_extent(tensor),), (1,)))
