@@ -22,6 +22,9 @@
 // through the split barrier, which they wait on after the full one. Without them the launch copied the
 // operand into padded rows before the kernel, a pass over its bytes twice (ncu at 4517×62×2411, c89:
 // 23.8 µs for A and 4.4 for B of a 71 µs launch).
+// Status: written and reviewed on the CPU (SASS, registers, a model of the cursor and the cp.async groups over
+// 3,000 plans); not yet run on a GPU. First: tests/test_gpu.py -k 3xtf32_rungs_copy under a timeout, then
+// sanitize (memcheck, racecheck, synccheck) at sgemm's awkward shapes, which take this path.
 #pragma once
 
 #ifndef FOLD
