@@ -159,7 +159,8 @@ def test_the_3xtf32_rungs_compile_operands_read_by_pointer(tmp_path):
     # A_BY_POINTER, B_BY_POINTER (sgemm/wgmma_3xtf32.cuh: the splitters copy the boxes of an operand TMA cannot
     # read), launch defines no point declares: v11's declared config with each and both, and v12 at each height
     # of its space with both.
-    v11, v12 = (next(i for i in CUDA if i.name == f"sgemm/{r}/cuda") for r in ("v11_3xtf32_wgmma", "v12_3xtf32_split_k"))
+    v11, v12 = (next(i for i in CUDA if i.name == f"sgemm/{rung}/cuda")
+                for rung in ("v11_3xtf32_wgmma", "v12_3xtf32_split_k"))
     _compile_all(v11, [({**_defines(v11, v11.params, "fp32", 1), "A_BY_POINTER": a, "B_BY_POINTER": b}, "sm_90a")
                        for a, b in ((1, 0), (0, 1), (1, 1))], tmp_path)
     heights = {p["BM"]: p for p in v12.space}

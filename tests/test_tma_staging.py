@@ -156,7 +156,7 @@ def test_the_3xtf32_rungs_read_rows_tma_cannot_by_pointer_in_their_kernel(fake_c
     (symbol, _, _, args, _), *_ = fake_cuda
     assert symbol == impl.target.symbol and [c[0] for c in fake_cuda].count("stage_rows") == 0
     at = 0
-    for x, rows in (("A", k), ("B", n)):
+    for x in "AB":
         if x in named:
             assert args[at].data_ptr() == tensors[x].data_ptr() and int(args[at + 1]) == tensors[x].stride(0)
             at += 2

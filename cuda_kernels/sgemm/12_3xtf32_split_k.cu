@@ -28,7 +28,8 @@
 // splitters; C stored element by element at any leading dimension); the workspace holds
 // splits × M × ldp floats, ldp = N rounded up to 4. Correct at every autotune point and edge shape,
 // clean under memcheck and racecheck (H200, c16/c17 at c5f5b0f); no figure yet.
-// Registers: setmaxnreg 56 (producer) and 216 (consumers) at every BM, as v11.
+// Registers: setmaxnreg 56 (producer; 72 where it copies an operand by pointer) and 216 (consumers) at
+// every BM, as v11.
 // arch: sm_90a
 // precisions: fp32
 // config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 REDUCE_THREADS=256 MIN_SLICES=4 FIT=1

@@ -235,7 +235,8 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
                     const int stage = use % STAGES;
                     if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
                     const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
-                    mbar_arrive_expect_tx(bar, (A_BY_POINTER ? 0 : A_BYTES) + (B_BY_POINTER ? 0 : BN / 32 * B_BOX_BYTES));
+                    constexpr int TMA_BYTES = (A_BY_POINTER ? 0 : A_BYTES) + (B_BY_POINTER ? 0 : BN / 32 * B_BOX_BYTES);
+                    mbar_arrive_expect_tx(bar, TMA_BYTES);
                     if constexpr (!A_BY_POINTER) tma_load_2d(st, map_a, s * BK, bm * BM, bar);
                     if constexpr (!B_BY_POINTER) {
 #pragma unroll
@@ -279,8 +280,9 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             auto copy_next = [&](int j) {  // slice j of this block's walk (the cursor's), then the cursor on
                 const int stage = j % STAGES;
                 if (j >= STAGES) mbar_wait(empty + stage * 8, (j / STAGES - 1) & 1);
-                if constexpr (A_BY_POINTER) copy_a(base + stage * STAGE_BYTES, thread - 32, A, lda, M, K, row0, s * BK);
-                if constexpr (B_BY_POINTER) copy_b(base + stage * STAGE_BYTES, thread - 32, B, ldb, N, K, s * BK, col0);
+                const unsigned st = base + stage * STAGE_BYTES;
+                if constexpr (A_BY_POINTER) copy_a(st, thread - 32, A, lda, M, K, row0, s * BK);
+                if constexpr (B_BY_POINTER) copy_b(st, thread - 32, B, ldb, N, K, s * BK, col0);
                 if (++s == s1 && (unit += gridDim.x) < units) enter(unit);
             };
             if (unit < units) enter(unit);
