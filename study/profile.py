@@ -147,6 +147,13 @@ def parse_config(texts, params: dict) -> dict:
     return out
 
 
+def unfitted(texts, config: dict) -> list[str]:
+    """The fit switches :func:`parse_config` turned off without being asked (``FIT=0`` added to ``config``),
+    for the command to say so: a c86 profile meant for v6's fitted 64 × 64 tile ran its 128 × 128 one."""
+    given = {part.partition("=")[0] for text in texts for part in text.split(",") if part}
+    return [f"{fit}=0" for fit in ("FIT", "FIT_BN") if config.get(fit) == 0 and fit not in given]
+
+
 def profile_stem(impl: str, shape: str, precision: str | None = None, config: dict | None = None) -> str:
     """``ncu-<op>-<rung>-<backend>-<shape>[-<precision>][-cfg_<K>_<V>…]``, safe as a file name (no
     '/', no leading '.'), and read back by :func:`label_from_stem`."""

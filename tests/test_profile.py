@@ -213,6 +213,10 @@ def test_a_point_of_the_space_is_profiled_by_its_overrides_and_named_by_them():
     fitted = {"THREADS": 1024, "ON_CHIP": 8, "FIT": 1}
     assert profile.parse_config(["THREADS=256"], fitted) == {"THREADS": 256, "FIT": 0}
     assert profile.parse_config(["THREADS=256,FIT=1"], fitted) == {"THREADS": 256, "FIT": 1}
+    # the command says when it turned the fit off unasked, not when the user asked for FIT=0 or FIT=1
+    assert profile.unfitted(["THREADS=256"], {"THREADS": 256, "FIT": 0}) == ["FIT=0"]
+    assert profile.unfitted(["THREADS=256", "FIT=0"], {"THREADS": 256, "FIT": 0}) == []
+    assert profile.unfitted(["THREADS=256,FIT=1"], {"THREADS": 256, "FIT": 1}) == []
 
 
 def _no_ncu(monkeypatch):

@@ -291,6 +291,9 @@ def cmd_profile(args) -> int:
     try:
         impl, _ = profile.resolve(*args.targets, args.precision)  # usage errors before the tool and GPU checks
         config = profile.parse_config(args.config, impl.params)
+        for added in profile.unfitted(args.config, config):
+            say(f"study profile: {added}: the point named runs as written, not fitted to the shape "
+                f"(give {added.partition('=')[0]}=1 to keep the fit)")
         profile.find_ncu()
     except profile.ProfileError as exc:
         say(f"study profile: {exc}")

@@ -302,7 +302,8 @@ def parser(description: str) -> argparse.ArgumentParser:
     prf.add_argument("--launches", type=int, default=1, help="launches profiled, one row each (default 1)")
     prf.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                      help="a parameter in place of the declared config's (repeatable, or comma-separated): "
-                          "profile a point of the autotune space")
+                          "profile a point of the autotune space; where the declared config fits itself to "
+                          "the shape (FIT=1, FIT_BN=1) the point runs unfitted unless FIT=1 is given too")
     prf.add_argument("--out", type=Path, default=None, help="folder of the CSV and its JSON (default: "
                                                             "reports/<gpu>/profiles/)")
     prf.add_argument("--table", action="store_true", help="render the Markdown table of saved profiles")
