@@ -70,7 +70,7 @@ def summarise(rows: list[dict]) -> dict:
         return sum(ms_of(r) or 0.0 for r in groups[name])
 
     main = max(groups, key=total)
-    launches = min(len(v) for v in groups.values())
+    impl_launches = min(len(v) for v in groups.values())  # the implementation's launches: each kernel runs in every one
     mine = groups[main]
     avg = lambda metric: _mean(mine, metric)  # noqa: E731: over the main kernel's launches
     unit = mine[0].get("_units", {})
@@ -83,11 +83,11 @@ def summarise(rows: list[dict]) -> dict:
     return {
         "kernel": short_name(main), "kernel_full": main, "launches": len(mine), "kernels": len(groups),
         "sequence": [{"kernel": short_name(r.get("Kernel Name", "?")), "ms": ms_of(r)} for r in rows],  # in launch order
-        # per launch of the implementation (the fewest calls of any kernel: each runs at least once a launch): a
-        # kernel called twice in a launch (the staging of A's rows and of B's) is the two calls' time, not their mean
-        "other_kernels": [{"kernel": short_name(k), "calls": len(v) / launches, "ms": total(k) / launches}
+        # per launch of the implementation: a kernel called twice in a launch (the staging of A's rows and of B's)
+        # is the two calls' time, not their mean
+        "other_kernels": [{"kernel": short_name(k), "calls": len(v) / impl_launches, "ms": total(k) / impl_launches}
                           for k, v in groups.items() if k != main],
-        "calls": len(rows) / launches,
+        "calls": len(rows) / impl_launches,
         "duration_ms": duration, "sm_ghz": ghz(avg(SM_CLOCK), unit.get(SM_CLOCK, "")),
         "fma_pipe_pct": avg(FMA_PIPE),
         "ffma_tflops": None if ffma is None or not duration else 2 * ffma / (duration * 1e-3) / 1e12,

@@ -189,6 +189,23 @@ __device__ __forceinline__ void copy_b(unsigned stage, int thread, const float* 
         }
     }
 }
+
+// Unit u of the persistent walk: its K slices [s0, s1) and its tile (bm, bn) in the grouped order; with Split
+// (v12) the slices_per-long range u % splits of tile u / splits, else all of tile u. The TMA thread, the
+// splitters' copy cursor and the consumers walk the same units by it.
+struct Unit {
+    int s0, s1, bm, bn;
+};
+template <bool Split>
+__device__ __forceinline__ Unit unit_at(int u, int splits, int slices_per, int slices, int rows, int cols) {
+    Unit t{0, slices, 0, 0};
+    if constexpr (Split) {
+        t.s0 = u % splits * slices_per;
+        t.s1 = min(slices, t.s0 + slices_per);
+    }
+    grouped_tile_coords<GROUP>(Split ? u / splits : u, rows, cols, t.bm, t.bn);
+    return t;
+}
 }  // namespace wgmma3x
 
 
@@ -225,12 +242,7 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             if (thread != 0) return;
             int use = 0;  // slices issued so far over all units: stage use % STAGES, its round use / STAGES
             for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-                int bm, bn, s0 = 0, s1 = slices;
-                if constexpr (Split) {
-                    s0 = unit % splits * slices_per;
-                    s1 = min(slices, s0 + slices_per);
-                }
-                grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
+                const auto [s0, s1, bm, bn] = unit_at<Split>(unit, splits, slices_per, slices, rows, cols);
                 for (int s = s0; s < s1; ++s, ++use) {
                     const int stage = use % STAGES;
                     if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
@@ -264,26 +276,19 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             // The copies run STAGES − 1 slices ahead of the splits: slice j's into its stage once the
             // consumers released that stage's last round (slice j − STAGES), as the TMA thread waits.
             constexpr int AHEAD = STAGES - 1;
-            int unit = blockIdx.x, s = 0, s1 = 0, row0 = 0, col0 = 0;  // the next copy's unit, slice, range end, tile
-            auto enter = [&](int u) {  // the first slice of unit u, its range's end and its tile's first row
-                int bm, bn;
-                s = 0;
-                s1 = slices;
-                if constexpr (Split) {
-                    s = u % splits * slices_per;
-                    s1 = min(slices, s + slices_per);
-                }
-                grouped_tile_coords<GROUP>(Split ? u / splits : u, rows, cols, bm, bn);
-                row0 = bm * BM;
-                col0 = bn * BN;
+            int unit = blockIdx.x, s = 0;  // the next copy's unit and slice
+            Unit at{};
+            auto enter = [&](int u) {  // unit u's range and tile, the cursor at its first slice
+                at = unit_at<Split>(u, splits, slices_per, slices, rows, cols);
+                s = at.s0;
             };
             auto copy_next = [&](int j) {  // slice j of this block's walk (the cursor's), then the cursor on
                 const int stage = j % STAGES;
                 if (j >= STAGES) mbar_wait(empty + stage * 8, (j / STAGES - 1) & 1);
                 const unsigned st = base + stage * STAGE_BYTES;
-                if constexpr (A_BY_POINTER) copy_a(st, thread - 32, A, lda, M, K, row0, s * BK);
-                if constexpr (B_BY_POINTER) copy_b(st, thread - 32, B, ldb, N, K, s * BK, col0);
-                if (++s == s1 && (unit += gridDim.x) < units) enter(unit);
+                if constexpr (A_BY_POINTER) copy_a(st, thread - 32, A, lda, M, K, at.bm * BM, s * BK);
+                if constexpr (B_BY_POINTER) copy_b(st, thread - 32, B, ldb, N, K, s * BK, at.bn * BN);
+                if (++s == at.s1 && (unit += gridDim.x) < units) enter(unit);
             };
             if (unit < units) enter(unit);
             for (int j = 0; j < AHEAD; ++j) {
@@ -323,12 +328,7 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
 
     int use = 0;
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        int bm, bn, s0 = 0, s1 = slices;
-        if constexpr (Split) {
-            s0 = unit % splits * slices_per;
-            s1 = min(slices, s0 + slices_per);
-        }
-        grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
+        const auto [s0, s1, bm, bn] = unit_at<Split>(unit, splits, slices_per, slices, rows, cols);
         float acc[BM / 2], part[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma

@@ -3,8 +3,8 @@
 TMA reads (and, for C, writes) rows whose starts lie on 16 bytes and are 16 bytes apart by a
 multiple (study/backends/tma.py). A GEMM of K or N no multiple of 8 halves or 4 floats, a padded
 leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so the TMA rungs
-(hgemm v7–v9, bgemm v1, gemm_bias_relu v0/v2/v3; sgemm v11/v12 copy such rows inside their kernel instead,
-cuda_kernels/sgemm/wgmma_3xtf32.cuh) and their twins do too. What TMA cannot
+(hgemm v7–v9, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too, and the twins of sgemm v11/v12 (whose
+CUDA kernels copy such rows themselves: cuda_kernels/sgemm/wgmma_3xtf32.cuh). What TMA cannot
 read is copied, at every launch, into rows that keep the rule — the leading dimension rounded up to
 16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
 that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The gate
