@@ -574,32 +574,6 @@ def test_the_split_wgmma_rung_fits_its_tile_height_to_a_few_rows():
         assert (launch.config["BM"], launch.config["splits"]) == (bm, splits), (shape, launch.config)
 
 
-@pytest.mark.parametrize("rung", ["v11_3xtf32_wgmma", "v12_3xtf32_split_k"])
-def test_the_3xtf32_rungs_copy_rows_tma_cannot_read_in_their_kernel_at_every_point(rung):
-    # A_BY_POINTER, B_BY_POINTER (sgemm/wgmma_3xtf32.cuh): the splitters copy what TMA cannot read, nothing staged.
-    # K and N off 4 floats, K below a slice, an A one float into its storage, more units than SMs (the copy
-    # cursor crosses units and the stages' barrier phases wrap), v12 split over a long K; small integers then
-    # show an element taken from another row or column, and repeated launches give the same bits.
-    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
-    if _arch_reason(impl):
-        pytest.skip(_arch_reason(impl))
-    fp32 = ladder("sgemm").problem.precisions[0]
-    shapes = ((257, 190, 130), (5, 7, 1), (33, 129, 19), (2000, 1030, 771), (64, 66, 20001))
-    for point in [impl.params, *impl.space]:
-        for shape in shapes:
-            problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
-            verdict, launch = _run(impl, problem, sh, tensors, ref, scale, fp32, config=dict(point))
-            assert verdict.ok, (point, shape, verdict.message)
-            assert "staged" not in launch.config and launch.config["A_BY_POINTER"] == 1, (point, shape)
-            assert launch.config["B_BY_POINTER"] == (shape[1] % 4 != 0), (point, shape)
-    problem, sh, tensors, ref, scale = _data("sgemm", (300, 260, 130), fp32)
-    a = torch.empty(300 * 130 + 1, device="cuda", dtype=torch.float32)[1:].view(300, 130)
-    a.copy_(tensors["A"])
-    verdict, launch = _run(impl, problem, sh, {**tensors, "A": a}, ref, scale, fp32)
-    assert verdict.ok and launch.config["A_BY_POINTER"] == 1, verdict.message
-    _small_integers_pass_and_repeat_exactly(impl, problem, {"M": 257, "N": 190, "K": 130}, fp32, rung)
-
-
 def test_the_skinny_m_ffma_rung_fits_its_rows_to_m_and_repeats_exactly():
     # sgemm v13: ROWS the smallest of 1–32 that holds M (33–64: two row groups of 32), K cut into ranges that
     # each column block's last block sums in order (a count left unreset would leave C unwritten at the next

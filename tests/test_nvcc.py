@@ -155,20 +155,6 @@ def test_the_mma_sync_rungs_compile_every_fitted_tile(rung, tmp_path):
                              "sm_90a") for point in points for aligned in (0, 1)], tmp_path)
 
 
-def test_the_3xtf32_rungs_compile_operands_read_by_pointer(tmp_path):
-    # A_BY_POINTER, B_BY_POINTER (sgemm/wgmma_3xtf32.cuh: the splitters copy the boxes of an operand TMA cannot
-    # read), launch defines no point declares: v11's declared config with each and both, and v12 at each height
-    # of its space with both.
-    v11, v12 = (next(i for i in CUDA if i.name == f"sgemm/{rung}/cuda")
-                for rung in ("v11_3xtf32_wgmma", "v12_3xtf32_split_k"))
-    _compile_all(v11, [({**_defines(v11, v11.params, "fp32", 1), "A_BY_POINTER": a, "B_BY_POINTER": b}, "sm_90a")
-                       for a, b in ((1, 0), (0, 1), (1, 1))], tmp_path)
-    heights = {p["BM"]: p for p in v12.space}
-    assert sorted(heights) == [16, 32, 64, 128]
-    _compile_all(v12, [({**_defines(v12, p, "fp32", 1), "A_BY_POINTER": 1, "B_BY_POINTER": 1}, "sm_90a")
-                       for p in heights.values()], tmp_path)
-
-
 def test_a_broken_config_fails_loudly(tmp_path):
     impl = next(i for i in CUDA if i.name == "sgemm/v3_register_tile/cuda")
     bad = _defines(impl, {**impl.params, "THREADS": 64}, "fp32", 1)  # violates THREADS == (BM/TM)*(BN/TN)

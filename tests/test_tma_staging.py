@@ -76,6 +76,8 @@ def _staged_copies(calls):
     ("hgemm/v8_warp_specialized/cuda", {"M": 17, "N": 33, "K": 64}, "bf16", "B+C"),
     ("hgemm/v8_warp_specialized/cuda", {"M": 9, "N": 13, "K": 16}, "fp16", "B+C"),  # C rows of 26 bytes: some touch 3 words
     ("hgemm/v7_wgmma_tma/cuda", {"M": 17, "N": 64, "K": 65}, "fp16", "A"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 256, "N": 192, "K": 130}, "fp32", "A"),
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 5, "N": 7, "K": 1}, "fp32", "A+B"),  # C by pointer: never staged
     ("bgemm/v1_batched_wgmma/cuda", {"batch": 3, "M": 17, "N": 33, "K": 65}, "fp16", "A+B+C"),
     ("gemm_bias_relu/v2_fused_wgmma/cuda", {"M": 17, "N": 12, "K": 8}, "fp16", "B+C"),
 ])
@@ -127,44 +129,6 @@ def test_rows_tma_reads_in_place_launch_as_before(fake_cuda, name, shape, precis
     assert "staged" not in launch.config and [c[0] for c in calls] == [implementation(name).target.symbol]
     maps = [a for a in calls[0][3] if isinstance(a, tuple) and a and a[0] == "map"]
     assert [m[2] for m in maps[:2]] == [tensors["A"].data_ptr(), tensors["B"].data_ptr()]
-
-
-@pytest.mark.parametrize("name", ["sgemm/v11_3xtf32_wgmma/cuda", "sgemm/v12_3xtf32_split_k/cuda"])
-@pytest.mark.parametrize("k, n, offset, by_pointer", [
-    (130, 192, 0, "A"),     # A's rows 520 bytes apart
-    (128, 192, 1, "A"),     # A a view one float in
-    (128, 190, 0, "B"),     # B's rows 760 bytes apart
-    (1, 7, 0, "A+B"),       # both
-])
-def test_the_3xtf32_rungs_read_rows_tma_cannot_by_pointer_in_their_kernel(fake_cuda, name, k, n, offset, by_pointer):
-    # Nothing is copied before the kernel: its splitter warps copy the boxes of an operand TMA cannot read
-    # (A_BY_POINTER, B_BY_POINTER), whose pointer and leading dimension stand in place of its tensor map.
-    impl = implementation(name)
-    problem = ladder("sgemm").problem
-    fp32 = problem.precision("fp32")
-    shape = {"M": 256, "N": n, "K": k}
-    tensors = problem.make_inputs(shape, fp32, 0, "cpu")
-    a = torch.zeros(256 * k + offset, dtype=torch.float32)[offset:].view(256, k)
-    a.copy_(tensors["A"])
-    tensors = {**tensors, "A": a}
-    launch = backend("cuda").prepare(impl, problem, tensors, shape, fp32)
-    fake_cuda.clear()
-    launch.fn()
-    named = by_pointer.split("+")
-    assert "staged" not in launch.config
-    assert [launch.config[f"{x}_BY_POINTER"] for x in "AB"] == [int(x in named) for x in "AB"]
-    (symbol, _, _, args, _), *_ = fake_cuda
-    assert symbol == impl.target.symbol and [c[0] for c in fake_cuda].count("stage_rows") == 0
-    at = 0
-    for x in "AB":
-        if x in named:
-            assert args[at].data_ptr() == tensors[x].data_ptr() and int(args[at + 1]) == tensors[x].stride(0)
-            at += 2
-        else:
-            assert args[at][:2] == ("map", x)
-            at += 1
-    _, launch, _ = _prepare(name, {"M": 256, "N": 192, "K": 132}, "fp32", fake_cuda)
-    assert (launch.config["A_BY_POINTER"], launch.config["B_BY_POINTER"]) == (0, 0)  # rows TMA reads: maps
 
 
 def test_the_unfused_rung_stages_around_its_gemm_and_then_runs_its_pass(fake_cuda):

@@ -13,44 +13,10 @@
 // slices (F·32 of K) before it joins the running sum by FADD, so a consumer waits for its wgmmas before
 // the FADDs F times less often, at F times the K the tensor cores accumulate without rounding to nearest
 // (the gate error grows with it; each point is checked as any other). v11's header has the measurements.
-// A_BY_POINTER=1, B_BY_POINTER=1 (launch defines, not config axes: set where TMA cannot read an operand's
-// rows, K or N no multiple of 4 floats or an offset view): the splitter warps copy that operand's boxes
-// themselves, 4-byte cp.async from its rows into the layout TMA's 128-byte swizzle gives (a row's 16-byte
-// chunk c at chunk c ^ (row % 8)), zeros past M, N and K, STAGES − 1 slices ahead, A's chunks each
-// thread then splits; the TMA thread loads what is left (nothing where both are copied: its expect_tx of
-// 0 bytes still completes the stage's full barrier). B copied by the splitters reaches the consumers
-// through the split barrier, which they wait on after the full one. Without them the launch copied the
-// operand into padded rows before the kernel, a pass over its bytes twice (ncu at 4517×62×2411, c89:
-// 23.8 µs for A and 4.4 for B of a 71 µs launch).
-// Status: written and reviewed on the CPU (SASS, registers, a model of the cursor and the cp.async groups over
-// 3,000 plans); not yet run on a GPU. First: tests/test_gpu.py -k 3xtf32_rungs_copy under a timeout, then
-// sanitize (memcheck, racecheck, synccheck) at sgemm's awkward shapes, which take this path.
 #pragma once
 
 #ifndef FOLD
 #define FOLD 1
-#endif
-#ifndef A_BY_POINTER
-#define A_BY_POINTER 0
-#endif
-#ifndef B_BY_POINTER
-#define B_BY_POINTER 0
-#endif
-
-// The kernel entries' A and B: each a tensor map, or (*_BY_POINTER) its pointer and leading dimension.
-#if A_BY_POINTER
-#define A_OPERAND const float* __restrict__ A, int lda
-#define A_ARGS nullptr, A, lda
-#else
-#define A_OPERAND const __grid_constant__ TensorMap map_a
-#define A_ARGS &map_a, nullptr, 0
-#endif
-#if B_BY_POINTER
-#define B_OPERAND const float* __restrict__ B, int ldb
-#define B_ARGS nullptr, B, ldb
-#else
-#define B_OPERAND const __grid_constant__ TensorMap map_b
-#define B_ARGS &map_b, nullptr, 0
 #endif
 
 #include "sgemm/grouped_order.cuh"
@@ -72,10 +38,7 @@ static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one
 static_assert(STAGES >= 2, "at least two stages");
 static_assert(FOLD >= 1, "a partial over at least one slice");
 
-// 128·56 + 256·216 ≤ 65,536; with copies by pointer the splitters hold the cursor and both copy loops'
-// addresses (56 spilled with both operands copied, nvcc 13.0 -Xptxas -v): 72, the most that leaves the
-// consumers their 216 (128·72 + 256·216 = 64,512, what 168 registers × 384 threads at launch hold).
-constexpr int PRODUCER_REGISTERS = (A_BY_POINTER || B_BY_POINTER) ? 72 : 56, CONSUMER_REGISTERS = 216;
+constexpr int PRODUCER_REGISTERS = 56, CONSUMER_REGISTERS = 216;  // 128·56 + 256·216 ≤ 65,536
 
 // D(64 × N) (+)= A(64 × 8, TF32 fragments in registers) · B(8 × N, K-major TF32 in shared memory).
 // The A fragment is mma.m16n8k8's per warp: a0 (row g, k t), a1 (g + 8, t), a2 (g, t + 4),
@@ -156,62 +119,11 @@ __device__ __forceinline__ void split_a(unsigned stage, int thread) {
         st_shared_v4(at + A_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
     }
 }
-// A_BY_POINTER: A's BM × 32 box of the slice at (m0, k0) copied into a stage as TMA would lay it out,
-// 4 bytes a cp.async (A's rows need not lie on 16 bytes), zeros past M and K; each thread the chunks
-// split_a gives it, so that its own wait_group makes them visible to its split without a barrier.
-__device__ __forceinline__ void copy_a(unsigned stage, int thread, const float* __restrict__ A, int lda, int M,
-                                       int K, int m0, int k0) {
-#pragma unroll 4
-    for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) {
-        const int r = i / 8, chunk = (i % 8) ^ (r % 8), row = m0 + r;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int k = k0 + 4 * chunk + e;
-            const bool in = row < M && k < K;
-            cp_async_4_shared(stage + i * 16 + e * 4, in ? A + (size_t)row * lda + k : A, in);
-        }
-    }
-}
-
-// B_BY_POINTER: B's BK × BN slice at (k0, n0) copied into a stage's BN/32 boxes as TMA lays them out
-// (b_offset's layout), 4 bytes a cp.async, zeros past K and N.
-__device__ __forceinline__ void copy_b(unsigned stage, int thread, const float* __restrict__ B, int ldb, int N,
-                                       int K, int k0, int n0) {
-    constexpr int BOX_CHUNKS = B_BOX_BYTES / 16;
-#pragma unroll 4
-    for (int i = thread; i < BN / 32 * BOX_CHUNKS; i += SPLITTERS) {
-        const int box = i / BOX_CHUNKS, r = i % BOX_CHUNKS / 8, chunk = (i % 8) ^ (r % 8), k = k0 + r;
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int n = n0 + 32 * box + 4 * chunk + e;
-            const bool in = k < K && n < N;
-            cp_async_4_shared(stage + 2 * A_BYTES + i * 16 + e * 4, in ? B + (size_t)k * ldb + n : B, in);
-        }
-    }
-}
-
-// Unit u of the persistent walk: its K slices [s0, s1) and its tile (bm, bn) in the grouped order; with Split
-// (v12) the slices_per-long range u % splits of tile u / splits, else all of tile u. The TMA thread, the
-// splitters' copy cursor and the consumers walk the same units by it.
-struct Unit {
-    int s0, s1, bm, bn;
-};
-template <bool Split>
-__device__ __forceinline__ Unit unit_at(int u, int splits, int slices_per, int slices, int rows, int cols) {
-    Unit t{0, slices, 0, 0};
-    if constexpr (Split) {
-        t.s0 = u % splits * slices_per;
-        t.s1 = min(slices, t.s0 + slices_per);
-    }
-    grouped_tile_coords<GROUP>(Split ? u / splits : u, rows, cols, t.bm, t.bn);
-    return t;
-}
 }  // namespace wgmma3x
 
 
 template <bool Split = false>
-__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const float* __restrict__ A, int lda,
-                                                  const TensorMap* map_b, const float* __restrict__ B, int ldb,
+__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const TensorMap* map_b,
                                                   float* __restrict__ C, int M, int N, int K, int ldc,
                                                   int splits = 1, int slices_per = 0,
                                                   float* __restrict__ partial = nullptr, int ldp = 0) {
@@ -225,8 +137,8 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
     const int units = Split ? tiles * splits : tiles;
 
     if (tid == 0) {
-        if constexpr (!A_BY_POINTER) tma_prefetch_map(map_a);
-        if constexpr (!B_BY_POINTER) tma_prefetch_map(map_b);
+        tma_prefetch_map(map_a);
+        tma_prefetch_map(map_b);
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(full + s * 8, 1);                // the TMA thread's expect_tx; the bytes complete it
             mbar_init(splitb + s * 8, SPLITTERS);      // every splitting thread, after its fence
@@ -242,26 +154,28 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             if (thread != 0) return;
             int use = 0;  // slices issued so far over all units: stage use % STAGES, its round use / STAGES
             for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-                const auto [s0, s1, bm, bn] = unit_at<Split>(unit, splits, slices_per, slices, rows, cols);
+                int bm, bn, s0 = 0, s1 = slices;
+                if constexpr (Split) {
+                    s0 = unit % splits * slices_per;
+                    s1 = min(slices, s0 + slices_per);
+                }
+                grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
                 for (int s = s0; s < s1; ++s, ++use) {
                     const int stage = use % STAGES;
                     if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
                     const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
-                    constexpr int TMA_BYTES = (A_BY_POINTER ? 0 : A_BYTES) + (B_BY_POINTER ? 0 : BN / 32 * B_BOX_BYTES);
-                    mbar_arrive_expect_tx(bar, TMA_BYTES);
-                    if constexpr (!A_BY_POINTER) tma_load_2d(st, map_a, s * BK, bm * BM, bar);
-                    if constexpr (!B_BY_POINTER) {
+                    mbar_arrive_expect_tx(bar, A_BYTES + BN / 32 * B_BOX_BYTES);
+                    tma_load_2d(st, map_a, s * BK, bm * BM, bar);
 #pragma unroll
-                        for (int c = 0; c < BN / 32; ++c)
-                            tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, map_b, bn * BN + c * 32, s * BK, bar);
-                    }
+                    for (int c = 0; c < BN / 32; ++c)
+                        tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, map_b, bn * BN + c * 32, s * BK, bar);
                 }
             }
             return;
         }
-        // The splitters wait only for copies to land, never for a stage to empty (but before copying into
-        // one by pointer): they run up to STAGES − 1 slices ahead of the consumers (v11's header says what
-        // splitting by the TMA thread cost). Their slice count is the TMA thread's: the block's units' K ranges.
+        // The splitters wait only for copies to land, never for a stage to empty: they run up to
+        // STAGES − 1 slices ahead of the consumers (v11's header says what splitting by the TMA
+        // thread cost). Their slice count is the TMA thread's: the block's units' K ranges.
         int uses;
         if constexpr (Split) {
             uses = 0;
@@ -272,47 +186,12 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         } else {
             uses = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * slices;
         }
-        if constexpr (A_BY_POINTER || B_BY_POINTER) {
-            // The copies run STAGES − 1 slices ahead of the splits: slice j's into its stage once the
-            // consumers released that stage's last round (slice j − STAGES), as the TMA thread waits.
-            constexpr int AHEAD = STAGES - 1;
-            int unit = blockIdx.x, s = 0;  // the next copy's unit and slice
-            Unit at{};
-            auto enter = [&](int u) {  // unit u's range and tile, the cursor at its first slice
-                at = unit_at<Split>(u, splits, slices_per, slices, rows, cols);
-                s = at.s0;
-            };
-            auto copy_next = [&](int j) {  // slice j of this block's walk (the cursor's), then the cursor on
-                const int stage = j % STAGES;
-                if (j >= STAGES) mbar_wait(empty + stage * 8, (j / STAGES - 1) & 1);
-                const unsigned st = base + stage * STAGE_BYTES;
-                if constexpr (A_BY_POINTER) copy_a(st, thread - 32, A, lda, M, K, at.bm * BM, s * BK);
-                if constexpr (B_BY_POINTER) copy_b(st, thread - 32, B, ldb, N, K, s * BK, at.bn * BN);
-                if (++s == at.s1 && (unit += gridDim.x) < units) enter(unit);
-            };
-            if (unit < units) enter(unit);
-            for (int j = 0; j < AHEAD; ++j) {
-                if (j < uses) copy_next(j);
-                cp_async_commit();  // a group a slice, empty past the walk's end, so the wait's count holds
-            }
-            for (int use = 0; use < uses; ++use) {
-                const int stage = use % STAGES;
-                cp_async_wait<AHEAD - 1>();  // this slice's group landed (the AHEAD − 1 after it may not)
-                if constexpr (!A_BY_POINTER) mbar_wait(full + stage * 8, (use / STAGES) & 1);  // A by TMA
-                split_a(base + stage * STAGE_BYTES, thread - 32);
-                fence_async_shared();
-                mbar_arrive(splitb + stage * 8);  // B's copies too: the consumers read them after this barrier
-                if (use + AHEAD < uses) copy_next(use + AHEAD);
-                cp_async_commit();
-            }
-        } else {
-            for (int use = 0; use < uses; ++use) {
-                const int stage = use % STAGES;
-                mbar_wait(full + stage * 8, (use / STAGES) & 1);
-                split_a(base + stage * STAGE_BYTES, thread - 32);
-                fence_async_shared();  // the planes are read next by wgmma (the async proxy)
-                mbar_arrive(splitb + stage * 8);
-            }
+        for (int use = 0; use < uses; ++use) {
+            const int stage = use % STAGES;
+            mbar_wait(full + stage * 8, (use / STAGES) & 1);
+            split_a(base + stage * STAGE_BYTES, thread - 32);
+            fence_async_shared();  // the planes are read next by wgmma (the async proxy)
+            mbar_arrive(splitb + stage * 8);
         }
         return;
     }
@@ -328,7 +207,12 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
 
     int use = 0;
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
-        const auto [s0, s1, bm, bn] = unit_at<Split>(unit, splits, slices_per, slices, rows, cols);
+        int bm, bn, s0 = 0, s1 = slices;
+        if constexpr (Split) {
+            s0 = unit % splits * slices_per;
+            s1 = min(slices, s0 + slices_per);
+        }
+        grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
         float acc[BM / 2], part[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma

@@ -36,14 +36,13 @@ import torch
 
 from study import kernel_header
 from study.backends import cuda, tma
-from study.backends.tma import alignment_reason
 from study.backends.launch import Unsupported
 from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
                                    split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
-from study.ops.tma_staging import base_pointer
+from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
@@ -135,29 +134,17 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=grid_rows_check, defines=aligned_defines(FLOATS))
 
 
-def _operand(name: str, tensor, box_rows: int, defines) -> tuple:
-    """v11's kernel argument(s) for A or B: its tensor map (boxes of ``box_rows`` rows × 32 floats), or,
-    where the launch set ``<name>_BY_POINTER`` (:func:`by_pointer`), its pointer and leading dimension."""
-    if not defines.get(f"{name}_BY_POINTER"):
-        return (tma.tensor_map(name, tensor, TMA_BOX, box_rows),)
-    if tensor.stride(-1) != 1:
-        raise Unsupported(f"{name} has column stride {tensor.stride(-1)}; sgemm v11 and v12 read rows of "
-                          f"contiguous floats")
-    return base_pointer(tensor), np.int32(tensor.stride(-2))  # any row stride, overlapping rows too (read only)
-
-
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
     """v11's kernel over ``units`` (its tiles; v12's tiles × splits): tensor maps of A (boxes of BM rows ×
-    32 floats) and B (BK rows × 32), each, where TMA cannot read it (:func:`by_pointer`), its pointer and
-    leading dimension in place of its map; C by pointer (stored element by element), one block per SM
-    walking the units (fewer if fewer units)."""
+    32 floats) and B (BK rows × 32), C by pointer (stored element by element), one block per SM walking
+    the units (fewer if fewer units)."""
     if shape.get("batch", 1) != 1:
         raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
+    maps = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]), tma.tensor_map("B", b, TMA_BOX, defines["BK"]))
     blocks = min(units, sm_count(out))
-    args = (*_operand("A", a, defines["BM"], defines), *_operand("B", b, defines["BK"], defines),
-            cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+    args = (*maps, cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
                       smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
 
@@ -213,29 +200,17 @@ def split_wgmma_launch(defines, tensors, out, shape, precision):
     return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
-def by_pointer(defines):
-    """v11's and v12's ``defines`` with A_BY_POINTER and B_BY_POINTER 1 where TMA cannot read that operand's
-    rows (K or N no multiple of 4 floats, an offset or padded view): the kernel's splitter warps copy its
-    boxes themselves (cuda_kernels/sgemm/wgmma_3xtf32.cuh) instead of the launch copying it into rows TMA
-    can read."""
-    def with_paths(config, tensors, out, shape, precision):
-        return {**defines(config, tensors, out, shape, precision),
-                **{f"{n}_BY_POINTER": int(alignment_reason(n, tensors[n]) is not None) for n in ("A", "B")}}
-
-    return with_paths
-
-
 TILED = tiled()                                  # v0–v4: static shared memory
 WARP_TILED = tiled(ffma_warp_tile_smem)          # v6, v7: FFMA warp tiles in dynamic shared memory
 TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-# v11: a 1-D grid; A and B read by pointer where TMA cannot take their rows (by_pointer), C stored by
-# pointer, element by element, at any leading dimension: nothing staged.
-WGMMA = CudaLauncher(launch=wgmma_launch, defines=by_pointer(TILED.defines))
-# v12: v11's launch over split-K units (A and B as v11's), BM fitted to the shape.
-SPLIT_WGMMA = CudaLauncher(launch=split_wgmma_launch, defines=by_pointer(fitted_rows))
+# v11: a 1-D grid; A and B staged where TMA cannot take their rows (study/ops/tma_staging.py), C stored by
+# pointer, element by element, at any leading dimension.
+WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=TILED.defines), out=False)
+# v12: v11's launch over split-K units (staged as v11's), BM fitted to M.
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False)
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------

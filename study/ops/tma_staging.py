@@ -3,8 +3,7 @@
 TMA reads (and, for C, writes) rows whose starts lie on 16 bytes and are 16 bytes apart by a
 multiple (study/backends/tma.py). A GEMM of K or N no multiple of 8 halves or 4 floats, a padded
 leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so the TMA rungs
-(hgemm v7–v9, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too, and the twins of sgemm v11/v12 (whose
-CUDA kernels copy such rows themselves: cuda_kernels/sgemm/wgmma_3xtf32.cuh). What TMA cannot
+(hgemm v7–v9, sgemm v11, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too. What TMA cannot
 read is copied, at every launch, into rows that keep the rule — the leading dimension rounded up to
 16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
 that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The gate
@@ -74,13 +73,13 @@ def stage_call(src, dst) -> KernelCall:
                           f"{src.stride(-1)} and {dst.stride(-1)}")
     entries, src_entry, src_row = _layout(src)
     _, dst_entry, dst_row = _layout(dst)
-    args = (base_pointer(src), base_pointer(dst), np.int32(entries), np.int32(src.shape[-2]), np.int32(src.shape[-1]),
+    args = (_pointer(src), _pointer(dst), np.int32(entries), np.int32(src.shape[-2]), np.int32(src.shape[-1]),
             np.int64(src_entry), np.int64(src_row), np.int64(dst_entry), np.int64(dst_row))
     launch = dataclasses.replace(_rows_launch(src, args), keep=(src, dst))
     return KernelCall(STAGE_ROWS, "stage_rows", {"ELEM_BYTES": src.element_size()}, launch)
 
 
-def base_pointer(tensor):
+def _pointer(tensor):
     """The kernel argument of a matrix (or batch) of any row and entry strides: CuPy's zero-copy view of
     the storage it spans, passed as its base pointer (the strides travel as arguments)."""
     return cuda.as_cupy(torch.as_strided(tensor, (_extent(tensor),), (1,)))
