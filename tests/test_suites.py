@@ -108,6 +108,29 @@ def test_the_suite_is_judged_against_its_goals_and_names_the_shapes_below_with_t
     assert goals.lines({("fp32", "CUDA"): {}}, {("fp32", "CUDA"): {"skipped": {}}}, "softmax_plugin", tmp_path) == []
 
 
+def test_a_missed_geometric_mean_names_its_lowest_shapes_and_cites_their_profiles(tmp_path):
+    # Every shape above the per-shape goal, the mean below its own: the shapes that hold it down are named (at most
+    # LOWEST, those under the per-shape goal being named there) and their saved profiles cited; a met mean names none.
+    from test_profile import OUTPUT
+
+    shapes = [{"M": m, "N": 64, "K": 64} for m in (1, 2, 3, 4, 5)]
+    ms = [_record(s, "cuda", "v1", x) for s, x in zip(shapes, (0.8, 0.85, 0.9, 0.7, 1.3))]
+    ms += [_record(s, "triton", "v1", x) for s, x in zip(shapes, (0.95, 0.8, 1.0, 1.0, 1.0))]
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "ncu-hgemm-v1-cuda-2x64x64-bf16.csv").write_text(OUTPUT)
+    text = "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path / "suites"))
+    assert "(goal ≥ 0.95×: missed); lowest: 1×64×64 0.800× (v1), 2×64×64 0.850× (v1), 3×64×64 0.900× (v1); " \
+           "every shape ≥ 0.75×: missed at 1 of 5: 4×64×64 0.700× (v1)" in text
+    assert "(goal ≥ 0.9×: met)" in text and text.count("lowest:") == 1
+    assert next(line for line in text.splitlines() if line.startswith("- 2×64×64 bf16:")).endswith("achieved 23.8 %")
+    assert "- not profiled yet: 1×64×64 bf16, 3×64×64 bf16, 4×64×64 bf16" in text
+    ms = [m for m in ms if m["backend"] == "cuda"] + [_record(s, "triton", "v1", 0.5) for s in shapes]
+    triton = next(line for line in "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path)).splitlines()
+                  if line.startswith("- Triton"))
+    assert triton.endswith("(goal ≥ 0.9×: missed); lowest: 1×64×64 0.500× (v1), 2×64×64 0.500× (v1), 3×64×64 "
+                           "0.500× (v1)")
+
+
 def test_the_fp32_verdict_credits_3xtf32_only_where_its_gate_error_is_at_most_the_references():
     a, b, c, d, e = ({"M": 1, "N": 4096, "K": 4096}, {"M": 4096, "N": 4096, "K": 4096}, {"M": 16, "N": 4096, "K": 4096},
                      {"M": 8, "N": 4096, "K": 4096}, {"M": 2, "N": 4096, "K": 4096})
@@ -200,4 +223,4 @@ def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its
                                        ("fp16", "Triton"): {"64×64": {**rec(64, 64, "triton", 0.8996, 50.0)}}},
                                       "sgemv")
     assert lines == ["- Triton fp16: best twin ÷ best CUDA rung per shape, geometric mean 0.8996× over 1 shape "
-                     "(goal ≥ 0.9×: missed)"] and below == set()
+                     "(goal ≥ 0.9×: missed); lowest: 64×64 0.8996× (v6)"] and below == {("64×64", "fp16")}

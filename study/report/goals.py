@@ -3,10 +3,11 @@ handwritten CUDA rung per shape must reach over the suite (÷ the reference), th
 reach, and the geometric mean of the best Triton twin. The series judged at a precision is a backend's
 verdict series where it has one (FFMA, or 3xTF32 where its gate error is at most the reference's), else
 the backend itself. A shape the series did not run misses the per-shape goal and is counted beside the
-geometric mean, which is over the shapes that ran. Each shape below the per-shape goal is named with its
-best rung, and with what the Nsight Compute profiles saved beside the report (``python -m study profile``,
-a ``profiles/`` folder next to the report's or one level up) say of it there: the kernels the launch ran,
-in order, and the limits of the rung's own kernel."""
+geometric mean, which is over the shapes that ran. Each shape below the per-shape goal, and the lowest
+shapes of a missed geometric mean, are named with their best rung and with what the Nsight Compute
+profiles saved beside the report (``python -m study profile``, a ``profiles/`` folder next to the
+report's or one level up) say of them there: the kernels the launch ran, in order, and the limits of the
+rung's own kernel."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ LONG_ROW = 1 << 17        # softmax's long rows: 2^17 elements or more, over a f
 FEW_ROWS = (16, 64)
 VOCABULARY = (32000, 1024)  # ... and vocabulary-sized rows (32,000 or more) over 1,024 rows or more
 ROW_PRECISIONS = ("fp32", "bf16")
+LOWEST = 3  # a missed geometric mean names this many of its lowest shapes (and cites their profiles)
 
 
 def judged(series_keys) -> dict:
@@ -125,6 +127,14 @@ def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
         over = f" over {len(best_of)} of {total} shapes ({len(skipped)} not run)" if skipped else ""
         line = (f"- {series} {precision}: geometric mean {mean:.3f}×{over} (goal ≥ {target}×: "
                 f"{'met' if mean >= target and not skipped else 'missed'})")
+        floor = goal.worst if backend == "CUDA" and goal.worst is not None else 0.0  # those under it: named below
+        lowest = sorted((m["x_ref"], shape) for shape, m in best_of.items() if floor <= m["x_ref"] < target)[:LOWEST]
+        if mean < target and lowest:  # the shapes that hold the mean down, whose profiles the page then cites
+            line += "; lowest: " + ", ".join(f"{shape} {_ratio(x, target)}× ({best_of[shape]['rung']})"
+                                             for x, shape in lowest)
+            below |= {(shape, precision) for _, shape in lowest}
+        if skipped and (backend != "CUDA" or goal.worst is None):
+            line += "; not run: " + ", ".join(sorted(skipped))
         if backend == "CUDA" and goal.worst is not None:
             low = sorted((m["x_ref"], shape) for shape, m in best_of.items() if m["x_ref"] < goal.worst)
             missed = [f"{shape} {x:.3f}× ({best_of[shape]['rung']})" for x, shape in low] + [
@@ -150,7 +160,7 @@ def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
             return {(sh, p) for sh, p in below if sh == shape and p == precision}
 
         profiled = [(path, meta, rows, at(meta)) for path, meta, rows in _profiles(folder, op) if at(meta)]
-        out += ["Nsight Compute at the shapes below a per-shape goal, from the profiles saved beside this report:", ""]
+        out += ["Nsight Compute at the shapes named above, from the profiles saved beside this report:", ""]
         out += [f"- {shape} {precision}: {_evidence(path, meta, rows, folder)}"
                 for path, meta, rows, cases in profiled for shape, precision in sorted(cases)]
         missing = sorted(below - set().union(*(cases for *_, cases in profiled)))
@@ -158,6 +168,11 @@ def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
             out.append("- not profiled yet: " + ", ".join(f"{shape} {precision}" for shape, precision in missing))
         out.append("")
     return out
+
+
+def _ratio(x: float, goal: float) -> str:
+    """A ratio to three decimals, or four where three would print its goal (0.8996 is no 0.900)."""
+    return f"{x:.3f}" if f"{x:.3f}" != f"{goal:.3f}" or x >= goal else f"{x:.4f}"
 
 
 def _bytes(m: dict) -> int:
@@ -229,7 +244,14 @@ def memory_lines(records: dict, op: str) -> tuple[list[str], set]:
         both = sorted(set(triton) & set(cuda))
         mean = geomean(triton[shape]["x_ref"] / cuda[shape]["x_ref"] for shape in both)
         if mean is not None:
-            shown = f"{mean:.3f}" if f"{mean:.3f}" != f"{goal.triton:.3f}" else f"{mean:.4f}"  # 0.8996 is no 0.900
-            out.append(f"- Triton {precision}: best twin ÷ best CUDA rung per shape, geometric mean {shown}× over "
-                       f"{_count(len(both))} (goal ≥ {goal.triton}×: {'met' if mean >= goal.triton else 'missed'})")
+            line = (f"- Triton {precision}: best twin ÷ best CUDA rung per shape, geometric mean "
+                    f"{_ratio(mean, goal.triton)}× over "
+                    f"{_count(len(both))} (goal ≥ {goal.triton}×: {'met' if mean >= goal.triton else 'missed'})")
+            if mean < goal.triton:
+                ratios = ((triton[shape]["x_ref"] / cuda[shape]["x_ref"], shape) for shape in both)
+                lowest = sorted(r for r in ratios if r[0] < goal.triton)[:LOWEST]
+                line += "; lowest: " + ", ".join(f"{shape} {_ratio(x, goal.triton)}× ({triton[shape]['rung']})"
+                                                 for x, shape in lowest)
+                below |= {(shape, precision) for _, shape in lowest}
+            out.append(line)
     return out, below
