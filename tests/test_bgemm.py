@@ -74,10 +74,14 @@ def test_the_tensor_core_rung_takes_any_k_and_n_and_knows_the_entries_tma_cannot
 
 def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
     impl = implementation(f"bgemm/{TENSOR_RUNG}/cuda")
-    # FIT_N: entries of at most 64 columns take the space's 128 × 64 point with 6 stages; wider ones the declared tile
+    # FIT_N: entries of at most 64 columns take the space's 128 × 64 point with 6 stages; entries of one or two K slices
+    # and N ≥ 256, with a 256-wide tile for every SM, the 128 × 256 point with 4 stages; others the declared tile
     for shape, tiles, bn in ((SHAPE, 3 * 1 * 2, 128), ({"batch": 200, "M": 40, "N": 64, "K": 16}, 200, 64),
                              ({"batch": 25, "M": 1024, "N": 64, "K": 1024}, 25 * 8, 64),
-                             ({"batch": 25, "M": 1024, "N": 72, "K": 1024}, 25 * 8, 128)):
+                             ({"batch": 25, "M": 1024, "N": 72, "K": 1024}, 25 * 8, 128),
+                             ({"batch": 132, "M": 100, "N": 256, "K": 128}, 132, 256),
+                             ({"batch": 132, "M": 100, "N": 256, "K": 136}, 132 * 2, 128),  # three slices
+                             ({"batch": 131, "M": 100, "N": 256, "K": 64}, 131 * 2, 128)):  # an SM without a wide tile
         tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda
         assert symbol == "bgemm_v1_batched_wgmma" and block == (384, 1, 1)
@@ -87,7 +91,7 @@ def test_the_tensor_core_rung_walks_the_batch_on_one_block_per_sm(fake_cuda):
         assert grid == (min(tiles, 132), 1, 1) and launch.config["blocks"] == grid[0]
         assert launch.config["BN"] == bn and launch.config["STAGES"] == (6 if bn == 64 else 4)
         assert smem == persistent_smem({**impl.params, "BN": bn, "STAGES": launch.config["STAGES"]}) > 0
-        assert (64, 6) in {(p["BN"], p["STAGES"]) for p in impl.space}  # the point FIT_N takes is tuned and tested
+        assert {(64, 6), (256, 4)} <= {(p["BN"], p["STAGES"]) for p in impl.space}  # FIT_N's points are tuned and tested
     twin = implementation(f"bgemm/{TENSOR_RUNG}/triton")
     assert twin.params["FIT_N"] == 1 and impl.params["FIT_N"] == 1
     for point in impl.space:  # the H100/H200 opt-in limit per block
@@ -160,7 +164,7 @@ def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cu
     assert impl.launcher.check(impl.params, {"batch": 2, "M": 64, "N": 64, "K": 64}, FP16_TENSOR) is None
 
 
-def test_the_tensor_core_twin_takes_the_narrow_tile_where_its_rung_does_and_records_it():
+def test_the_tensor_core_twin_takes_the_fitted_tile_where_its_rung_does_and_records_it():
     from study.ops.bgemm import persistent_twin_launch
 
     seen = []
@@ -170,10 +174,11 @@ def test_the_tensor_core_twin_takes_the_narrow_tile_where_its_rung_does_and_reco
             return lambda *args, **meta: seen.append(meta)
 
     twin = implementation(f"bgemm/{TENSOR_RUNG}/triton")
-    for n, bn, stages in ((64, 64, 6), (72, 128, 4)):
-        shape = {"batch": 2, "M": 40, "N": n, "K": 16}
+    for batch, n, k, bn, stages in ((2, 64, 16, 64, 6), (2, 72, 16, 128, 4), (132, 256, 16, 256, 4),
+                                    (132, 256, 136, 128, 4)):
+        shape = {"batch": batch, "M": 40, "N": n, "K": k}
         tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 0, "cpu")
-        out = torch.empty(2, 40, n, dtype=torch.float16)
+        out = torch.empty(batch, 40, n, dtype=torch.float16)
         fn = persistent_twin_launch(Kernel(), tensors, out, shape, dict(twin.params), FP16_TENSOR)
         fn()
         assert (seen[-1]["BN"], seen[-1]["num_stages"]) == (bn, stages)

@@ -24,7 +24,7 @@ def bgemm_persistent(
     BATCH, M, N, K,
     stride_cb, stride_cm, stride_cn, NUM_SMS,
     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP: tl.constexpr,
-    FIT_N: tl.constexpr = 0,  # the launch's (the 64-wide tile where N ≤ 64), unread here
+    FIT_N: tl.constexpr = 0,  # the launch's (the 64- or 256-wide tile, study/ops/bgemm.py fitted_n), unread here
 ):
     """v1: tile t of the walk is entry t // (rows·cols), then the grouped order inside the entry;
     ``flatten=True`` lets the pipeliner load the next tile's first slices (and the next entry's)
@@ -112,8 +112,9 @@ def bgemm_skinny_m(
 
 
 # CUDA v1: 128×128×64, a producer and two consumer warpgroups, 4 stages, persistent, the 64-wide point where
-# N ≤ 64 (FIT_N, the launch's; under the autotuner a point is its own tile); the twin's 8 warps are the
-# consumers (Triton 3.6 does not specialise warps on Hopper).
+# N ≤ 64 and the 256-wide one at one or two K slices (FIT_N, the launch's: study/ops/bgemm.py fitted_n; under the
+# autotuner a point is its own tile); the twin's 8 warps are the consumers (Triton 3.6 does not specialise warps on
+# Hopper).
 V1_BATCHED_WGMMA = dict(BM=128, BN=128, BK=64, GROUP=8, FIT_N=1, num_warps=8, num_stages=4)
 BATCHED_SPACE = [V1_BATCHED_WGMMA] + [dict(BM=128, BN=bn, BK=64, GROUP=8, FIT_N=0, num_warps=8, num_stages=s)
                                       for bn, s in ((128, 4), (256, 4), (256, 3), (128, 6), (64, 6), (64, 8))]

@@ -19,6 +19,11 @@
 // that point, 128x64 with 6 stages, instead of computing zeros over half of a 128-wide tile (the suite's
 // 25x1024x64x1024 ran the declared tile at 0.85x in c77); wider N keeps the declared tile. Measured so (c80 at
 // 358e274, FP16, cold, the suite): 25x1024x64x1024 0.854x -> 0.933x torch.bmm (156,972 GFLOPS).
+// FIT_N=1 also takes the 128x256 point (4 stages) where an entry's K is one or two slices, N >= 256 and the batch
+// holds a wide tile for every SM: a tile of one or two slices spends as long on its fixed part (stage fill, C boxes'
+// barriers and TMA stores) as on its products, and half the tiles halve that. The tuner picked it at
+// 32x4096x4096x128 FP16 (c95 at bc421bd: 0.3465 ms against the declared 0.3855; DRAM 60.2 % by ncu at the declared
+// tile against cuBLAS's 68.1 %, c91). Not yet measured in the suites (gpt2-xl's 25x1024x1024x64 takes it too).
 // Builds on: hgemm v8 (cuda_kernels/hgemm/warp_specialized.cuh, called with Rank 3).
 // Constraints: K and N multiples of 8, every row and every entry 16-byte aligned (TMA; otherwise
 // staged by the launch); the grid is one block per SM whatever the batch.

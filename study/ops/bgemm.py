@@ -71,18 +71,37 @@ class BGEMM(Gemm):
 NARROW_N = 64
 NARROW_TILE = {"BN": 64, "STAGES": 6}
 NARROW_TWIN = {"BN": NARROW_TILE["BN"], "num_stages": NARROW_TILE["STAGES"]}
+# ... and where an entry's K is at most SHORT_K_SLICES slices (attention scores, K = head dim) and N fills a 256-wide
+# tile, with enough such tiles for every SM: the 256-wide point with 4 stages. A tile is then one or two slices, so
+# its fixed part (stage fill, the C boxes' barriers and TMA stores) weighs as much as its products; half the tiles
+# halve it, and B's box feeds twice the columns. The tuner picked it at 32 × (4096×4096×128) FP16 (c95 at bc421bd,
+# H200 7b6c705b, autotune on, cold: 0.3465 ms against the declared tile's 0.3855, 0.99× torch.bmm; the suite had
+# 0.87×; reports/h200/experiments/bgemm-short-k-bc421bd).
+SHORT_K_SLICES = 2
+WIDE_TILE = {"BN": 256, "STAGES": 4}
+WIDE_TWIN = {"BN": WIDE_TILE["BN"], "num_stages": WIDE_TILE["STAGES"]}
 
 
-def takes_narrow(config, n: int) -> bool:
-    """Whether v1 (or its twin) with this config takes the 64-wide point for entries of ``n`` columns: FIT_N=1 and
-    N ≤ NARROW_N (an autotuned twin launch's config names no tile: each point runs as written)."""
-    return bool(config.get("FIT_N")) and "BN" in config and n <= NARROW_N
+def fitted_n(config, shape, sms: int) -> str | None:
+    """The tile v1 (or its twin) with this config takes for ``shape``: "narrow" (the 64-wide point) where FIT_N=1 and
+    N ≤ NARROW_N, "wide" (the 256-wide one) where FIT_N=1, K ≤ SHORT_K_SLICES·BK, N ≥ 256 and the batch holds a
+    256-wide tile for each of ``sms`` SMs; else None, the config's own (an autotuned twin launch's config names no
+    tile: each point runs as written)."""
+    if not config.get("FIT_N") or "BN" not in config:
+        return None
+    if shape["N"] <= NARROW_N:
+        return "narrow"
+    wide_tiles = shape["batch"] * cdiv(shape["M"], config["BM"]) * cdiv(shape["N"], WIDE_TILE["BN"])
+    if shape["K"] <= SHORT_K_SLICES * config["BK"] and shape["N"] >= WIDE_TILE["BN"] and wide_tiles >= sms:
+        return "wide"
+    return None
 
 
 def narrow_n_defines(config, tensors, out, shape, precision):
-    """v1's defines: v8's (:func:`aligned_defines`), with FIT_N=1 and N ≤ NARROW_N the 64-wide point."""
+    """v1's defines: v8's (:func:`aligned_defines`), with FIT_N=1 the tile :func:`fitted_n` names."""
     defines = aligned_defines(HALVES)(config, tensors, out, shape, precision)
-    return {**defines, **NARROW_TILE} if takes_narrow(defines, shape["N"]) else defines
+    fit = fitted_n(defines, shape, sm_count(out))
+    return {**defines, **{"narrow": NARROW_TILE, "wide": WIDE_TILE}.get(fit, {})}
 
 
 # v1: v8's persistent launch over the batch (3-D maps), its n tile fitted as above; rows TMA cannot take staged.
@@ -91,9 +110,9 @@ BATCHED_PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defi
 
 def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     """v1's twin: hgemm v8's twin over the batch, 3-D descriptors (boxes of one entry), at most one
-    program per SM walking batch × tiles; the 64-wide tile where the CUDA rung's FIT_N takes it (recorded)."""
+    program per SM walking batch × tiles; the tile the CUDA rung's FIT_N takes (:func:`fitted_n`, recorded)."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    meta = {**config, **NARROW_TWIN} if takes_narrow(config, n) else dict(config)
+    meta = {**config, **{"narrow": NARROW_TWIN, "wide": WIDE_TWIN}.get(fitted_n(config, shape, sm_count(out)), {})}
     a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
     sms = sm_count(out)
 
