@@ -112,9 +112,9 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     """v1's twin: hgemm v8's twin over the batch, 3-D descriptors (boxes of one entry), at most one
     program per SM walking batch × tiles; the tile the CUDA rung's FIT_N takes (:func:`fitted_n`, recorded)."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
-    meta = {**config, **{"narrow": NARROW_TWIN, "wide": WIDE_TWIN}.get(fitted_n(config, shape, sm_count(out)), {})}
-    a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
     sms = sm_count(out)
+    meta = {**config, **{"narrow": NARROW_TWIN, "wide": WIDE_TWIN}.get(fitted_n(config, shape, sms), {})}
+    a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
 
     def grid(cfg):
         return (min(batch * cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]), sms),)
