@@ -15,7 +15,7 @@
 // their C-box reuse (the boxes alternate across tiles; warp_specialized.cuh), commit 5ed7e35
 // (reports/h200/bgemm-runs/bgemm-bn64.md): tuned 128x64 with 6 stages, 1.01x (FP16) and 1.02x (BF16)
 // torch.bmm at 128x(1024x64x1024), 0.53x at 8192x(32x32x32), where the declared 128x128 tile gave 0.95x and 0.98x.
-// So FIT_N=1 (the launch's, study/ops/bgemm.py narrow_n_defines): where an entry's N is at most 64 the launch takes
+// So FIT_N=1 (the launch's, study/ops/bgemm.py fitted_n_defines): where an entry's N is at most 64 the launch takes
 // that point, 128x64 with 6 stages, instead of computing zeros over half of a 128-wide tile (the suite's
 // 25x1024x64x1024 ran the declared tile at 0.85x in c77); wider N keeps the declared tile. Measured so (c80 at
 // 358e274, FP16, cold, the suite): 25x1024x64x1024 0.854x -> 0.933x torch.bmm (156,972 GFLOPS).

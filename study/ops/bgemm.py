@@ -70,7 +70,6 @@ class BGEMM(Gemm):
 # against the declared 128-wide tile's 0.95×, FP16) — a 128-wide tile there multiplies zeros over half its columns.
 NARROW_N = 64
 NARROW_TILE = {"BN": 64, "STAGES": 6}
-NARROW_TWIN = {"BN": NARROW_TILE["BN"], "num_stages": NARROW_TILE["STAGES"]}
 # ... and where an entry's K is at most SHORT_K_SLICES slices (attention scores, K = head dim) and N fills a 256-wide
 # tile, with enough such tiles for every SM: the 256-wide point with 4 stages. A tile is then one or two slices, so
 # its fixed part (stage fill, the C boxes' barriers and TMA stores) weighs as much as its products; half the tiles
@@ -79,33 +78,31 @@ NARROW_TWIN = {"BN": NARROW_TILE["BN"], "num_stages": NARROW_TILE["STAGES"]}
 # 0.87×; reports/h200/experiments/bgemm-short-k-bc421bd).
 SHORT_K_SLICES = 2
 WIDE_TILE = {"BN": 256, "STAGES": 4}
-WIDE_TWIN = {"BN": WIDE_TILE["BN"], "num_stages": WIDE_TILE["STAGES"]}
 
 
-def fitted_n(config, shape, sms: int) -> str | None:
-    """The tile v1 (or its twin) with this config takes for ``shape``: "narrow" (the 64-wide point) where FIT_N=1 and
-    N ≤ NARROW_N, "wide" (the 256-wide one) where FIT_N=1, K ≤ SHORT_K_SLICES·BK, N ≥ 256 and the batch holds a
-    256-wide tile for each of ``sms`` SMs; else None, the config's own (an autotuned twin launch's config names no
-    tile: each point runs as written)."""
+def fitted_n(config, shape, sms: int) -> dict:
+    """The tile v1 (or its twin) with this config takes for ``shape``, as v1's defines ({"BN", "STAGES"}):
+    :data:`NARROW_TILE` where FIT_N=1 and N ≤ NARROW_N, :data:`WIDE_TILE` where FIT_N=1, K ≤ SHORT_K_SLICES·BK,
+    N ≥ 256 and the batch holds a 256-wide tile for each of ``sms`` SMs; else {}, the config's own (an autotuned
+    twin launch's config names no tile: each point runs as written)."""
     if not config.get("FIT_N") or "BN" not in config:
-        return None
+        return {}
     if shape["N"] <= NARROW_N:
-        return "narrow"
+        return NARROW_TILE
     wide_tiles = shape["batch"] * cdiv(shape["M"], config["BM"]) * cdiv(shape["N"], WIDE_TILE["BN"])
     if shape["K"] <= SHORT_K_SLICES * config["BK"] and shape["N"] >= WIDE_TILE["BN"] and wide_tiles >= sms:
-        return "wide"
-    return None
+        return WIDE_TILE
+    return {}
 
 
-def narrow_n_defines(config, tensors, out, shape, precision):
+def fitted_n_defines(config, tensors, out, shape, precision):
     """v1's defines: v8's (:func:`aligned_defines`), with FIT_N=1 the tile :func:`fitted_n` names."""
     defines = aligned_defines(HALVES)(config, tensors, out, shape, precision)
-    fit = fitted_n(defines, shape, sm_count(out))
-    return {**defines, **{"narrow": NARROW_TILE, "wide": WIDE_TILE}.get(fit, {})}
+    return {**defines, **fitted_n(defines, shape, sm_count(out))}
 
 
 # v1: v8's persistent launch over the batch (3-D maps), its n tile fitted as above; rows TMA cannot take staged.
-BATCHED_PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defines=narrow_n_defines))
+BATCHED_PERSISTENT = staged_launcher(CudaLauncher(launch=persistent_launch, defines=fitted_n_defines))
 
 
 def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
@@ -113,7 +110,8 @@ def persistent_twin_launch(kernel, tensors, out, shape, config, precision):
     program per SM walking batch × tiles; the tile the CUDA rung's FIT_N takes (:func:`fitted_n`, recorded)."""
     batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
-    meta = {**config, **{"narrow": NARROW_TWIN, "wide": WIDE_TWIN}.get(fitted_n(config, shape, sms), {})}
+    tile = fitted_n(config, shape, sms)
+    meta = {**config, **({"BN": tile["BN"], "num_stages": tile["STAGES"]} if tile else {})}
     a_desc, b_desc, copy = tensor_descriptors(tensors["A"], tensors["B"], shape, meta)
 
     def grid(cfg):

@@ -127,12 +127,12 @@ def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
         over = f" over {len(best_of)} of {total} shapes ({len(skipped)} not run)" if skipped else ""
         line = (f"- {series} {precision}: geometric mean {mean:.3f}×{over} (goal ≥ {target}×: "
                 f"{'met' if mean >= target and not skipped else 'missed'})")
-        floor = goal.worst if backend == "CUDA" and goal.worst is not None else 0.0  # those under it: named below
-        lowest = sorted((m["x_ref"], shape) for shape, m in best_of.items() if floor <= m["x_ref"] < target)[:LOWEST]
-        if mean < target and lowest:  # the shapes that hold the mean down, whose profiles the page then cites
-            line += "; lowest: " + ", ".join(f"{shape} {_ratio(x, target)}× ({best_of[shape]['rung']})"
-                                             for x, shape in lowest)
-            below |= {(shape, precision) for _, shape in lowest}
+        if mean < target:  # the shapes that hold the mean down (those under the per-shape goal: named below)
+            floor = goal.worst if backend == "CUDA" and goal.worst is not None else 0.0
+            text, shapes = _lowest({shape: m["x_ref"] for shape, m in best_of.items() if m["x_ref"] >= floor},
+                                   best_of, target)
+            line += text
+            below |= {(shape, precision) for shape in shapes}
         if skipped and (backend != "CUDA" or goal.worst is None):
             line += "; not run: " + ", ".join(sorted(skipped))
         if backend == "CUDA" and goal.worst is not None:
@@ -168,6 +168,16 @@ def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
             out.append("- not profiled yet: " + ", ".join(f"{shape} {precision}" for shape, precision in missing))
         out.append("")
     return out
+
+
+def _lowest(ratios: dict, records: dict, goal: float) -> tuple[str, list]:
+    """A missed mean's lowest shapes: of ``ratios`` ({shape: ratio}), the LOWEST under ``goal``, as the
+    line's "; lowest: …" (each with its record's rung) and as the shapes whose profiles the page cites."""
+    lowest = sorted((x, shape) for shape, x in ratios.items() if x < goal)[:LOWEST]
+    if not lowest:
+        return "", []
+    return ("; lowest: " + ", ".join(f"{shape} {_ratio(x, goal)}× ({records[shape]['rung']})" for x, shape in lowest),
+            [shape for _, shape in lowest])
 
 
 def _ratio(x: float, goal: float) -> str:
@@ -248,10 +258,9 @@ def memory_lines(records: dict, op: str) -> tuple[list[str], set]:
                     f"{_ratio(mean, goal.triton)}× over "
                     f"{_count(len(both))} (goal ≥ {goal.triton}×: {'met' if mean >= goal.triton else 'missed'})")
             if mean < goal.triton:
-                ratios = ((triton[shape]["x_ref"] / cuda[shape]["x_ref"], shape) for shape in both)
-                lowest = sorted(r for r in ratios if r[0] < goal.triton)[:LOWEST]
-                line += "; lowest: " + ", ".join(f"{shape} {_ratio(x, goal.triton)}× ({triton[shape]['rung']})"
-                                                 for x, shape in lowest)
-                below |= {(shape, precision) for _, shape in lowest}
+                text, shapes = _lowest({shape: triton[shape]["x_ref"] / cuda[shape]["x_ref"] for shape in both},
+                                       triton, goal.triton)
+                line += text
+                below |= {(shape, precision) for shape in shapes}
             out.append(line)
     return out, below
