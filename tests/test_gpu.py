@@ -143,6 +143,8 @@ def test_every_cuda_autotune_point_is_correct(impl):
             assert not reason, reason  # the TMA rungs stage what TMA cannot read
             problem, sh, tensors, ref, scale = _data(impl.op, shape, precision)
             for point in impl.space:
+                if is_out_of_scope(impl.launcher.check and impl.launcher.check(point, sh, precision)):
+                    continue  # softmax v7: a point whose ring cannot hold two of these rows
                 verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=point)
                 assert verdict.ok, f"{shape} {precision.name} {launch.config}: {verdict.message}"
 
@@ -677,6 +679,43 @@ def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_sc
     x.copy_(tensors["X"])
     verdict, launch = _run(impl, problem, sh, {"X": x}, ref, scale, fp16)
     assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 0) and verdict.ok, verdict.message
+
+
+def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactly():
+    # One block a row while two stages hold it, else a cluster of 2 (FP32 40000 and 50257, BF16 65536); more rows
+    # than the persistent grid has clusters × stages, so every stage is refilled and its mbarrier phase flips;
+    # rows off 16 bytes (50257: PEEL, heads and tails by block 0); the same bits launch after launch.
+    impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    expected = {("fp32", (1000, 4096)): 1, ("fp32", (700, 40000)): 2, ("fp32", (300, 50257)): 2,
+                ("bf16", (600, 50257)): 1, ("bf16", (300, 65536)): 2, ("fp16", (2000, 1031)): 1, ("fp32", (5, 3)): 1}
+    for (name, shape), cluster in expected.items():
+        precision = ladder("softmax").problem.precision(name)
+        problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
+        assert verdict.ok, (name, shape, verdict.message)
+        assert launch.config["CLUSTER"] == cluster, (name, shape, launch.config)
+        first = launch.out.clone()
+        for _ in range(3):
+            launch.out.fill_(float("nan"))
+            launch.fn()
+            torch.cuda.synchronize()
+            assert torch.equal(launch.out, first), (name, shape)
+
+
+def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuses_rows_at_other_offsets():
+    impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    for n in (40000, 50257):  # FP32: a cluster of 2, the live entry and the NaN in different blocks' halves
+        _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
+    fp16 = ladder("softmax").problem.precision("fp16")
+    problem, sh, tensors, ref, scale = _data("softmax", (9, 4096), fp16)
+    x = torch.empty(9 * 4096 + 1, device="cuda", dtype=torch.float16)[1:].view(9, 4096)  # 2 bytes off, Y is not
+    x.copy_(tensors["X"])
+    with pytest.raises(Unsupported, match="same offset from 16 bytes"):
+        _run(impl, problem, sh, {"X": x}, ref, scale, fp16)
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)

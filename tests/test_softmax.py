@@ -231,7 +231,7 @@ def test_v6_puts_a_row_on_cluster_consecutive_blocks_and_overflows_into_grid_y(f
 
 
 def _split_twin(shape, x, precision=FP32, slice_bytes=None):
-    from study.ops.softmax import split_rows_twin_launch
+    from study.ops.softmax_twins import split_rows_twin_launch
 
     impl = implementation("softmax/v6_cluster_rows/triton")
     out = PROBLEM.make_output(shape, precision, DEVICE)
@@ -263,7 +263,7 @@ def test_the_whole_row_twin_holds_a_row_up_to_its_values_and_takes_two_passes_be
     # v4's twin: an FP16 row of 40000 is within its 128 KiB but past MAX_WHOLE_VALUES (32768: a 32-warp program's
     # registers; 65536 spill), so it takes v3's two passes; 32768 stays whole. Both correct, the path recorded.
     # (FP16 for BF16, the same bytes: the interpreter's BF16 rounding is not the GPU's, tests/test_triton_twins.py.)
-    from study.ops.softmax import whole_twin_launch
+    from study.ops.softmax_twins import whole_twin_launch
 
     precision = PROBLEM.precision("fp16")
     shape = {"M": 2, "N": n}
@@ -295,3 +295,39 @@ def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
     assert torch.equal(out[0], hot) and torch.isnan(out[1]).all()
     assert torch.allclose(out[2], torch.softmax(x[2].double(), -1).float(), rtol=2e-4, atol=0)
     assert torch.allclose(out[3], torch.softmax(x[3].double(), -1).float(), rtol=2e-4, atol=0)
+
+
+def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_cluster_of_two():
+    from study.ops.softmax import RING_BYTES, tma_ring_plan
+
+    fit = {"FIT": 1}
+    plan = tma_ring_plan(50257, 2, fit)  # BF16 vocabulary row: 6,282 vectors, 100.5 KB: two stages in one block
+    assert (plan.cluster, plan.stages, plan.chunk) == (1, 2, 50257 * 2 // 16)
+    assert tma_ring_plan(32000, 2, fit).stages == 3  # 64 KB a row
+    assert tma_ring_plan(4096, 4, fit).stages == 4   # short rows: as many stages as the kernel takes
+    plan = tma_ring_plan(50257, 4, fit)  # FP32: 201 KB, one stage in a block; halves over a cluster of 2
+    assert (plan.cluster, plan.stages, plan.chunk) == (2, 2, -(-(50257 * 4 // 16) // 2))
+    assert plan.ring_bytes <= RING_BYTES
+    assert "v6 takes it" in tma_ring_plan(128256, 2, fit)  # 256 KB: no two stages even over the cluster
+    assert tma_ring_plan(3, 4, fit).chunk == 1  # a row shorter than a vector: all head and tail, a 16-byte stage
+    # a point of the space (FIT=0) runs only where its stages fit
+    assert "exceed" in tma_ring_plan(40000, 4, {"FIT": 0, "CLUSTER": 1, "STAGES": 2})
+    assert tma_ring_plan(40000, 4, {"FIT": 0, "CLUSTER": 2, "STAGES": 2}).chunk == 5000
+
+
+def test_v7_twin_holds_a_row_whole_or_leaves_it_to_v6s_twin():
+    from study.ops.softmax_twins import ring_twin_check
+
+    assert ring_twin_check({"M": 8, "N": 32000}, BF16_STORAGE) is None
+    assert "v6's twin" in ring_twin_check({"M": 8, "N": 50257}, BF16_STORAGE)  # 65536 values: more than it holds
+
+
+def test_v7_twin_walks_more_rows_than_programs():
+    impl = implementation("softmax/v7_tma_ring/triton")
+    shape = {"M": 300, "N": 777}  # 300 rows over 132 programs: two or three rows each
+    tensors = {"X": PROBLEM.make_inputs(shape, FP32, 4, "cpu")["X"].to(DEVICE)}
+    ref, scale = PROBLEM.reference(tensors, FP32)
+    launch = backend("triton").prepare(impl, PROBLEM, tensors, shape, FP32)
+    assert launch.config["programs"] == 132
+    verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
+    assert verdict.ok, verdict.message

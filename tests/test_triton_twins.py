@@ -297,7 +297,7 @@ def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_ca
 
     from study.backends.triton_launch import _autotuned
     from study.catalog import implementation
-    from study.ops import softmax
+    from study.ops import softmax_twins as softmax
     from triton_kernels import softmax as tk
 
     impl = implementation("softmax/v6_cluster_rows/triton")

@@ -198,6 +198,25 @@ def softmax_split_normalize(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK:
     _normalize(x_ptr + row * N + start, y_ptr + row * N + start, tl.minimum(N - start, SLICE), m, 1.0 / d, BLOCK)
 
 
+@triton.jit
+def softmax_ring(x_ptr, y_ptr, M, N, WHOLE: tl.constexpr, STAGES: tl.constexpr, PER_SM: tl.constexpr):
+    """v7: a persistent grid (PER_SM programs an SM, none more than the rows: the launch's), program p taking
+    rows p, p + programs, …, each whole (WHOLE ≥ N, a power of
+    two) in registers, read once and written once; the loop is software-pipelined over STAGES rows
+    (``tl.range``'s num_stages), so that Triton may issue the next rows' loads (into shared memory) while a
+    row is reduced and written — the CUDA rung's ring, as far as Triton says it.
+
+    What Triton cannot say of the CUDA rung: a bulk copy of a whole row by the copy engine counted on an
+    mbarrier (Triton decides itself whether and how a loop's loads are pipelined, and ncu is the judge of
+    what it did), and a row split over a cluster of two blocks: rows beyond one program's registers
+    (MAX_WHOLE_VALUES) are out of the twin's scope (v6's twin takes them)."""
+    first = tl.program_id(0).to(tl.int64)
+    programs = tl.num_programs(0)
+    for k in tl.range(0, tl.cdiv(M - first, programs), num_stages=STAGES):
+        offset = (first + k * programs) * N
+        _whole_row(x_ptr + offset, y_ptr + offset, N, WHOLE)
+
+
 # CUDA v0: 256 threads, one row each.
 V0_THREAD_PER_ROW = dict(ROWS=256, num_warps=8, num_stages=1)
 ROWS_SPACE = [dict(ROWS=r, num_warps=r // 32, num_stages=1) for r in (64, 128, 256, 512)]
@@ -223,3 +242,7 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 MAX_SLICES = 8
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
 SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]
+# CUDA v7: 512 threads, one block an SM for long rows; PER_SM programs an SM walk the rows, STAGES rows in flight.
+V7_TMA_RING = dict(PER_SM=1, STAGES=2, num_warps=16, num_stages=1)
+RING_SPACE = [dict(PER_SM=p, STAGES=st, num_warps=w, num_stages=1)
+              for p, st, w in ((1, 2, 16), (1, 3, 16), (2, 2, 8), (2, 2, 16), (1, 2, 32))]

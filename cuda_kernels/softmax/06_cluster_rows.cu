@@ -104,15 +104,6 @@ static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
 constexpr int SCRATCH = 64 + 4;
 
 #if CLUSTER > 1
-// The float at the same shared-memory offset as `p` in block `rank` of the cluster (DSMEM).
-__device__ __forceinline__ float cluster_load(const float* p, int rank) {
-    unsigned remote;
-    float v;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-    return v;
-}
-
 // Thread 0 publishes this block's value in `slot`; after the cluster barrier lanes 0 … CLUSTER−1 of
 // every warp read the CLUSTER blocks' values (lane l block l's), and return them to the caller,
 // which merges them across those lanes.

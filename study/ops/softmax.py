@@ -36,7 +36,11 @@ from study import draws, kernel_header
 from study.backends import cuda
 from study.paths import CUDA_DIR
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned
+from study.backends.launch import Unsupported
+from study.problem import (DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, out_of_scope,
+                           rows_vector_aligned, sm_count)
+from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
+                                    split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import softmax as tk
 
@@ -232,114 +236,93 @@ def cluster_rows_check(params, shape, precision):
     return None
 
 
+# ---- v7: rows in a ring of shared-memory stages ----------------------------------------------------
+
+V7_PATH = CUDA_DIR / "softmax" / "07_tma_ring.cu"
+MAX_RING_STAGES = 4                 # the kernel's static_assert
+RING_BYTES = 227 * 1024 - 1024      # a block's 227 KiB of shared memory (sm_90) less its static barriers and scratch
+SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
+BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
+
+
+@dataclasses.dataclass(frozen=True)
+class RingPlan:
+    """v7's plan for a row: blocks a row (``cluster``), rows in each block's ring (``stages``), and the
+    16-byte body vectors of a row a block holds in a stage (``chunk``)."""
+
+    cluster: int
+    stages: int
+    chunk: int
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.stages * self.chunk * 16
+
+
+def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
+    """v7's ring for rows of ``n`` elements, or why none holds them. The body of a row is at most n·bytes / 16
+    vectors (a row off 16 bytes has a head and a tail of single elements besides). FIT=1 (the declared
+    config): one block a row while two stages of the body fit :data:`RING_BYTES`, else a cluster of 2, with as
+    many stages as fit, up to :data:`MAX_RING_STAGES`; otherwise the config's CLUSTER and STAGES, when they fit."""
+    body = max(1, n * element_bytes // 16)
+    if params.get("FIT"):
+        for cluster in (1, 2):
+            chunk = cdiv(body, cluster)
+            stages = min(MAX_RING_STAGES, RING_BYTES // (chunk * 16))
+            if stages >= 2:
+                return RingPlan(cluster, stages, chunk)
+        return out_of_scope(f"two stages of a 2-block cluster's rings hold rows of at most {RING_BYTES // element_bytes} "
+                            f"elements; N={n} is longer (v6 takes it)")
+    plan = RingPlan(params["CLUSTER"], params["STAGES"], cdiv(body, params["CLUSTER"]))
+    if plan.ring_bytes > RING_BYTES:
+        return out_of_scope(f"{plan.stages} stages of {plan.chunk * 16} bytes (N={n} over {plan.cluster} block(s)) exceed "
+                            f"a block's {RING_BYTES}-byte ring")
+    return plan
+
+
+def tma_ring_check(params, shape, precision):
+    plan = tma_ring_plan(shape["N"], precision.element_bytes, params)
+    return plan if isinstance(plan, str) else None
+
+
+def tma_ring_defines(config, tensors, out, shape, precision):
+    """v7's defines: the op's (ALIGNED, PEEL), then CLUSTER and STAGES from :func:`tma_ring_plan`. The bulk copies
+    move 16-byte vectors, so X and Y must share their offset from 16 bytes (the vector paths)."""
+    defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
+    if not (defines["ALIGNED"] or defines["PEEL"]):
+        raise Unsupported("v7's bulk copies move 16-byte vectors: X and Y must lie at the same offset from 16 bytes "
+                          "(v6 takes other rows)")
+    plan = tma_ring_plan(shape["N"], precision.element_bytes, config)
+    if isinstance(plan, str):
+        raise Unsupported(plan)
+    return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages}
+
+
+def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v7: a persistent grid of as many clusters as the SMs hold at once (shared memory and threads decide how
+    many blocks an SM takes; 2-block clusters always fit a TPC), none more than the rows; the ring as dynamic
+    shared memory. Recorded: ``chunk`` (body vectors a block holds a row), ``clusters``, ``blocks_per_sm``."""
+    m, n = shape["M"], shape["N"]
+    plan = tma_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
+    per_sm = max(1, min(2048 // defines["THREADS"], SM_SHARED // (plan.ring_bytes + BLOCK_RESERVED)))
+    clusters = max(1, min(m, sm_count(out) * per_sm // plan.cluster))
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
+    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "blocks_per_sm": per_sm})
+
+
 THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
 BLOCK_ROWS = team_rows(warp_per_row=False, on_chip=False)   # v1–v3
 ON_CHIP_ROWS = dataclasses.replace(team_rows(warp_per_row=False, on_chip=True), defines=fitted_block)  # v4
 WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
 CLUSTER_ROWS = CudaLauncher(launch=cluster_rows_launch, check=cluster_rows_check, defines=fitted_cluster)  # v6
-
-
-# ---- the Triton twins' launches -------------------------------------------------------------------
-
-def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = False, whole_limit: int | None = None):
-    """A twin's launch: a program per row, or per ROWS rows (``rows``: v0's and v5's); ``whole_limit``
-    (v4's and v5's): the row whole, a power of two, when it fits in that many bytes (else the
-    kernel's two-pass fallback)."""
-    x = tensors["X"]
-    m, n = shape["M"], shape["N"]
-    meta = dict(config)
-    if whole_limit is not None:
-        meta["WHOLE"] = triton_next_pow2(n)
-        meta["FITS"] = whole_fits(meta["WHOLE"], precision.element_bytes, whole_limit)
-
-    def grid(cfg):
-        return (cdiv(m, cfg["ROWS"]),) if rows else (m,)
-
-    def fn():
-        kernel[grid](x, out, m, n, **meta)
-
-    if whole_limit is not None:
-        fn.facts = {"on_chip": int(meta["FITS"])}
-    return fn
-
-
-def whole_fits(whole: int, element_bytes: int, limit: int) -> bool:
-    """Whether a twin holds a row of ``whole`` elements (a power of two) in one program's registers: at most
-    ``limit`` bytes and at most tk.MAX_WHOLE_VALUES values (more spill; triton_kernels/softmax.py says why)."""
-    return whole * element_bytes <= limit and whole <= tk.MAX_WHOLE_VALUES
-
-
-def rows_twin_launch(kernel, tensors, out, shape, config, precision):
-    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True)
-
-
-def whole_twin_launch(kernel, tensors, out, shape, config, precision):
-    return twin_launch(kernel, tensors, out, shape, config, precision, whole_limit=tk.MAX_WHOLE_BYTES)
-
-
-def warp_rows_twin_launch(kernel, tensors, out, shape, config, precision):
-    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True, whole_limit=tk.MAX_WARP_ROW_BYTES)
-
-
-def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_BYTES) -> tuple[int, int]:
-    """(slices, columns per slice) of v6's twin: the fewest slices of at most ``slice_bytes`` each (the CUDA
-    rung's block of 1024 × 8 vectors), at most tk.MAX_SLICES (its cluster of 8), each a multiple of 16
-    elements (so that every slice starts as aligned as the row)."""
-    slices = min(tk.MAX_SLICES, cdiv(n * element_bytes, slice_bytes))
-    size = cdiv(cdiv(n, slices), 16) * 16
-    return cdiv(n, size), size
-
-
-def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES):
-    """v6's twin: one slice (the row whole in a program, v4's twin: one launch), or a program per (row,
-    slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second launch that merges a row's
-    pairs and normalises each slice (:func:`normalize_slices`, under triton.autotune also inside each timed
-    call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``."""
-    x = tensors["X"]
-    m, n = shape["M"], shape["N"]
-    slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
-    one = slices == 1
-    stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
-    whole = triton_next_pow2(n) if one else 1
-    fits = one and whole_fits(whole, precision.element_bytes, slice_bytes)
-    meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits}
-
-    def fn():
-        kernel[(m, slices)](x, out, stats, m, n, size, slices, **meta)
-        if not one:  # the config the first launch just used: under triton.autotune, the tuned one
-            best = getattr(kernel, "best_config", None)
-            step = config if best is None else {**best.kwargs, "num_warps": best.num_warps,
-                                                "num_stages": best.num_stages}
-            normalize_slices(x, out, stats, m, n, size, slices, step)
-
-    # on_chip: the row whole in the one program's registers, else two passes in it or two launches
-    fn.facts = {"slices": slices, "on_chip": int(meta["FITS"])}
-    return fn
-
-
-def normalize_slices(x, out, stats, m, n, size, slices, config):
-    """v6's twin, second launch, with the first one's BLOCK and warps."""
-    tk.softmax_split_normalize[(m, slices)](x, out, stats, m, n, size, slices, BLOCK=config["BLOCK"],
-                                            PAIRS=triton_next_pow2(slices), num_warps=config["num_warps"],
-                                            num_stages=config["num_stages"])
-
-
-def normalize_after_tuned_stats(nargs, exception=None):
-    """v6's twin under triton.autotune: each config's second launch inside its timed call (the post_hook),
-    as the closure runs it after the tuned config, so that tuning ranks both launches, not the first."""
-    if exception is None and not nargs["ONE"]:
-        normalize_slices(nargs["x_ptr"], nargs["y_ptr"], nargs["stats_ptr"], nargs["M"], nargs["N"], nargs["SLICE"],
-                         nargs["SLICES"], nargs)
+TMA_RING = CudaLauncher(launch=tma_ring_launch, check=tma_ring_check, defines=tma_ring_defines)  # v7
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
     """Whether v4 holds a row of ``n`` elements in its registers: ``slots`` register slots a
     thread (ON_CHIP), ``per_slot`` elements each (a 16-byte vector, or 4 on the scalar path)."""
     return n <= threads * slots * per_slot
-
-
-def triton_next_pow2(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
 
 
 def torch_softmax(tensors, out, precision):
@@ -377,6 +360,11 @@ register(
              cuda="06_cluster_rows.cu", launch=CLUSTER_ROWS,
              triton=twin(tk.softmax_split_stats, tk.V6_CLUSTER_ROWS, tk.SPLIT_ROWS_SPACE, launch=split_rows_twin_launch,
                          post_hook=normalize_after_tuned_stats)),
+        Rung("v7_tma_ring", "rows streamed by TMA bulk copies into a ring of shared-memory stages, a persistent grid "
+             "walking the rows (a cluster of 2 blocks a row the ring of one cannot hold twice)",
+             "v6's idle HBM while a row is reduced and written, and registers bounding the bytes in flight",
+             cuda="07_tma_ring.cu", launch=TMA_RING,
+             triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],

@@ -1,0 +1,189 @@
+// softmax v7 — rows streamed into a ring of shared-memory stages by TMA bulk copies, a persistent grid
+// walking the rows, the next rows' loads in flight while a row is reduced and written
+// (docs/ladders/softmax.md, v7).
+// Idea: v4–v6 hold a row in registers: a block loads its part of the row, then reduces, exchanges and
+// writes it with no load in flight, and registers bound the bytes an SM can have in the air (at 1024 × 4
+// vectors, two blocks: 128 KiB an SM, and both blocks tend to be in the same phase). Here each block owns
+// a ring of STAGES stages in shared memory and walks rows cid, cid + clusters, … (a persistent grid, one
+// cluster of CLUSTER blocks a row, CLUSTER 1 or 2): thread 0 issues one cp.async.bulk per stage (the
+// block's contiguous share of the row's 16-byte body, counted on the stage's full mbarrier), STAGES rows
+// ahead; the block waits on the stage, takes the row's maximum, the sum of exp(x − max) and writes
+// exp(x − max) / sum from shared memory (three passes over on-chip data: HBM sees the row read once and
+// written once), then hands the stage back to the copy engine for row k + STAGES. A cluster of 2 splits
+// a row the ring of one block cannot hold twice (FP32 rows beyond ~28,900 elements, FP16/BF16 ~57,800):
+// each block holds half, the maximum and sum are exchanged through DSMEM as in v6.
+// Removes: v6's dead time between a row's last load and the next row's first (the row's reductions,
+// cluster exchanges and stores), and the register budget on bytes in flight: the copy engine keeps up to
+// STAGES − 1 rows (up to ~220 KiB an SM) loading while the threads compute.
+// Bottleneck that remains (expected, not measured): MUFU — two exponentials an element (the sum, then the
+// output), 16 a clock an SM on sm_90: for BF16, ~60 % of an SM's share of the DRAM time a row, so the
+// ring must keep loads in flight through it; rows of fewer than ~16 KiB leave the ring too short to hide
+// the copy latency (v4/v5 take those); the grid holds whole rows, so at M rows over G clusters the last
+// round is ⌈M/G⌉ − M/G of a row short.
+// Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
+// 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
+// generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
+// cluster reads the others' shared memory (DSMEM, mapa + ld.shared::cluster); 227 KiB of shared memory
+// a block at most.
+// Row layout as row.cuh's PEEL/ALIGNED paths: a head of single elements up to the row's first 16-byte
+// boundary, a body of 16-byte vectors (the bulk copies), a tail; the head and tail (< 2·VEC elements)
+// are loaded by block 0's first threads with ordinary loads, issued before the stage wait. Neither path
+// (X and Y at different offsets from 16 bytes): out of this rung's scope, as are rows whose body two
+// stages of a 2-block cluster cannot hold (v6 takes both; study/ops/softmax.py, tma_ring_plan).
+// Builds on: v6 (the cluster exchange, cluster.cuh), hgemm v8's mbarrier ring (hopper.cuh).
+// Constraints: as v2 on the vector paths; compute capability 9.0 (bulk copies, mbarrier tx counts,
+// clusters). Launch: 1-D grid, a multiple of CLUSTER; dynamic shared memory STAGES × chunk × 16 bytes,
+// chunk the body vectors a block holds (study/ops/softmax.py, tma_ring_launch).
+// arch: sm_90
+// precisions: fp32 fp16 bf16
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, tma_ring_plan): one block a row
+// while two stages of the whole body fit the ring budget, else a cluster of 2; as many stages (up to
+// STAGES) as the budget holds, and as many blocks an SM as shared memory and threads allow.
+// config: CLUSTER=1 THREADS=512 STAGES=4 FIT=1
+// space: CLUSTER=1 THREADS=256 STAGES=2 FIT=0
+// space: CLUSTER=1 THREADS=512 STAGES=2 FIT=0
+// space: CLUSTER=1 THREADS=1024 STAGES=2 FIT=0
+// space: CLUSTER=1 THREADS=512 STAGES=3 FIT=0
+// space: CLUSTER=2 THREADS=256 STAGES=2 FIT=0
+// space: CLUSTER=2 THREADS=512 STAGES=2 FIT=0
+// space: CLUSTER=2 THREADS=512 STAGES=3 FIT=0
+// space: CLUSTER=2 THREADS=1024 STAGES=2 FIT=0
+#include "common.cuh"
+#include "cluster.cuh"
+#include "hopper.cuh"
+#include "row.cuh"
+
+static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks a row (2-block clusters always fit a TPC)");
+static_assert(STAGES >= 2 && STAGES <= 4, "STAGES: 2 to 4 rows in the ring");
+
+#if CLUSTER > 1
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+__device__ __forceinline__ int cluster_rank_or_0() { return cluster_rank(); }
+#else
+#define CLUSTER_DIMS
+__device__ __forceinline__ int cluster_rank_or_0() { return 0; }
+#endif
+
+// row.cuh's reductions use scratch[0, 64); the cluster's exchange slots follow, two of each (row parity),
+// so that a block publishing row k + 1's value never overwrites one another block may still read for
+// row k: between the two writes of a slot lie the cluster barriers of row k + 1, which every block
+// reaches only after its reads of row k.
+constexpr int SCRATCH = 68;
+#if CLUSTER > 1
+constexpr int SLOT_MAX = 64, SLOT_SUM = 66;
+#endif
+
+// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER 2) the cluster through DSMEM.
+template <bool MAX>
+__device__ __forceinline__ float team_reduce(float v, float* scratch, int parity) {
+    v = block_reduce<MAX>(v, scratch);
+#if CLUSTER > 1
+    float* slot = scratch + (MAX ? SLOT_MAX : SLOT_SUM) + parity;
+    if (threadIdx.x == 0) *slot = v;
+    cluster_arrive();
+    cluster_wait();
+    const int lane = threadIdx.x % 32;
+    float w = lane < CLUSTER ? cluster_load(slot, lane) : (MAX ? NEG_INF : 0.0f);
+#pragma unroll
+    for (int o = CLUSTER / 2; o > 0; o >>= 1) {
+        const float other = __shfl_xor_sync(0xffffffffu, w, o);
+        w = MAX ? fmaxf(w, other) : w + other;
+    }
+    v = __shfl_sync(0xffffffffu, w, 0);
+#endif
+    return v;
+}
+
+// Thread 0: announce and start the bulk copy of this block's share [first, first + count) of `row`'s
+// body into stage `s` (count 0: the arrival alone completes the phase).
+__device__ __forceinline__ void fill_stage(const storage_t* __restrict__ X, long long row, int N, int chunk,
+                                           unsigned stage, unsigned bar) {
+    const storage_t* x = X + row * N;
+    const RowParts p = row_parts(x, N);
+    const int first = min(p.body, cluster_rank_or_0() * chunk);
+    const int count = min(p.body - first, chunk);
+    mbar_arrive_expect_tx(bar, (unsigned)count * 16u);
+    if (count > 0) {
+        const uint4* src = reinterpret_cast<const uint4*>(x + p.head) + first;
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                     :: "r"(stage), "l"(src), "r"((unsigned)count * 16u), "r"(bar) : "memory");
+    }
+}
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS)
+softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N, int chunk) {
+    extern __shared__ __align__(128) uint4 ring[];  // STAGES × chunk vectors
+    __shared__ __align__(8) unsigned long long full[STAGES];
+    __shared__ float scratch[SCRATCH];
+    require_dynamic_smem((unsigned)(STAGES * chunk * 16));
+#if !VECTOR_PATH
+    __trap();  // the bulk copies move 16-byte vectors; the launch refuses X and Y at different offsets from 16 bytes
+#endif
+    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full);
+    const int rank = cluster_rank_or_0();
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) mbar_init(full0 + 8 * s, 1);
+        mbar_fence_init();
+        for (int s = 0; s < STAGES && cid + s * clusters < M; ++s)
+            fill_stage(X, cid + s * clusters, N, chunk, ring0 + s * chunk * 16, full0 + 8 * s);
+    }
+    __syncthreads();
+
+    for (int k = 0;; ++k) {
+        const long long row = cid + k * clusters;
+        if (row >= M) break;
+        const int s = k % STAGES;
+        const storage_t* x = X + row * N;
+        storage_t* y = Y + row * N;
+        const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
+        const int first = min(p.body, rank * chunk), count = min(p.body - first, chunk);
+        // The head and tail singles, one to each of block 0's first threads, loading while the stage lands.
+        const bool has_single = rank == 0 && (int)threadIdx.x < p.head + p.tail;
+        const float single = has_single ? to_float(x[p.single(threadIdx.x)]) : NEG_INF;
+        mbar_wait(full0 + 8 * s, (k / STAGES) & 1);
+
+        const uint4* stage = ring + s * chunk;
+        float m = single;
+#pragma unroll 4
+        for (int i = threadIdx.x; i < count; i += THREADS) {
+            float v[VEC];
+            unpack(stage[i], v);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) m = fmaxf(m, v[e]);
+        }
+        m = team_reduce<true>(m, scratch, k & 1);
+        float d = has_single ? __expf(single - m) : 0.0f;
+#pragma unroll 4
+        for (int i = threadIdx.x; i < count; i += THREADS) {
+            float v[VEC];
+            unpack(stage[i], v);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) d += __expf(v[e] - m);
+        }
+        const float inv = 1.0f / team_reduce<false>(d, scratch, k & 1);
+        uint4* yv = reinterpret_cast<uint4*>(y + p.head) + first;
+#pragma unroll 4
+        for (int i = threadIdx.x; i < count; i += THREADS) {
+            float v[VEC];
+            unpack(stage[i], v);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) v[e] = __expf(v[e] - m) * inv;
+            yv[i] = pack(v);
+        }
+        if (has_single) y[p.single(threadIdx.x)] = from_float(__expf(single - m) * inv);
+
+        __syncthreads();  // every thread's reads of stage s are done ...
+        if (threadIdx.x == 0 && row + STAGES * clusters < M) {
+            // ... and ordered before the copy engine's writes into it (generic proxy, then async proxy)
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+            fill_stage(X, row + STAGES * clusters, N, chunk, ring0 + s * chunk * 16, full0 + 8 * s);
+        }
+    }
+#if CLUSTER > 1
+    // No block leaves while the other may still read its exchange slots.
+    cluster_arrive();
+    cluster_wait();
+#endif
+}

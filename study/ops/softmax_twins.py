@@ -1,0 +1,132 @@
+"""The launches of the softmax twins (triton_kernels/softmax.py): a program per row or per ROWS rows, the row
+whole in one program while it fits (v4, v5, v7), v6's two launches over slices of a row, v7's persistent grid.
+The CUDA rungs' launches are in study/ops/softmax.py; the twins mirror their configs there."""
+
+from __future__ import annotations
+
+import torch
+
+from study.problem import cdiv, out_of_scope, sm_count
+from triton_kernels import softmax as tk
+
+def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = False, whole_limit: int | None = None):
+    """A twin's launch: a program per row, or per ROWS rows (``rows``: v0's and v5's); ``whole_limit``
+    (v4's and v5's): the row whole, a power of two, when it fits in that many bytes (else the
+    kernel's two-pass fallback)."""
+    x = tensors["X"]
+    m, n = shape["M"], shape["N"]
+    meta = dict(config)
+    if whole_limit is not None:
+        meta["WHOLE"] = triton_next_pow2(n)
+        meta["FITS"] = whole_fits(meta["WHOLE"], precision.element_bytes, whole_limit)
+
+    def grid(cfg):
+        return (cdiv(m, cfg["ROWS"]),) if rows else (m,)
+
+    def fn():
+        kernel[grid](x, out, m, n, **meta)
+
+    if whole_limit is not None:
+        fn.facts = {"on_chip": int(meta["FITS"])}
+    return fn
+
+
+def whole_fits(whole: int, element_bytes: int, limit: int) -> bool:
+    """Whether a twin holds a row of ``whole`` elements (a power of two) in one program's registers: at most
+    ``limit`` bytes and at most tk.MAX_WHOLE_VALUES values (more spill; triton_kernels/softmax.py says why)."""
+    return whole * element_bytes <= limit and whole <= tk.MAX_WHOLE_VALUES
+
+
+def rows_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True)
+
+
+def whole_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, whole_limit=tk.MAX_WHOLE_BYTES)
+
+
+def warp_rows_twin_launch(kernel, tensors, out, shape, config, precision):
+    return twin_launch(kernel, tensors, out, shape, config, precision, rows=True, whole_limit=tk.MAX_WARP_ROW_BYTES)
+
+
+def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_BYTES) -> tuple[int, int]:
+    """(slices, columns per slice) of v6's twin: the fewest slices of at most ``slice_bytes`` each (the CUDA
+    rung's block of 1024 × 8 vectors), at most tk.MAX_SLICES (its cluster of 8), each a multiple of 16
+    elements (so that every slice starts as aligned as the row)."""
+    slices = min(tk.MAX_SLICES, cdiv(n * element_bytes, slice_bytes))
+    size = cdiv(cdiv(n, slices), 16) * 16
+    return cdiv(n, size), size
+
+
+def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES):
+    """v6's twin: one slice (the row whole in a program, v4's twin: one launch), or a program per (row,
+    slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second launch that merges a row's
+    pairs and normalises each slice (:func:`normalize_slices`, under triton.autotune also inside each timed
+    call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``."""
+    x = tensors["X"]
+    m, n = shape["M"], shape["N"]
+    slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
+    one = slices == 1
+    stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
+    whole = triton_next_pow2(n) if one else 1
+    fits = one and whole_fits(whole, precision.element_bytes, slice_bytes)
+    meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits}
+
+    def fn():
+        kernel[(m, slices)](x, out, stats, m, n, size, slices, **meta)
+        if not one:  # the config the first launch just used: under triton.autotune, the tuned one
+            best = getattr(kernel, "best_config", None)
+            step = config if best is None else {**best.kwargs, "num_warps": best.num_warps,
+                                                "num_stages": best.num_stages}
+            normalize_slices(x, out, stats, m, n, size, slices, step)
+
+    # on_chip: the row whole in the one program's registers, else two passes in it or two launches
+    fn.facts = {"slices": slices, "on_chip": int(meta["FITS"])}
+    return fn
+
+
+def normalize_slices(x, out, stats, m, n, size, slices, config):
+    """v6's twin, second launch, with the first one's BLOCK and warps."""
+    tk.softmax_split_normalize[(m, slices)](x, out, stats, m, n, size, slices, BLOCK=config["BLOCK"],
+                                            PAIRS=triton_next_pow2(slices), num_warps=config["num_warps"],
+                                            num_stages=config["num_stages"])
+
+
+def normalize_after_tuned_stats(nargs, exception=None):
+    """v6's twin under triton.autotune: each config's second launch inside its timed call (the post_hook),
+    as the closure runs it after the tuned config, so that tuning ranks both launches, not the first."""
+    if exception is None and not nargs["ONE"]:
+        normalize_slices(nargs["x_ptr"], nargs["y_ptr"], nargs["stats_ptr"], nargs["M"], nargs["N"], nargs["SLICE"],
+                         nargs["SLICES"], nargs)
+
+
+def ring_twin_check(shape, precision):
+    whole = triton_next_pow2(shape["N"])
+    if not whole_fits(whole, precision.element_bytes, tk.MAX_WHOLE_BYTES):
+        return out_of_scope(f"v7's twin holds a row whole in one program (at most {tk.MAX_WHOLE_VALUES} values and "
+                            f"{tk.MAX_WHOLE_BYTES} bytes); N={shape['N']} rounds up to {whole} (v6's twin takes it)")
+    return None
+
+
+def ring_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v7's twin: PER_SM programs an SM (none more than the rows) walking the rows, each row whole. Recorded:
+    ``programs`` (of the declared or given config; under triton.autotune the pick's PER_SM decides)."""
+    x = tensors["X"]
+    m, n = shape["M"], shape["N"]
+    sms = sm_count(out)
+    meta = {**config, "WHOLE": triton_next_pow2(n)}
+
+    def programs(cfg) -> int:
+        return max(1, min(m, sms * cfg["PER_SM"]))
+
+    def fn():
+        kernel[lambda cfg: (programs(cfg),)](x, out, m, n, **meta)
+
+    if "PER_SM" in config:
+        fn.facts = {"programs": programs(config)}
+    return fn
+
+
+def triton_next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
