@@ -15,11 +15,17 @@
 // Removes: v6's dead time between a row's last load and the next row's first (the row's reductions,
 // cluster exchanges and stores), and the register budget on bytes in flight: the copy engine keeps up to
 // STAGES − 1 rows (up to ~220 KiB an SM) loading while the threads compute.
-// Bottleneck that remains (expected, not measured): MUFU — two exponentials an element (the sum, then the
-// output), 16 a clock an SM on sm_90: for BF16, ~60 % of an SM's share of the DRAM time a row, so the
-// ring must keep loads in flight through it; rows of fewer than ~16 KiB leave the ring too short to hide
-// the copy latency (v4/v5 take those); the grid holds whole rows, so at M rows over G clusters the last
-// round is ⌈M/G⌉ − M/G of a row short.
+// Measured (c97 at 9372778, H200, cold, autotune off, one run each, unpaired; % of the size-matched copy
+// ceiling; reports/h200/experiments/softmax-v7-first-light-9372778): one block a row — BF16 1024×50257 3,420 GB/s
+// (84.2 %; v6 2,246, 55.3 %), 8192×50257 3,707 (87.0 %; v6 2,366), 1024×32000 3,363 (85.5 %; v6 3,080),
+// 8192×32000 3,861 (91.2 %; v6 3,493); a cluster of 2 — FP32 1024×50257 3,181 (76.0 %; v6 3,013), 8192×50257
+// 3,584 (83.7 %; v6 3,063), but FP32 1024×32000 2,976 (72.1 %) and 8192×32000 3,410 (79.8 %) against v6's one
+// block of 1024 × 8 registers, 3,729 and 4,177 (90.3 %, 97.7 %).
+// Bottleneck that remains: ncu at 1024×50257 BF16 (58.8 µs at 1.97 GHz): DRAM 63.3 % of peak, issue active
+// 48.5 % with 16 warps an SM, top stalls mio_throttle 1.66 and wait 1.14 cycles an issue: the three passes
+// over shared memory and two exponentials an element keep the SM busy half the time, and with two stages of
+// a 100 KB row the ring drains at the grid's last rows (⌈1024/132⌉ = 8 rows a block, 7.76 on average); the
+// 2-block cluster path pays two cluster barriers a row.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
