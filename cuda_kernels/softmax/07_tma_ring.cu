@@ -100,6 +100,16 @@ __device__ __forceinline__ float team_reduce(float v, float* scratch, int parity
     return v;
 }
 
+// exp(x − m) as 2^(x·log2 e − m·log2 e), `shift` = m·log2 e: one FFMA before the MUFU, where __expf(x − m)
+// takes an FADD and an FMUL (the SM issues half of the time, c97's ncu). The rounding of m·log2 e scales every
+// term of the sum and every output alike, so it cancels in their ratio; x = −inf gives 0; a row all −inf gives
+// NaN as __expf(−inf − (−inf)) did, and as torch does.
+__device__ __forceinline__ float exp_shifted(float x, float shift) {
+    float r;
+    asm("ex2.approx.f32 %0, %1;" : "=f"(r) : "f"(fmaf(x, 1.4426950408889634f, -shift)));
+    return r;
+}
+
 // Thread 0: announce and start the bulk copy of this block's share [first, first + count) of `row`'s
 // body into stage `s` (count 0: the arrival alone completes the phase).
 __device__ __forceinline__ void fill_stage(const storage_t* __restrict__ X, long long row, int N, int chunk,
@@ -160,13 +170,14 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
             for (int e = 0; e < VEC; ++e) m = fmaxf(m, v[e]);
         }
         m = team_reduce<true>(m, scratch, k & 1);
-        float d = has_single ? __expf(single - m) : 0.0f;
+        const float shift = m * 1.4426950408889634f;
+        float d = has_single ? exp_shifted(single, shift) : 0.0f;
 #pragma unroll 4
         for (int i = threadIdx.x; i < count; i += THREADS) {
             float v[VEC];
             unpack(stage[i], v);
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) d += __expf(v[e] - m);
+            for (int e = 0; e < VEC; ++e) d += exp_shifted(v[e], shift);
         }
         const float inv = 1.0f / team_reduce<false>(d, scratch, k & 1);
         uint4* yv = reinterpret_cast<uint4*>(y + p.head) + first;
@@ -175,10 +186,10 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
             float v[VEC];
             unpack(stage[i], v);
 #pragma unroll
-            for (int e = 0; e < VEC; ++e) v[e] = __expf(v[e] - m) * inv;
+            for (int e = 0; e < VEC; ++e) v[e] = exp_shifted(v[e], shift) * inv;
             yv[i] = pack(v);
         }
-        if (has_single) y[p.single(threadIdx.x)] = from_float(__expf(single - m) * inv);
+        if (has_single) y[p.single(threadIdx.x)] = from_float(exp_shifted(single, shift) * inv);
 
         __syncthreads();  // every thread's reads of stage s are done ...
         if (threadIdx.x == 0 && row + STAGES * clusters < M) {
