@@ -11,7 +11,8 @@
 // exp(x − max) / sum from shared memory (three passes over on-chip data: HBM sees the row read once and
 // written once), then hands the stage back to the copy engine for row k + STAGES. A cluster of 2 splits
 // a row the ring of one block cannot hold twice (FP32 rows beyond ~28,900 elements, FP16/BF16 ~57,800):
-// each block holds half, the maximum and sum are exchanged through DSMEM as in v6.
+// each block holds half, the maximum and sum are exchanged through DSMEM (a tagged word stored into the
+// other block's shared memory, no cluster barrier: see send/receive).
 // Removes: v6's dead time between a row's last load and the next row's first (the row's reductions,
 // cluster exchanges and stores), and the register budget on bytes in flight: the copy engine keeps up to
 // STAGES − 1 rows (up to ~220 KiB an SM) loading while the threads compute.
@@ -24,8 +25,10 @@
 // Bottleneck that remains: ncu at 1024×50257 BF16 (58.8 µs at 1.97 GHz): DRAM 63.3 % of peak, issue active
 // 48.5 % with 16 warps an SM, top stalls mio_throttle 1.66 and wait 1.14 cycles an issue: the three passes
 // over shared memory and two exponentials an element keep the SM busy half the time, and with two stages of
-// a 100 KB row the ring drains at the grid's last rows (⌈1024/132⌉ = 8 rows a block, 7.76 on average); the
-// 2-block cluster path pays two cluster barriers a row.
+// a 100 KB row the ring drains at the grid's last rows (⌈1024/132⌉ = 8 rows a block, 7.76 on average). The
+// 2-block cluster path, exchanging through v6's publish and cluster barriers (c98 at 32bfe5e, 1024×50257 FP32,
+// 130 µs): issue active 27.3 %, top stall membar 3.93 cycles an issue (the barrier's release waits for the
+// previous row's global stores), barrier 1.99, long scoreboard 2.08: hence the tagged exchange.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
@@ -70,32 +73,53 @@ __device__ __forceinline__ int cluster_rank_or_0() { return cluster_rank(); }
 __device__ __forceinline__ int cluster_rank_or_0() { return 0; }
 #endif
 
-// row.cuh's reductions use scratch[0, 64); the cluster's exchange slots follow, two of each (row parity),
-// so that a block publishing row k + 1's value never overwrites one another block may still read for
-// row k: between the two writes of a slot lie the cluster barriers of row k + 1, which every block
-// reaches only after its reads of row k.
-constexpr int SCRATCH = 68;
+// row.cuh's reductions use scratch[0, 64).
+constexpr int SCRATCH = 64;
+
 #if CLUSTER > 1
-constexpr int SLOT_MAX = 64, SLOT_SUM = 66;
+// The pair's exchange without a cluster barrier: thread 0 stores its block's value with a tag into a slot in
+// the other block's shared memory (st.relaxed.cluster.shared::cluster, one 64-bit word: value and tag land
+// together), and every thread of the other block spins on its own slot until the tag is the one it expects.
+// Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
+// 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
+// previous row before its arrival. Four slots, {max, sum} × row parity: the other block writes row k + 2's
+// into a slot only after it has this block's sum of row k + 1, sent after every thread here has read row k's.
+// Tags 2k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
+// barrier at the start (before which no block sends).
+struct ExchangeSlots {
+    unsigned long long word[4];
+};
+
+__device__ __forceinline__ void send(ExchangeSlots& slots, int which, int k, float v) {
+    const unsigned local = smem_addr(&slots.word[(k & 1) * 2 + which]);
+    const unsigned long long word = ((unsigned long long)(2u * k + which + 1) << 32) | __float_as_uint(v);
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cluster_rank() ^ 1));
+    asm volatile("st.relaxed.cluster.shared::cluster.b64 [%0], %1;\n" :: "r"(remote), "l"(word) : "memory");
+}
+
+__device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k) {
+    const unsigned local = smem_addr(&slots.word[(k & 1) * 2 + which]);
+    const unsigned tag = 2u * k + which + 1;
+    unsigned long long word;
+    do {
+        asm volatile("ld.relaxed.cluster.shared::cta.b64 %0, [%1];\n" : "=l"(word) : "r"(local) : "memory");
+    } while ((unsigned)(word >> 32) != tag);
+    return __uint_as_float((unsigned)word);
+}
+#else
+struct ExchangeSlots {};
 #endif
 
-// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER 2) the cluster through DSMEM.
+// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER 2) the other block's, merged in the
+// same commutative operation on both sides, so both normalise the row with the same bits.
 template <bool MAX>
-__device__ __forceinline__ float team_reduce(float v, float* scratch, int parity) {
+__device__ __forceinline__ float team_reduce(float v, float* scratch, ExchangeSlots& slots, int k) {
     v = block_reduce<MAX>(v, scratch);
 #if CLUSTER > 1
-    float* slot = scratch + (MAX ? SLOT_MAX : SLOT_SUM) + parity;
-    if (threadIdx.x == 0) *slot = v;
-    cluster_arrive();
-    cluster_wait();
-    const int lane = threadIdx.x % 32;
-    float w = lane < CLUSTER ? cluster_load(slot, lane) : (MAX ? NEG_INF : 0.0f);
-#pragma unroll
-    for (int o = CLUSTER / 2; o > 0; o >>= 1) {
-        const float other = __shfl_xor_sync(0xffffffffu, w, o);
-        w = MAX ? fmaxf(w, other) : w + other;
-    }
-    v = __shfl_sync(0xffffffffu, w, 0);
+    if (threadIdx.x == 0) send(slots, MAX ? 0 : 1, k, v);
+    const float other = receive(slots, MAX ? 0 : 1, k);
+    v = MAX ? fmaxf(v, other) : v + other;
 #endif
     return v;
 }
@@ -133,6 +157,7 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
     extern __shared__ __align__(128) uint4 ring[];  // STAGES × chunk vectors
     __shared__ __align__(8) unsigned long long full[STAGES];
     __shared__ float scratch[SCRATCH];
+    __shared__ ExchangeSlots slots;
     require_dynamic_smem((unsigned)(STAGES * chunk * 16));
 #if !VECTOR_PATH
     __trap();  // the bulk copies move 16-byte vectors; the launch refuses X and Y at different offsets from 16 bytes
@@ -141,6 +166,11 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
     const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full);
     const int rank = cluster_rank_or_0();
 
+#if CLUSTER > 1
+    if (threadIdx.x < 4) slots.word[threadIdx.x] = 0;
+    cluster_arrive();  // both blocks' slots are zero before either sends (the launch's one cluster barrier)
+    cluster_wait();
+#endif
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) mbar_init(full0 + 8 * s, 1);
         mbar_fence_init();
@@ -171,7 +201,7 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
 #pragma unroll
             for (int e = 0; e < VEC; ++e) m = fmaxf(m, v[e]);
         }
-        m = team_reduce<true>(m, scratch, k & 1);
+        m = team_reduce<true>(m, scratch, slots, k);
         const float shift = m * 1.4426950408889634f;
         float d = has_single ? exp_shifted(single, shift) : 0.0f;
 #pragma unroll 4
@@ -181,7 +211,7 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
 #pragma unroll
             for (int e = 0; e < VEC; ++e) d += exp_shifted(v[e], shift);
         }
-        const float inv = 1.0f / team_reduce<false>(d, scratch, k & 1);
+        const float inv = 1.0f / team_reduce<false>(d, scratch, slots, k);
         uint4* yv = reinterpret_cast<uint4*>(y + p.head) + first;
 #pragma unroll 4
         for (int i = threadIdx.x; i < count; i += THREADS) {
@@ -200,9 +230,5 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
             fill_stage(X, row + STAGES * clusters, N, chunk, ring0 + s * chunk * 16, full0 + 8 * s);
         }
     }
-#if CLUSTER > 1
-    // No block leaves while the other may still read its exchange slots.
-    cluster_arrive();
-    cluster_wait();
-#endif
+    // No exit barrier: a block writes into the other's slots only values the other waits for.
 }
