@@ -28,7 +28,13 @@
 // a 100 KB row the ring drains at the grid's last rows (⌈1024/132⌉ = 8 rows a block, 7.76 on average). The
 // 2-block cluster path, exchanging through v6's publish and cluster barriers (c98 at 32bfe5e, 1024×50257 FP32,
 // 130 µs): issue active 27.3 %, top stall membar 3.93 cycles an issue (the barrier's release waits for the
-// previous row's global stores), barrier 1.99, long scoreboard 2.08: hence the tagged exchange.
+// previous row's global stores), barrier 1.99, long scoreboard 2.08: hence the tagged exchange. With it and
+// the FFMA exponent (c99 at 5ff40ef, same conditions; reports/h200/experiments/softmax-v7-exchange-5ff40ef):
+// FP32 1024×50257 3,572 GB/s (85.3 %; c98 3,154), 8192×50257 3,732 (87.2 %; 3,521), 1024×32000 3,747 (90.8 %,
+// v6 3,758; c98 2,900); BF16 1024×50257 3,436 (84.6 %), 8192×50257 3,705 (87.0 %), 1024×32000 3,430 (87.2 %);
+// v6 within 0.3 % of c98 on each (the control). ncu at 1024×50257 FP32: 112 µs (130), DRAM 71.4 % (61.4),
+// membar 0.02 cycles an issue (3.93), top stalls now long scoreboard 3.45 (the spin on the tag), barrier and wait
+// 2.41, issue active 24.2 %.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
