@@ -201,8 +201,8 @@ def softmax_split_normalize(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK:
 @triton.jit
 def softmax_ring(x_ptr, y_ptr, M, N, WHOLE: tl.constexpr, STAGES: tl.constexpr, PER_SM: tl.constexpr):
     """v7: a persistent grid (PER_SM programs an SM, none more than the rows: the launch's), program p taking
-    rows p, p + programs, …, each whole (WHOLE ≥ N, a power of
-    two) in registers, read once and written once; the loop is software-pipelined over STAGES rows
+    rows p, p + programs, …, each whole (WHOLE ≥ N, a power of two) in registers, read once and written
+    once; the loop is software-pipelined over STAGES rows
     (``tl.range``'s num_stages), so that Triton may issue the next rows' loads (into shared memory) while a
     row is reduced and written — the CUDA rung's ring, as far as Triton says it.
 

@@ -11,7 +11,9 @@ pass: two reads) → v4 the row kept in registers, read once (rows that fit; lon
 v3's two passes, recorded) → v5 a warp per row for short rows (shuffles only, several rows a
 block) → v6 a long row over a thread-block cluster, its maximum and sum exchanged through
 distributed shared memory (the row on chip across up to 8 blocks; v4's body for rows one block
-holds; recorded). Reported cold: every default shape's X and Y exceed the L2.
+holds; recorded) → v7 rows streamed by TMA bulk copies into a ring of shared-memory stages in a
+persistent grid, the next rows loading while a row is reduced and written (a 2-block cluster a row where one
+block's ring cannot hold two). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -34,13 +36,13 @@ import torch
 
 from study import draws, kernel_header
 from study.backends import cuda
-from study.paths import CUDA_DIR
-from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
 from study.backends.launch import Unsupported
-from study.problem import (DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, out_of_scope,
-                           rows_vector_aligned, sm_count)
 from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
                                     split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
+from study.paths import CUDA_DIR
+from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
+from study.problem import (DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, out_of_scope,
+                           rows_vector_aligned, sm_count)
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import softmax as tk
 

@@ -9,6 +9,7 @@ import torch
 from study.problem import cdiv, out_of_scope, sm_count
 from triton_kernels import softmax as tk
 
+
 def twin_launch(kernel, tensors, out, shape, config, precision, rows: bool = False, whole_limit: int | None = None):
     """A twin's launch: a program per row, or per ROWS rows (``rows``: v0's and v5's); ``whole_limit``
     (v4's and v5's): the row whole, a power of two, when it fits in that many bytes (else the
@@ -129,4 +130,3 @@ def ring_twin_launch(kernel, tensors, out, shape, config, precision):
 
 def triton_next_pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
-
