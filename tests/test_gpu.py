@@ -688,14 +688,18 @@ def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactl
     impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
+    # Clusters of 4 and 8 (BF16 131072 and 300000, FP32 100000): the grid from the driver's count of clusters
+    # that run at once.
     expected = {("fp32", (1000, 4096)): 1, ("fp32", (700, 40000)): 2, ("fp32", (300, 50257)): 2,
-                ("bf16", (600, 50257)): 1, ("bf16", (300, 65536)): 2, ("fp16", (2000, 1031)): 1, ("fp32", (5, 3)): 1}
+                ("bf16", (600, 50257)): 1, ("bf16", (300, 65536)): 2, ("fp16", (2000, 1031)): 1, ("fp32", (5, 3)): 1,
+                ("bf16", (200, 131072)): 4, ("fp32", (100, 100000)): 4, ("bf16", (60, 300001)): 8}
     for (name, shape), cluster in expected.items():
         precision = ladder("softmax").problem.precision(name)
         problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
         assert verdict.ok, (name, shape, verdict.message)
         assert launch.config["CLUSTER"] == cluster, (name, shape, launch.config)
+        assert launch.config["clusters_from"] == ("SMs" if cluster <= 2 else "driver"), launch.config
         first = launch.out.clone()
         for _ in range(3):
             launch.out.fill_(float("nan"))
@@ -708,7 +712,7 @@ def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuse
     impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    for n in (40000, 50257):  # FP32: a cluster of 2, the live entry and the NaN in different blocks' halves
+    for n in (40000, 50257, 200000):  # FP32: clusters of 2 and 8, the live entry and the NaN in different blocks
         _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
     fp16 = ladder("softmax").problem.precision("fp16")
     problem, sh, tensors, ref, scale = _data("softmax", (9, 4096), fp16)

@@ -308,7 +308,10 @@ def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_cluster_of_two
     plan = tma_ring_plan(50257, 4, fit)  # FP32: 201 KB, one stage in a block; halves over a cluster of 2
     assert (plan.cluster, plan.stages, plan.chunk) == (2, 2, -(-(50257 * 4 // 16) // 2))
     assert plan.ring_bytes <= RING_BYTES
-    assert "v6 takes it" in tma_ring_plan(128256, 2, fit)  # 256 KB: no two stages even over the cluster
+    plan = tma_ring_plan(128256, 2, fit)  # 256 KB: quarters over a cluster of 4 (halves are one stage each)
+    assert (plan.cluster, plan.stages, plan.chunk) == (4, 3, 128256 * 2 // 16 // 4)
+    assert tma_ring_plan(262144, 2, fit).cluster == 8  # 512 KB: eighths
+    assert "v6 takes it" in tma_ring_plan(262144, 4, fit)  # 1 MB: an eighth is one stage of 128 KB
     assert tma_ring_plan(3, 4, fit).chunk == 1  # a row shorter than a vector: all head and tail, a 16-byte stage
     # a point of the space (FIT=0) runs only where its stages fit
     assert "exceed" in tma_ring_plan(40000, 4, {"FIT": 0, "CLUSTER": 1, "STAGES": 2})
@@ -331,3 +334,18 @@ def test_v7_twin_walks_more_rows_than_programs():
     assert launch.config["programs"] == 132
     verdict = check_output(launch.fn, launch.out, PROBLEM, ref, scale, FP32)
     assert verdict.ok, verdict.message
+
+
+def test_v7_grids_as_many_clusters_as_run_at_once(monkeypatch):
+    from study.backends import cuda
+    from study.ops.softmax import RingPlan, resident_clusters
+
+    monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: None)  # no GPU: the driver's count is missing
+    defines = {"THREADS": 512}
+    big = 100 * 1024 // 16  # 100 KB stages: one block an SM
+    assert resident_clusters(defines, RingPlan(1, 2, big), 132) == (132, "SMs")
+    assert resident_clusters(defines, RingPlan(2, 2, big), 132) == (66, "SMs")  # a pair fits a TPC
+    assert resident_clusters(defines, RingPlan(1, 4, 64), 132) == (132 * 4, "SMs")  # short rows: 4 blocks an SM
+    assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (16, "estimate")  # 8 GPCs of 16 SMs
+    monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: 15)
+    assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (15, "driver")

@@ -5,14 +5,16 @@
 // writes it with no load in flight, and registers bound the bytes an SM can have in the air (at 1024 × 4
 // vectors, two blocks: 128 KiB an SM, and both blocks tend to be in the same phase). Here each block owns
 // a ring of STAGES stages in shared memory and walks rows cid, cid + clusters, … (a persistent grid, one
-// cluster of CLUSTER blocks a row, CLUSTER 1 or 2): thread 0 issues one cp.async.bulk per stage (the
+// cluster of CLUSTER blocks a row, CLUSTER 1, 2, 4 or 8): thread 0 issues one cp.async.bulk per stage (the
 // block's contiguous share of the row's 16-byte body, counted on the stage's full mbarrier), STAGES rows
 // ahead; the block waits on the stage, takes the row's maximum, the sum of exp(x − max) and writes
 // exp(x − max) / sum from shared memory (three passes over on-chip data: HBM sees the row read once and
-// written once), then hands the stage back to the copy engine for row k + STAGES. A cluster of 2 splits
-// a row the ring of one block cannot hold twice (FP32 rows beyond ~28,900 elements, FP16/BF16 ~57,800):
-// each block holds half, the maximum and sum are exchanged through DSMEM (a tagged word stored into the
-// other block's shared memory, no cluster barrier: see send/receive).
+// written once), then hands the stage back to the copy engine for row k + STAGES. A cluster splits a row
+// the ring of one block cannot hold twice (FP32 rows beyond ~28,900 elements, FP16/BF16 ~57,800; 2 blocks,
+// else 4, else 8): each block holds its share, the maxima and sums are exchanged through DSMEM (a tagged
+// word stored into each other block's shared memory, no cluster barrier: see send/receive). Clusters of 4
+// and 8 (rows of 57,857–231,424 FP32 or 115,713–462,848 FP16/BF16 elements) are written, compiled and
+// planned but not yet run on a GPU (their grid: the driver's count of co-resident clusters).
 // Removes: v6's dead time between a row's last load and the next row's first (the row's reductions,
 // cluster exchanges and stores), and the register budget on bytes in flight: the copy engine keeps up to
 // STAGES − 1 rows (up to ~220 KiB an SM) loading while the threads compute.
@@ -44,16 +46,16 @@
 // boundary, a body of 16-byte vectors (the bulk copies), a tail; the head and tail (< 2·VEC elements)
 // are loaded by block 0's first threads with ordinary loads, issued before the stage wait. Neither path
 // (X and Y at different offsets from 16 bytes): out of this rung's scope, as are rows whose body two
-// stages of a 2-block cluster cannot hold (v6 takes both; study/ops/softmax.py, tma_ring_plan).
+// stages of an 8-block cluster cannot hold (v6 takes both; study/ops/softmax.py, tma_ring_plan).
 // Builds on: v6 (the cluster exchange, cluster.cuh), hgemm v8's mbarrier ring (hopper.cuh).
 // Constraints: as v2 on the vector paths; compute capability 9.0 (bulk copies, mbarrier tx counts,
 // clusters). Launch: 1-D grid, a multiple of CLUSTER; dynamic shared memory STAGES × chunk × 16 bytes,
 // chunk the body vectors a block holds (study/ops/softmax.py, tma_ring_launch).
 // arch: sm_90
 // precisions: fp32 fp16 bf16
-// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, tma_ring_plan): one block a row
-// while two stages of the whole body fit the ring budget, else a cluster of 2; as many stages (up to
-// STAGES) as the budget holds, and as many blocks an SM as shared memory and threads allow.
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, tma_ring_plan): the fewest blocks a
+// row (1, 2, 4, 8) whose rings hold two stages of their shares of the body; as many stages (up to 4) as the
+// ring budget holds, and as many blocks an SM as shared memory and threads allow.
 // config: CLUSTER=1 THREADS=512 STAGES=4 FIT=1
 // space: CLUSTER=1 THREADS=256 STAGES=2 FIT=0
 // space: CLUSTER=1 THREADS=512 STAGES=2 FIT=0
@@ -63,12 +65,17 @@
 // space: CLUSTER=2 THREADS=512 STAGES=2 FIT=0
 // space: CLUSTER=2 THREADS=512 STAGES=3 FIT=0
 // space: CLUSTER=2 THREADS=1024 STAGES=2 FIT=0
+// space: CLUSTER=4 THREADS=512 STAGES=2 FIT=0
+// space: CLUSTER=4 THREADS=512 STAGES=3 FIT=0
+// space: CLUSTER=8 THREADS=256 STAGES=2 FIT=0
+// space: CLUSTER=8 THREADS=512 STAGES=3 FIT=0
 #include "common.cuh"
 #include "cluster.cuh"
 #include "hopper.cuh"
 #include "row.cuh"
 
-static_assert(CLUSTER == 1 || CLUSTER == 2, "CLUSTER: 1 or 2 blocks a row (2-block clusters always fit a TPC)");
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
+              "CLUSTER: 1, 2, 4 or 8 blocks a row (the portable cluster sizes)");
 static_assert(STAGES >= 2 && STAGES <= 4, "STAGES: 2 to 4 rows in the ring");
 
 #if CLUSTER > 1
@@ -88,24 +95,35 @@ constexpr int SCRATCH = 64;
 // together), and every thread of the other block spins on its own slot until the tag is the one it expects.
 // Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
-// previous row before its arrival. Four slots, {max, sum} × row parity: the other block writes row k + 2's
-// into a slot only after it has this block's sum of row k + 1, sent after every thread here has read row k's.
+// previous row before its arrival. Slots {max, sum} × row parity × sending rank: another block writes row
+// k + 2's into a slot only after it has this block's sum of row k + 1, sent after every thread here has read
+// row k's.
 // Tags 2k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
 // barrier at the start (before which no block sends).
 struct ExchangeSlots {
-    unsigned long long word[4];
+    static constexpr int WORDS = 2 * 2 * CLUSTER;
+    unsigned long long word[WORDS];
+    __device__ __forceinline__ unsigned at(int which, int k, int from) {
+        return smem_addr(&word[((k & 1) * 2 + which) * CLUSTER + from]);
+    }
 };
 
+// Thread 0: this block's value of row k into its slot in every other block of the cluster.
 __device__ __forceinline__ void send(ExchangeSlots& slots, int which, int k, float v) {
-    const unsigned local = smem_addr(&slots.word[(k & 1) * 2 + which]);
+    const int rank = cluster_rank();
+    const unsigned local = slots.at(which, k, rank);
     const unsigned long long word = ((unsigned long long)(2u * k + which + 1) << 32) | __float_as_uint(v);
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(cluster_rank() ^ 1));
-    asm volatile("st.relaxed.cluster.shared::cluster.b64 [%0], %1;\n" :: "r"(remote), "l"(word) : "memory");
+    for (int r = 0; r < CLUSTER; ++r) {
+        if (r == rank) continue;
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(r));
+        asm volatile("st.relaxed.cluster.shared::cluster.b64 [%0], %1;\n" :: "r"(remote), "l"(word) : "memory");
+    }
 }
 
-__device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k) {
-    const unsigned local = smem_addr(&slots.word[(k & 1) * 2 + which]);
+// Block `from`'s value of row k, once its store has landed here.
+__device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k, int from) {
+    const unsigned local = slots.at(which, k, from);
     const unsigned tag = 2u * k + which + 1;
     unsigned long long word;
     do {
@@ -117,15 +135,21 @@ __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k)
 struct ExchangeSlots {};
 #endif
 
-// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER 2) the other block's, merged in the
-// same commutative operation on both sides, so both normalise the row with the same bits.
+// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER > 1) the blocks' values merged in rank
+// order, the same order in every block, so all normalise the row with the same bits.
 template <bool MAX>
 __device__ __forceinline__ float team_reduce(float v, float* scratch, ExchangeSlots& slots, int k) {
     v = block_reduce<MAX>(v, scratch);
 #if CLUSTER > 1
-    if (threadIdx.x == 0) send(slots, MAX ? 0 : 1, k, v);
-    const float other = receive(slots, MAX ? 0 : 1, k);
-    v = MAX ? fmaxf(v, other) : v + other;
+    const int which = MAX ? 0 : 1, rank = cluster_rank();
+    if (threadIdx.x == 0) send(slots, which, k, v);
+    float total = rank == 0 ? v : receive(slots, which, k, 0);
+#pragma unroll
+    for (int r = 1; r < CLUSTER; ++r) {
+        const float other = r == rank ? v : receive(slots, which, k, r);
+        total = MAX ? fmaxf(total, other) : total + other;
+    }
+    v = total;
 #endif
     return v;
 }
@@ -173,7 +197,7 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
     const int rank = cluster_rank_or_0();
 
 #if CLUSTER > 1
-    if (threadIdx.x < 4) slots.word[threadIdx.x] = 0;
+    if (threadIdx.x < ExchangeSlots::WORDS) slots.word[threadIdx.x] = 0;
     cluster_arrive();  // both blocks' slots are zero before either sends (the launch's one cluster barrier)
     cluster_wait();
 #endif

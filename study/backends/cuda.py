@@ -147,6 +147,31 @@ def resident_blocks(path: Path, symbol: str, config: Mapping[str, int], threads:
     return driver.occupancyMaxActiveBlocksPerMultiprocessor(function.kernel.ptr, threads, smem)
 
 
+def active_clusters(path: Path, symbol: str, config: Mapping[str, int], cluster: int, threads: int,
+                    smem: int) -> int | None:
+    """Clusters of ``cluster`` blocks (``threads`` threads, ``smem`` bytes of dynamic shared memory each) that the
+    GPU runs at once for the kernel built with ``config``, as the driver counts them
+    (``cuOccupancyMaxActiveClusters``: a cluster's blocks share a GPC, so on 132 SMs clusters of 8 are not
+    132 / 8), for a persistent grid that must be resident to finish in one round (softmax v7); None where the
+    driver binding is missing or refuses, so the caller falls back on its own estimate."""
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError:
+        return None
+    function = load_function(path, symbol, config, smem=smem)
+    launch = cu.CUlaunchConfig()
+    launch.gridDimX, launch.gridDimY, launch.gridDimZ = cluster, 1, 1
+    launch.blockDimX, launch.blockDimY, launch.blockDimZ = threads, 1, 1
+    launch.sharedMemBytes = smem
+    attribute = cu.CUlaunchAttribute()
+    attribute.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster, 1, 1
+    launch.attrs = [attribute]
+    launch.numAttrs = 1
+    err, count = cu.cuOccupancyMaxActiveClusters(cu.CUfunction(function.kernel.ptr), launch)
+    return int(count) if err == cu.CUresult.CUDA_SUCCESS and count > 0 else None
+
+
 class StreamCache:
     """torch's current stream as a CuPy stream, looked up at launch time: under CUDA graph
     capture the current stream is the capture stream, and a kernel launched elsewhere is

@@ -12,8 +12,8 @@ v3's two passes, recorded) → v5 a warp per row for short rows (shuffles only, 
 block) → v6 a long row over a thread-block cluster, its maximum and sum exchanged through
 distributed shared memory (the row on chip across up to 8 blocks; v4's body for rows one block
 holds; recorded) → v7 rows streamed by TMA bulk copies into a ring of shared-memory stages in a
-persistent grid, the next rows loading while a row is reduced and written (a 2-block cluster a row where one
-block's ring cannot hold two). Reported cold: every default shape's X and Y exceed the L2.
+persistent grid, the next rows loading while a row is reduced and written (a cluster of 2–8 blocks a row where
+one block's ring cannot hold two). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -242,6 +242,7 @@ def cluster_rows_check(params, shape, precision):
 
 V7_PATH = CUDA_DIR / "softmax" / "07_tma_ring.cu"
 MAX_RING_STAGES = 4                 # the kernel's static_assert
+RING_CLUSTERS = (1, 2, 4, 8)        # blocks a row: the portable cluster sizes
 RING_BYTES = 227 * 1024 - 1024      # a block's 227 KiB of shared memory (sm_90) less its static barriers and scratch
 SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
 BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
@@ -264,17 +265,19 @@ class RingPlan:
 def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
     """v7's ring for rows of ``n`` elements, or why none holds them. The body of a row is at most n·bytes / 16
     vectors (a row off 16 bytes has a head and a tail of single elements besides). FIT=1 (the declared
-    config): one block a row while two stages of the body fit :data:`RING_BYTES`, else a cluster of 2, with as
-    many stages as fit, up to :data:`MAX_RING_STAGES`; otherwise the config's CLUSTER and STAGES, when they fit."""
+    config): the fewest blocks a row (1, 2, 4 or 8, a cluster) whose rings hold two stages of their shares of the
+    body in :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; otherwise the config's
+    CLUSTER and STAGES, when they fit."""
     body = max(1, n * element_bytes // 16)
     if params.get("FIT"):
-        for cluster in (1, 2):
+        for cluster in RING_CLUSTERS:
             chunk = cdiv(body, cluster)
             stages = min(MAX_RING_STAGES, RING_BYTES // (chunk * 16))
             if stages >= 2:
                 return RingPlan(cluster, stages, chunk)
-        return out_of_scope(f"two stages of a 2-block cluster's rings hold rows of at most {RING_BYTES // element_bytes} "
-                            f"elements; N={n} is longer (v6 takes it)")
+        most = RING_CLUSTERS[-1]
+        return out_of_scope(f"two stages of a {most}-block cluster's rings hold rows of at most "
+                            f"{most * RING_BYTES // 2 // element_bytes} elements; N={n} is longer (v6 takes it)")
     plan = RingPlan(params["CLUSTER"], params["STAGES"], cdiv(body, params["CLUSTER"]))
     if plan.ring_bytes > RING_BYTES:
         return out_of_scope(f"{plan.stages} stages of {plan.chunk * 16} bytes (N={n} over {plan.cluster} block(s)) exceed "
@@ -300,17 +303,32 @@ def tma_ring_defines(config, tensors, out, shape, precision):
     return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages}
 
 
+def resident_clusters(defines, plan: RingPlan, sms: int) -> tuple[int, str]:
+    """(clusters the GPU runs at once, where the count came from). One block or a pair: the SMs times the blocks
+    an SM takes (shared memory and threads decide), over the cluster size — a pair always fits a TPC. Clusters of
+    4 or 8 share a GPC, so the SMs do not say it: the driver's count (``cuOccupancyMaxActiveClusters``), else an
+    estimate of 16-SM GPCs (132 SMs: 8 of them), each holding 16 / CLUSTER clusters an SM's worth of blocks."""
+    per_sm = max(1, min(2048 // defines["THREADS"], SM_SHARED // (plan.ring_bytes + BLOCK_RESERVED)))
+    if plan.cluster <= 2:
+        return sms * per_sm // plan.cluster, "SMs"
+    counted = cuda.active_clusters(V7_PATH, "softmax_v7_tma_ring", defines, plan.cluster, defines["THREADS"],
+                                   plan.ring_bytes)
+    if counted:
+        return counted, "driver"
+    return sms // 16 * (16 // plan.cluster) * per_sm, "estimate"
+
+
 def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v7: a persistent grid of as many clusters as the SMs hold at once (shared memory and threads decide how
-    many blocks an SM takes; 2-block clusters always fit a TPC), none more than the rows; the ring as dynamic
-    shared memory. Recorded: ``chunk`` (body vectors a block holds a row), ``clusters``, ``blocks_per_sm``."""
+    """v7: a persistent grid of as many clusters as the GPU runs at once (:func:`resident_clusters`), none more
+    than the rows, so that each walks its rows in one round; the ring as dynamic shared memory. Recorded:
+    ``chunk`` (body vectors a block holds a row), ``clusters`` and where their count came from."""
     m, n = shape["M"], shape["N"]
     plan = tma_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
-    per_sm = max(1, min(2048 // defines["THREADS"], SM_SHARED // (plan.ring_bytes + BLOCK_RESERVED)))
-    clusters = max(1, min(m, sm_count(out) * per_sm // plan.cluster))
+    resident, source = resident_clusters(defines, plan, sm_count(out))
+    clusters = max(1, min(m, resident))
     args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
     return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "blocks_per_sm": per_sm})
+                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "clusters_from": source})
 
 
 THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
@@ -363,7 +381,7 @@ register(
              triton=twin(tk.softmax_split_stats, tk.V6_CLUSTER_ROWS, tk.SPLIT_ROWS_SPACE, launch=split_rows_twin_launch,
                          post_hook=normalize_after_tuned_stats)),
         Rung("v7_tma_ring", "rows streamed by TMA bulk copies into a ring of shared-memory stages, a persistent grid "
-             "walking the rows (a cluster of 2 blocks a row the ring of one cannot hold twice)",
+             "walking the rows (a cluster of 2–8 blocks a row the ring of one cannot hold twice)",
              "v6's idle HBM while a row is reduced and written, and registers bounding the bytes in flight",
              cuda="07_tma_ring.cu", launch=TMA_RING,
              triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
