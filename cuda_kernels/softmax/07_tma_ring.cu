@@ -7,14 +7,14 @@
 // a ring of STAGES stages in shared memory and walks rows cid, cid + clusters, … (a persistent grid, one
 // cluster of CLUSTER blocks a row, CLUSTER 1, 2, 4 or 8): thread 0 issues one cp.async.bulk per stage (the
 // block's contiguous share of the row's 16-byte body, counted on the stage's full mbarrier), STAGES rows
-// ahead; the block waits on the stage, takes the row's maximum, the sum of exp(x − max) and writes
-// exp(x − max) / sum from shared memory (three passes over on-chip data: HBM sees the row read once and
+// ahead; the block waits on the stage, takes the row's maximum and sum of exp(x − max) in one pass (online,
+// see Stats) and writes exp(x − max) / sum in a second, from shared memory (HBM sees the row read once and
 // written once), then hands the stage back to the copy engine for row k + STAGES. A cluster splits a row
 // the ring of one block cannot hold twice (FP32 rows beyond ~28,900 elements, FP16/BF16 ~57,800; 2 blocks,
 // else 4, else 8): each block holds its share, the maxima and sums are exchanged through DSMEM (a tagged
 // word stored into each other block's shared memory, no cluster barrier: see send/receive). Clusters of 4
-// and 8 (rows of 57,857–231,424 FP32 or 115,713–462,848 FP16/BF16 elements) are written, compiled and
-// planned but not yet run on a GPU (their grid: the driver's count of co-resident clusters).
+// and 8 take rows of 57,857–231,424 FP32 or 115,713–462,848 FP16/BF16 elements (their grid: the driver's
+// count of co-resident clusters).
 // Removes: v6's dead time between a row's last load and the next row's first (the row's reductions,
 // cluster exchanges and stores), and the register budget on bytes in flight: the copy engine keeps up to
 // STAGES − 1 rows (up to ~220 KiB an SM) loading while the threads compute.
@@ -37,6 +37,14 @@
 // v6 within 0.3 % of c98 on each (the control). ncu at 1024×50257 FP32: 112 µs (130), DRAM 71.4 % (61.4),
 // membar 0.02 cycles an issue (3.93), top stalls now long scoreboard 3.45 (the spin on the tag), barrier and wait
 // 2.41, issue active 24.2 %.
+// Clusters of 4 and 8 (c100 at 3e25191, same conditions; reports/h200/experiments/softmax-v7-long-3e25191): FP32
+// over 8 blocks 1024×128256 3,754 GB/s (88.7 %; v6 2,898), 1024×151936 3,890 (91.7 %; v6 2,885), 8192×128256
+// 3,910 (91.3 %; v6 2,889); BF16 over 4 blocks 1024×128256 3,195 (75.8 %; v6 2,953), 1024×151936 3,533 (83.7 %;
+// v6 2,687), 8192×128256 3,415 (79.8 %; v6 2,988), over 8 1024×262144 3,248 (76.7 %; v6 2,874); but 64 rows
+// stay where v6 is: 64×151936 BF16 1,638 (55.9 %; v6 1,612), FP32 2,471 (68.1 %; v6 2,313), 64×262144 BF16
+// 2,078 (58.7 %; v6 2,120) — two to four rows a cluster leave the ring's fill and drain unhidden. ncu at
+// 1024×128256 BF16: 166 µs at 1.92 GHz, DRAM 62.3 %, issue active 47.0 % (16 warps an SM, one block), top stalls
+// mio_throttle 1.89 and wait 1.58: three passes over shared memory a row, hence the one-pass statistics (Stats).
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
@@ -135,35 +143,94 @@ __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k,
 struct ExchangeSlots {};
 #endif
 
-// The maximum (MAX) or sum over the row's team: the block, then (CLUSTER > 1) the blocks' values merged in rank
-// order, the same order in every block, so all normalise the row with the same bits.
-template <bool MAX>
-__device__ __forceinline__ float team_reduce(float v, float* scratch, ExchangeSlots& slots, int k) {
-    v = block_reduce<MAX>(v, scratch);
-#if CLUSTER > 1
-    const int which = MAX ? 0 : 1, rank = cluster_rank();
-    if (threadIdx.x == 0) send(slots, which, k, v);
-    float total = rank == 0 ? v : receive(slots, which, k, 0);
-#pragma unroll
-    for (int r = 1; r < CLUSTER; ++r) {
-        const float other = r == rank ? v : receive(slots, which, k, r);
-        total = MAX ? fmaxf(total, other) : total + other;
-    }
-    v = total;
-#endif
-    return v;
+// The row's statistics in the exponent's own scale: t = max · log2 e (rounded once) and d = Σ 2^(x·log2 e − t),
+// so that the output 2^(x·log2 e − t) / d uses the very t its sum did (the rounding of t cancels in the ratio;
+// carrying the maximum and rescaling by __expf(m − top) would leave each partial's rounding of m · log2 e in the
+// sum, ~3e-4 relative at |x| ~ 10^4). One pass over the stage takes both (an online softmax): a pass over shared
+// memory and a cluster exchange fewer than max-then-sum, whose ncu top stall was mio_throttle (c100 at 3e25191,
+// 1024×128256 BF16: issue active 47.0 %, 16 warps an SM).
+struct Stats {
+    float t, d;
+};
+
+__device__ __forceinline__ float ex2(float a) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
 }
 
-// exp(x − m) as 2^(x·log2 e − m·log2 e), `shift` = m·log2 e: one FFMA before the MUFU, where __expf(x − m)
-// takes an FADD and an FMUL (the SM issues half of the time, c97's ncu). The rounding of m·log2 e scales every
-// term of the sum and every output alike, so it cancels in their ratio; x = −inf gives 0; a row all −inf gives
-// NaN as __expf(−inf − (−inf)) did, and as torch does. ex2.approx.ftz as __expf's own: the non-ftz form (c98 at
-// 32bfe5e) adds the denormal range's scaling around every MUFU: issue active 48.5 → 58.2 % and 3–4 % more time
-// at 1,024 rows of 32000–50257 BF16.
-__device__ __forceinline__ float exp_shifted(float x, float shift) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(fmaf(x, 1.4426950408889634f, -shift)));
-    return r;
+// 2^(x·log2 e − t): one FFMA before the MUFU, where __expf(x − m) takes an FADD and an FMUL (the SM issues half
+// of the time, c97's ncu); x = −inf gives 0. ex2.approx.ftz as __expf's own: the non-ftz form (c98 at 32bfe5e)
+// adds the denormal range's scaling around every MUFU: issue active 48.5 → 58.2 % and 3–4 % more time at 1,024
+// rows of 32000–50257 BF16.
+__device__ __forceinline__ float exp_shifted(float x, float t) { return ex2(fmaf(x, 1.4426950408889634f, -t)); }
+
+// n more values into a thread's statistics. A larger maximum rescales d by 2^(t_old − t_new) (0 from
+// t_old = −inf). While t is −inf every value seen is −inf or NaN, and the shift is 0 (−inf − (−inf) is NaN): −inf
+// adds 0, NaN adds NaN. A NaN never raises t (fmaxf drops it) but reaches d, and from d the output, as torch's does.
+template <int n>
+__device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
+    float top = v[0];
+#pragma unroll
+    for (int e = 1; e < n; ++e) top = fmaxf(top, v[e]);
+    const float t = top * 1.4426950408889634f;
+    if (t > s.t) {
+        s.d *= ex2(s.t - t);
+        s.t = t;
+    }
+    const float shift = s.t == NEG_INF ? 0.0f : s.t;
+#pragma unroll
+    for (int e = 0; e < n; ++e) s.d += exp_shifted(v[e], shift);
+}
+
+// Two sides' statistics merged: a side that has seen only −inf (t = −inf) adds its d as it is — 0, or NaN if it
+// met a NaN. The same operands in the same order give the same bits in every block of a cluster.
+__device__ __forceinline__ Stats merge(Stats a, Stats b) {
+    const float top = fmaxf(a.t, b.t);
+    return {top, (a.t == NEG_INF ? a.d : a.d * ex2(a.t - top)) + (b.t == NEG_INF ? b.d : b.d * ex2(b.t - top))};
+}
+
+__device__ __forceinline__ Stats shuffle_merge(Stats s) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        s = merge(s, {__shfl_xor_sync(0xffffffffu, s.t, o), __shfl_xor_sync(0xffffffffu, s.d, o)});
+    return s;
+}
+
+// The block's statistics, in every thread: the warps' by shuffles, then warp 0 over theirs. scratch: 64 floats.
+__device__ __forceinline__ Stats block_stats(Stats s, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    s = shuffle_merge(s);
+    if (lane == 0) { scratch[warp] = s.t; scratch[32 + warp] = s.d; }
+    __syncthreads();
+    if (warp == 0) {
+        Stats w = lane < THREADS / 32 ? Stats{scratch[lane], scratch[32 + lane]} : Stats{NEG_INF, 0.0f};
+        w = shuffle_merge(w);
+        if (lane == 0) { scratch[0] = w.t; scratch[32] = w.d; }  // every lane has read its slots before
+    }
+    __syncthreads();
+    s = {scratch[0], scratch[32]};
+    __syncthreads();
+    return s;
+}
+
+// The row's statistics over its team: the block's, then (CLUSTER > 1) the blocks' merged in rank order, the same
+// order in every block, so all normalise the row with the same bits. Both words leave in one exchange.
+__device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k) {
+    s = block_stats(s, scratch);
+#if CLUSTER > 1
+    const int rank = cluster_rank();
+    if (threadIdx.x == 0) {
+        send(slots, 0, k, s.t);
+        send(slots, 1, k, s.d);
+    }
+    Stats total = rank == 0 ? s : Stats{receive(slots, 0, k, 0), receive(slots, 1, k, 0)};
+#pragma unroll
+    for (int r = 1; r < CLUSTER; ++r)
+        total = merge(total, r == rank ? s : Stats{receive(slots, 0, k, r), receive(slots, 1, k, r)});
+    s = total;
+#endif
+    return s;
 }
 
 // Thread 0: announce and start the bulk copy of this block's share [first, first + count) of `row`'s
@@ -223,25 +290,16 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
         mbar_wait(full0 + 8 * s, (k / STAGES) & 1);
 
         const uint4* stage = ring + s * chunk;
-        float m = single;
+        Stats st{NEG_INF, 0.0f};
+        if (has_single) absorb<1>(st, {single});
 #pragma unroll 4
         for (int i = threadIdx.x; i < count; i += THREADS) {
             float v[VEC];
             unpack(stage[i], v);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) m = fmaxf(m, v[e]);
+            absorb(st, v);
         }
-        m = team_reduce<true>(m, scratch, slots, k);
-        const float shift = m * 1.4426950408889634f;
-        float d = has_single ? exp_shifted(single, shift) : 0.0f;
-#pragma unroll 4
-        for (int i = threadIdx.x; i < count; i += THREADS) {
-            float v[VEC];
-            unpack(stage[i], v);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) d += exp_shifted(v[e], shift);
-        }
-        const float inv = 1.0f / team_reduce<false>(d, scratch, slots, k);
+        st = team_stats(st, scratch, slots, k);
+        const float shift = st.t, inv = 1.0f / st.d;
         uint4* yv = reinterpret_cast<uint4*>(y + p.head) + first;
 #pragma unroll 4
         for (int i = threadIdx.x; i < count; i += THREADS) {
