@@ -349,3 +349,31 @@ def test_v7_grids_as_many_clusters_as_run_at_once(monkeypatch):
     assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (16, "estimate")  # 8 GPCs of 16 SMs
     monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: 15)
     assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (15, "driver")
+
+
+def test_v7_autotune_times_the_points_whose_rings_hold_the_row_and_skips_the_rest(fake_cuda, tmp_path, monkeypatch):
+    # c101: one point's ring too small for 128256 BF16 values (one block, two stages) refused the whole case
+    from types import SimpleNamespace
+
+    from study.backends import cuda, cuda_tune
+    from study.backends.launch import Unsupported
+
+    monkeypatch.setenv("STUDY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: None)
+    monkeypatch.setattr(cuda_tune, "check_output", lambda *a: SimpleNamespace(ok=True))
+    timer = SimpleNamespace(device=SimpleNamespace(name="GPU", capability=(9, 0)), warm_up=lambda fn, flush: None,
+                            samples=lambda fn, reps, flush: ([1.0] * reps, None), settings=SimpleNamespace(tune_reps=3))
+    tuning = SimpleNamespace(timer=timer, mode="cold", ref=None, scale=None)
+    impl, problem = implementation("softmax/v7_tma_ring/cuda"), ladder("softmax").problem
+    shape = {"M": 4, "N": 128256}
+    tensors = problem.make_inputs(shape, BF16_STORAGE, 0, "cpu")
+    launch = backend("cuda").prepare(impl, problem, tensors, shape, BF16_STORAGE, tune=tuning)
+    trials = launch.log["trials"]
+    skipped = [t for t in trials if t["status"] == "skipped"]
+    assert skipped and all("exceed" in t["reason"] for t in skipped)
+    assert {t["config"]["CLUSTER"] for t in skipped} == {1, 2}  # 2 × 128 KB or 2 × 256 KB stages
+    assert {t["config"]["CLUSTER"] for t in trials if t["status"] == "ok"} >= {4, 8}
+    shape = {"M": 4, "N": 1 << 20}  # longer than any point's ring: the case, not a point, is refused
+    tensors = problem.make_inputs(shape, BF16_STORAGE, 0, "cpu")
+    with pytest.raises(Unsupported, match="no point of the autotune space takes this case"):
+        backend("cuda").prepare(impl, problem, tensors, shape, BF16_STORAGE, tune=tuning)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from study import keys, stats
 from study.backends.cuda import kernel_source
-from study.backends.launch import Unsupported
+from study.backends.launch import PointUnsupported, Unsupported
 from study.paths import cache_dir
 from study.problem import check_output, one_line
 from study.timing import flushes
@@ -32,7 +32,8 @@ def tune_key(impl, device, shape, precision, mode, pad: int = 0) -> str:
 
 def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) -> tuple[dict, dict]:
     """(the fastest correct point, the log of every point tried); ``prepare`` is the CUDA backend's,
-    called with each point. Raises Unsupported when the tensors refuse every point alike."""
+    called with each point. Raises Unsupported when the tensors refuse every point alike, or every point
+    refuses the case on its own (PointUnsupported)."""
     path = cache_path()
     cache = json.loads(path.read_text()) if path.is_file() else {}
     key = tune_key(impl, tuning.timer.device, shape, precision, tuning.mode, pad)
@@ -53,11 +54,17 @@ def tune(impl, problem, tensors, shape, precision, tuning, pad: int, prepare) ->
             # what the launch fitted to the shape (FIT, FIT_BN): the point's keys it ran at other values
             ran = {k: launch.config[k] for k in point if k in launch.config and launch.config[k] != point[k]}
             trials.append({"config": dict(point), "status": "ok", "median_ms": median, **({"ran": ran} if ran else {})})
+        except PointUnsupported as exc:  # this point, not the case: the others may take it
+            trials.append({"config": dict(point), "status": "skipped", "reason": str(exc)})
         except Unsupported:  # these tensors, not this point: every point would refuse them
             raise
         except Exception as exc:  # a point that fails to compile or launch is dropped, with why
             trials.append({"config": dict(point), "status": "crashed", "reason": one_line(exc)})
     good = [t for t in trials if t["status"] == "ok"]
+    if trials and all(t["status"] == "skipped" for t in trials):
+        raise Unsupported(trials[0]["reason"] if len({t["reason"] for t in trials}) == 1 else
+                          "no point of the autotune space takes this case: " + "; ".join(
+                              f"{t['config']}: {t['reason']}" for t in trials))
     if not good:
         raise RuntimeError("no point of the autotune space ran correctly: "
                            + "; ".join(f"{t['config']}: {t['reason']}" for t in trials))

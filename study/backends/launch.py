@@ -14,6 +14,12 @@ class Unsupported(ValueError):
     records the case as skipped with this reason; it is never a crash and never a number."""
 
 
+class PointUnsupported(Unsupported):
+    """Unsupported for one point of a rung's autotune space, not for every point alike (softmax v7: a point's
+    cluster and stages whose ring cannot hold the row, where the fitted point's can). Autotune skips the point
+    with this reason and times the others; with a single config the case is skipped, as for Unsupported."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Tuning:
     """What a backend's own search needs from the session: the ``timer`` that times every sample

@@ -36,7 +36,7 @@ import torch
 
 from study import draws, kernel_header
 from study.backends import cuda
-from study.backends.launch import Unsupported
+from study.backends.launch import PointUnsupported, Unsupported
 from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
                                     split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
 from study.paths import CUDA_DIR
@@ -299,7 +299,7 @@ def tma_ring_defines(config, tensors, out, shape, precision):
                           "(v6 takes other rows)")
     plan = tma_ring_plan(shape["N"], precision.element_bytes, config)
     if isinstance(plan, str):
-        raise Unsupported(plan)
+        raise PointUnsupported(plan)  # this point's ring; the fitted point's may hold the row
     return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages}
 
 
