@@ -45,6 +45,10 @@
 // 2,078 (58.7 %; v6 2,120) — two to four rows a cluster leave the ring's fill and drain unhidden. ncu at
 // 1024×128256 BF16: 166 µs at 1.92 GHz, DRAM 62.3 %, issue active 47.0 % (16 warps an SM, one block), top stalls
 // mio_throttle 1.89 and wait 1.58: three passes over shared memory a row, hence the one-pass statistics (Stats).
+// With them (c101 at 0399d84, same conditions): BF16 1024×128256 3,298 (78.2 %), 1024×151936 3,656 (86.6 %),
+// 8192×128256 3,552 (83.0 %), 1024×50257 3,473 (85.5 %); FP32 1024×128256 3,802 (89.8 %), 8192×128256 3,943
+// (92.1 %), 1024×50257 3,623 (86.5 %); v6 within 0.4 % of c100. ncu at 1024×128256 BF16: 162 µs, DRAM 64.0 %,
+// issue active 50.5 %, mio_throttle 1.77, wait 1.53 — one block an SM and 120 SMs still bound the BF16 rows.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
