@@ -688,17 +688,21 @@ def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactl
     impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    # Clusters of 4 and 8 (BF16 131072 and 300000, FP32 100000): the grid from the driver's count of clusters
-    # that run at once.
-    expected = {("fp32", (1000, 4096)): 1, ("fp32", (700, 40000)): 2, ("fp32", (300, 50257)): 2,
-                ("bf16", (600, 50257)): 1, ("bf16", (300, 65536)): 2, ("fp16", (2000, 1031)): 1, ("fp32", (5, 3)): 1,
-                ("bf16", (200, 131072)): 4, ("fp32", (100, 100000)): 4, ("bf16", (60, 300001)): 8}
-    for (name, shape), cluster in expected.items():
+    # Clusters of 8 (BF16 131072 and 300001, FP32 100000; 256 threads, then 512 past 96 values a thread) and a
+    # point of 4: the grid from the driver's count of clusters that run at once.
+    four = {"CLUSTER": 4, "THREADS": 512, "STAGES": 2, "FIT": 0}
+    cases = [("fp32", (1000, 4096), None, 1), ("fp32", (700, 40000), None, 2), ("fp32", (300, 50257), None, 2),
+             ("bf16", (600, 50257), None, 1), ("bf16", (300, 65536), None, 2), ("fp16", (2000, 1031), None, 1),
+             ("fp32", (5, 3), None, 1), ("bf16", (200, 131072), None, 8), ("fp32", (100, 100000), None, 8),
+             ("bf16", (60, 300001), None, 8), ("bf16", (200, 131072), four, 4)]
+    for name, shape, config, cluster in cases:
         precision = ladder("softmax").problem.precision(name)
         problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
-        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
         assert verdict.ok, (name, shape, verdict.message)
         assert launch.config["CLUSTER"] == cluster, (name, shape, launch.config)
+        if cluster == 8:
+            assert launch.config["THREADS"] == (512 if shape[1] == 300001 else 256), launch.config
         assert launch.config["clusters_from"] == ("SMs" if cluster <= 2 else "driver"), launch.config
         first = launch.out.clone()
         for _ in range(3):

@@ -297,7 +297,7 @@ def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
     assert torch.allclose(out[3], torch.softmax(x[3].double(), -1).float(), rtol=2e-4, atol=0)
 
 
-def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_cluster_of_two():
+def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_pair_then_eight():
     from study.ops.softmax import RING_BYTES, tma_ring_plan
 
     fit = {"FIT": 1}
@@ -308,9 +308,11 @@ def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_cluster_of_two
     plan = tma_ring_plan(50257, 4, fit)  # FP32: 201 KB, one stage in a block; halves over a cluster of 2
     assert (plan.cluster, plan.stages, plan.chunk) == (2, 2, -(-(50257 * 4 // 16) // 2))
     assert plan.ring_bytes <= RING_BYTES
-    plan = tma_ring_plan(128256, 2, fit)  # 256 KB: quarters over a cluster of 4 (halves are one stage each)
-    assert (plan.cluster, plan.stages, plan.chunk) == (4, 3, 128256 * 2 // 16 // 4)
-    assert tma_ring_plan(262144, 2, fit).cluster == 8  # 512 KB: eighths
+    plan = tma_ring_plan(128256, 2, fit)  # 256 KB: halves are one stage each; eighths, two stages of 256 threads
+    assert (plan.cluster, plan.stages, plan.chunk, plan.threads) == (8, 2, 128256 * 2 // 16 // 8, 256)
+    assert tma_ring_plan(151936, 4, fit).threads == 256  # 74 values a thread
+    plan = tma_ring_plan(262144, 2, fit)  # 512 KB: eighths of 128 values a thread at 256: the config's threads
+    assert (plan.cluster, plan.stages, plan.threads) == (8, 3, None)
     assert "v6 takes it" in tma_ring_plan(262144, 4, fit)  # 1 MB: an eighth is one stage of 128 KB
     assert tma_ring_plan(3, 4, fit).chunk == 1  # a row shorter than a vector: all head and tail, a 16-byte stage
     # a point of the space (FIT=0) runs only where its stages fit

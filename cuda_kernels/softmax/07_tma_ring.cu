@@ -65,9 +65,13 @@
 // chunk the body vectors a block holds (study/ops/softmax.py, tma_ring_launch).
 // arch: sm_90
 // precisions: fp32 fp16 bf16
-// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, tma_ring_plan): the fewest blocks a
-// row (1, 2, 4, 8) whose rings hold two stages of their shares of the body; as many stages (up to 4) as the
-// ring budget holds, and as many blocks an SM as shared memory and threads allow.
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, tma_ring_plan): one block a row, else a
+// pair, while their rings hold two stages of their shares of the body, as many stages (up to 4) as the ring
+// budget holds; longer rows over 8 blocks of two stages and 256 threads (at 1024×128256 BF16 the driver runs 45
+// such clusters, 360 blocks, against 30 clusters of 4 at one block an SM, 120), 512 threads and up to 4 stages
+// past 96 values a thread — the fastest points of the space at c102's long rows (autotune on, dab7d18, the
+// tuner's own few samples: 64×151936 BF16 +25 % over the 4-block plan, 1024×128256 BF16 +2.6 %, FP32 +4.5 %
+// over 8 × 512 × 3; 1024×262144 BF16 3 % slower at 256 threads).
 // config: CLUSTER=1 THREADS=512 STAGES=4 FIT=1
 // space: CLUSTER=1 THREADS=256 STAGES=2 FIT=0
 // space: CLUSTER=1 THREADS=512 STAGES=2 FIT=0

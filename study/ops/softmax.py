@@ -248,14 +248,21 @@ SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
 BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
 
 
+WIDE_CLUSTER = 8                    # blocks a row once one or two blocks' rings cannot hold it twice ...
+WIDE_THREADS = 256                  # ... with two stages and 256 threads a block, ...
+WIDE_VALUES = 96                    # ... while a block's share is at most this many values a thread
+
+
 @dataclasses.dataclass(frozen=True)
 class RingPlan:
-    """v7's plan for a row: blocks a row (``cluster``), rows in each block's ring (``stages``), and the
-    16-byte body vectors of a row a block holds in a stage (``chunk``)."""
+    """v7's plan for a row: blocks a row (``cluster``), rows in each block's ring (``stages``), the
+    16-byte body vectors of a row a block holds in a stage (``chunk``), and threads a block where the plan
+    sets them (``threads``; None: the config's)."""
 
     cluster: int
     stages: int
     chunk: int
+    threads: int | None = None
 
     @property
     def ring_bytes(self) -> int:
@@ -265,16 +272,26 @@ class RingPlan:
 def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
     """v7's ring for rows of ``n`` elements, or why none holds them. The body of a row is at most n·bytes / 16
     vectors (a row off 16 bytes has a head and a tail of single elements besides). FIT=1 (the declared
-    config): the fewest blocks a row (1, 2, 4 or 8, a cluster) whose rings hold two stages of their shares of the
-    body in :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; otherwise the config's
-    CLUSTER and STAGES, when they fit."""
+    config): one block a row, else a pair, while their rings hold two stages of their shares of the body in
+    :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; longer rows over a cluster of
+    8 with two stages of 256 threads while a share is at most :data:`WIDE_VALUES` values a thread, else the
+    config's threads and as many stages as fit. Why (c102 at dab7d18, the space timed at each shape): the
+    8-block, 2-stage, 256-thread point, three blocks an SM on all 132 SMs, beat the fewest blocks a row (4, one
+    block an SM, 120 SMs) by 25 % at 64×151936 BF16, 2.6 % at 1024×128256 BF16, 4.5 % at 1024×128256 FP32 and
+    1.5 % at 8192×128256 FP32, but lost 3 % to 512 threads and 3 stages at 1024×262144 BF16 (128 values a
+    thread). Otherwise the config's CLUSTER and STAGES, when they fit."""
     body = max(1, n * element_bytes // 16)
     if params.get("FIT"):
-        for cluster in RING_CLUSTERS:
+        for cluster in RING_CLUSTERS[:2]:
             chunk = cdiv(body, cluster)
             stages = min(MAX_RING_STAGES, RING_BYTES // (chunk * 16))
             if stages >= 2:
                 return RingPlan(cluster, stages, chunk)
+        chunk = cdiv(body, WIDE_CLUSTER)
+        if 2 * chunk * 16 <= RING_BYTES:
+            if chunk * 16 // element_bytes <= WIDE_VALUES * WIDE_THREADS:
+                return RingPlan(WIDE_CLUSTER, 2, chunk, WIDE_THREADS)
+            return RingPlan(WIDE_CLUSTER, min(MAX_RING_STAGES, RING_BYTES // (chunk * 16)), chunk)
         most = RING_CLUSTERS[-1]
         return out_of_scope(f"two stages of a {most}-block cluster's rings hold rows of at most "
                             f"{most * RING_BYTES // 2 // element_bytes} elements; N={n} is longer (v6 takes it)")
@@ -300,7 +317,7 @@ def tma_ring_defines(config, tensors, out, shape, precision):
     plan = tma_ring_plan(shape["N"], precision.element_bytes, config)
     if isinstance(plan, str):
         raise PointUnsupported(plan)  # this point's ring; the fitted point's may hold the row
-    return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages}
+    return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages, "THREADS": plan.threads or defines["THREADS"]}
 
 
 def resident_clusters(defines, plan: RingPlan, sms: int) -> tuple[int, str]:
