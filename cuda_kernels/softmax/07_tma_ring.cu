@@ -71,7 +71,8 @@
 // such clusters, 360 blocks, against 30 clusters of 4 at one block an SM, 120), 512 threads and up to 4 stages
 // past 96 values a thread — the fastest points of the space at c102's long rows (autotune on, dab7d18, the
 // tuner's own few samples: 64×151936 BF16 +25 % over the 4-block plan, 1024×128256 BF16 +2.6 %, FP32 +4.5 %
-// over 8 × 512 × 3; 1024×262144 BF16 3 % slower at 256 threads).
+// over 8 × 512 × 3; 1024×262144 BF16 3 % slower at 256 threads). In the vocab suite (c103 at f84c808) it cost
+// 1024×151936 BF16 3 % against c101's 4 × 512 × 3 (3,539 against 3,656 GB/s), a shape c102 did not time.
 // config: CLUSTER=1 THREADS=512 STAGES=4 FIT=1
 // space: CLUSTER=1 THREADS=256 STAGES=2 FIT=0
 // space: CLUSTER=1 THREADS=512 STAGES=2 FIT=0
