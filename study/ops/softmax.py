@@ -246,8 +246,6 @@ RING_CLUSTERS = (1, 2, 4, 8)        # blocks a row: the portable cluster sizes
 RING_BYTES = 227 * 1024 - 1024      # a block's 227 KiB of shared memory (sm_90) less its static barriers and scratch
 SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
 BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
-
-
 WIDE_CLUSTER = 8                    # blocks a row once one or two blocks' rings cannot hold it twice ...
 WIDE_THREADS = 256                  # ... with two stages and 256 threads a block, ...
 WIDE_VALUES = 96                    # ... while a block's share is at most this many values a thread
@@ -276,10 +274,12 @@ def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
     :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; longer rows over a cluster of
     8 with two stages of 256 threads while a share is at most :data:`WIDE_VALUES` values a thread, else the
     config's threads and as many stages as fit. Why (c102 at dab7d18, the space timed at each shape): the
-    8-block, 2-stage, 256-thread point, three blocks an SM on all 132 SMs, beat the fewest blocks a row (4, one
-    block an SM, 120 SMs) by 25 % at 64×151936 BF16, 2.6 % at 1024×128256 BF16, 4.5 % at 1024×128256 FP32 and
-    1.5 % at 8192×128256 FP32, but lost 3 % to 512 threads and 3 stages at 1024×262144 BF16 (128 values a
-    thread). Otherwise the config's CLUSTER and STAGES, when they fit."""
+    8-block, 2-stage, 256-thread point (at 1024×128256 BF16, 45 clusters at once by the driver's count, 360
+    blocks) beat the fewest blocks a row (4, one block an SM: 30 clusters, 120 blocks) by 25 % at 64×151936 BF16
+    and 2.6 % at 1024×128256 BF16, and 8 × 512 × 3 by 4.5 % at 1024×128256 FP32 and 1.5 % at 8192×128256 FP32,
+    but lost 3 % to 512 threads and 3 stages at 1024×262144 BF16 (128 values a thread); in the vocab suite (c103
+    at f84c808) it also cost 1024×151936 BF16 3 % against 4 × 512 × 3. Otherwise the config's CLUSTER and
+    STAGES, when they fit."""
     body = max(1, n * element_bytes // 16)
     if params.get("FIT"):
         for cluster in RING_CLUSTERS[:2]:
