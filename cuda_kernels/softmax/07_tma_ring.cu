@@ -112,9 +112,10 @@ constexpr int SCRATCH = 64;
 // together), and every thread of the other block spins on its own slot until the tag is the one it expects.
 // Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
-// previous row before its arrival. Slots {max, sum} × row parity × sending rank: another block writes row
-// k + 2's into a slot only after it has this block's sum of row k + 1, sent after every thread here has read
-// row k's.
+// previous row before its arrival. Slots {t, d} (Stats) × row parity × sending rank: another block writes row
+// k + 2's into a slot only after it has this block's statistics of row k + 1, sent after every thread here has
+// read row k's. racecheck reports these pairs of stores and spin loads (c104): both are strong operations at
+// cluster scope on one aligned 64-bit word, not a race in the PTX memory model, but not what racecheck models.
 // Tags 2k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
 // barrier at the start (before which no block sends).
 struct ExchangeSlots {
