@@ -59,7 +59,9 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(cuda_launch, "load_function", lambda path, symbol, defines, smem=0: _Kernel(log, symbol))
 
     def resident_blocks(path, symbol, defines, threads, smem):  # the driver's count, asked of the rung's own build
-        assert path.is_file() and symbol in path.read_text() and threads == defines["THREADS"] and smem > 0
+        # (softmax v8's blocks carry a loader warp besides their THREADS)
+        assert path.is_file() and symbol in path.read_text() and threads in (defines["THREADS"], defines["THREADS"] + 32)
+        assert smem > 0
         return 2
 
     monkeypatch.setattr(cuda, "resident_blocks", resident_blocks)

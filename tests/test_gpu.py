@@ -681,35 +681,43 @@ def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_sc
     assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 0) and verdict.ok, verdict.message
 
 
-def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactly():
-    # One block a row while two stages hold it, else a cluster of 2 (FP32 40000 and 50257, BF16 65536); more rows
-    # than the persistent grid has clusters × stages, so every stage is refilled and its mbarrier phase flips;
-    # rows off 16 bytes (50257: PEEL, heads and tails by block 0); the same bits launch after launch.
-    impl = next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda")
+def _ring_rung_plans_and_repeats(impl, cases):
+    """Each (precision, shape, config, what the launch records) through a ring rung: correct, recorded as
+    planned, and the same bits launch after launch (the output poisoned between them)."""
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
-    # Clusters of 8 (BF16 131072 and 300001, FP32 100000; 256 threads, then 512 past 96 values a thread) and a
-    # point of 4: the grid from the driver's count of clusters that run at once.
-    four = {"CLUSTER": 4, "THREADS": 512, "STAGES": 2, "FIT": 0}
-    cases = [("fp32", (1000, 4096), None, 1), ("fp32", (700, 40000), None, 2), ("fp32", (300, 50257), None, 2),
-             ("bf16", (600, 50257), None, 1), ("bf16", (300, 65536), None, 2), ("fp16", (2000, 1031), None, 1),
-             ("fp32", (5, 3), None, 1), ("bf16", (200, 131072), None, 8), ("fp32", (100, 100000), None, 8),
-             ("bf16", (60, 300001), None, 8), ("bf16", (200, 131072), four, 4)]
-    for name, shape, config, cluster in cases:
+    for name, shape, config, planned in cases:
         precision = ladder("softmax").problem.precision(name)
         problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
         assert verdict.ok, (name, shape, verdict.message)
-        assert launch.config["CLUSTER"] == cluster, (name, shape, launch.config)
-        if cluster == 8:
-            assert launch.config["THREADS"] == (512 if shape[1] == 300001 else 256), launch.config
-        assert launch.config["clusters_from"] == ("SMs" if cluster <= 2 else "driver"), launch.config
+        assert {k: launch.config[k] for k in planned} == planned, (name, shape, launch.config)
         first = launch.out.clone()
         for _ in range(3):
             launch.out.fill_(float("nan"))
             launch.fn()
             torch.cuda.synchronize()
             assert torch.equal(launch.out, first), (name, shape)
+
+
+def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactly():
+    # One block a row while two stages hold it, else a cluster of 2 (FP32 40000 and 50257, BF16 65536); more rows
+    # than the persistent grid has clusters × stages, so every stage is refilled and its mbarrier phase flips;
+    # rows off 16 bytes (50257: PEEL, heads and tails by block 0). Clusters of 8 (BF16 131072 and 300001, FP32
+    # 100000; 256 threads, then 512 past 96 values a thread) and a point of 4: the grid from the driver's count of
+    # clusters that run at once.
+    def planned(cluster, threads=None):
+        return {"CLUSTER": cluster, "clusters_from": "SMs" if cluster <= 2 else "driver",
+                **({"THREADS": threads} if threads else {})}
+
+    four = {"CLUSTER": 4, "THREADS": 512, "STAGES": 2, "FIT": 0}
+    _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v7_tma_ring/cuda"), [
+        ("fp32", (1000, 4096), None, planned(1)), ("fp32", (700, 40000), None, planned(2)),
+        ("fp32", (300, 50257), None, planned(2)), ("bf16", (600, 50257), None, planned(1)),
+        ("bf16", (300, 65536), None, planned(2)), ("fp16", (2000, 1031), None, planned(1)),
+        ("fp32", (5, 3), None, planned(1)), ("bf16", (200, 131072), None, planned(8, 256)),
+        ("fp32", (100, 100000), None, planned(8, 256)), ("bf16", (60, 300001), None, planned(8, 512)),
+        ("bf16", (200, 131072), four, planned(4))])
 
 
 def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuses_rows_at_other_offsets():
@@ -724,6 +732,65 @@ def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuse
     x.copy_(tensors["X"])
     with pytest.raises(Unsupported, match="same offset from 16 bytes"):
         _run(impl, problem, sh, {"X": x}, ref, scale, fp16)
+
+
+def test_softmax_v8_walks_its_pieces_around_the_ring_and_repeats_exactly():
+    # One block a row, a pair and 8 blocks; shares of one piece (short rows, many rows in flight), of 5–8 pieces
+    # (the ring of 14 wraps mid-row) and of 13 (FP32 400000: one piece of look-ahead); rows off 16 bytes (50257,
+    # 300001: PEEL); more rows than the grid has clusters.
+    def planned(cluster, per_row):
+        return {"CLUSTER": cluster, "per_row": per_row}
+
+    _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v8_piece_ring/cuda"), [
+        ("fp32", (1000, 4096), None, planned(1, 1)), ("fp32", (700, 40000), None, planned(2, 5)),
+        ("fp32", (300, 50257), None, planned(2, 7)), ("bf16", (600, 50257), None, planned(1, 7)),
+        ("fp16", (2000, 1031), None, planned(1, 1)), ("fp32", (5, 3), None, planned(1, 1)),
+        ("fp32", (64, 262144), None, planned(8, 8)), ("bf16", (60, 300001), None, planned(8, 5)),
+        ("fp32", (40, 400000), None, planned(8, 13))])
+
+
+def test_softmax_v8_carries_minus_infinity_and_nan_across_its_cluster():
+    impl = next(i for i in IMPLS if i.name == "softmax/v8_piece_ring/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    for n in (40000, 50257, 262144, 400000):  # FP32: clusters of 2 and 8, the live entry and the NaN in different blocks
+        _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
+
+
+@pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
+def test_softmax_rows_of_huge_magnitudes(impl):
+    # A masked row of finfo.min everywhere (1/N each, as torch gives), one entry of 3e38 among ordinary values and
+    # ±3e38 together (one-hot): a maximum past FLT_MAX / log2 e overflows m · log2 e, which the ring rungs' FFMA
+    # exponent takes (their huge-row path); FP32 and BF16 (FP16 holds no such values), over one block, a pair and
+    # a cluster of 8 where the rung splits rows.
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    problem = ladder("softmax").problem
+    ran = 0
+    for name in ("fp32", "bf16"):
+        precision = problem.precision(name)
+        if name not in impl.precisions:
+            continue
+        dtype = getattr(torch, precision.dtype)
+        for n in (1031, 4096, 50257, 200000):
+            shape = {"M": 4, "N": n}
+            if backend(impl.backend).check(impl, problem, shape, precision):
+                continue
+            x = torch.randn(4, n, device="cuda")
+            x[0] = torch.finfo(dtype).min
+            x[1, n // 3] = 3e38
+            x[2, n - 2], x[2, 5] = 3e38, -3e38
+            x = x.to(dtype)
+            launch = backend(impl.backend).prepare(impl, problem, {"X": x}, shape, precision)
+            with launch.context():
+                launch.fn()
+            torch.cuda.synchronize()
+            got, want = launch.out.double(), torch.softmax(x.double(), -1)
+            assert torch.isfinite(got).all(), (name, n, got[~torch.isfinite(got).all(-1)])
+            assert torch.allclose(got, want, rtol=problem.tolerance[name], atol=1e-6), (name, n, (got - want).abs().max())
+            ran += 1
+    if not ran:
+        pytest.skip("no case in this implementation's scope")
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)

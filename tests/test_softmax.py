@@ -298,7 +298,7 @@ def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
 
 
 def test_v7_rings_one_block_a_row_while_two_stages_hold_it_then_a_pair_then_eight():
-    from study.ops.softmax import RING_BYTES, tma_ring_plan
+    from study.ops.softmax_rings import RING_BYTES, tma_ring_plan
 
     fit = {"FIT": 1}
     plan = tma_ring_plan(50257, 2, fit)  # BF16 vocabulary row: 6,282 vectors, 100.5 KB: two stages in one block
@@ -340,17 +340,21 @@ def test_v7_twin_walks_more_rows_than_programs():
 
 def test_v7_grids_as_many_clusters_as_run_at_once(monkeypatch):
     from study.backends import cuda
-    from study.ops.softmax import RingPlan, resident_clusters
+    from study.ops.softmax_rings import V7_PATH, resident_clusters
 
     monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: None)  # no GPU: the driver's count is missing
-    defines = {"THREADS": 512}
-    big = 100 * 1024 // 16  # 100 KB stages: one block an SM
-    assert resident_clusters(defines, RingPlan(1, 2, big), 132) == (132, "SMs")
-    assert resident_clusters(defines, RingPlan(2, 2, big), 132) == (66, "SMs")  # a pair fits a TPC
-    assert resident_clusters(defines, RingPlan(1, 4, 64), 132) == (132 * 4, "SMs")  # short rows: 4 blocks an SM
-    assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (16, "estimate")  # 8 GPCs of 16 SMs
+    big = 2 * 100 * 1024  # two 100 KB stages: one block an SM
+
+    def count(cluster, smem, threads=512):
+        return resident_clusters(V7_PATH, "softmax_v7_tma_ring", {}, cluster, threads, smem, 132)
+
+    assert count(1, big) == (132, "SMs")
+    assert count(2, big) == (66, "SMs")  # a pair fits a TPC
+    assert count(1, 4 * 64 * 16) == (132 * 4, "SMs")  # short rows: 4 blocks an SM (threads decide)
+    assert count(1, 4 * 64 * 16, threads=544) == (132 * 3, "SMs")  # v8: a loader warp besides 512
+    assert count(8, big) == (16, "estimate")  # 8 GPCs of 16 SMs
     monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: 15)
-    assert resident_clusters(defines, RingPlan(8, 2, big), 132) == (15, "driver")
+    assert count(8, big) == (15, "driver")
 
 
 def test_v7_autotune_times_the_points_whose_rings_hold_the_row_and_skips_the_rest(fake_cuda, tmp_path, monkeypatch):
@@ -379,3 +383,36 @@ def test_v7_autotune_times_the_points_whose_rings_hold_the_row_and_skips_the_res
     tensors = problem.make_inputs(shape, BF16_STORAGE, 0, "cpu")
     with pytest.raises(Unsupported, match="no point of the autotune space takes this case"):
         backend("cuda").prepare(impl, problem, tensors, shape, BF16_STORAGE, tune=tuning)
+
+
+def test_v8_plans_the_fewest_blocks_whose_share_fits_its_ring_one_and_a_half_times():
+    from study.ops.softmax_rings import PIECE_RING_BYTES, piece_ring_plan
+
+    fit = {"FIT": 1, "PIECE": 1024}
+    plan = piece_ring_plan(50257, 2, fit)  # BF16: 6,282 vectors, 7 pieces of 16 KB in a ring of 14
+    assert (plan.cluster, plan.per_row, plan.pieces) == (1, 7, 14) and plan.ring_bytes <= PIECE_RING_BYTES
+    assert piece_ring_plan(50257, 4, fit).cluster == 2  # FP32: 13 pieces in one block leave 1 of look-ahead
+    assert piece_ring_plan(128256, 2, fit).cluster == 2  # where v7 needs 8 blocks of two stages
+    plan = piece_ring_plan(262144, 4, fit)  # FP32 1 MB: v7 has no two stages of it; 8 pieces of 8 blocks' shares
+    assert (plan.cluster, plan.per_row) == (8, 8)
+    plan = piece_ring_plan(400000, 4, fit)  # 13 pieces: past one and a half times, still a piece of look-ahead
+    assert (plan.cluster, plan.per_row, plan.pieces) == (8, 13, 14)
+    assert "v6 takes it" in piece_ring_plan(500000, 4, fit)  # 16 pieces: the ring would wait on its own
+    plan = piece_ring_plan(1031, 2, fit)  # a share shorter than a piece: the piece is the share, 32 rows in flight
+    assert (plan.piece, plan.pieces, plan.per_row) == (128, 32, 1)
+    assert "next row" in piece_ring_plan(262144, 4, {"FIT": 0, "CLUSTER": 1, "PIECE": 1024})  # a point's own scope
+
+
+def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake_cuda, monkeypatch):
+    from study.backends import cuda
+
+    monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: 15)
+    impl = implementation("softmax/v8_piece_ring/cuda")
+    for shape, precision, cluster, clusters in (({"M": 300, "N": 50257}, BF16_STORAGE, 1, 132 * 2),
+                                                 ({"M": 64, "N": 262144}, FP32, 8, 15), ({"M": 3, "N": 262144}, FP32, 8, 3)):
+        _, launch = fake_cuda.run(impl, PROBLEM, shape, precision)
+        (symbol, grid, block, args, smem), = fake_cuda
+        assert symbol == "softmax_v8_piece_ring" and block == (512 + 32, 1, 1)
+        assert launch.config["CLUSTER"] == cluster and grid == (clusters * cluster, 1, 1)  # none more than the rows
+        assert smem == launch.config["PIECES"] * launch.config["PIECE"] * 16 == launch.config["pieces"] * 1024 * 16
+        assert int(args[-1]) == launch.config["chunk"]

@@ -49,6 +49,9 @@
 // 8192×128256 3,552 (83.0 %), 1024×50257 3,473 (85.5 %); FP32 1024×128256 3,802 (89.8 %), 8192×128256 3,943
 // (92.1 %), 1024×50257 3,623 (86.5 %); v6 within 0.4 % of c100. ncu at 1024×128256 BF16: 162 µs, DRAM 64.0 %,
 // issue active 50.5 %, mio_throttle 1.77, wait 1.53 — one block an SM and 120 SMs still bound the BF16 rows.
+// Rows of huge magnitude (a review's finding, 2026-12-04; not yet run on a GPU): m · log2 e overflows past
+// |m| = 2.36e38, so a masked row of finfo.min gave +inf and a row holding 3e38 NaN. The statistics carry m (t
+// derived and held finite, ring.cuh), and such a row takes a second sum and its output by exp((x − m)·log2 e).
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
@@ -154,26 +157,17 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
         mbar_wait(full0 + 8 * s, (k / STAGES) & 1);
 
         const uint4* stage = ring + s * chunk;
-        Stats st{NEG_INF, 0.0f};
+        Stats st{NEG_INF, NEG_INF, 0.0f};
         if (has_single) absorb<1>(st, {single});
-#pragma unroll 4
-        for (int i = threadIdx.x; i < count; i += THREADS) {
-            float v[VEC];
-            unpack(stage[i], v);
-            absorb(st, v);
-        }
-        st = team_stats<BlockSync>(st, scratch, slots, k);
-        const float shift = st.t, inv = 1.0f / st.d;
+        absorb_vectors(st, stage, count);
+        st = row_stats<BlockSync>(st, scratch, slots, k, has_single, single,
+                                  [&](float m) { return sum_minus(stage, count, m); });
+        const float m = st.m, shift = st.t, inv = 1.0f / st.d;
         uint4* yv = reinterpret_cast<uint4*>(y + p.head) + first;
-#pragma unroll 4
-        for (int i = threadIdx.x; i < count; i += THREADS) {
-            float v[VEC];
-            unpack(stage[i], v);
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) v[e] = exp_shifted(v[e], shift) * inv;
-            yv[i] = pack(v);
-        }
-        if (has_single) y[p.single(threadIdx.x)] = from_float(exp_shifted(single, shift) * inv);
+        if (!huge(m)) write_vectors(stage, yv, count, inv, [=](float x) { return exp_shifted(x, shift); });
+        else write_vectors(stage, yv, count, inv, [=](float x) { return exp_minus(x, m); });
+        if (has_single)
+            y[p.single(threadIdx.x)] = from_float((huge(m) ? exp_minus(single, m) : exp_shifted(single, shift)) * inv);
 
         __syncthreads();  // every thread's reads of stage s are done ...
         if (threadIdx.x == 0 && row + STAGES * clusters < M) {

@@ -20,22 +20,23 @@ struct BlockSync {
 };
 
 #if CLUSTER > 1
-// The pair's exchange without a cluster barrier: thread 0 stores its block's value with a tag into a slot in
-// the other block's shared memory (st.relaxed.cluster.shared::cluster, one 64-bit word: value and tag land
-// together), and every thread of the other block spins on its own slot until the tag is the one it expects.
+// The cluster's exchange without a cluster barrier: thread 0 stores its block's value with a tag into a slot in
+// every other block's shared memory (st.relaxed.cluster.shared::cluster, one 64-bit word: value and tag land
+// together), and every thread of each spins on its own slot until the tag is the one it expects.
 // Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
-// previous row before its arrival. Slots {t, d} (Stats) × row parity × sending rank: another block writes row
-// k + 2's into a slot only after it has this block's statistics of row k + 1, sent after every thread here has
-// read row k's. racecheck reports these pairs of stores and spin loads (c104): both are strong operations at
+// previous row before its arrival. Slots of a row's values (m and d, then a huge row's second m and d) × row
+// parity × sending rank: another block writes row k + 2's into a slot only after it has this block's statistics
+// of row k + 1, sent after every thread here has read row k's. racecheck reports these pairs of stores and spin loads (c104): both are strong operations at
 // cluster scope on one aligned 64-bit word, not a race in the PTX memory model, but not what racecheck models.
-// Tags 2k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
+// Tags 4k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
 // barrier at the start (before which no block sends).
 struct ExchangeSlots {
-    static constexpr int WORDS = 2 * 2 * CLUSTER;
+    static constexpr int VALUES = 4;  // a row's values: the maximum and sum, then (huge rows) a second sum
+    static constexpr int WORDS = 2 * VALUES * CLUSTER;
     unsigned long long word[WORDS];
     __device__ __forceinline__ unsigned at(int which, int k, int from) {
-        return smem_addr(&word[((k & 1) * 2 + which) * CLUSTER + from]);
+        return smem_addr(&word[((k & 1) * VALUES + which) * CLUSTER + from]);
     }
 };
 
@@ -43,7 +44,7 @@ struct ExchangeSlots {
 __device__ __forceinline__ void send(ExchangeSlots& slots, int which, int k, float v) {
     const int rank = cluster_rank();
     const unsigned local = slots.at(which, k, rank);
-    const unsigned long long word = ((unsigned long long)(2u * k + which + 1) << 32) | __float_as_uint(v);
+    const unsigned long long word = ((unsigned long long)(4u * k + which + 1) << 32) | __float_as_uint(v);
     for (int r = 0; r < CLUSTER; ++r) {
         if (r == rank) continue;
         unsigned remote;
@@ -55,7 +56,7 @@ __device__ __forceinline__ void send(ExchangeSlots& slots, int which, int k, flo
 // Block `from`'s value of row k, once its store has landed here.
 __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k, int from) {
     const unsigned local = slots.at(which, k, from);
-    const unsigned tag = 2u * k + which + 1;
+    const unsigned tag = 4u * k + which + 1;
     unsigned long long word;
     do {
         asm volatile("ld.relaxed.cluster.shared::cta.b64 %0, [%1];\n" : "=l"(word) : "r"(local) : "memory");
@@ -66,15 +67,20 @@ __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k,
 struct ExchangeSlots {};
 #endif
 
-// The row's statistics in the exponent's own scale: t = max · log2 e (rounded once) and d = Σ 2^(x·log2 e − t),
-// so that the output 2^(x·log2 e − t) / d uses the very t its sum did (the rounding of t cancels in the ratio;
-// carrying the maximum and rescaling by __expf(m − top) would leave each partial's rounding of m · log2 e in the
-// sum, ~3e-4 relative at |x| ~ 10^4). One pass over the stage takes both (an online softmax): a pass over shared
-// memory and a cluster exchange fewer than max-then-sum, whose ncu top stall was mio_throttle (c100 at 3e25191,
-// 1024×128256 BF16: issue active 47.0 %, 16 warps an SM).
+// The row's statistics in the exponent's own scale: the maximum m, t = m · log2 e (rounded once) and
+// d = Σ 2^(x·log2 e − t), so that the output 2^(x·log2 e − t) / d uses the very t its sum did (the rounding of t
+// cancels in the ratio; carrying the maximum and rescaling by __expf(m − top) would leave each partial's rounding
+// of m · log2 e in the sum, ~3e-4 relative at |x| ~ 10^4). One pass over the stage takes them (an online
+// softmax): a pass over shared memory and a cluster exchange fewer than max-then-sum, whose ncu top stall was
+// mio_throttle (c100 at 3e25191, 1024×128256 BF16: issue active 47.0 %, 16 warps an SM). m travels, t is
+// derived (scaled): where |m| passes FLT_MAX / log2 e (2.36e38; a masked row of finfo.min, say) t would overflow,
+// so it is held at ±FLT_MAX and the row takes the subtraction form instead (huge, row_sum_huge).
 struct Stats {
-    float t, d;
+    float m, t, d;
 };
+
+constexpr float LOG2E = 1.4426950408889634f;
+constexpr float FLOAT_MAX = 3.402823466e38f;
 
 __device__ __forceinline__ float ex2(float a) {
     float r;
@@ -82,41 +88,55 @@ __device__ __forceinline__ float ex2(float a) {
     return r;
 }
 
+// m · log2 e; ±inf for m = ±inf (a row with +inf is NaN, as torch's; −inf: nothing but −inf or NaN seen), and
+// finite m held inside the finite floats.
+__device__ __forceinline__ float scaled(float m) {
+    const float t = m * LOG2E;
+    return fabsf(m) <= FLOAT_MAX ? fminf(fmaxf(t, -FLOAT_MAX), FLOAT_MAX) : t;
+}
+
+// A row whose maximum overflows m · log2 e (the same in every block of a cluster: they hold the same m).
+__device__ __forceinline__ bool huge(float m) { return fabsf(m) <= FLOAT_MAX && fabsf(m) > FLOAT_MAX / LOG2E; }
+
 // 2^(x·log2 e − t): one FFMA before the MUFU, where __expf(x − m) takes an FADD and an FMUL (the SM issues half
 // of the time, c97's ncu); x = −inf gives 0. ex2.approx.ftz as __expf's own: the non-ftz form (c98 at 32bfe5e)
 // adds the denormal range's scaling around every MUFU: issue active 48.5 → 58.2 % and 3–4 % more time at 1,024
 // rows of 32000–50257 BF16.
-__device__ __forceinline__ float exp_shifted(float x, float t) { return ex2(fmaf(x, 1.4426950408889634f, -t)); }
+__device__ __forceinline__ float exp_shifted(float x, float t) { return ex2(fmaf(x, LOG2E, -t)); }
+
+// exp(x − m) by the subtraction (a huge row's form: no product of m overflows).
+__device__ __forceinline__ float exp_minus(float x, float m) { return ex2((x - m) * LOG2E); }
 
 // n more values into a thread's statistics. A larger maximum rescales d by 2^(t_old − t_new) (0 from
-// t_old = −inf). While t is −inf every value seen is −inf or NaN, and the shift is 0 (−inf − (−inf) is NaN): −inf
-// adds 0, NaN adds NaN. A NaN never raises t (fmaxf drops it) but reaches d, and from d the output, as torch's does.
+// t_old = −inf). While m is −inf every value seen is −inf or NaN, and the shift is 0 (−inf − (−inf) is NaN): −inf
+// adds 0, NaN adds NaN. A NaN never raises m (fmaxf drops it) but reaches d, and from d the output, as torch's does.
 template <int n>
 __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
     float top = v[0];
 #pragma unroll
     for (int e = 1; e < n; ++e) top = fmaxf(top, v[e]);
-    const float t = top * 1.4426950408889634f;
-    if (t > s.t) {
+    if (top > s.m) {
+        const float t = scaled(top);
         s.d *= ex2(s.t - t);
+        s.m = top;
         s.t = t;
     }
-    const float shift = s.t == NEG_INF ? 0.0f : s.t;
+    const float shift = s.m == NEG_INF ? 0.0f : s.t;
 #pragma unroll
     for (int e = 0; e < n; ++e) s.d += exp_shifted(v[e], shift);
 }
 
-// Two sides' statistics merged: a side that has seen only −inf (t = −inf) adds its d as it is — 0, or NaN if it
+// Two sides' statistics merged: a side that has seen only −inf (m = −inf) adds its d as it is — 0, or NaN if it
 // met a NaN. The same operands in the same order give the same bits in every block of a cluster.
-__device__ __forceinline__ Stats merge(Stats a, Stats b) {
-    const float top = fmaxf(a.t, b.t);
-    return {top, (a.t == NEG_INF ? a.d : a.d * ex2(a.t - top)) + (b.t == NEG_INF ? b.d : b.d * ex2(b.t - top))};
+__device__ __forceinline__ Stats merge(Stats a, float bm, float bd) {
+    const float top = fmaxf(a.m, bm), t = scaled(top);
+    return {top, t, (a.m == NEG_INF ? a.d : a.d * ex2(a.t - t)) + (bm == NEG_INF ? bd : bd * ex2(scaled(bm) - t))};
 }
 
 __device__ __forceinline__ Stats shuffle_merge(Stats s) {
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1)
-        s = merge(s, {__shfl_xor_sync(0xffffffffu, s.t, o), __shfl_xor_sync(0xffffffffu, s.d, o)});
+        s = merge(s, __shfl_xor_sync(0xffffffffu, s.m, o), __shfl_xor_sync(0xffffffffu, s.d, o));
     return s;
 }
 
@@ -126,35 +146,92 @@ template <class Sync>
 __device__ __forceinline__ Stats block_stats(Stats s, float* scratch) {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     s = shuffle_merge(s);
-    if (lane == 0) { scratch[warp] = s.t; scratch[32 + warp] = s.d; }
+    if (lane == 0) { scratch[warp] = s.m; scratch[32 + warp] = s.d; }
     Sync::sync();
     if (warp == 0) {
-        Stats w = lane < THREADS / 32 ? Stats{scratch[lane], scratch[32 + lane]} : Stats{NEG_INF, 0.0f};
-        w = shuffle_merge(w);
-        if (lane == 0) { scratch[0] = w.t; scratch[32] = w.d; }  // every lane has read its slots before
+        const float m = lane < THREADS / 32 ? scratch[lane] : NEG_INF;
+        Stats w = shuffle_merge({m, scaled(m), lane < THREADS / 32 ? scratch[32 + lane] : 0.0f});
+        if (lane == 0) { scratch[0] = w.m; scratch[32] = w.d; }  // every lane has read its slots before
     }
     Sync::sync();
-    s = {scratch[0], scratch[32]};
+    s = {scratch[0], scaled(scratch[0]), scratch[32]};
     Sync::sync();
     return s;
 }
 
 // The row's statistics over its team: the block's, then (CLUSTER > 1) the blocks' merged in rank order, the same
-// order in every block, so all normalise the row with the same bits. Both words leave in one exchange.
+// order in every block, so all normalise the row with the same bits. Both words leave in one exchange; `round` 1
+// is a huge row's second (its sum by the subtraction form, m the same everywhere), in slots of its own.
 template <class Sync>
-__device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k) {
+__device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
     s = block_stats<Sync>(s, scratch);
 #if CLUSTER > 1
-    const int rank = cluster_rank();
+    const int rank = cluster_rank(), which = 2 * round;
     if (threadIdx.x == 0) {
-        send(slots, 0, k, s.t);
-        send(slots, 1, k, s.d);
+        send(slots, which, k, s.m);
+        send(slots, which + 1, k, s.d);
     }
-    Stats total = rank == 0 ? s : Stats{receive(slots, 0, k, 0), receive(slots, 1, k, 0)};
+    Stats total = s;  // rank 0's, as block_stats gives it: t = scaled(m)
+    if (rank != 0) {
+        const float m = receive(slots, which, k, 0);
+        total = {m, scaled(m), receive(slots, which + 1, k, 0)};
+    }
 #pragma unroll
-    for (int r = 1; r < CLUSTER; ++r)
-        total = merge(total, r == rank ? s : Stats{receive(slots, 0, k, r), receive(slots, 1, k, r)});
+    for (int r = 1; r < CLUSTER; ++r) {
+        if (r == rank) total = merge(total, s.m, s.d);
+        else total = merge(total, receive(slots, which, k, r), receive(slots, which + 1, k, r));
+    }
     s = total;
 #endif
+    return s;
+}
+
+// The output of `count` vectors of a stage into yv: exp(x − m) / d, by `e` (exp_shifted with the row's t, or a
+// huge row's exp_minus), each vector read from shared memory and written once.
+template <class Exp>
+__device__ __forceinline__ void write_vectors(const uint4* stage, uint4* yv, int count, float inv, Exp e) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < count; i += THREADS) {
+        float v[VEC];
+        unpack(stage[i], v);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) v[j] = e(v[j]) * inv;
+        yv[i] = pack(v);
+    }
+}
+
+// A huge row's sum of exp(x − m) over `count` vectors of a stage, by the subtraction form.
+__device__ __forceinline__ float sum_minus(const uint4* stage, int count, float m) {
+    float d = 0.0f;
+#pragma unroll 4
+    for (int i = threadIdx.x; i < count; i += THREADS) {
+        float v[VEC];
+        unpack(stage[i], v);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) d += exp_minus(v[j], m);
+    }
+    return d;
+}
+
+// `count` vectors of a stage into a thread's statistics, each thread its vectors i = tid, tid + THREADS, ….
+__device__ __forceinline__ void absorb_vectors(Stats& s, const uint4* stage, int count) {
+#pragma unroll 4
+    for (int i = threadIdx.x; i < count; i += THREADS) {
+        float v[VEC];
+        unpack(stage[i], v);
+        absorb(s, v);
+    }
+}
+
+// The row's statistics from the threads' (team_stats); a huge row's (its m the same in every block) again with
+// the sum by the subtraction form: `share_sum(m)` over the block's share, plus its head or tail single.
+template <class Sync, class ShareSum>
+__device__ __forceinline__ Stats row_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, bool has_single,
+                                           float single, ShareSum share_sum) {
+    s = team_stats<Sync>(s, scratch, slots, k);
+    if (huge(s.m)) {
+        const float d = share_sum(s.m) + (has_single ? exp_minus(single, s.m) : 0.0f);
+        s = team_stats<Sync>({s.m, s.t, d}, scratch, slots, k, 1);
+    }
     return s;
 }

@@ -13,7 +13,8 @@ block) → v6 a long row over a thread-block cluster, its maximum and sum exchan
 distributed shared memory (the row on chip across up to 8 blocks; v4's body for rows one block
 holds; recorded) → v7 rows streamed by TMA bulk copies into a ring of shared-memory stages in a
 persistent grid, the next rows loading while a row is reduced and written (a cluster of 2–8 blocks a row where
-one block's ring cannot hold two). Reported cold: every default shape's X and Y exceed the L2.
+one block's ring cannot hold two) → v8 that ring cut into pieces a loader warp refills as the write pass leaves
+them (study/ops/softmax_rings.py plans both). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -36,13 +37,12 @@ import torch
 
 from study import draws, kernel_header
 from study.backends import cuda
-from study.backends.launch import PointUnsupported, Unsupported
+from study.ops.softmax_rings import piece_ring_launcher, tma_ring_launcher
 from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
                                     split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
 from study.paths import CUDA_DIR
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
-from study.problem import (DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, out_of_scope,
-                           rows_vector_aligned, sm_count)
+from study.problem import DTYPES, CudaLaunch, CudaLauncher, Problem, cdiv, offsets_reason, rows_vector_aligned
 from study.registry import Baseline, Rung, register, twin
 from triton_kernels import softmax as tk
 
@@ -240,120 +240,13 @@ def cluster_rows_check(params, shape, precision):
 
 # ---- v7: rows in a ring of shared-memory stages ----------------------------------------------------
 
-V7_PATH = CUDA_DIR / "softmax" / "07_tma_ring.cu"
-MAX_RING_STAGES = 4                 # the kernel's static_assert
-RING_CLUSTERS = (1, 2, 4, 8)        # blocks a row: the portable cluster sizes
-RING_BYTES = 227 * 1024 - 1024      # a block's 227 KiB of shared memory (sm_90) less its static barriers and scratch
-SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
-BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
-WIDE_CLUSTER = 8                    # blocks a row once one or two blocks' rings cannot hold it twice ...
-WIDE_THREADS = 256                  # ... with two stages and 256 threads a block, ...
-WIDE_VALUES = 96                    # ... while a block's share is at most this many values a thread
-
-
-@dataclasses.dataclass(frozen=True)
-class RingPlan:
-    """v7's plan for a row: blocks a row (``cluster``), rows in each block's ring (``stages``), the
-    16-byte body vectors of a row a block holds in a stage (``chunk``), and threads a block where the plan
-    sets them (``threads``; None: the config's)."""
-
-    cluster: int
-    stages: int
-    chunk: int
-    threads: int | None = None
-
-    @property
-    def ring_bytes(self) -> int:
-        return self.stages * self.chunk * 16
-
-
-def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
-    """v7's ring for rows of ``n`` elements, or why none holds them. The body of a row is at most n·bytes / 16
-    vectors (a row off 16 bytes has a head and a tail of single elements besides). FIT=1 (the declared
-    config): one block a row, else a pair, while their rings hold two stages of their shares of the body in
-    :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; longer rows over a cluster of
-    8 with two stages of 256 threads while a share is at most :data:`WIDE_VALUES` values a thread, else the
-    config's threads and as many stages as fit. Why (c102 at dab7d18, the space timed at each shape): the
-    8-block, 2-stage, 256-thread point (at 1024×128256 BF16, 45 clusters at once by the driver's count, 360
-    blocks) beat the fewest blocks a row (4, one block an SM: 30 clusters, 120 blocks) by 25 % at 64×151936 BF16
-    and 2.6 % at 1024×128256 BF16, and 8 × 512 × 3 by 4.5 % at 1024×128256 FP32 and 1.5 % at 8192×128256 FP32,
-    but lost 3 % to 512 threads and 3 stages at 1024×262144 BF16 (128 values a thread); in the vocab suite (c103
-    at f84c808) it also cost 1024×151936 BF16 3 % against 4 × 512 × 3. Otherwise the config's CLUSTER and
-    STAGES, when they fit."""
-    body = max(1, n * element_bytes // 16)
-    if params.get("FIT"):
-        for cluster in RING_CLUSTERS[:2]:
-            chunk = cdiv(body, cluster)
-            stages = min(MAX_RING_STAGES, RING_BYTES // (chunk * 16))
-            if stages >= 2:
-                return RingPlan(cluster, stages, chunk)
-        chunk = cdiv(body, WIDE_CLUSTER)
-        if 2 * chunk * 16 <= RING_BYTES:
-            if chunk * 16 // element_bytes <= WIDE_VALUES * WIDE_THREADS:
-                return RingPlan(WIDE_CLUSTER, 2, chunk, WIDE_THREADS)
-            return RingPlan(WIDE_CLUSTER, min(MAX_RING_STAGES, RING_BYTES // (chunk * 16)), chunk)
-        most = RING_CLUSTERS[-1]
-        return out_of_scope(f"two stages of a {most}-block cluster's rings hold rows of at most "
-                            f"{most * RING_BYTES // 2 // element_bytes} elements; N={n} is longer (v6 takes it)")
-    plan = RingPlan(params["CLUSTER"], params["STAGES"], cdiv(body, params["CLUSTER"]))
-    if plan.ring_bytes > RING_BYTES:
-        return out_of_scope(f"{plan.stages} stages of {plan.chunk * 16} bytes (N={n} over {plan.cluster} block(s)) exceed "
-                            f"a block's {RING_BYTES}-byte ring")
-    return plan
-
-
-def tma_ring_check(params, shape, precision):
-    plan = tma_ring_plan(shape["N"], precision.element_bytes, params)
-    return plan if isinstance(plan, str) else None
-
-
-def tma_ring_defines(config, tensors, out, shape, precision):
-    """v7's defines: the op's (ALIGNED, PEEL), then CLUSTER and STAGES from :func:`tma_ring_plan`. The bulk copies
-    move 16-byte vectors, so X and Y must share their offset from 16 bytes (the vector paths)."""
-    defines = SOFTMAX.cuda_defines(config, tensors, out, shape, precision)
-    if not (defines["ALIGNED"] or defines["PEEL"]):
-        raise Unsupported("v7's bulk copies move 16-byte vectors: X and Y must lie at the same offset from 16 bytes "
-                          "(v6 takes other rows)")
-    plan = tma_ring_plan(shape["N"], precision.element_bytes, config)
-    if isinstance(plan, str):
-        raise PointUnsupported(plan)  # this point's ring; the fitted point's may hold the row
-    return {**defines, "CLUSTER": plan.cluster, "STAGES": plan.stages, "THREADS": plan.threads or defines["THREADS"]}
-
-
-def resident_clusters(defines, plan: RingPlan, sms: int) -> tuple[int, str]:
-    """(clusters the GPU runs at once, where the count came from). One block or a pair: the SMs times the blocks
-    an SM takes (shared memory and threads decide), over the cluster size — a pair always fits a TPC. Clusters of
-    4 or 8 share a GPC, so the SMs do not say it: the driver's count (``cuOccupancyMaxActiveClusters``), else an
-    estimate of 16-SM GPCs (132 SMs: 8 of them), each holding 16 / CLUSTER clusters an SM's worth of blocks."""
-    per_sm = max(1, min(2048 // defines["THREADS"], SM_SHARED // (plan.ring_bytes + BLOCK_RESERVED)))
-    if plan.cluster <= 2:
-        return sms * per_sm // plan.cluster, "SMs"
-    counted = cuda.active_clusters(V7_PATH, "softmax_v7_tma_ring", defines, plan.cluster, defines["THREADS"],
-                                   plan.ring_bytes)
-    if counted:
-        return counted, "driver"
-    return sms // 16 * (16 // plan.cluster) * per_sm, "estimate"
-
-
-def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v7: a persistent grid of as many clusters as the GPU runs at once (:func:`resident_clusters`), none more
-    than the rows, so that each walks its rows in one round; the ring as dynamic shared memory. Recorded:
-    ``chunk`` (body vectors a block holds a row), ``clusters`` and where their count came from."""
-    m, n = shape["M"], shape["N"]
-    plan = tma_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
-    resident, source = resident_clusters(defines, plan, sm_count(out))
-    clusters = max(1, min(m, resident))
-    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
-    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "clusters_from": source})
-
-
 THREAD_ROWS = CudaLauncher(launch=thread_rows_launch)
 BLOCK_ROWS = team_rows(warp_per_row=False, on_chip=False)   # v1–v3
 ON_CHIP_ROWS = dataclasses.replace(team_rows(warp_per_row=False, on_chip=True), defines=fitted_block)  # v4
 WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
 CLUSTER_ROWS = CudaLauncher(launch=cluster_rows_launch, check=cluster_rows_check, defines=fitted_cluster)  # v6
-TMA_RING = CudaLauncher(launch=tma_ring_launch, check=tma_ring_check, defines=tma_ring_defines)  # v7
+TMA_RING = tma_ring_launcher(SOFTMAX.cuda_defines)  # v7
+PIECE_RING = piece_ring_launcher(SOFTMAX.cuda_defines)  # v8
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
@@ -401,6 +294,13 @@ register(
              "walking the rows (a cluster of 2–8 blocks a row the ring of one cannot hold twice)",
              "v6's idle HBM while a row is reduced and written, and registers bounding the bytes in flight",
              cuda="07_tma_ring.cu", launch=TMA_RING,
+             triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
+        Rung("v8_piece_ring", "v7's ring cut into pieces that a loader warp refills as the write pass leaves them; a row's "
+             "statistics taken as its pieces land",
+             "v7's whole-stage hand-back (a row's stores alone on the bus, its loads awaited whole) and its two-stage "
+             "floor on a share",
+             cuda="08_piece_ring.cu", launch=PIECE_RING,
+             # Triton says neither pieces nor a loader warp: the twin is v7's, rows whole in registers
              triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,

@@ -1,0 +1,173 @@
+// softmax v8 — v7's ring cut into pieces that a loader warp refills as soon as the write pass has left them,
+// so the next row loads behind the current row's stores (docs/ladders/softmax.md, v8).
+// Idea: v7 holds a block's whole share of a row in one stage and hands the stage back only once the row is
+// written, so a ring of S stages keeps at most S − 1 rows loading: a share longer than half the ring (FP32 rows
+// past ~231,000 elements over 8 blocks) has no second stage and is out of its scope, and a cluster that walks
+// only two to five rows (a few dozen rows of 151936–262144) waits for its first row whole before it computes
+// and leaves its last row's stores alone on the bus. Here the ring is PIECES pieces of PIECE 16-byte vectors,
+// a row's share taking ⌈chunk / PIECE⌉ consecutive pieces (wrapping). One extra warp loads: its lane 0 walks
+// the block's rows piece by piece, waiting on each piece's empty mbarrier (one arrival per computing warp) and
+// starting a cp.async.bulk that completes on its full mbarrier. The THREADS computing threads take a row's
+// statistics piece by piece as the pieces land (the online pass of ring.cuh: the first piece is reduced while
+// the last still loads), exchange them over the cluster, then write the row piece by piece, each warp freeing a
+// piece when it has written its part of it — so the loader starts the next rows' pieces while this row is
+// still being written. A share needs only to fit the ring once (with the planned look-ahead), not twice.
+// Removes: v7's whole-stage granularity — the wait for a row's whole share before its first reduction, the
+// hand-back only after its last store, and the two-stage floor on a share's size.
+// Bottleneck expected: as v7, the issue rate of the two passes over shared memory at 16-bit storage, and the
+// latency of the cluster exchange a row; the loader warp takes no issue slots from the passes but one warp
+// slot an SM.
+// Status: written, compiled (nvcc 13.0, sm_90a, every precision and cluster size) and planned; not yet run on a
+// GPU.
+// Hardware facts: as v7 (cp.async.bulk on an mbarrier's transaction count; DSMEM). The computing threads
+// synchronise on named barrier 1 (bar.sync 1, THREADS): the loader warp never reaches their barriers, and
+// __syncthreads would wait for it. The loader orders the computing warps' generic reads of a piece before the
+// copy engine's writes into it with fence.proxy.async after its empty barrier's wait.
+// Row layout, singles and scope: as v7 (the vector paths only; X and Y at the same offset from 16 bytes). A
+// row is in scope while the planned share fits the ring (study/ops/softmax.py, piece_ring_plan).
+// Builds on: v7 (its statistics and exchange, ring.cuh), hgemm v8's full/empty mbarrier ring (hopper.cuh).
+// Constraints: compute capability 9.0. Launch: 1-D grid, a multiple of CLUSTER, of THREADS + 32 threads a block;
+// dynamic shared memory PIECES × PIECE × 16 bytes; chunk (a block's share of a row's body vectors) an argument
+// (study/ops/softmax.py, piece_ring_launch).
+// arch: sm_90
+// precisions: fp32 fp16 bf16
+// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, piece_ring_plan): the fewest blocks a row
+// (1, 2, 4, 8) whose share fits the ring one and a half times; pieces no longer than the share; as many pieces
+// as the ring budget holds (at most 32).
+// config: CLUSTER=1 THREADS=512 PIECE=1024 FIT=1
+// space: CLUSTER=1 THREADS=256 PIECE=1024 FIT=1
+// space: CLUSTER=1 THREADS=512 PIECE=2048 FIT=1
+// space: CLUSTER=2 THREADS=512 PIECE=1024 FIT=0
+// space: CLUSTER=4 THREADS=512 PIECE=1024 FIT=0
+// space: CLUSTER=4 THREADS=256 PIECE=1024 FIT=0
+// space: CLUSTER=8 THREADS=256 PIECE=1024 FIT=0
+// space: CLUSTER=8 THREADS=512 PIECE=2048 FIT=0
+#include "common.cuh"
+#include "cluster.cuh"
+#include "hopper.cuh"
+#include "row.cuh"
+
+static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4 || CLUSTER == 8,
+              "CLUSTER: 1, 2, 4 or 8 blocks a row (the portable cluster sizes)");
+static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS + 32 <= 1024,
+              "THREADS: whole warps that compute, plus one loader warp, at most 1024 a block");
+// PIECES: the launch's (as many pieces as the ring budget holds, study/ops/softmax_rings.py); the same rule as
+// the default, for a build without a launch (the compile checks).
+#ifndef PIECES
+#define PIECES (230400 / (PIECE * 16) < 32 ? 230400 / (PIECE * 16) : 32)
+#endif
+static_assert(PIECE >= 1 && PIECES >= 1 && PIECES <= 32, "PIECES: 1 to 32 pieces of PIECE vectors in the ring");
+
+#include "ring.cuh"
+
+constexpr int WARPS = THREADS / 32;      // the warps that compute; warp WARPS loads
+constexpr unsigned COMPUTE_BARRIER = 1;  // the computing threads' named barrier (0 is __syncthreads')
+
+struct ComputeSync {
+    static __device__ __forceinline__ void sync() { named_barrier(COMPUTE_BARRIER, THREADS); }
+};
+
+// The vectors of piece j of a share of `count` body vectors (0 past its end).
+__device__ __forceinline__ int piece_vectors(int count, int j) { return max(0, min(PIECE, count - j * PIECE)); }
+
+// This block's share [first, first + count) of a row's body vectors.
+__device__ __forceinline__ int2 share_of(const RowParts& p, int chunk) {
+    const int first = min(p.body, cluster_rank_or_0() * chunk);
+    return make_int2(first, min(p.body - first, chunk));
+}
+
+// The loader's lane: every row the block walks, piece by piece, in the order the computing warps use them.
+__device__ __forceinline__ void load_rows(const storage_t* __restrict__ X, int M, int N, int chunk, long long cid,
+                                          long long clusters, unsigned ring0, unsigned full0, unsigned empty0) {
+    const int per_row = CDIV(chunk, PIECE);
+    unsigned g = 0;  // pieces issued so far: slot g % PIECES, lap g / PIECES
+    for (long long row = cid; row < M; row += clusters) {
+        const storage_t* x = X + row * N;
+        const RowParts p = row_parts(x, N);
+        const int2 share = share_of(p, chunk);
+        const uint4* src = reinterpret_cast<const uint4*>(x + p.head) + share.x;
+        for (int j = 0; j < per_row; ++j, ++g) {
+            const unsigned slot = g % PIECES, full = full0 + 8 * slot;
+            mbar_wait(empty0 + 8 * slot, ((g / PIECES) & 1) ^ 1);  // lap 0 passes: a fresh barrier's last phase
+            fence_async_shared();  // the computing warps' reads of the slot before the copy engine's writes
+            const int n = piece_vectors(share.y, j);
+            mbar_arrive_expect_tx(full, (unsigned)n * 16u);
+            if (n > 0)
+                asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                             :: "r"(ring0 + slot * PIECE * 16), "l"(src + j * PIECE), "r"((unsigned)n * 16u), "r"(full)
+                             : "memory");
+        }
+    }
+}
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS + 32)
+softmax_v8_piece_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N, int chunk) {
+    extern __shared__ __align__(128) uint4 ring[];  // PIECES × PIECE vectors
+    __shared__ __align__(8) unsigned long long full[PIECES], empty[PIECES];
+    __shared__ float scratch[SCRATCH];
+    __shared__ ExchangeSlots slots;
+    require_dynamic_smem((unsigned)(PIECES * PIECE * 16));
+#if !VECTOR_PATH
+    __trap();  // the bulk copies move 16-byte vectors; the launch refuses X and Y at different offsets from 16 bytes
+#endif
+    const int per_row = CDIV(chunk, PIECE);
+    if (per_row > PIECES) __trap();  // a share the ring cannot hold would wait on its own pieces forever
+    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);
+    const int rank = cluster_rank_or_0();
+
+    if (threadIdx.x == 0) mbar_init_ring(full0, empty0, PIECES, WARPS);  // full: the loader; empty: a warp each
+#if CLUSTER > 1
+    if (threadIdx.x < ExchangeSlots::WORDS) slots.word[threadIdx.x] = 0;
+    cluster_arrive();  // every block's slots zero and barriers ready before any block sends (the one cluster barrier)
+    cluster_wait();
+#else
+    __syncthreads();
+#endif
+    if (threadIdx.x >= THREADS) {
+        if (threadIdx.x == THREADS) load_rows(X, M, N, chunk, cid, clusters, ring0, full0, empty0);
+        return;  // the loader warp meets no barrier of the computing threads
+    }
+
+    unsigned g = 0;  // the first piece of row k
+    for (int k = 0;; ++k, g += per_row) {
+        const long long row = cid + k * clusters;
+        if (row >= M) break;
+        const storage_t* x = X + row * N;
+        storage_t* y = Y + row * N;
+        const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
+        const int2 share = share_of(p, chunk);
+        // The head and tail singles, one to each of block 0's first threads, loading while the pieces land.
+        const bool has_single = rank == 0 && (int)threadIdx.x < p.head + p.tail;
+        const float single = has_single ? to_float(x[p.single(threadIdx.x)]) : NEG_INF;
+
+        Stats st{NEG_INF, NEG_INF, 0.0f};
+        if (has_single) absorb<1>(st, {single});
+        for (int j = 0; j < per_row; ++j) {
+            const unsigned slot = (g + j) % PIECES;
+            mbar_wait(full0 + 8 * slot, ((g + j) / PIECES) & 1);
+            absorb_vectors(st, ring + slot * PIECE, piece_vectors(share.y, j));
+        }
+        st = row_stats<ComputeSync>(st, scratch, slots, k, has_single, single, [&](float m) {
+            float d = 0.0f;
+            for (int j = 0; j < per_row; ++j)
+                d += sum_minus(ring + (g + j) % PIECES * PIECE, piece_vectors(share.y, j), m);
+            return d;
+        });
+        const float m = st.m, shift = st.t, inv = 1.0f / st.d;
+        uint4* yv = reinterpret_cast<uint4*>(y + p.head) + share.x;
+        for (int j = 0; j < per_row; ++j) {
+            const unsigned slot = (g + j) % PIECES;
+            const uint4* piece = ring + slot * PIECE;
+            const int n = piece_vectors(share.y, j);
+            if (!huge(m)) write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_shifted(x, shift); });
+            else write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_minus(x, m); });
+            __syncwarp();
+            if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8 * slot);  // this warp has left the piece
+        }
+        if (has_single)
+            y[p.single(threadIdx.x)] = from_float((huge(m) ? exp_minus(single, m) : exp_shifted(single, shift)) * inv);
+    }
+    // No exit barrier: a block writes into another's slots only values that block waits for, and every piece
+    // the loader starts belongs to a row the computing warps wait for.
+}

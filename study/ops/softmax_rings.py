@@ -1,0 +1,216 @@
+"""softmax's ring rungs, v7 and v8: rows streamed by TMA bulk copies into shared memory by a persistent grid of
+blocks or clusters (docs/ladders/softmax.md, v7 and v8). Their plans (a row's share, the ring), the clusters the
+GPU runs at once, and their launchers; study/ops/softmax.py registers them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from study.backends import cuda
+from study.backends.launch import PointUnsupported, Unsupported
+from study.paths import CUDA_DIR
+from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
+
+V7_PATH = CUDA_DIR / "softmax" / "07_tma_ring.cu"
+MAX_RING_STAGES = 4                 # the kernel's static_assert
+RING_CLUSTERS = (1, 2, 4, 8)        # blocks a row: the portable cluster sizes
+RING_BYTES = 227 * 1024 - 1024      # a block's 227 KiB of shared memory (sm_90) less its static barriers and scratch
+SM_SHARED = 228 * 1024              # an SM's shared memory, of which ...
+BLOCK_RESERVED = 2 * 1024           # ... each resident block takes 1 KiB for the system and ~0.4 KiB of statics
+WIDE_CLUSTER = 8                    # blocks a row once one or two blocks' rings cannot hold it twice ...
+WIDE_THREADS = 256                  # ... with two stages and 256 threads a block, ...
+WIDE_VALUES = 96                    # ... while a block's share is at most this many values a thread
+
+
+@dataclasses.dataclass(frozen=True)
+class RingPlan:
+    """v7's plan for a row: blocks a row (``cluster``), rows in each block's ring (``stages``), the
+    16-byte body vectors of a row a block holds in a stage (``chunk``), and threads a block where the plan
+    sets them (``threads``; None: the config's)."""
+
+    cluster: int
+    stages: int
+    chunk: int
+    threads: int | None = None
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.stages * self.chunk * 16
+
+
+def tma_ring_plan(n: int, element_bytes: int, params) -> RingPlan | str:
+    """v7's ring for rows of ``n`` elements, or why none holds them. The body of a row is at most n·bytes / 16
+    vectors (a row off 16 bytes has a head and a tail of single elements besides). FIT=1 (the declared
+    config): one block a row, else a pair, while their rings hold two stages of their shares of the body in
+    :data:`RING_BYTES`, with as many stages as fit, up to :data:`MAX_RING_STAGES`; longer rows over a cluster of
+    8 with two stages of 256 threads while a share is at most :data:`WIDE_VALUES` values a thread, else the
+    config's threads and as many stages as fit. Why (c102 at dab7d18, the space timed at each shape): the
+    8-block, 2-stage, 256-thread point (at 1024×128256 BF16, 45 clusters at once by the driver's count, 360
+    blocks) beat the fewest blocks a row (4, one block an SM: 30 clusters, 120 blocks) by 25 % at 64×151936 BF16
+    and 2.6 % at 1024×128256 BF16, and 8 × 512 × 3 by 4.5 % at 1024×128256 FP32 and 1.5 % at 8192×128256 FP32,
+    but lost 3 % to 512 threads and 3 stages at 1024×262144 BF16 (128 values a thread); in the vocab suite (c103
+    at f84c808) it also cost 1024×151936 BF16 3 % against 4 × 512 × 3. Otherwise the config's CLUSTER and
+    STAGES, when they fit."""
+    body = max(1, n * element_bytes // 16)
+    if params.get("FIT"):
+        for cluster in RING_CLUSTERS[:2]:
+            chunk = cdiv(body, cluster)
+            stages = min(MAX_RING_STAGES, RING_BYTES // (chunk * 16))
+            if stages >= 2:
+                return RingPlan(cluster, stages, chunk)
+        chunk = cdiv(body, WIDE_CLUSTER)
+        if 2 * chunk * 16 <= RING_BYTES:
+            if chunk * 16 // element_bytes <= WIDE_VALUES * WIDE_THREADS:
+                return RingPlan(WIDE_CLUSTER, 2, chunk, WIDE_THREADS)
+            return RingPlan(WIDE_CLUSTER, min(MAX_RING_STAGES, RING_BYTES // (chunk * 16)), chunk)
+        most = RING_CLUSTERS[-1]
+        return out_of_scope(f"two stages of a {most}-block cluster's rings hold rows of at most "
+                            f"{most * RING_BYTES // 2 // element_bytes} elements; N={n} is longer (v6 takes it)")
+    plan = RingPlan(params["CLUSTER"], params["STAGES"], cdiv(body, params["CLUSTER"]))
+    if plan.ring_bytes > RING_BYTES:
+        return out_of_scope(f"{plan.stages} stages of {plan.chunk * 16} bytes (N={n} over {plan.cluster} block(s)) exceed "
+                            f"a block's {RING_BYTES}-byte ring")
+    return plan
+
+
+def scope_check(plan_of):
+    """A ring rung's check: why its plan (``plan_of(n, element_bytes, params)``) refuses the case, or None."""
+    def check(params, shape, precision):
+        plan = plan_of(shape["N"], precision.element_bytes, params)
+        return plan if isinstance(plan, str) else None
+
+    return check
+
+
+def vector_ring_defines(op_defines, rung: str, plan_of, plan_defines):
+    """The defines of a ring rung: the op's (``op_defines``: ALIGNED, PEEL), then ``plan_defines(plan)`` of the
+    plan ``plan_of(n, element_bytes, config)`` gives. The bulk copies move 16-byte vectors, so X and Y must share
+    their offset from 16 bytes (the vector paths); a plan refused is this point's, not the case's."""
+    def defines(config, tensors, out, shape, precision):
+        defines = op_defines(config, tensors, out, shape, precision)
+        if not (defines["ALIGNED"] or defines["PEEL"]):
+            raise Unsupported(f"{rung}'s bulk copies move 16-byte vectors: X and Y must lie at the same offset from "
+                              f"16 bytes (v6 takes other rows)")
+        plan = plan_of(shape["N"], precision.element_bytes, config)
+        if isinstance(plan, str):
+            raise PointUnsupported(plan)  # this point's ring; the fitted point's may hold the row
+        return {**defines, **plan_defines(plan, defines)}
+
+    return defines
+
+
+def tma_ring_launcher(op_defines) -> CudaLauncher:
+    """v7's launcher: CLUSTER, STAGES and THREADS from :func:`tma_ring_plan`."""
+    return CudaLauncher(launch=tma_ring_launch, check=scope_check(tma_ring_plan), defines=vector_ring_defines(
+        op_defines, "v7", tma_ring_plan,
+        lambda plan, defines: {"CLUSTER": plan.cluster, "STAGES": plan.stages,
+                               "THREADS": plan.threads or defines["THREADS"]}))
+
+
+def resident_clusters(path, symbol: str, defines, cluster: int, threads: int, smem: int, sms: int,
+                      per_sm: int | None = None) -> tuple[int, str]:
+    """(clusters of ``cluster`` blocks of ``threads`` threads and ``smem`` bytes of dynamic shared memory the GPU
+    runs at once, where the count came from), for the persistent grids of v7 and v8. One block or a pair: the SMs
+    times the blocks an SM takes (shared memory and threads decide), over the cluster size — a pair always fits a
+    TPC. Clusters of 4 or 8 share a GPC, so the SMs do not say it: the driver's count
+    (``cuOccupancyMaxActiveClusters``), else an estimate of 16-SM GPCs (132 SMs: 8 of them), each holding
+    16 / CLUSTER clusters an SM's worth of blocks. ``per_sm``: the blocks an SM takes where the caller has the
+    driver's count (registers count too); else shared memory and threads decide."""
+    per_sm = per_sm or max(1, min(2048 // threads, SM_SHARED // (smem + BLOCK_RESERVED)))
+    if cluster <= 2:
+        return sms * per_sm // cluster, "SMs"
+    counted = cuda.active_clusters(path, symbol, defines, cluster, threads, smem)
+    if counted:
+        return counted, "driver"
+    return sms // 16 * (16 // cluster) * per_sm, "estimate"
+
+
+def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v7: a persistent grid of as many clusters as the GPU runs at once (:func:`resident_clusters`), none more
+    than the rows, so that each walks its rows in one round; the ring as dynamic shared memory. Recorded:
+    ``chunk`` (body vectors a block holds a row), ``clusters`` and where their count came from."""
+    m, n = shape["M"], shape["N"]
+    plan = tma_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
+    resident, source = resident_clusters(V7_PATH, "softmax_v7_tma_ring", defines, plan.cluster, defines["THREADS"],
+                                         plan.ring_bytes, sm_count(out))
+    clusters = max(1, min(m, resident))
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
+    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
+                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "clusters_from": source})
+
+
+V8_PATH = CUDA_DIR / "softmax" / "08_piece_ring.cu"
+MAX_PIECES = 32                     # the kernel's static_assert
+LOADER = 32                         # v8's loader warp, beside its THREADS computing threads
+LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over
+PIECE_RING_BYTES = 227 * 1024 - 2048  # v8's ring: its statics take up to 1.3 KiB (two barriers a piece)
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceRingPlan:
+    """v8's plan for a row: blocks a row (``cluster``), the 16-byte body vectors of a row a block holds
+    (``chunk``), vectors a piece (``piece``, at most the share) and pieces in the ring (``pieces``)."""
+
+    cluster: int
+    chunk: int
+    piece: int
+    pieces: int
+
+    @property
+    def per_row(self) -> int:
+        return cdiv(self.chunk, self.piece)
+
+    @property
+    def ring_bytes(self) -> int:
+        return self.pieces * self.piece * 16
+
+
+def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
+    """v8's ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a share
+    shorter than it) and as many pieces as :data:`PIECE_RING_BYTES` holds, up to :data:`MAX_PIECES`. FIT=1 (the
+    declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring :data:`LOOKAHEAD` times,
+    else 8 blocks while a share leaves a piece for the next row; otherwise the config's CLUSTER, when its share
+    leaves a piece for the next row (a share that filled the ring would wait on its own pieces: the kernel traps)."""
+    body = max(1, n * element_bytes // 16)
+
+    def plan(cluster: int) -> PieceRingPlan:
+        chunk = cdiv(body, cluster)
+        piece = min(params["PIECE"], chunk)
+        return PieceRingPlan(cluster, chunk, piece, min(MAX_PIECES, PIECE_RING_BYTES // (piece * 16)))
+
+    if params.get("FIT"):
+        fitting = [plan(c) for c in RING_CLUSTERS if plan(c).pieces >= LOOKAHEAD * plan(c).per_row]
+        chosen = fitting[0] if fitting else plan(RING_CLUSTERS[-1])
+    else:
+        chosen = plan(params["CLUSTER"])
+    if chosen.pieces <= chosen.per_row:
+        return out_of_scope(f"a share of {chosen.chunk * 16} bytes (N={n} over {chosen.cluster} block(s)) leaves no "
+                            f"piece of a {chosen.ring_bytes}-byte ring for the next row (v6 takes it)")
+    return chosen
+
+
+def piece_ring_launcher(op_defines) -> CudaLauncher:
+    """v8's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan`."""
+    return CudaLauncher(launch=piece_ring_launch, check=scope_check(piece_ring_plan), defines=vector_ring_defines(
+        op_defines, "v8", piece_ring_plan,
+        lambda plan, defines: {"CLUSTER": plan.cluster, "PIECE": plan.piece, "PIECES": plan.pieces}))
+
+
+def piece_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v8: as v7's persistent grid, blocks of THREADS computing threads and a loader warp; the blocks an SM takes
+    from the driver (registers count at 544 threads), the clusters as :func:`resident_clusters`. Recorded: ``chunk``,
+    ``pieces``, ``per_row`` (pieces a row's share takes), ``clusters`` and where their count came from."""
+    m, n = shape["M"], shape["N"]
+    plan = piece_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
+    threads = defines["THREADS"] + LOADER
+    symbol = "softmax_v8_piece_ring"
+    per_sm = cuda.resident_blocks(V8_PATH, symbol, defines, threads, plan.ring_bytes)
+    resident, source = resident_clusters(V8_PATH, symbol, defines, plan.cluster, threads, plan.ring_bytes,
+                                         sm_count(out), per_sm=per_sm)
+    clusters = max(1, min(m, resident))
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
+    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(threads, 1, 1), args=args, smem=plan.ring_bytes,
+                      facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row, "clusters": clusters,
+                             "clusters_from": source})
