@@ -208,8 +208,9 @@ def softmax_ring(x_ptr, y_ptr, M, N, WHOLE: tl.constexpr, STAGES: tl.constexpr, 
 
     What Triton cannot say of the CUDA rung: a bulk copy of a whole row by the copy engine counted on an
     mbarrier (Triton decides itself whether and how a loop's loads are pipelined, and ncu is the judge of
-    what it did), and a row split over a cluster of two blocks: rows beyond one program's registers
-    (MAX_WHOLE_VALUES) are out of the twin's scope (v6's twin takes them)."""
+    what it did), a row split over a cluster of 2–8 blocks (rows beyond one program's registers,
+    MAX_WHOLE_VALUES, are out of the twin's scope: v6's twin takes them), and v8's ring of pieces refilled by a
+    loader warp as the write pass leaves them: this is v8's twin too."""
     first = tl.program_id(0).to(tl.int64)
     programs = tl.num_programs(0)
     for k in tl.range(0, tl.cdiv(M - first, programs), num_stages=STAGES):
