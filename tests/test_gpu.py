@@ -737,7 +737,7 @@ def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuse
 def test_softmax_v8_walks_its_pieces_around_the_ring_and_repeats_exactly():
     # One block a row, a pair and 8 blocks; shares of one piece (short rows, many rows in flight), of 5–8 pieces
     # (the ring of 14 wraps mid-row) and of 13 (FP32 400000: one piece of look-ahead); rows off 16 bytes (50257,
-    # 300001: PEEL); more rows than the grid has clusters.
+    # 300001: PEEL); more rows than the grid has clusters; 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
     def planned(cluster, per_row):
         return {"CLUSTER": cluster, "per_row": per_row}
 
@@ -746,7 +746,8 @@ def test_softmax_v8_walks_its_pieces_around_the_ring_and_repeats_exactly():
         ("fp32", (300, 50257), None, planned(2, 7)), ("bf16", (600, 50257), None, planned(1, 7)),
         ("fp16", (2000, 1031), None, planned(1, 1)), ("fp32", (5, 3), None, planned(1, 1)),
         ("fp32", (64, 262144), None, planned(8, 8)), ("bf16", (60, 300001), None, planned(8, 5)),
-        ("fp32", (40, 400000), None, planned(8, 13))])
+        ("fp32", (40, 400000), None, planned(8, 13)),
+        ("fp32", (50, 40), {"CLUSTER": 8, "THREADS": 256, "PIECE": 1024, "FIT": 0}, planned(8, 1))])  # empty shares
 
 
 def test_softmax_v8_carries_minus_infinity_and_nan_across_its_cluster():

@@ -397,10 +397,11 @@ def test_v8_plans_the_fewest_blocks_whose_share_fits_its_ring_one_and_a_half_tim
     assert (plan.cluster, plan.per_row) == (8, 8)
     plan = piece_ring_plan(400000, 4, fit)  # 13 pieces: past one and a half times, still a piece of look-ahead
     assert (plan.cluster, plan.per_row, plan.pieces) == (8, 13, 14)
+    assert piece_ring_plan(458752, 4, fit).per_row == 14  # the whole ring: the next row loads behind the stores
     assert "v6 takes it" in piece_ring_plan(500000, 4, fit)  # 16 pieces: the ring would wait on its own
     plan = piece_ring_plan(1031, 2, fit)  # a share shorter than a piece: the piece is the share, 32 rows in flight
     assert (plan.piece, plan.pieces, plan.per_row) == (128, 32, 1)
-    assert "next row" in piece_ring_plan(262144, 4, {"FIT": 0, "CLUSTER": 1, "PIECE": 1024})  # a point's own scope
+    assert "takes more than" in piece_ring_plan(262144, 4, {"FIT": 0, "CLUSTER": 1, "PIECE": 1024})  # a point's scope
 
 
 def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake_cuda, monkeypatch):

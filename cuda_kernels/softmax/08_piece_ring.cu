@@ -11,7 +11,7 @@
 // statistics piece by piece as the pieces land (the online pass of ring.cuh: the first piece is reduced while
 // the last still loads), exchange them over the cluster, then write the row piece by piece, each warp freeing a
 // piece when it has written its part of it — so the loader starts the next rows' pieces while this row is
-// still being written. A share needs only to fit the ring once (with the planned look-ahead), not twice.
+// still being written. A share needs only to fit the ring once, not twice (FP32 rows to 458,752 elements).
 // Removes: v7's whole-stage granularity — the wait for a row's whole share before its first reduction, the
 // hand-back only after its last store, and the two-stage floor on a share's size.
 // Bottleneck expected: as v7, the issue rate of the two passes over shared memory at 16-bit storage, and the
@@ -24,16 +24,16 @@
 // __syncthreads would wait for it. The loader orders the computing warps' generic reads of a piece before the
 // copy engine's writes into it with fence.proxy.async after its empty barrier's wait.
 // Row layout, singles and scope: as v7 (the vector paths only; X and Y at the same offset from 16 bytes). A
-// row is in scope while the planned share fits the ring (study/ops/softmax.py, piece_ring_plan).
+// row is in scope while the planned share fits the ring (study/ops/softmax_rings.py, piece_ring_plan).
 // Builds on: v7 (its statistics and exchange, ring.cuh), hgemm v8's full/empty mbarrier ring (hopper.cuh).
 // Constraints: compute capability 9.0. Launch: 1-D grid, a multiple of CLUSTER, of THREADS + 32 threads a block;
 // dynamic shared memory PIECES × PIECE × 16 bytes; chunk (a block's share of a row's body vectors) an argument
-// (study/ops/softmax.py, piece_ring_launch).
+// (study/ops/softmax_rings.py, piece_ring_launch).
 // arch: sm_90
 // precisions: fp32 fp16 bf16
-// Sized to the row (FIT=1, the declared config; study/ops/softmax.py, piece_ring_plan): the fewest blocks a row
-// (1, 2, 4, 8) whose share fits the ring one and a half times; pieces no longer than the share; as many pieces
-// as the ring budget holds (at most 32).
+// Sized to the row (FIT=1, the declared config; study/ops/softmax_rings.py, piece_ring_plan): the fewest blocks a row
+// (1, 2, 4, 8) whose share fits the ring one and a half times, else 8 blocks while the share fits it; pieces no
+// longer than the share; as many pieces as the ring budget holds (at most 32).
 // config: CLUSTER=1 THREADS=512 PIECE=1024 FIT=1
 // space: CLUSTER=1 THREADS=256 PIECE=1024 FIT=1
 // space: CLUSTER=1 THREADS=512 PIECE=2048 FIT=1

@@ -27,8 +27,9 @@ struct BlockSync {
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
 // previous row before its arrival. Slots of a row's values (m and d, then a huge row's second m and d) × row
 // parity × sending rank: another block writes row k + 2's into a slot only after it has this block's statistics
-// of row k + 1, sent after every thread here has read row k's. racecheck reports these pairs of stores and spin loads (c104): both are strong operations at
-// cluster scope on one aligned 64-bit word, not a race in the PTX memory model, but not what racecheck models.
+// of row k + 1, sent after every thread here has read row k's. racecheck reports these pairs of stores and spin
+// loads (c104): both are strong operations at cluster scope on one aligned 64-bit word, not a race in the PTX
+// memory model, but not what racecheck models.
 // Tags 4k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
 // barrier at the start (before which no block sends).
 struct ExchangeSlots {

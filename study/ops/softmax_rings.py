@@ -171,8 +171,9 @@ def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
     """v8's ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a share
     shorter than it) and as many pieces as :data:`PIECE_RING_BYTES` holds, up to :data:`MAX_PIECES`. FIT=1 (the
     declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring :data:`LOOKAHEAD` times,
-    else 8 blocks while a share leaves a piece for the next row; otherwise the config's CLUSTER, when its share
-    leaves a piece for the next row (a share that filled the ring would wait on its own pieces: the kernel traps)."""
+    else 8 blocks while the share fits the ring; otherwise the config's CLUSTER, when its share fits the ring (a
+    share of more pieces than the ring has would wait on its own pieces: the kernel traps; one of as many loads
+    the next row only behind its own stores)."""
     body = max(1, n * element_bytes // 16)
 
     def plan(cluster: int) -> PieceRingPlan:
@@ -185,9 +186,9 @@ def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
         chosen = fitting[0] if fitting else plan(RING_CLUSTERS[-1])
     else:
         chosen = plan(params["CLUSTER"])
-    if chosen.pieces <= chosen.per_row:
-        return out_of_scope(f"a share of {chosen.chunk * 16} bytes (N={n} over {chosen.cluster} block(s)) leaves no "
-                            f"piece of a {chosen.ring_bytes}-byte ring for the next row (v6 takes it)")
+    if chosen.per_row > chosen.pieces:
+        return out_of_scope(f"a share of {chosen.chunk * 16} bytes (N={n} over {chosen.cluster} block(s)) takes more "
+                            f"than the {chosen.pieces} pieces of a {chosen.ring_bytes}-byte ring (v6 takes it)")
     return chosen
 
 
@@ -206,7 +207,9 @@ def piece_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     plan = piece_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
     threads = defines["THREADS"] + LOADER
     symbol = "softmax_v8_piece_ring"
-    per_sm = cuda.resident_blocks(V8_PATH, symbol, defines, threads, plan.ring_bytes)
+    # the driver's count of blocks an SM (registers count at 544 threads) for a kernel without cluster dimensions;
+    # a cluster's blocks are counted as resident_clusters says
+    per_sm = cuda.resident_blocks(V8_PATH, symbol, defines, threads, plan.ring_bytes) if plan.cluster == 1 else None
     resident, source = resident_clusters(V8_PATH, symbol, defines, plan.cluster, threads, plan.ring_bytes,
                                          sm_count(out), per_sm=per_sm)
     clusters = max(1, min(m, resident))
