@@ -75,7 +75,7 @@ struct ExchangeSlots {};
 // softmax): a pass over shared memory and a cluster exchange fewer than max-then-sum, whose ncu top stall was
 // mio_throttle (c100 at 3e25191, 1024×128256 BF16: issue active 47.0 %, 16 warps an SM). m travels, t is
 // derived (scaled): where |m| passes FLT_MAX / log2 e (2.36e38; a masked row of finfo.min, say) t would overflow,
-// so it is held at ±FLT_MAX and the row takes the subtraction form instead (huge, row_sum_huge).
+// so it is held at ±FLT_MAX and the row takes the subtraction form instead (huge, row_stats).
 struct Stats {
     float m, t, d;
 };
