@@ -87,6 +87,21 @@ def test_twins_keep_rows_of_minus_infinity_but_one_and_huge_values_finite(name):
     assert verdict.ok, verdict.message
 
 
+@pytest.mark.parametrize("name", TWINS)
+def test_twins_take_rows_of_huge_magnitude(name):
+    # a masked row of finfo.min (1/N each), one entry of 3e38, and ±3e38 together (one-hot): where the CUDA ring
+    # rungs' m·log2 e overflows (their GPU test is test_gpu.py's test_softmax_rows_of_huge_magnitudes)
+    impl = implementation(name)
+    shape = {"M": 3, "N": 37}
+    x = torch.randn(3, 37, generator=torch.Generator().manual_seed(3))
+    x[0] = torch.finfo(torch.float32).min
+    x[1, 11] = 3e38
+    x[2, 30], x[2, 3] = 3e38, -3e38
+    launch = backend("triton").prepare(impl, PROBLEM, {"X": x.to(DEVICE)}, shape, FP32)
+    launch.fn()
+    assert torch.allclose(launch.out.cpu().double(), torch.softmax(x.double(), -1), rtol=2e-4, atol=1e-6)
+
+
 def test_the_whole_row_twin_falls_back_to_two_passes_on_rows_beyond_its_registers():
     impl = implementation("softmax/v4_on_chip/triton")
     shape = {"M": 2, "N": 40000}  # WHOLE would be 65536 > 32768: the online path
