@@ -737,17 +737,48 @@ def test_softmax_v7_carries_minus_infinity_and_nan_across_its_cluster_and_refuse
 def test_softmax_v8_walks_its_pieces_around_the_ring_and_repeats_exactly():
     # One block a row, a pair and 8 blocks; shares of one piece (short rows, many rows in flight), of 5–8 pieces
     # (the ring of 14 wraps mid-row) and of 13 (FP32 400000: one piece of look-ahead); rows off 16 bytes (50257,
-    # 300001: PEEL); more rows than the grid has clusters; 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
+    # 300001: PEEL); more rows than the grid has clusters; 8 blocks on a row of 10 vectors (ranks 5–7 hold none);
+    # clusters of 3, 5, 6 and 7 (points of the space outside the FIT's base sizes).
     def planned(cluster, per_row):
         return {"CLUSTER": cluster, "per_row": per_row}
+
+    def point(cluster):
+        return {"CLUSTER": cluster, "THREADS": 512, "PIECE": 1024, "FIT": 0}
 
     _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v8_piece_ring/cuda"), [
         ("fp32", (1000, 4096), None, planned(1, 1)), ("fp32", (700, 40000), None, planned(2, 5)),
         ("fp32", (300, 50257), None, planned(2, 7)), ("bf16", (600, 50257), None, planned(1, 7)),
-        ("fp16", (2000, 1031), None, planned(1, 1)), ("fp32", (5, 3), None, planned(1, 1)),
-        ("fp32", (64, 262144), None, planned(8, 8)), ("bf16", (60, 300001), None, planned(8, 5)),
-        ("fp32", (40, 400000), None, planned(8, 13)),
-        ("fp32", (50, 40), {"CLUSTER": 8, "THREADS": 256, "PIECE": 1024, "FIT": 0}, planned(8, 1))])  # empty shares
+        ("fp16", (2000, 1031), None, planned(1, 1)), ("fp32", (300, 262144), None, planned(8, 8)),
+        ("bf16", (600, 300001), None, planned(8, 5)), ("fp32", (200, 400000), None, planned(8, 13)),
+        ("fp32", (50, 40), {"CLUSTER": 8, "THREADS": 256, "PIECE": 1024, "FIT": 0}, planned(8, 1)),  # empty shares
+        ("fp32", (70, 262144), point(5), planned(5, 13)), ("bf16", (70, 262144), point(3), planned(3, 11)),
+        ("fp32", (40, 262144), point(6), planned(6, 11)), ("fp32", (40, 151936), point(7), planned(7, 6))])
+
+
+def test_softmax_v8_balances_a_few_rows_over_its_cluster_sizes():
+    # A grid that walks the rows in a few rounds takes the cluster size with the fewest rounds, no worse balanced
+    # than the base's, by the driver's count of the clusters that run at once; its output is correct.
+    from study.ops.softmax_rings import piece_ring_plan, piece_ring_resident, rounds_and_balance
+
+    impl = next(i for i in IMPLS if i.name == "softmax/v8_piece_ring/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for name, shape in (("fp32", (64, 262144)), ("bf16", (64, 151936)), ("fp32", (5, 3)), ("bf16", (8, 131072))):
+        precision = ladder("softmax").problem.precision(name)
+        problem, sh, tensors, ref, scale = _data("softmax", shape, precision)
+        verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
+        assert verdict.ok, (name, shape, verdict.message)
+        base = piece_ring_plan(sh["N"], precision.element_bytes, impl.params)
+        facts = ("chunk", "pieces", "per_row", "clusters", "clusters_from", "rounds", "smem_bytes")
+        defines = {k: v for k, v in launch.config.items() if k not in facts}
+        resident = piece_ring_resident(defines, piece_ring_plan(sh["N"], precision.element_bytes,
+                                                                {**defines, "FIT": 0}), sms)[0]
+        defines = {**defines, **impl.params, "CLUSTER": base.cluster}
+        rounds, balance = rounds_and_balance(sh["M"], piece_ring_resident(defines, base, sms)[0])
+        got = rounds_and_balance(sh["M"], resident)
+        assert got[0] <= rounds and got[1] >= balance, (name, shape, launch.config, (rounds, balance), got)
+        assert launch.config["rounds"] == got[0]
 
 
 def test_softmax_v8_carries_minus_infinity_and_nan_across_its_cluster():

@@ -419,6 +419,26 @@ def test_v8_plans_the_fewest_blocks_whose_share_fits_its_ring_one_and_a_half_tim
     assert "takes more than" in piece_ring_plan(262144, 4, {"FIT": 0, "CLUSTER": 1, "PIECE": 1024})  # a point's scope
 
 
+def test_v8_balances_a_few_rows_over_the_cluster_sizes_whose_rounds_are_fewest(monkeypatch):
+    from study.ops import softmax_rings as rings
+
+    counts = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}  # the driver's counts on an H100 (c106)
+    monkeypatch.setattr(rings, "piece_ring_resident", lambda defines, plan, sms: (counts[plan.cluster], "driver"))
+    point = {"THREADS": 512, "PIECE": 1024}
+
+    def fitted(m, n, element_bytes):
+        base = rings.piece_ring_plan(n, element_bytes, {**point, "FIT": 1})
+        return base.cluster, rings.balanced_plan({**point, "CLUSTER": base.cluster}, m, n, element_bytes, 132).cluster
+
+    assert fitted(64, 262144, 4) == (8, 5)  # 5 rounds of 15 clusters (balance 0.85) → 3 of 22 (0.97)
+    assert fitted(32, 262144, 4) == (8, 6)  # 2 rounds either way over 5 or 6 blocks: 0.94 balanced over 6
+    assert fitted(64, 151936, 2) == (4, 2)  # one round of 64 pairs where 4 blocks take 3
+    assert fitted(8, 131072, 4) == (4, 8)  # one round each: the rows over the most blocks
+    assert fitted(128, 262144, 2) == (4, 4)  # 3 blocks: 4 rounds, but balanced 0.82 against the base's 0.85
+    assert fitted(1024, 262144, 4) == (8, 8) and fitted(1024, 50257, 4) == (2, 2)  # many rounds: the base
+    assert rings.rounds_and_balance(64, 15) == (5, 64 / 75) and rings.rounds_and_balance(3, 15) == (1, 0.2)
+
+
 def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake_cuda, monkeypatch):
     from study.backends import cuda
 

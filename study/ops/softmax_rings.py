@@ -146,6 +146,8 @@ MAX_PIECES = 32                     # the kernel's static_assert
 LOADER = 32                         # v8's loader warp, beside its THREADS computing threads
 LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over
 PIECE_RING_BYTES = 227 * 1024 - 2048  # v8's ring: its statics take up to 1.3 KiB (two barriers a piece)
+V8_SYMBOL = "softmax_v8_piece_ring"
+FEW_ROUNDS = 8                      # FIT: a grid that walks the rows in at most this many rounds balances them
 
 
 @dataclasses.dataclass(frozen=True)
@@ -193,27 +195,80 @@ def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
 
 
 def piece_ring_launcher(op_defines) -> CudaLauncher:
-    """v8's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan`."""
-    return CudaLauncher(launch=piece_ring_launch, check=scope_check(piece_ring_plan), defines=vector_ring_defines(
-        op_defines, "v8", piece_ring_plan,
-        lambda plan, defines: {"CLUSTER": plan.cluster, "PIECE": plan.piece, "PIECES": plan.pieces}))
+    """v8's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan`, the cluster size balanced over the
+    rows where FIT=1 (:func:`balanced_plan`)."""
+    plain = vector_ring_defines(op_defines, "v8", piece_ring_plan, _piece_defines)
+
+    def defines(config, tensors, out, shape, precision):
+        defines = plain(config, tensors, out, shape, precision)
+        if not config.get("FIT"):
+            return defines
+        plan = balanced_plan({**defines, "PIECE": config["PIECE"]}, shape["M"], shape["N"], precision.element_bytes,
+                             sm_count(out))  # the config's piece: the base's may be cut to its share
+        return {**defines, **_piece_defines(plan, defines)}
+
+    return CudaLauncher(launch=piece_ring_launch, check=scope_check(piece_ring_plan), defines=defines)
+
+
+def _piece_defines(plan: PieceRingPlan, defines) -> dict:
+    return {"CLUSTER": plan.cluster, "PIECE": plan.piece, "PIECES": plan.pieces}
+
+
+def piece_ring_resident(defines, plan: PieceRingPlan, sms: int) -> tuple[int, str]:
+    """(v8's clusters that the GPU runs at once for ``plan``, where the count came from): the driver's count of
+    blocks an SM for one block a row (registers count at THREADS + 32 threads, a kernel without cluster dimensions),
+    else :func:`resident_clusters`."""
+    threads = defines["THREADS"] + LOADER
+    defines = {**defines, **_piece_defines(plan, defines)}
+    per_sm = cuda.resident_blocks(V8_PATH, V8_SYMBOL, defines, threads, plan.ring_bytes) if plan.cluster == 1 else None
+    return resident_clusters(V8_PATH, V8_SYMBOL, defines, plan.cluster, threads, plan.ring_bytes, sms, per_sm=per_sm)
+
+
+def rounds_and_balance(m: int, resident: int) -> tuple[int, float]:
+    """(rounds, balance) of ``m`` rows on a persistent grid of ``resident`` clusters, each walking rows c,
+    c + resident, …: ⌈m / resident⌉ rounds, and the share of the grid's cluster-rounds that hold a row,
+    m / (rounds · resident) — the last round runs m mod resident clusters while the others wait."""
+    rounds = cdiv(m, resident)
+    return rounds, m / (rounds * resident)
+
+
+def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int) -> PieceRingPlan:
+    """FIT's plan for ``m`` rows: :func:`piece_ring_plan`'s (its CLUSTER in ``defines``), except where its grid walks
+    the rows in at most :data:`FEW_ROUNDS` rounds: then the cluster size from 1 to 8 whose share fits the ring, with
+    the fewest rounds and, among those, the best balance, then the most blocks (:func:`rounds_and_balance`; a cluster's blocks share a
+    GPC, so the driver counts the clusters at once: 132 SMs run 39 of 3, 30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8
+    on the H100 of c106), no worse balanced than the base. Why (c106 at afb891b on an H100, each size timed cold,
+    experiments/softmax_v8_clusters.py): 64 rows of 262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds'
+    work, on 22 of 5 three (+6 %); 64×151936 over 8 blocks 1,778 GB/s, over 5 2,014 (+13 %); BF16 64×151936 over a
+    pair, one round, 1,965 against 1,367 over 4; 8 rows of 131072 FP32 over 8 blocks 667 against 615 over 4. Past a
+    few rounds the base holds: at 1,024 rows FP32 262144 ran 2,901 GB/s over 8 blocks, 2,802 over 5 (47 rounds
+    for 69), BF16 2,830 over 4, 2,637 over 3; at 128×262144 BF16 three blocks (4 rounds, balance 0.82) lost 7 % to
+    four (5 rounds, 0.85), which the balance floor keeps."""
+    base = piece_ring_plan(n, element_bytes, {**defines, "FIT": 0})
+    rounds, balance = rounds_and_balance(m, piece_ring_resident(defines, base, sms)[0])
+    if rounds > FEW_ROUNDS:
+        return base
+    best, best_key = base, (rounds, -balance)
+    for cluster in range(8, 0, -1):  # ties to the larger cluster: a round's rows over more SMs
+        plan = piece_ring_plan(n, element_bytes, {**defines, "CLUSTER": cluster, "FIT": 0})
+        if isinstance(plan, str) or cluster == base.cluster:
+            continue
+        r, b = rounds_and_balance(m, piece_ring_resident(defines, plan, sms)[0])
+        if b >= balance and (r, -b) < best_key:
+            best, best_key = plan, (r, -b)
+    return best
 
 
 def piece_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v8: as v7's persistent grid, blocks of THREADS computing threads and a loader warp; the blocks an SM takes
-    from the driver (registers count at 544 threads), the clusters as :func:`resident_clusters`. Recorded: ``chunk``,
-    ``pieces``, ``per_row`` (pieces a row's share takes), ``clusters`` and where their count came from."""
+    """v8: as v7's persistent grid, blocks of THREADS computing threads and a loader warp, the clusters as
+    :func:`piece_ring_resident` counts them. Recorded: ``chunk``, ``pieces``, ``per_row`` (pieces a row's share
+    takes), ``clusters``, where their count came from, and ``rounds`` (rows a cluster walks, at most)."""
     m, n = shape["M"], shape["N"]
     plan = piece_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
-    threads = defines["THREADS"] + LOADER
-    symbol = "softmax_v8_piece_ring"
-    # the driver's count of blocks an SM (registers count at 544 threads) for a kernel without cluster dimensions;
-    # a cluster's blocks are counted as resident_clusters says
-    per_sm = cuda.resident_blocks(V8_PATH, symbol, defines, threads, plan.ring_bytes) if plan.cluster == 1 else None
-    resident, source = resident_clusters(V8_PATH, symbol, defines, plan.cluster, threads, plan.ring_bytes,
-                                         sm_count(out), per_sm=per_sm)
+    resident, source = piece_ring_resident(defines, plan, sm_count(out))
     clusters = max(1, min(m, resident))
     args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
-    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(threads, 1, 1), args=args, smem=plan.ring_bytes,
-                      facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row, "clusters": clusters,
-                             "clusters_from": source})
+    return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"] + LOADER, 1, 1), args=args,
+                      smem=plan.ring_bytes, facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row,
+                                                   "clusters": clusters, "clusters_from": source,
+                                                   "rounds": cdiv(m, clusters)})

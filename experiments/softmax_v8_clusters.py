@@ -1,0 +1,69 @@
+"""Which cluster size balances softmax v8's rounds over a few dozen long rows? (docs/ladders/softmax.md, v8.)
+
+A persistent grid of P clusters of c blocks walks M rows in ⌈M / P⌉ rounds; the last round runs M mod P
+clusters while the others idle, so a few dozen rows spend a round partly empty (64 rows on 15 clusters of 8:
+five rounds where 4.27 would do). P depends on c through the GPCs (the driver's count), not as 132 / c. For each
+shape, precision and c from 1 to 8 whose share fits v8's ring, this prints P, the rounds, the balance M / (⌈M / P⌉
+· P), and the kernel's cold time (median of SAMPLES launches between CUDA events, L2 flushed by a read of 2 × L2
+before each, as `study`'s cold mode does) as GB/s, after checking the output against torch.softmax.
+
+    python experiments/softmax_v8_clusters.py [MxN ...]      (from the repository root, on a GPU)
+"""
+
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from study.backends import backend  # noqa: E402
+from study.backends.launch import Unsupported  # noqa: E402
+from study.catalog import implementation, ladder  # noqa: E402
+
+SHAPES = ("64x262144", "64x151936", "32x262144", "128x262144", "1024x262144", "300x50257", "8x131072", "1x32000")
+SAMPLES = 100
+IMPL = "softmax/v8_piece_ring/cuda"
+
+
+def main(shapes) -> None:
+    impl = implementation(IMPL)
+    problem = ladder(impl.op).problem
+    flush = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+    print(f"{torch.cuda.get_device_name(0)}; {IMPL}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
+    for shape_text in shapes:
+        for precision_name in ("fp32", "bf16"):
+            precision, shape = problem.precision(precision_name), problem.parse_shape(shape_text)
+            tensors = problem.make_inputs(shape, precision, 0, "cuda")
+            ref = torch.softmax(tensors["X"].double(), dim=-1)
+            nbytes = problem.work(shape, precision)["bytes"]
+            for cluster in range(1, 9):
+                config = {**impl.params, "CLUSTER": cluster, "FIT": 0}
+                try:
+                    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, config=config)
+                except Unsupported as exc:
+                    print(f"{shape_text:>12s} {precision_name} c={cluster}: {str(exc)[:90]}")
+                    continue
+                launch.fn()
+                torch.cuda.synchronize()
+                err = ((launch.out.double() - ref).abs() / (ref + 1e-30)).max().item()
+                c = launch.config
+                rounds = -(-shape["M"] // c["clusters"])
+                balance = shape["M"] / (rounds * c["clusters"])
+                starts = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
+                ends = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
+                for start, end in zip(starts, ends):
+                    flush.sum(dtype=torch.int64)
+                    start.record()
+                    launch.fn()
+                    end.record()
+                torch.cuda.synchronize()
+                ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+                print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
+                      f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
+                      f"max rel err={err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or SHAPES)
