@@ -57,7 +57,7 @@
 #include "hopper.cuh"
 #include "row.cuh"
 
-static_assert(CLUSTER >= 1 && CLUSTER <= 8, "CLUSTER: 1 to 8 blocks a row (the portable cluster sizes, not only powers of 2)");
+static_assert(CLUSTER >= 1 && CLUSTER <= 8, "CLUSTER: 1 to 8 blocks a row (portable cluster sizes, any of them)");
 static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS + 32 <= 1024,
               "THREADS: whole warps that compute, plus one loader warp, at most 1024 a block");
 // PIECES: the launch's (as many pieces as the ring budget holds, study/ops/softmax_rings.py); the same rule as
