@@ -26,18 +26,24 @@ struct BlockSync {
 // Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
 // previous row before its arrival. Slots of a row's values (m and d, then a huge row's second m and d) × row
-// parity × sending rank: another block writes row k + 2's into a slot only after it has this block's statistics
-// of row k + 1, sent after every thread here has read row k's. racecheck reports these pairs of stores and spin
-// loads (c104): both are strong operations at cluster scope on one aligned 64-bit word, not a race in the PTX
-// memory model, but not what racecheck models.
+// (k mod ROW_SLOTS) × sending rank. With 2 (v7, v8): another block writes row k + 2's into a slot only after it
+// has this block's statistics of row k + 1, sent after every thread here has read row k's. racecheck reports
+// these pairs of stores and spin loads (c104): both are strong operations at cluster scope on one aligned 64-bit
+// word, not a race in the PTX memory model, but not what racecheck models.
 // Tags 4k + which + 1 never repeat within a launch and are never 0, the slots' value after the one cluster
-// barrier at the start (before which no block sends).
+// barrier at the start (before which no block sends). ROW_SLOTS rows' slots: 2 where a block sends row k + 1's
+// values only after it has read row k's (v7, v8); a kernel that sends row k + 1's before it reads row k's (v9)
+// sets 4 before including this file (its header says why 4).
+#ifndef ROW_SLOTS
+#define ROW_SLOTS 2
+#endif
+static_assert(ROW_SLOTS == 2 || ROW_SLOTS == 4, "ROW_SLOTS: 2 or 4 rows' slots");
 struct ExchangeSlots {
     static constexpr int VALUES = 4;  // a row's values: the maximum and sum, then (huge rows) a second sum
-    static constexpr int WORDS = 2 * VALUES * CLUSTER;
+    static constexpr int WORDS = ROW_SLOTS * VALUES * CLUSTER;
     unsigned long long word[WORDS];
     __device__ __forceinline__ unsigned at(int which, int k, int from) {
-        return smem_addr(&word[((k & 1) * VALUES + which) * CLUSTER + from]);
+        return smem_addr(&word[((k & (ROW_SLOTS - 1)) * VALUES + which) * CLUSTER + from]);
     }
 };
 
@@ -160,18 +166,27 @@ __device__ __forceinline__ Stats block_stats(Stats s, float* scratch) {
     return s;
 }
 
-// The row's statistics over its team: the block's, then (CLUSTER > 1) the blocks' merged in rank order, the same
-// order in every block, so all normalise the row with the same bits. Both words leave in one exchange; `round` 1
-// is a huge row's second (its sum by the subtraction form, m the same everywhere), in slots of its own.
+// The row's statistics over its team in two steps: publish, the block's (every thread gets them) sent to the
+// other blocks of the cluster; gather, the blocks' merged in rank order, the same order in every block, so all
+// normalise the row with the same bits. Both words leave in one exchange; `round` 1 is a huge row's second (its
+// sum by the subtraction form, m the same everywhere), in slots of its own. Between the two a kernel may do other
+// work (v9: the next row's first pass) while the values cross the cluster.
 template <class Sync>
-__device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
+__device__ __forceinline__ Stats publish(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
     s = block_stats<Sync>(s, scratch);
 #if CLUSTER > 1
-    const int rank = cluster_rank(), which = 2 * round;
     if (threadIdx.x == 0) {
-        send(slots, which, k, s.m);
-        send(slots, which + 1, k, s.d);
+        send(slots, 2 * round, k, s.m);
+        send(slots, 2 * round + 1, k, s.d);
     }
+#endif
+    return s;
+}
+
+// `s`: this block's statistics as publish gave them.
+__device__ __forceinline__ Stats gather(Stats s, ExchangeSlots& slots, int k, int round = 0) {
+#if CLUSTER > 1
+    const int rank = cluster_rank(), which = 2 * round;
     Stats total = s;  // rank 0's, as block_stats gives it: t = scaled(m)
     if (rank != 0) {
         const float m = receive(slots, which, k, 0);
@@ -185,6 +200,11 @@ __device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlo
     s = total;
 #endif
     return s;
+}
+
+template <class Sync>
+__device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
+    return gather(publish<Sync>(s, scratch, slots, k, round), slots, k, round);
 }
 
 // The output of `count` vectors of a stage into yv: exp(x − m) / d, by `e` (exp_shifted with the row's t, or a
@@ -224,15 +244,21 @@ __device__ __forceinline__ void absorb_vectors(Stats& s, const uint4* stage, int
     }
 }
 
-// The row's statistics from the threads' (team_stats); a huge row's (its m the same in every block) again with
-// the sum by the subtraction form: `share_sum(m)` over the block's share, plus its head or tail single.
+// A row's statistics once gathered (`total`); a huge row's (its m the same in every block) again with the sum by
+// the subtraction form: `share_sum(m)` over the block's share, plus its head or tail single.
+template <class Sync, class ShareSum>
+__device__ __forceinline__ Stats settle(Stats total, float* scratch, ExchangeSlots& slots, int k, bool has_single,
+                                        float single, ShareSum share_sum) {
+    if (huge(total.m)) {
+        const float d = share_sum(total.m) + (has_single ? exp_minus(single, total.m) : 0.0f);
+        total = team_stats<Sync>({total.m, total.t, d}, scratch, slots, k, 1);
+    }
+    return total;
+}
+
+// The row's statistics from the threads' (team_stats, then settle).
 template <class Sync, class ShareSum>
 __device__ __forceinline__ Stats row_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, bool has_single,
                                            float single, ShareSum share_sum) {
-    s = team_stats<Sync>(s, scratch, slots, k);
-    if (huge(s.m)) {
-        const float d = share_sum(s.m) + (has_single ? exp_minus(single, s.m) : 0.0f);
-        s = team_stats<Sync>({s.m, s.t, d}, scratch, slots, k, 1);
-    }
-    return s;
+    return settle<Sync>(team_stats<Sync>(s, scratch, slots, k), scratch, slots, k, has_single, single, share_sum);
 }
