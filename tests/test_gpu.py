@@ -789,6 +789,33 @@ def test_softmax_v8_carries_minus_infinity_and_nan_across_its_cluster():
         _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
 
 
+def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exactly():
+    # Shares of at most half the ring (the next row's first pass and publish before this row's gather) over one
+    # block, a pair, 4, 8, and 3 blocks; shares of more (FP32 262144 over 8, FP32 151936 over 5: the rows take turns
+    # as in v8); many rows a cluster, so each of the four rows' exchange slots is reused; rows off 16 bytes (50257,
+    # 300001: PEEL); 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
+    def planned(cluster, per_row, pieces=14):
+        return {"CLUSTER": cluster, "per_row": per_row, "overlap": int(2 * per_row <= pieces)}
+
+    def point(cluster, threads=512):
+        return {"CLUSTER": cluster, "THREADS": threads, "PIECE": 1024, "FIT": 0}
+
+    _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v9_overlap_ring/cuda"), [
+        ("fp32", (2000, 4096), None, planned(1, 1)), ("fp32", (700, 50257), None, planned(2, 7)),
+        ("bf16", (1200, 50257), None, planned(1, 7)), ("bf16", (500, 128256), None, planned(4, 4)),
+        ("bf16", (300, 262144), None, planned(8, 4)), ("fp32", (300, 262144), None, planned(8, 8)),
+        ("bf16", (200, 300001), None, planned(8, 5)), ("fp32", (70, 151936), point(5), planned(5, 8)),
+        ("bf16", (90, 151936), point(3), planned(3, 7)), ("fp32", (50, 40), point(8, 256), planned(8, 1, 32))])
+
+
+def test_softmax_v9_carries_minus_infinity_and_nan_across_its_cluster():
+    impl = next(i for i in IMPLS if i.name == "softmax/v9_overlap_ring/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    for n in (40000, 50257, 262144, 400000):  # FP32: clusters of 2 and 8, the live entry and the NaN in different blocks
+        _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
+
+
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
 def test_softmax_rows_of_huge_magnitudes(impl):
     # A masked row of finfo.min everywhere (1/N each, as torch gives), one entry of 3e38 among ordinary values and

@@ -423,7 +423,8 @@ def test_v8_balances_a_few_rows_over_the_cluster_sizes_whose_rounds_are_fewest(m
     from study.ops import softmax_rings as rings
 
     counts = {1: 132, 2: 66, 3: 39, 4: 30, 5: 22, 6: 17, 7: 15, 8: 15}  # the driver's counts on an H100 (c106)
-    monkeypatch.setattr(rings, "piece_ring_resident", lambda defines, plan, sms: (counts[plan.cluster], "driver"))
+    monkeypatch.setattr(rings, "piece_ring_resident",
+                        lambda defines, plan, sms, kernel=None: (counts[plan.cluster], "driver"))
     point = {"THREADS": 512, "PIECE": 1024}
 
     def fitted(m, n, element_bytes):
@@ -437,6 +438,32 @@ def test_v8_balances_a_few_rows_over_the_cluster_sizes_whose_rounds_are_fewest(m
     assert fitted(128, 262144, 2) == (4, 4)  # 3 blocks: 4 rounds, but balanced 0.82 against the base's 0.85
     assert fitted(1024, 262144, 4) == (8, 8) and fitted(1024, 50257, 4) == (2, 2)  # many rounds: the base
     assert rings.rounds_and_balance(64, 15) == (5, 64 / 75) and rings.rounds_and_balance(3, 15) == (1, 0.2)
+
+
+def test_v9_plans_the_fewest_blocks_whose_share_fits_its_ring_twice():
+    # v9 overlaps two rows only where the ring holds both shares: its FIT's base asks for twice, not 1.5 times.
+    from study.ops.softmax_rings import V9, piece_ring_plan
+
+    fit = {"FIT": 1, "PIECE": 1024}
+    assert piece_ring_plan(50257, 2, fit, V9.lookahead).per_row == 7  # BF16: 7 of 14 pieces in one block
+    assert piece_ring_plan(50257, 4, fit, V9.lookahead).cluster == 2  # FP32: 7 pieces a block of a pair
+    assert piece_ring_plan(128256, 2, fit, V9.lookahead).cluster == 4  # v8: a pair (8 pieces, 1.75 times)
+    assert piece_ring_plan(262144, 2, fit, V9.lookahead).cluster == 8  # v8: 4 blocks of 8 pieces
+    plan = piece_ring_plan(262144, 4, fit, V9.lookahead)  # 8 pieces over 8 blocks: no size holds it twice,
+    assert (plan.cluster, plan.per_row) == (8, 8)  # the rows take turns as in v8
+
+
+def test_v9_launches_as_v8_with_its_own_kernel(fake_cuda, monkeypatch):
+    from study.backends import cuda
+
+    monkeypatch.setattr(cuda, "active_clusters", lambda *a, **k: 15)
+    impl = implementation("softmax/v9_overlap_ring/cuda")
+    _, launch = fake_cuda.run(impl, PROBLEM, {"M": 300, "N": 262144}, BF16_STORAGE)
+    (symbol, grid, block, args, smem), = fake_cuda
+    assert symbol == "softmax_v9_overlap_ring" and block == (512 + 32, 1, 1)
+    assert launch.config["CLUSTER"] == 8 and grid == (15 * 8, 1, 1) and launch.config["per_row"] == 4
+    assert launch.config["rounds"] == 20 and int(args[-1]) == launch.config["chunk"]
+    assert launch.config["overlap"] == 1  # 4 pieces a row in a ring of 14: the next row's first pass overlaps
 
 
 def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake_cuda, monkeypatch):

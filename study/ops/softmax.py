@@ -37,7 +37,7 @@ import torch
 
 from study import draws, kernel_header
 from study.backends import cuda
-from study.ops.softmax_rings import piece_ring_launcher, tma_ring_launcher
+from study.ops.softmax_rings import V9, piece_ring_launcher, tma_ring_launcher
 from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
                                     split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
 from study.paths import CUDA_DIR
@@ -247,6 +247,7 @@ WARP_ROWS = team_rows(warp_per_row=True, on_chip=True)      # v5
 CLUSTER_ROWS = CudaLauncher(launch=cluster_rows_launch, check=cluster_rows_check, defines=fitted_cluster)  # v6
 TMA_RING = tma_ring_launcher(SOFTMAX.cuda_defines)  # v7
 PIECE_RING = piece_ring_launcher(SOFTMAX.cuda_defines)  # v8
+OVERLAP_RING = piece_ring_launcher(SOFTMAX.cuda_defines, V9)  # v9
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
@@ -301,6 +302,12 @@ register(
              "floor on a share",
              cuda="08_piece_ring.cu", launch=PIECE_RING,
              # Triton says neither pieces nor a loader warp: the twin is v7's, rows whole in registers
+             triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
+        Rung("v9_overlap_ring", "v8 with a row's statistics crossing the cluster while the next row's first pass runs "
+             "(where the ring holds two rows' shares)",
+             "v8's chain of a row: the cluster exchange's round trip between its two passes",
+             cuda="09_overlap_ring.cu", launch=OVERLAP_RING,
+             # Triton has no cluster exchange to overlap: the twin is v7's
              triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,

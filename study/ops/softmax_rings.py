@@ -1,10 +1,11 @@
-"""softmax's ring rungs, v7 and v8: rows streamed by TMA bulk copies into shared memory by a persistent grid of
-blocks or clusters (docs/ladders/softmax.md, v7 and v8). Their plans (a row's share, the ring), the clusters the
+"""softmax's ring rungs, v7, v8 and v9: rows streamed by TMA bulk copies into shared memory by a persistent grid
+of blocks or clusters (docs/ladders/softmax.md, v7 to v9). Their plans (a row's share, the ring), the clusters the
 GPU runs at once, and their launchers; study/ops/softmax.py registers them."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -141,13 +142,30 @@ def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
                       smem=plan.ring_bytes, facts={"chunk": plan.chunk, "clusters": clusters, "clusters_from": source})
 
 
-V8_PATH = CUDA_DIR / "softmax" / "08_piece_ring.cu"
-MAX_PIECES = 32                     # the kernel's static_assert
-LOADER = 32                         # v8's loader warp, beside its THREADS computing threads
-LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over
-PIECE_RING_BYTES = 227 * 1024 - 2048  # v8's ring: its statics take up to 1.3 KiB (two barriers a piece)
-V8_SYMBOL = "softmax_v8_piece_ring"
+MAX_PIECES = 32                     # the kernels' static_assert
+LOADER = 32                         # v8's and v9's loader warp, beside their THREADS computing threads
+LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over (v8)
+PIECE_RING_BYTES = 227 * 1024 - 2048  # the ring: the statics take up to 1.8 KiB (v9's slots of 4 rows at 8 blocks)
 FEW_ROUNDS = 8                      # FIT: a grid that walks the rows in at most this many rounds balances them
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceRingKernel:
+    """A rung on the piece ring (v8, v9): its rung key, file and symbol; how many times over the FIT's base plan
+    fits a share into the ring (``lookahead``), and a size the balance of a few rows may take instead
+    (``balance_lookahead``); ``overlaps``: the kernel overlaps two rows where the ring holds both shares (v9)."""
+
+    rung: str
+    path: object
+    symbol: str
+    lookahead: float
+    balance_lookahead: float
+    overlaps: bool = False
+
+
+V8 = PieceRingKernel("v8", CUDA_DIR / "softmax" / "08_piece_ring.cu", "softmax_v8_piece_ring", LOOKAHEAD, 1.0)
+V9 = PieceRingKernel("v9", CUDA_DIR / "softmax" / "09_overlap_ring.cu", "softmax_v9_overlap_ring", 2.0, 2.0,
+                     overlaps=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,10 +187,10 @@ class PieceRingPlan:
         return self.pieces * self.piece * 16
 
 
-def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
-    """v8's ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a share
-    shorter than it) and as many pieces as :data:`PIECE_RING_BYTES` holds, up to :data:`MAX_PIECES`. FIT=1 (the
-    declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring :data:`LOOKAHEAD` times,
+def piece_ring_plan(n: int, element_bytes: int, params, lookahead: float = LOOKAHEAD) -> PieceRingPlan | str:
+    """v8's (and v9's) ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a
+    share shorter than it) and as many pieces as :data:`PIECE_RING_BYTES` holds, up to :data:`MAX_PIECES`. FIT=1
+    (the declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring ``lookahead`` times,
     else 8 blocks while the share fits the ring; otherwise the config's CLUSTER, when its share fits the ring (a
     share of more pieces than the ring has would wait on its own pieces: the kernel traps; one of as many loads
     the next row only behind its own stores)."""
@@ -184,7 +202,7 @@ def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
         return PieceRingPlan(cluster, chunk, piece, min(MAX_PIECES, PIECE_RING_BYTES // (piece * 16)))
 
     if params.get("FIT"):
-        fitting = [plan(c) for c in RING_CLUSTERS if plan(c).pieces >= LOOKAHEAD * plan(c).per_row]
+        fitting = [plan(c) for c in RING_CLUSTERS if plan(c).pieces >= lookahead * plan(c).per_row]
         chosen = fitting[0] if fitting else plan(RING_CLUSTERS[-1])
     else:
         chosen = plan(params["CLUSTER"])
@@ -194,34 +212,38 @@ def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
     return chosen
 
 
-def piece_ring_launcher(op_defines) -> CudaLauncher:
-    """v8's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan`, the cluster size balanced over the
-    rows where FIT=1 (:func:`balanced_plan`)."""
-    plain = vector_ring_defines(op_defines, "v8", piece_ring_plan, _piece_defines)
+def piece_ring_launcher(op_defines, kernel: PieceRingKernel = V8) -> CudaLauncher:
+    """v8's or v9's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan` (the kernel's lookahead), the
+    cluster size balanced over the rows where FIT=1 (:func:`balanced_plan`)."""
+    plan_of = functools.partial(piece_ring_plan, lookahead=kernel.lookahead)
+    plain = vector_ring_defines(op_defines, kernel.rung, plan_of, _piece_defines)
 
     def defines(config, tensors, out, shape, precision):
         defines = plain(config, tensors, out, shape, precision)
         if not config.get("FIT"):
             return defines
         plan = balanced_plan({**defines, "PIECE": config["PIECE"]}, shape["M"], shape["N"], precision.element_bytes,
-                             sm_count(out))  # the config's piece: the base's may be cut to its share
+                             sm_count(out), kernel)  # the config's piece: the base's may be cut to its share
         return {**defines, **_piece_defines(plan, defines)}
 
-    return CudaLauncher(launch=piece_ring_launch, check=scope_check(piece_ring_plan), defines=defines)
+    return CudaLauncher(launch=functools.partial(piece_ring_launch, kernel=kernel), check=scope_check(plan_of),
+                        defines=defines)
 
 
 def _piece_defines(plan: PieceRingPlan, defines) -> dict:
     return {"CLUSTER": plan.cluster, "PIECE": plan.piece, "PIECES": plan.pieces}
 
 
-def piece_ring_resident(defines, plan: PieceRingPlan, sms: int) -> tuple[int, str]:
-    """(v8's clusters that the GPU runs at once for ``plan``, where the count came from): the driver's count of
-    blocks an SM for one block a row (registers count at THREADS + 32 threads, a kernel without cluster dimensions),
-    else :func:`resident_clusters`."""
+def piece_ring_resident(defines, plan: PieceRingPlan, sms: int, kernel: PieceRingKernel = V8) -> tuple[int, str]:
+    """(the kernel's clusters that the GPU runs at once for ``plan``, where the count came from): the driver's
+    count of blocks an SM for one block a row (registers count at THREADS + 32 threads, a kernel without cluster
+    dimensions), else :func:`resident_clusters`."""
     threads = defines["THREADS"] + LOADER
     defines = {**defines, **_piece_defines(plan, defines)}
-    per_sm = cuda.resident_blocks(V8_PATH, V8_SYMBOL, defines, threads, plan.ring_bytes) if plan.cluster == 1 else None
-    return resident_clusters(V8_PATH, V8_SYMBOL, defines, plan.cluster, threads, plan.ring_bytes, sms, per_sm=per_sm)
+    per_sm = (cuda.resident_blocks(kernel.path, kernel.symbol, defines, threads, plan.ring_bytes)
+              if plan.cluster == 1 else None)
+    return resident_clusters(kernel.path, kernel.symbol, defines, plan.cluster, threads, plan.ring_bytes, sms,
+                             per_sm=per_sm)
 
 
 def rounds_and_balance(m: int, resident: int) -> tuple[int, float]:
@@ -232,43 +254,48 @@ def rounds_and_balance(m: int, resident: int) -> tuple[int, float]:
     return rounds, m / (rounds * resident)
 
 
-def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int) -> PieceRingPlan:
+def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int,
+                  kernel: PieceRingKernel = V8) -> PieceRingPlan:
     """FIT's plan for ``m`` rows: :func:`piece_ring_plan`'s (its CLUSTER in ``defines``), except where its grid walks
     the rows in at most :data:`FEW_ROUNDS` rounds: then the cluster size from 1 to 8 whose share fits the ring with
     the fewest rounds, then the best balance, then the most blocks (:func:`rounds_and_balance`), no worse balanced
-    than the base. A cluster's blocks share a GPC, so the driver counts the clusters at once: 132 SMs ran 39 of 3,
-    30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8 on the H100 of c106. Why (c106 at afb891b, each size timed cold,
-    experiments/softmax_v8_clusters.py): 64 rows of 262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds'
-    work, on 22 of 5 three (2,150 → 2,283 GB/s); 64×151936 FP32 over 8 blocks 1,778 GB/s, over 5 2,014, over 3
-    2,107; BF16 64×151936 over a pair, one round, 1,965 against 1,367 over 4; 8 rows of 131072 FP32 over 8 blocks
-    667 against 615 over 4. Past a few rounds the base holds: at 1,024 rows FP32 262144 ran 2,901 GB/s over 8
-    blocks, 2,802 over 5 (47 rounds for 69), BF16 2,830 over 4, 2,637 over 3; at 128×262144 BF16 three blocks
-    (4 rounds, balance 0.82) lost 7 % to four (5 rounds, 0.85), which the balance floor keeps."""
+    than the base (and, for v9, one whose share fits the ring twice: its rows overlap). A cluster's blocks share a
+    GPC, so the driver counts the clusters at once: 132 SMs ran 39 of 3, 30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8 on
+    the H100 of c106. Why (c106 at afb891b, each size timed cold, experiments/softmax_v8_clusters.py): 64 rows of
+    262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds' work, on 22 of 5 three (2,150 → 2,283 GB/s);
+    64×151936 FP32 over 8 blocks 1,778 GB/s, over 5 2,014, over 3 2,107; BF16 64×151936 over a pair, one round,
+    1,965 against 1,367 over 4; 8 rows of 131072 FP32 over 8 blocks 667 against 615 over 4. Past a few rounds the
+    base holds: at 1,024 rows FP32 262144 ran 2,901 GB/s over 8 blocks, 2,802 over 5 (47 rounds for 69), BF16 2,830
+    over 4, 2,637 over 3; at 128×262144 BF16 three blocks (4 rounds, balance 0.82) lost 7 % to four (5 rounds,
+    0.85), which the balance floor keeps."""
     base = piece_ring_plan(n, element_bytes, {**defines, "FIT": 0})
-    rounds, balance = rounds_and_balance(m, piece_ring_resident(defines, base, sms)[0])
+    rounds, balance = rounds_and_balance(m, piece_ring_resident(defines, base, sms, kernel)[0])
     if rounds > FEW_ROUNDS:
         return base
     best, best_key = base, (rounds, -balance)
     for cluster in range(8, 0, -1):  # ties to the larger cluster: a round's rows over more SMs
         plan = piece_ring_plan(n, element_bytes, {**defines, "CLUSTER": cluster, "FIT": 0})
-        if isinstance(plan, str) or cluster == base.cluster:
+        if isinstance(plan, str) or cluster == base.cluster or plan.pieces < kernel.balance_lookahead * plan.per_row:
             continue
-        r, b = rounds_and_balance(m, piece_ring_resident(defines, plan, sms)[0])
+        r, b = rounds_and_balance(m, piece_ring_resident(defines, plan, sms, kernel)[0])
         if b >= balance and (r, -b) < best_key:
             best, best_key = plan, (r, -b)
     return best
 
 
-def piece_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
-    """v8: as v7's persistent grid, blocks of THREADS computing threads and a loader warp, the clusters as
+def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRingKernel = V8) -> CudaLaunch:
+    """v8 and v9: as v7's persistent grid, blocks of THREADS computing threads and a loader warp, the clusters as
     :func:`piece_ring_resident` counts them. Recorded: ``chunk``, ``pieces``, ``per_row`` (pieces a row's share
-    takes), ``clusters``, where their count came from, and ``rounds`` (rows a cluster walks, at most)."""
+    takes), ``clusters``, where their count came from, ``rounds`` (rows a cluster walks, at most) and, for v9,
+    ``overlap`` (1: the ring holds two rows' shares, so the next row's first pass runs before this row's gather)."""
     m, n = shape["M"], shape["N"]
     plan = piece_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
-    resident, source = piece_ring_resident(defines, plan, sm_count(out))
+    resident, source = piece_ring_resident(defines, plan, sm_count(out), kernel)
     clusters = max(1, min(m, resident))
     args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
     return CudaLaunch(grid=(clusters * plan.cluster, 1, 1), block=(defines["THREADS"] + LOADER, 1, 1), args=args,
                       smem=plan.ring_bytes, facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row,
                                                    "clusters": clusters, "clusters_from": source,
-                                                   "rounds": cdiv(m, clusters)})
+                                                   "rounds": cdiv(m, clusters),
+                                                   **({"overlap": int(2 * plan.per_row <= plan.pieces)}
+                                                      if kernel.overlaps else {})})

@@ -1,0 +1,159 @@
+// softmax v9 — v8 with a row's statistics crossing the cluster while the next row's first pass runs
+// (docs/ladders/softmax.md, v9).
+// Idea: in v8 the computing warps walk each row as one chain: the first pass over its pieces, the block's
+// reduction, the cluster exchange (thread 0 stores into every other block's slots, every thread spins on its
+// own), the write pass. Nothing of the block's issues a store while the statistics cross the cluster, and the
+// loader can run only as far ahead as the ring's free pieces. On an H100 (c106) BF16 rows of 262144 ran 2,220 GB/s
+// over 8 blocks a row (69 rows a cluster, shares of 4 pieces) against 2,830 over 4 (35 rows, shares of 8): a cost
+// per row a cluster walks, not per byte, which the exchange's round trip on that chain fits. Here a block
+// publishes row k + 1's statistics (its first pass, the block's reduction and its sends) before it gathers row
+// k's, so the exchange of row k is in flight during row k + 1's first pass, and row k's values have landed when
+// the warps come back to write it. The ring must hold two rows' shares for that (row k + 1's pieces land while
+// row k's are held): a share of more than half the ring walks its rows as v8 does.
+// Removes: the cluster exchange's latency from the chain of each row (where two shares fit the ring).
+// Bottleneck expected: the two passes' issue rate over shared memory (v7's, at 16-bit storage), and HBM.
+// Status: written, compiled (nvcc 13.0, sm_90a, every precision and cluster size: up to 82 registers, no spills)
+// and planned; a review's model of the exchange (3,000 random schedules, clusters of 2 to 8) overwrote a slot
+// unread with 2 or 3 rows' slots, never with 4. Not yet run on a GPU (the session that wrote it had no device
+// time left); the launch records `overlap`.
+// Hardware facts: as v8. Exchange slots of four rows (ROW_SLOTS 4, ring.cuh): a block sends row k + 1's values
+// before it reads row k's, so another block may send row k + 3's (in its own row k + 2) as soon as it has this
+// block's row k + 1 — before this block has read row k's slots. It sends row k + 4's only after it has this block's
+// row k + 2, which this block sends after every thread here has read row k's (the reduction's barriers between):
+// four slots, not two, keep a slot from being overwritten before it is read.
+// Row layout, singles and scope: as v8 (the vector paths only; X and Y at the same offset from 16 bytes; a share
+// that fits the ring once).
+// Builds on: v8 (its ring and loader, piece_ring.cuh; its statistics and exchange, ring.cuh).
+// Constraints: compute capability 9.0. Launch: as v8 (study/ops/softmax_rings.py, piece_ring_launch).
+// arch: sm_90
+// precisions: fp32 fp16 bf16
+// Sized to the row (FIT=1, the declared config; study/ops/softmax_rings.py, piece_ring_plan and balanced_plan):
+// as v8, but the fewest blocks a row (1, 2, 4, 8) whose share fits the ring twice, so that the rows overlap,
+// else 8 blocks while the share fits it once; a few rounds balanced over cluster sizes 1 to 8 as v8's.
+// config: CLUSTER=1 THREADS=512 PIECE=1024 FIT=1
+// space: CLUSTER=1 THREADS=256 PIECE=1024 FIT=1
+// space: CLUSTER=4 THREADS=512 PIECE=1024 FIT=0
+// space: CLUSTER=8 THREADS=512 PIECE=1024 FIT=0
+// space: CLUSTER=8 THREADS=256 PIECE=1024 FIT=0
+#define ROW_SLOTS 4
+#include "common.cuh"
+#include "cluster.cuh"
+#include "hopper.cuh"
+#include "row.cuh"
+
+static_assert(CLUSTER >= 1 && CLUSTER <= 8, "CLUSTER: 1 to 8 blocks a row (portable cluster sizes, any of them)");
+#include "piece_ring.cuh"
+
+// A row between its two passes: where it lies, its head and tail single (block 0's first threads), the first of
+// its pieces, and this block's statistics as publish gave them.
+struct Held {
+    const storage_t* x;
+    storage_t* y;
+    RowParts p;
+    int2 share;
+    bool has_single;
+    float single;
+    unsigned g;
+    Stats st;
+};
+
+// Row k's first pass: its singles, its pieces (from g) absorbed as they land, the block's statistics published.
+__device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int N,
+                                           long long row, int k, unsigned g, int chunk, int per_row,
+                                           const uint4* ring, unsigned full0, float* scratch, ExchangeSlots& slots) {
+    Held h;
+    h.x = X + row * N;
+    h.y = Y + row * N;
+    h.p = row_parts(h.x, N);  // y's the same: X and Y share their offset from 16 bytes
+    h.share = share_of(h.p, chunk);
+    h.g = g;
+    h.has_single = cluster_rank_or_0() == 0 && (int)threadIdx.x < h.p.head + h.p.tail;
+    h.single = h.has_single ? to_float(h.x[h.p.single(threadIdx.x)]) : NEG_INF;
+    Stats st{NEG_INF, NEG_INF, 0.0f};
+    if (h.has_single) absorb<1>(st, {h.single});
+    for (int j = 0; j < per_row; ++j) {
+        const unsigned slot = (g + j) % PIECES;
+        mbar_wait(full0 + 8 * slot, ((g + j) / PIECES) & 1);
+        absorb_vectors(st, ring + slot * PIECE, piece_vectors(h.share.y, j));
+    }
+    h.st = publish<ComputeSync>(st, scratch, slots, k);
+    return h;
+}
+
+// Row k's second pass: the cluster's statistics gathered (a huge row's second round on the row still held), the
+// row written piece by piece, each warp freeing a piece as it leaves it.
+__device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, const uint4* ring, unsigned empty0,
+                                            float* scratch, ExchangeSlots& slots) {
+    const Stats st = settle<ComputeSync>(gather(h.st, slots, k), scratch, slots, k, h.has_single, h.single,
+                                         [&](float m) {
+                                             float d = 0.0f;
+                                             for (int j = 0; j < per_row; ++j)
+                                                 d += sum_minus(ring + (h.g + j) % PIECES * PIECE,
+                                                                piece_vectors(h.share.y, j), m);
+                                             return d;
+                                         });
+    const float m = st.m, shift = st.t, inv = 1.0f / st.d;
+    uint4* yv = reinterpret_cast<uint4*>(h.y + h.p.head) + h.share.x;
+    for (int j = 0; j < per_row; ++j) {
+        const unsigned slot = (h.g + j) % PIECES;
+        const uint4* piece = ring + slot * PIECE;
+        const int n = piece_vectors(h.share.y, j);
+        if (!huge(m)) write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_shifted(x, shift); });
+        else write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_minus(x, m); });
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8 * slot);  // this warp has left the piece
+    }
+    if (h.has_single)
+        h.y[h.p.single(threadIdx.x)] =
+            from_float((huge(m) ? exp_minus(h.single, m) : exp_shifted(h.single, shift)) * inv);
+}
+
+// One block an SM (the ring's shared memory decides): the registers of two rows held cost no occupancy, and at the
+// bare __launch_bounds__(THREADS + 32) ptxas capped them at 56 and spilled Held's fields in most builds.
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS + 32, 1)
+softmax_v9_overlap_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N, int chunk) {
+    extern __shared__ __align__(128) uint4 ring[];  // PIECES × PIECE vectors
+    __shared__ __align__(8) unsigned long long full[PIECES], empty[PIECES];
+    __shared__ float scratch[SCRATCH];
+    __shared__ ExchangeSlots slots;
+    require_dynamic_smem((unsigned)(PIECES * PIECE * 16));
+#if !VECTOR_PATH
+    __trap();  // the bulk copies move 16-byte vectors; the launch refuses X and Y at different offsets from 16 bytes
+#endif
+    const int per_row = CDIV(chunk, PIECE);
+    if (per_row > PIECES) __trap();  // a share the ring cannot hold would wait on its own pieces forever
+    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);
+
+    if (threadIdx.x == 0) mbar_init_ring(full0, empty0, PIECES, WARPS);  // full: the loader; empty: a warp each
+#if CLUSTER > 1
+    for (int i = threadIdx.x; i < ExchangeSlots::WORDS; i += blockDim.x) slots.word[i] = 0;  // 128 at 8 blocks
+    cluster_arrive();  // every block's slots zero and barriers ready before any block sends (the one cluster barrier)
+    cluster_wait();
+#else
+    __syncthreads();
+#endif
+    if (threadIdx.x >= THREADS) {
+        if (threadIdx.x == THREADS) load_rows(X, M, N, chunk, cid, clusters, ring0, full0, empty0);
+        return;  // the loader warp meets no barrier of the computing threads
+    }
+    if (cid >= M) return;  // the cluster's blocks all: they share cid
+
+    // Row k + 1's pieces land while row k's are held only where the ring holds both shares; else (the same in
+    // every block of the cluster) the rows take turns as in v8.
+    const bool overlap = 2 * per_row <= PIECES;
+    Held held = first_pass(X, Y, N, cid, 0, 0u, chunk, per_row, ring, full0, scratch, slots);
+    for (int k = 0;; ++k) {
+        const long long next = cid + (long long)(k + 1) * clusters;
+        const unsigned g = held.g + per_row;
+        Held ahead;
+        if (overlap && next < M)
+            ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
+        second_pass(held, k, per_row, ring, empty0, scratch, slots);
+        if (next >= M) break;
+        if (!overlap) ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
+        held = ahead;
+    }
+    // No exit barrier: as v8 (a block writes into another's slots only values that block waits for, and every
+    // piece the loader starts belongs to a row the computing warps wait for).
+}
