@@ -781,8 +781,9 @@ def test_softmax_v8_balances_a_few_rows_over_its_cluster_sizes():
         assert launch.config["rounds"] == got[0]
 
 
-def test_softmax_v8_carries_minus_infinity_and_nan_across_its_cluster():
-    impl = next(i for i in IMPLS if i.name == "softmax/v8_piece_ring/cuda")
+@pytest.mark.parametrize("name", ["softmax/v8_piece_ring/cuda", "softmax/v9_overlap_ring/cuda"])
+def test_softmax_piece_rings_carry_minus_infinity_and_nan_across_their_clusters(name):
+    impl = next(i for i in IMPLS if i.name == name)
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     for n in (40000, 50257, 262144, 400000):  # FP32: clusters of 2 and 8, the live entry and the NaN in different blocks
@@ -807,13 +808,6 @@ def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exac
         ("bf16", (200, 300001), None, planned(8, 5)), ("fp32", (70, 151936), point(5), planned(5, 8)),
         ("bf16", (90, 151936), point(3), planned(3, 7)), ("fp32", (50, 40), point(8, 256), planned(8, 1, 32))])
 
-
-def test_softmax_v9_carries_minus_infinity_and_nan_across_its_cluster():
-    impl = next(i for i in IMPLS if i.name == "softmax/v9_overlap_ring/cuda")
-    if _arch_reason(impl):
-        pytest.skip(_arch_reason(impl))
-    for n in (40000, 50257, 262144, 400000):  # FP32: clusters of 2 and 8, the live entry and the NaN in different blocks
-        _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
