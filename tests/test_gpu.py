@@ -809,7 +809,6 @@ def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exac
         ("bf16", (90, 151936), point(3), planned(3, 7)), ("fp32", (50, 40), point(8, 256), planned(8, 1, 32))])
 
 
-
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
 def test_softmax_rows_of_huge_magnitudes(impl):
     # A masked row of finfo.min everywhere (1/N each, as torch gives), one entry of 3e38 among ordinary values and
