@@ -41,7 +41,7 @@
 // walks the rows in 8 rounds or fewer (a few dozen long rows), the cluster size from 1 to 8 with the fewest rounds
 // and the best balance: a cluster's blocks share a GPC, so 132 SMs run 15 clusters of 8 but 22 of 5 and 39 of 3,
 // and 64 rows take 5 rounds of 8 blocks for 4.3 rounds' work (c106: 64×262144 FP32 over 5 blocks +6 %,
-// 64×151936 FP32 +13 %, BF16 over a pair in one round +44 %).
+// 64×151936 FP32 +13 %, BF16 over a pair in one round +44 %, each size timed alone; the rule itself not yet run).
 // config: CLUSTER=1 THREADS=512 PIECE=1024 FIT=1
 // space: CLUSTER=1 THREADS=256 PIECE=1024 FIT=1
 // space: CLUSTER=1 THREADS=512 PIECE=2048 FIT=1
