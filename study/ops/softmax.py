@@ -14,7 +14,8 @@ distributed shared memory (the row on chip across up to 8 blocks; v4's body for 
 holds; recorded) → v7 rows streamed by TMA bulk copies into a ring of shared-memory stages in a
 persistent grid, the next rows loading while a row is reduced and written (a cluster of 2–8 blocks a row where
 one block's ring cannot hold two) → v8 that ring cut into pieces a loader warp refills as the write pass leaves
-them (study/ops/softmax_rings.py plans both). Reported cold: every default shape's X and Y exceed the L2.
+them → v9 v8 with a row's statistics crossing the cluster while the next row's first pass runs
+(study/ops/softmax_rings.py plans the three). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
