@@ -7,7 +7,8 @@ shape, precision and c from 1 to 8 whose share fits v8's ring, this prints P, th
 · P), and the kernel's cold time (median of SAMPLES launches between CUDA events, L2 flushed by a read of 2 × L2
 before each, as `study`'s cold mode does) as GB/s, after checking the output against torch.softmax.
 
-    python experiments/softmax_v8_clusters.py [MxN ...]      (from the repository root, on a GPU)
+    python experiments/softmax_v8_clusters.py [--impl softmax/v9_overlap_ring/cuda] [MxN ...]
+                                                    (from the repository root, on a GPU; v8 by default)
 """
 
 import statistics
@@ -27,11 +28,11 @@ SAMPLES = 100
 IMPL = "softmax/v8_piece_ring/cuda"
 
 
-def main(shapes) -> None:
-    impl = implementation(IMPL)
+def main(shapes, name: str = IMPL) -> None:
+    impl = implementation(name)
     problem = ladder(impl.op).problem
     flush = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    print(f"{torch.cuda.get_device_name(0)}; {IMPL}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
+    print(f"{torch.cuda.get_device_name(0)}; {name}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
     for shape_text in shapes:
         for precision_name in ("fp32", "bf16"):
             precision, shape = problem.precision(precision_name), problem.parse_shape(shape_text)
@@ -62,8 +63,13 @@ def main(shapes) -> None:
                 ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
                 print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
                       f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
+                      f"{'overlap=%d ' % c['overlap'] if 'overlap' in c else ''}"
                       f"max rel err={err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or SHAPES)
+    args = sys.argv[1:]
+    chosen = IMPL
+    if args[:1] == ["--impl"]:
+        chosen, args = args[1], args[2:]
+    main(args or SHAPES, chosen)
