@@ -770,8 +770,7 @@ def test_softmax_v8_balances_a_few_rows_over_its_cluster_sizes():
         verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision)
         assert verdict.ok, (name, shape, verdict.message)
         base = piece_ring_plan(sh["N"], precision.element_bytes, impl.params)
-        facts = ("chunk", "pieces", "per_row", "clusters", "clusters_from", "rounds", "smem_bytes")
-        defines = {k: v for k, v in launch.config.items() if k not in facts}
+        defines = impl.launcher.defines(impl.params, tensors, launch.out, sh, precision)  # the launch's, again
         resident = piece_ring_resident(defines, piece_ring_plan(sh["N"], precision.element_bytes,
                                                                 {**defines, "FIT": 0}), sms)[0]
         defines = {**defines, **impl.params, "CLUSTER": base.cluster}

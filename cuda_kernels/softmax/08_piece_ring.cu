@@ -74,59 +74,13 @@ softmax_v8_piece_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y
     if (per_row > PIECES) __trap();  // a share the ring cannot hold would wait on its own pieces forever
     const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);
-    const int rank = cluster_rank_or_0();
+    if (!start_ring(X, M, N, chunk, cid, clusters, ring0, full0, empty0, slots)) return;
 
-    if (threadIdx.x == 0) mbar_init_ring(full0, empty0, PIECES, WARPS);  // full: the loader; empty: a warp each
-#if CLUSTER > 1
-    if (threadIdx.x < ExchangeSlots::WORDS) slots.word[threadIdx.x] = 0;
-    cluster_arrive();  // every block's slots zero and barriers ready before any block sends (the one cluster barrier)
-    cluster_wait();
-#else
-    __syncthreads();
-#endif
-    if (threadIdx.x >= THREADS) {
-        if (threadIdx.x == THREADS) load_rows(X, M, N, chunk, cid, clusters, ring0, full0, empty0);
-        return;  // the loader warp meets no barrier of the computing threads
-    }
-
-    unsigned g = 0;  // the first piece of row k
-    for (int k = 0;; ++k, g += per_row) {
-        const long long row = cid + k * clusters;
+    for (int k = 0;; ++k) {
+        const long long row = cid + (long long)k * clusters;
         if (row >= M) break;
-        const storage_t* x = X + row * N;
-        storage_t* y = Y + row * N;
-        const RowParts p = row_parts(x, N);  // y's the same: X and Y share their offset from 16 bytes
-        const int2 share = share_of(p, chunk);
-        // The head and tail singles, one to each of block 0's first threads, loading while the pieces land.
-        const bool has_single = rank == 0 && (int)threadIdx.x < p.head + p.tail;
-        const float single = has_single ? to_float(x[p.single(threadIdx.x)]) : NEG_INF;
-
-        Stats st{NEG_INF, NEG_INF, 0.0f};
-        if (has_single) absorb<1>(st, {single});
-        for (int j = 0; j < per_row; ++j) {
-            const unsigned slot = (g + j) % PIECES;
-            mbar_wait(full0 + 8 * slot, ((g + j) / PIECES) & 1);
-            absorb_vectors(st, ring + slot * PIECE, piece_vectors(share.y, j));
-        }
-        st = row_stats<ComputeSync>(st, scratch, slots, k, has_single, single, [&](float m) {
-            float d = 0.0f;
-            for (int j = 0; j < per_row; ++j)
-                d += sum_minus(ring + (g + j) % PIECES * PIECE, piece_vectors(share.y, j), m);
-            return d;
-        });
-        const float m = st.m, shift = st.t, inv = 1.0f / st.d;
-        uint4* yv = reinterpret_cast<uint4*>(y + p.head) + share.x;
-        for (int j = 0; j < per_row; ++j) {
-            const unsigned slot = (g + j) % PIECES;
-            const uint4* piece = ring + slot * PIECE;
-            const int n = piece_vectors(share.y, j);
-            if (!huge(m)) write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_shifted(x, shift); });
-            else write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_minus(x, m); });
-            __syncwarp();
-            if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8 * slot);  // this warp has left the piece
-        }
-        if (has_single)
-            y[p.single(threadIdx.x)] = from_float((huge(m) ? exp_minus(single, m) : exp_shifted(single, shift)) * inv);
+        second_pass(first_pass(X, Y, N, row, k, (unsigned)k * per_row, chunk, per_row, ring, full0, scratch, slots),
+                    k, per_row, ring, empty0, scratch, slots);
     }
     // No exit barrier: a block writes into another's slots only values that block waits for, and every piece
     // the loader starts belongs to a row the computing warps wait for.

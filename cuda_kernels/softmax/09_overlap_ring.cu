@@ -12,7 +12,7 @@
 // row k's are held): a share of more than half the ring walks its rows as v8 does.
 // Removes: the cluster exchange's latency from the chain of each row (where two shares fit the ring).
 // Bottleneck expected: the two passes' issue rate over shared memory (v7's, at 16-bit storage), and HBM.
-// Status: written, compiled (nvcc 13.0, sm_90a, every precision and cluster size: up to 82 registers, no spills)
+// Status: written, compiled (nvcc 13.0, sm_90a, every precision and cluster size: up to 85 registers, no spills)
 // and planned; a review's model of the exchange (3,000 random schedules, clusters of 2 to 8) overwrote a slot
 // unread with 2 or 3 rows' slots, never with 4. Not yet run on a GPU (the session that wrote it had no device
 // time left); the launch records `overlap`.
@@ -44,70 +44,6 @@
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "CLUSTER: 1 to 8 blocks a row (portable cluster sizes, any of them)");
 #include "piece_ring.cuh"
 
-// A row between its two passes: where it lies, its head and tail single (block 0's first threads), the first of
-// its pieces, and this block's statistics as publish gave them.
-struct Held {
-    const storage_t* x;
-    storage_t* y;
-    RowParts p;
-    int2 share;
-    bool has_single;
-    float single;
-    unsigned g;
-    Stats st;
-};
-
-// Row k's first pass: its singles, its pieces (from g) absorbed as they land, the block's statistics published.
-__device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int N,
-                                           long long row, int k, unsigned g, int chunk, int per_row,
-                                           const uint4* ring, unsigned full0, float* scratch, ExchangeSlots& slots) {
-    Held h;
-    h.x = X + row * N;
-    h.y = Y + row * N;
-    h.p = row_parts(h.x, N);  // y's the same: X and Y share their offset from 16 bytes
-    h.share = share_of(h.p, chunk);
-    h.g = g;
-    h.has_single = cluster_rank_or_0() == 0 && (int)threadIdx.x < h.p.head + h.p.tail;
-    h.single = h.has_single ? to_float(h.x[h.p.single(threadIdx.x)]) : NEG_INF;
-    Stats st{NEG_INF, NEG_INF, 0.0f};
-    if (h.has_single) absorb<1>(st, {h.single});
-    for (int j = 0; j < per_row; ++j) {
-        const unsigned slot = (g + j) % PIECES;
-        mbar_wait(full0 + 8 * slot, ((g + j) / PIECES) & 1);
-        absorb_vectors(st, ring + slot * PIECE, piece_vectors(h.share.y, j));
-    }
-    h.st = publish<ComputeSync>(st, scratch, slots, k);
-    return h;
-}
-
-// Row k's second pass: the cluster's statistics gathered (a huge row's second round on the row still held), the
-// row written piece by piece, each warp freeing a piece as it leaves it.
-__device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, const uint4* ring, unsigned empty0,
-                                            float* scratch, ExchangeSlots& slots) {
-    const Stats st = settle<ComputeSync>(gather(h.st, slots, k), scratch, slots, k, h.has_single, h.single,
-                                         [&](float m) {
-                                             float d = 0.0f;
-                                             for (int j = 0; j < per_row; ++j)
-                                                 d += sum_minus(ring + (h.g + j) % PIECES * PIECE,
-                                                                piece_vectors(h.share.y, j), m);
-                                             return d;
-                                         });
-    const float m = st.m, shift = st.t, inv = 1.0f / st.d;
-    uint4* yv = reinterpret_cast<uint4*>(h.y + h.p.head) + h.share.x;
-    for (int j = 0; j < per_row; ++j) {
-        const unsigned slot = (h.g + j) % PIECES;
-        const uint4* piece = ring + slot * PIECE;
-        const int n = piece_vectors(h.share.y, j);
-        if (!huge(m)) write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_shifted(x, shift); });
-        else write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_minus(x, m); });
-        __syncwarp();
-        if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8 * slot);  // this warp has left the piece
-    }
-    if (h.has_single)
-        h.y[h.p.single(threadIdx.x)] =
-            from_float((huge(m) ? exp_minus(h.single, m) : exp_shifted(h.single, shift)) * inv);
-}
-
 // One block an SM (the ring's shared memory decides): the registers of two rows held cost no occupancy, and at the
 // bare __launch_bounds__(THREADS + 32) ptxas capped them at 56 and spilled Held's fields in most builds.
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS + 32, 1)
@@ -125,18 +61,7 @@ softmax_v9_overlap_ring(const storage_t* __restrict__ X, storage_t* __restrict__
     const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);
 
-    if (threadIdx.x == 0) mbar_init_ring(full0, empty0, PIECES, WARPS);  // full: the loader; empty: a warp each
-#if CLUSTER > 1
-    for (int i = threadIdx.x; i < ExchangeSlots::WORDS; i += blockDim.x) slots.word[i] = 0;  // 128 at 8 blocks
-    cluster_arrive();  // every block's slots zero and barriers ready before any block sends (the one cluster barrier)
-    cluster_wait();
-#else
-    __syncthreads();
-#endif
-    if (threadIdx.x >= THREADS) {
-        if (threadIdx.x == THREADS) load_rows(X, M, N, chunk, cid, clusters, ring0, full0, empty0);
-        return;  // the loader warp meets no barrier of the computing threads
-    }
+    if (!start_ring(X, M, N, chunk, cid, clusters, ring0, full0, empty0, slots)) return;
     if (cid >= M) return;  // the cluster's blocks all: they share cid
 
     // Row k + 1's pieces land while row k's are held only where the ring holds both shares; else (the same in

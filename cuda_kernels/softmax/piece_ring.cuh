@@ -1,7 +1,9 @@
 // The piece ring of softmax v8 and v9 (docs/ladders/softmax.md, v8): the computing threads' named barrier, a
 // block's share of a row and the loader warp's lane, which walks the block's rows piece by piece into a ring of
-// PIECES pieces of PIECE 16-byte vectors on full/empty mbarriers. Include after common.cuh, cluster.cuh,
-// hopper.cuh and row.cuh, with CLUSTER, THREADS (the threads that compute) and PIECE set; it includes ring.cuh.
+// PIECES pieces of PIECE 16-byte vectors on full/empty mbarriers; the launch's start, and a row's two passes
+// (v8 runs them row after row, v9 the next row's first pass before this row's second). Include after
+// common.cuh, cluster.cuh, hopper.cuh and row.cuh, with CLUSTER, THREADS (the threads that compute) and PIECE
+// set; it includes ring.cuh.
 #pragma once
 
 static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS + 32 <= 1024,
@@ -53,4 +55,87 @@ __device__ __forceinline__ void load_rows(const storage_t* __restrict__ X, int M
                              : "memory");
         }
     }
+}
+
+// The start of a launch, in every thread: the ring's barriers initialised, (clusters) the exchange slots zeroed
+// and the one cluster barrier passed before any block sends; then the loader warp walks its rows and the call
+// returns false to it (it meets no barrier of the computing threads), true to the computing threads.
+__device__ __forceinline__ bool start_ring(const storage_t* __restrict__ X, int M, int N, int chunk, long long cid,
+                                           long long clusters, unsigned ring0, unsigned full0, unsigned empty0,
+                                           ExchangeSlots& slots) {
+    if (threadIdx.x == 0) mbar_init_ring(full0, empty0, PIECES, WARPS);  // full: the loader; empty: a warp each
+#if CLUSTER > 1
+    for (int i = threadIdx.x; i < ExchangeSlots::WORDS; i += blockDim.x) slots.word[i] = 0;  // v9: 128 at 8 blocks
+    cluster_arrive();  // every block's slots zero and barriers ready before any block sends (the one cluster barrier)
+    cluster_wait();
+#else
+    __syncthreads();
+#endif
+    if (threadIdx.x < THREADS) return true;
+    if (threadIdx.x == THREADS) load_rows(X, M, N, chunk, cid, clusters, ring0, full0, empty0);
+    return false;
+}
+
+// A row between its two passes: where it lies, its head and tail single (block 0's first threads), the first of
+// its pieces, and this block's statistics as publish gave them.
+struct Held {
+    const storage_t* x;
+    storage_t* y;
+    RowParts p;
+    int2 share;
+    bool has_single;
+    float single;
+    unsigned g;
+    Stats st;
+};
+
+// Row k's first pass: its singles, its pieces (from g) absorbed as they land, the block's statistics published.
+__device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int N,
+                                           long long row, int k, unsigned g, int chunk, int per_row,
+                                           const uint4* ring, unsigned full0, float* scratch, ExchangeSlots& slots) {
+    Held h;
+    h.x = X + row * N;
+    h.y = Y + row * N;
+    h.p = row_parts(h.x, N);  // y's the same: X and Y share their offset from 16 bytes
+    h.share = share_of(h.p, chunk);
+    h.g = g;
+    h.has_single = cluster_rank_or_0() == 0 && (int)threadIdx.x < h.p.head + h.p.tail;
+    h.single = h.has_single ? to_float(h.x[h.p.single(threadIdx.x)]) : NEG_INF;
+    Stats st{NEG_INF, NEG_INF, 0.0f};
+    if (h.has_single) absorb<1>(st, {h.single});
+    for (int j = 0; j < per_row; ++j) {
+        const unsigned slot = (g + j) % PIECES;
+        mbar_wait(full0 + 8 * slot, ((g + j) / PIECES) & 1);
+        absorb_vectors(st, ring + slot * PIECE, piece_vectors(h.share.y, j));
+    }
+    h.st = publish<ComputeSync>(st, scratch, slots, k);
+    return h;
+}
+
+// Row k's second pass: the cluster's statistics gathered (a huge row's second round on the row still held), the
+// row written piece by piece, each warp freeing a piece as it leaves it.
+__device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, const uint4* ring, unsigned empty0,
+                                            float* scratch, ExchangeSlots& slots) {
+    const Stats st = settle<ComputeSync>(gather(h.st, slots, k), scratch, slots, k, h.has_single, h.single,
+                                         [&](float m) {
+                                             float d = 0.0f;
+                                             for (int j = 0; j < per_row; ++j)
+                                                 d += sum_minus(ring + (h.g + j) % PIECES * PIECE,
+                                                                piece_vectors(h.share.y, j), m);
+                                             return d;
+                                         });
+    const float m = st.m, shift = st.t, inv = 1.0f / st.d;
+    uint4* yv = reinterpret_cast<uint4*>(h.y + h.p.head) + h.share.x;
+    for (int j = 0; j < per_row; ++j) {
+        const unsigned slot = (h.g + j) % PIECES;
+        const uint4* piece = ring + slot * PIECE;
+        const int n = piece_vectors(h.share.y, j);
+        if (!huge(m)) write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_shifted(x, shift); });
+        else write_vectors(piece, yv + j * PIECE, n, inv, [=](float x) { return exp_minus(x, m); });
+        __syncwarp();
+        if (threadIdx.x % 32 == 0) mbar_arrive(empty0 + 8 * slot);  // this warp has left the piece
+    }
+    if (h.has_single)
+        h.y[h.p.single(threadIdx.x)] =
+            from_float((huge(m) ? exp_minus(h.single, m) : exp_shifted(h.single, shift)) * inv);
 }

@@ -147,25 +147,31 @@ LOADER = 32                         # v8's and v9's loader warp, beside their TH
 LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over (v8)
 PIECE_RING_BYTES = 227 * 1024 - 2048  # the ring: the statics take up to 1.8 KiB (v9's slots of 4 rows at 8 blocks)
 FEW_ROUNDS = 8                      # FIT: a grid that walks the rows in at most this many rounds balances them
+OVERLAP_SHARES = 2                  # v9 overlaps rows where its ring holds this many shares (the kernel's rule)
 
 
 @dataclasses.dataclass(frozen=True)
 class PieceRingKernel:
-    """A rung on the piece ring (v8, v9): its rung key, file and symbol; how many times over the FIT's base plan
-    fits a share into the ring (``lookahead``), and a size the balance of a few rows may take instead
-    (``balance_lookahead``); ``overlaps``: the kernel overlaps two rows where the ring holds both shares (v9)."""
+    """A rung on the piece ring (v8, v9): its rung key, file and symbol, and whether it overlaps two rows where the
+    ring holds both shares (v9). Such a kernel's FIT, and its balance of a few rows, take only plans whose share
+    fits the ring :data:`OVERLAP_SHARES` times; v8's base fits it :data:`LOOKAHEAD` times, its balance once."""
 
     rung: str
     path: object
     symbol: str
-    lookahead: float
-    balance_lookahead: float
     overlaps: bool = False
 
+    @property
+    def lookahead(self) -> float:
+        return OVERLAP_SHARES if self.overlaps else LOOKAHEAD
 
-V8 = PieceRingKernel("v8", CUDA_DIR / "softmax" / "08_piece_ring.cu", "softmax_v8_piece_ring", LOOKAHEAD, 1.0)
-V9 = PieceRingKernel("v9", CUDA_DIR / "softmax" / "09_overlap_ring.cu", "softmax_v9_overlap_ring", 2.0, 2.0,
-                     overlaps=True)
+    @property
+    def balance_lookahead(self) -> float:
+        return OVERLAP_SHARES if self.overlaps else 1
+
+
+V8 = PieceRingKernel("v8", CUDA_DIR / "softmax" / "08_piece_ring.cu", "softmax_v8_piece_ring")
+V9 = PieceRingKernel("v9", CUDA_DIR / "softmax" / "09_overlap_ring.cu", "softmax_v9_overlap_ring", overlaps=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -297,5 +303,5 @@ def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRing
                       smem=plan.ring_bytes, facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row,
                                                    "clusters": clusters, "clusters_from": source,
                                                    "rounds": cdiv(m, clusters),
-                                                   **({"overlap": int(2 * plan.per_row <= plan.pieces)}
+                                                   **({"overlap": int(OVERLAP_SHARES * plan.per_row <= plan.pieces)}
                                                       if kernel.overlaps else {})})
