@@ -5,7 +5,7 @@ clusters while the others idle, so a few dozen rows spend a round partly empty (
 five rounds where 4.27 would do). P depends on c through the GPCs (the driver's count), not as 132 / c. For each
 shape, precision and c from 1 to 8 whose share fits v8's ring, this prints P, the rounds, the balance M / (⌈M / P⌉
 · P), and the kernel's cold time (median of SAMPLES launches between CUDA events, L2 flushed by a read of 2 × L2
-before each, as `study`'s cold mode does) as GB/s, after checking the output against torch.softmax.
+before each, as `study`'s cold mode does) as GB/s, after the study's gate (check_output) has passed its output.
 
     python experiments/softmax_v8_clusters.py [--impl softmax/v9_overlap_ring/cuda] [MxN ...]
                                                     (from the repository root, on a GPU; v8 by default)
@@ -22,6 +22,8 @@ import torch  # noqa: E402
 from study.backends import backend  # noqa: E402
 from study.backends.launch import Unsupported  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
+from study.ops.softmax_rings import rounds_and_balance  # noqa: E402
+from study.problem import check_output  # noqa: E402
 
 SHAPES = ("64x262144", "64x151936", "32x262144", "128x262144", "1024x262144", "300x50257", "8x131072", "1x32000")
 SAMPLES = 100
@@ -37,7 +39,7 @@ def main(shapes, name: str = IMPL) -> None:
         for precision_name in ("fp32", "bf16"):
             precision, shape = problem.precision(precision_name), problem.parse_shape(shape_text)
             tensors = problem.make_inputs(shape, precision, 0, "cuda")
-            ref = torch.softmax(tensors["X"].double(), dim=-1)
+            ref, scale = problem.reference(tensors, precision)
             nbytes = problem.work(shape, precision)["bytes"]
             for cluster in range(1, 9):
                 config = {**impl.params, "CLUSTER": cluster, "FIT": 0}
@@ -46,12 +48,12 @@ def main(shapes, name: str = IMPL) -> None:
                 except Unsupported as exc:
                     print(f"{shape_text:>12s} {precision_name} c={cluster}: {str(exc)[:90]}")
                     continue
-                launch.fn()
-                torch.cuda.synchronize()
-                err = ((launch.out.double() - ref).abs() / (ref + 1e-30)).max().item()
+                verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
+                if not verdict.ok:
+                    print(f"{shape_text:>12s} {precision_name} c={cluster}: wrong, not timed: {verdict.message}")
+                    continue
                 c = launch.config
-                rounds = -(-shape["M"] // c["clusters"])
-                balance = shape["M"] / (rounds * c["clusters"])
+                rounds, balance = rounds_and_balance(shape["M"], c["clusters"])
                 starts = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
                 ends = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
                 for start, end in zip(starts, ends):
@@ -64,7 +66,7 @@ def main(shapes, name: str = IMPL) -> None:
                 print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
                       f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
                       f"{'overlap=%d ' % c['overlap'] if 'overlap' in c else ''}"
-                      f"max rel err={err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
+                      f"err={verdict.err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
 
 
 if __name__ == "__main__":
