@@ -22,7 +22,9 @@ from typing import Mapping
 
 from study.paths import CUDA_DIR, display
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+# A quoted include, alone on its line or followed by a comment: a local header missed here would be left
+# to NVRTC, which compiles the inlined text from a temporary file and would not find it.
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"[ \t]*(?://[^\n]*)?$', re.M)
 
 
 class CudaCompileError(RuntimeError):
@@ -87,12 +89,15 @@ def arch_flag(major: int, minor: int) -> str:
 
 def nvcc_command(path: Path, config: Mapping[str, int], arch: str, output: Path) -> list[str]:
     """The nvcc line that compiles a kernel the way NVRTC does under CuPy (used by the CI test and for
-    SASS read without a GPU): CuPy adds ``-ftz=true`` to every NVRTC compile (docs/toolchain.md 1.1), so
-    FP32 arithmetic flushes subnormals here too."""
+    SASS read without a GPU): the same text, :func:`kernel_source`, written beside ``output`` (``.cu``) and
+    compiled from there with no include path, so a header the inlining misses fails here as it fails on the
+    GPU; CuPy adds ``-ftz=true`` to every NVRTC compile (docs/toolchain.md 1.1), so FP32 arithmetic flushes
+    subnormals here too."""
     number = arch.removeprefix("sm_")
     gencode = f"-gencode=arch=compute_{number},code=sm_{number}"
-    return ["nvcc", "-std=c++17", "-ftz=true", "-cubin", gencode, "-I", str(CUDA_DIR), *defines(config), "-o",
-            str(output), str(path)]
+    source = Path(output).with_suffix(".cu")
+    source.write_text(kernel_source(path))
+    return ["nvcc", "-std=c++17", "-ftz=true", "-cubin", gencode, *defines(config), "-o", str(output), str(source)]
 
 
 # One compiled module per (device, source, options), whatever symbols are taken from it: a file with
