@@ -30,43 +30,58 @@ SAMPLES = 100
 IMPL = "softmax/v8_piece_ring/cuda"
 
 
-def main(shapes, name: str = IMPL) -> None:
-    impl = implementation(name)
-    problem = ladder(impl.op).problem
-    flush = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
-    print(f"{torch.cuda.get_device_name(0)}; {name}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
+def l2_flush() -> torch.Tensor:
+    return torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
+
+
+def cases(problem, shapes):
+    """(shape text, precision name, precision, shape, inputs, reference, its scale, bytes moved) of each shape
+    in FP32 and BF16."""
     for shape_text in shapes:
         for precision_name in ("fp32", "bf16"):
             precision, shape = problem.precision(precision_name), problem.parse_shape(shape_text)
             tensors = problem.make_inputs(shape, precision, 0, "cuda")
             ref, scale = problem.reference(tensors, precision)
-            nbytes = problem.work(shape, precision)["bytes"]
-            for cluster in range(1, 9):
-                config = {**impl.params, "CLUSTER": cluster, "FIT": 0}
-                try:
-                    launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, config=config)
-                except Unsupported as exc:
-                    print(f"{shape_text:>12s} {precision_name} c={cluster}: {str(exc)[:90]}")
-                    continue
-                verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
-                if not verdict.ok:
-                    print(f"{shape_text:>12s} {precision_name} c={cluster}: wrong, not timed: {verdict.message}")
-                    continue
-                c = launch.config
-                rounds, balance = rounds_and_balance(shape["M"], c["clusters"])
-                starts = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
-                ends = [torch.cuda.Event(enable_timing=True) for _ in range(SAMPLES)]
-                for start, end in zip(starts, ends):
-                    flush.sum(dtype=torch.int64)
-                    start.record()
-                    launch.fn()
-                    end.record()
-                torch.cuda.synchronize()
-                ms = statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
-                print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
-                      f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
-                      f"{'overlap=%d ' % c['overlap'] if 'overlap' in c else ''}"
-                      f"err={verdict.err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
+            yield shape_text, precision_name, precision, shape, tensors, ref, scale, problem.work(shape, precision)["bytes"]
+
+
+def cold_median_ms(fn, flush, samples: int = SAMPLES) -> float:
+    """The median of ``samples`` launches of ``fn`` between CUDA events, ``flush`` (2 × L2) read before each."""
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+    for start, end in zip(starts, ends):
+        flush.sum(dtype=torch.int64)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+
+
+def main(shapes, name: str = IMPL) -> None:
+    impl = implementation(name)
+    problem = ladder(impl.op).problem
+    flush = l2_flush()
+    print(f"{torch.cuda.get_device_name(0)}; {name}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
+    for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, shapes):
+        for cluster in range(1, 9):
+            config = {**impl.params, "CLUSTER": cluster, "FIT": 0}
+            try:
+                launch = backend(impl.backend).prepare(impl, problem, tensors, shape, precision, config=config)
+            except Unsupported as exc:
+                print(f"{shape_text:>12s} {precision_name} c={cluster}: {str(exc)[:90]}")
+                continue
+            verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
+            if not verdict.ok:
+                print(f"{shape_text:>12s} {precision_name} c={cluster}: wrong, not timed: {verdict.message}")
+                continue
+            c = launch.config
+            rounds, balance = rounds_and_balance(shape["M"], c["clusters"])
+            ms = cold_median_ms(launch.fn, flush)
+            print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
+                  f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
+                  f"{'overlap=%d ' % c['overlap'] if 'overlap' in c else ''}"
+                  f"err={verdict.err:.1e} {ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -665,6 +665,16 @@ def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(ba
         _one_hot_and_nan_rows(impl, n, hot_at=n - 5, nan_at=7, atol=1e-9)
 
 
+def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again():
+    # the programs of a row wait on each other (tickets, per-row counts) and the launch leaves its counters
+    # zeroed: the same bits launch after launch, one row or a thousand, a power of two or not, 64 slices
+    impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/triton")
+    _ring_rung_plans_and_repeats(impl, [(name, shape, None, {"exchange": 1, "slices": slices, "on_chip": 1})
+                                        for name, shape, slices in (("fp32", (1, 50257), 4), ("bf16", (1024, 50257), 4),
+                                                                    ("fp32", (64, 262144), 16), ("bf16", (3, 300000), 19),
+                                                                    ("fp32", (2, 2**20), 64))])
+
+
 @pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",
                                   "v6_cluster_rows"])
 def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_scalar(rung):
@@ -682,8 +692,9 @@ def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_sc
 
 
 def _ring_rung_plans_and_repeats(impl, cases):
-    """Each (precision, shape, config, what the launch records) through a ring rung: correct, recorded as
-    planned, and the same bits launch after launch (the output poisoned between them)."""
+    """Each (precision, shape, config — None: the declared one —, what the launch records) through a ring rung
+    (or v6's exchanging twin): correct, recorded as planned, and the same bits launch after launch (the
+    output poisoned between them)."""
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     for name, shape, config, planned in cases:

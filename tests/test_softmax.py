@@ -250,7 +250,8 @@ def _split_twin(shape, x, precision=FP32, slice_bytes=None):
 
     impl = implementation("softmax/v6_cluster_rows/triton")
     out = PROBLEM.make_output(shape, precision, DEVICE)
-    kw = {} if slice_bytes is None else {"slice_bytes": slice_bytes}
+    # exchange_slices=0: the launches without an exchange, on the GPU too (under the interpreter it has none)
+    kw = {"exchange_slices": 0} if slice_bytes is None else {"slice_bytes": slice_bytes, "exchange_slices": 0}
     fn = split_rows_twin_launch(impl.target.kernel, {"X": x.to(DEVICE)}, out, shape, dict(impl.params), precision, **kw)
     return fn, out
 
@@ -268,7 +269,7 @@ def test_the_split_row_twin_merges_its_slices_statistics(m, n, name, slice_bytes
     tensors = PROBLEM.make_inputs(shape, precision, n, "cpu")
     ref, scale = PROBLEM.reference(tensors, precision)
     fn, out = _split_twin(shape, tensors["X"], precision, slice_bytes)
-    assert fn.facts == {"slices": slices, "on_chip": on_chip}
+    assert fn.facts == {"slices": slices, "on_chip": on_chip, "exchange": 0}
     verdict = check_output(fn, out, PROBLEM, ref, scale, precision)
     assert verdict.ok, verdict.message
 
@@ -302,7 +303,7 @@ def test_the_split_row_twin_carries_minus_infinity_and_nan_across_slices():
     x[2, :600] = float("-inf")
     x[3, 500:] = 1e4  # a maximum far above the first slices': their sums rescale to zero
     fn, out = _split_twin({"M": 4, "N": n}, x, slice_bytes=256)
-    assert fn.facts == {"slices": 8, "on_chip": 0}
+    assert fn.facts == {"slices": 8, "on_chip": 0, "exchange": 0}
     fn()
     out = out.cpu()
     hot = torch.zeros(n)
@@ -479,3 +480,24 @@ def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake
         assert launch.config["CLUSTER"] == cluster and grid == (clusters * cluster, 1, 1)  # none more than the rows
         assert smem == launch.config["PIECES"] * launch.config["PIECE"] * 16 == launch.config["pieces"] * 1024 * 16
         assert int(args[-1]) == launch.config["chunk"]
+
+
+def test_the_split_row_twin_exchanges_only_where_a_rows_programs_can_all_be_resident(monkeypatch):
+    # slices of at most EXCHANGE_VALUES columns, multiples of 16; none past EXCHANGE_SLICES or the SMs, and
+    # none under the interpreter, which runs one program after another (a waiting one would wait forever)
+    from study.ops.softmax_twins import exchange_plan
+    from triton_kernels import softmax as tk
+
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    assert tk.EXCHANGE_VALUES == 16384 and tk.EXCHANGE_SLICES == 64
+    assert exchange_plan(50257, 132) == (4, 12576)
+    assert exchange_plan(262144, 132) == (16, 16384)
+    assert exchange_plan(300000, 132) == (19, 15792)
+    assert exchange_plan(2**20, 132) == (64, 16384) and exchange_plan(2**20 + 1, 132) is None
+    assert exchange_plan(300000, 16) is None  # 19 slices, 16 SMs
+    assert exchange_plan(50257, 132, most=0) is None and exchange_plan(50257, 132, values=8192) == (7, 7184)
+    for n in (40000, 50257, 131073, 300001):
+        slices, size = exchange_plan(n, 132)
+        assert size % 16 == 0 and size <= tk.EXCHANGE_VALUES and (slices - 1) * size < n <= slices * size
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert exchange_plan(50257, 132) is None

@@ -309,11 +309,13 @@ def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_ca
     slices, size = softmax.split_rows_plan(n, 4, slice_bytes=256)
     assert (slices, size) == (8, 144)
     stats = torch.empty(m * slices * 2, device=DEVICE)
+    sync = torch.zeros(1, dtype=torch.int32, device=DEVICE)
     out = torch.full((m, n), float("nan"), device=DEVICE)
     config = dict(impl.params)
+    flags = dict(WHOLE=1, ONE=False, FITS=False, EXCHANGE=False, PAIRS=8)
     nargs = {"x_ptr": x, "y_ptr": out, "stats_ptr": stats, "M": m, "N": n, "SLICE": size, "SLICES": slices,
-             "WHOLE": 1, "ONE": False, "FITS": False, **config}
-    tk.softmax_split_stats[(m, slices)](x, out, stats, m, n, size, slices, WHOLE=1, ONE=False, FITS=False, **config)
+             **flags, **config}
+    tk.softmax_split_stats[(m, slices)](x, out, stats, sync, m, n, size, slices, **flags, **config)
     assert torch.isnan(out).all()  # the first launch writes statistics only
     softmax.normalize_after_tuned_stats(nargs, exception=RuntimeError("config failed"))
     assert torch.isnan(out).all()  # a failed config's statistics are not used
@@ -322,6 +324,8 @@ def test_the_split_row_twin_is_tuned_with_its_second_launch_inside_each_timed_ca
     out.fill_(float("nan"))
     softmax.normalize_after_tuned_stats({**nargs, "ONE": True})
     assert torch.isnan(out).all()  # a row in one program was written by the first launch alone
+    softmax.normalize_after_tuned_stats({**nargs, "EXCHANGE": True})
+    assert torch.isnan(out).all()  # nor is a row whose programs exchanged its statistics
 
 
 @pytest.mark.parametrize("name", ["hgemm/v10_skinny_m/triton", "gemm_bias_relu/v4_skinny_m/triton"])

@@ -150,35 +150,84 @@ def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexp
 
 
 @triton.jit
-def softmax_split_stats(x_ptr, y_ptr, stats_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr, WHOLE: tl.constexpr,
-                        ONE: tl.constexpr, FITS: tl.constexpr):
-    """v6, first launch. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's
-    twin, the whole row in registers, read once, written, and no second launch — where it FITS (the launch's
-    test: at most MAX_WHOLE_VALUES values), else v3's two passes in that program. Otherwise program
-    (row, s) reads columns [s·SLICE, (s+1)·SLICE) of its row once and writes their online (maximum,
-    sum of exp(x − maximum)) pair to ``stats`` (FP32, M × SLICES × 2); ``softmax_split_normalize``
-    is the second launch.
+def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr,
+                        WHOLE: tl.constexpr, ONE: tl.constexpr, FITS: tl.constexpr, EXCHANGE: tl.constexpr,
+                        PAIRS: tl.constexpr):
+    """v6. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's twin, the whole row in
+    registers, read once, written — where it FITS (the launch's test: at most MAX_WHOLE_VALUES values), else
+    v3's two passes in that program. A longer row, where the launch can EXCHANGE: SLICES programs a row, each
+    holding SLICE columns in its registers (WHOLE ≥ SLICE; PAIRS ≥ SLICES, powers of two), meeting through L2 (:func:`_exchange_slice`): one
+    read and one write an element, as the CUDA rung's cluster. Otherwise (the interpreter, which runs programs
+    one after another, or more slices than EXCHANGE_SLICES) program (row, s) writes the online (maximum, sum
+    of exp(x − maximum)) pair of columns [s·SLICE, (s+1)·SLICE) to ``stats`` (FP32, M × SLICES × 2) and
+    ``softmax_split_normalize``, a second launch, reads the row again.
 
     What Triton cannot say of the CUDA rung: a cluster of programs scheduled together and reading each
     other's shared memory (Triton 3.6 has no DSMEM, and its num_ctas is for its own layouts, not for a
-    kernel's exchange); a barrier between the programs of a row; and so a slice kept on chip while its
-    row's statistics are combined. The programs of a row meet through HBM and a second launch, which
-    reads the row again: two reads and a write per element where the CUDA rung, up to what its
-    cluster holds, makes one of each."""
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * N
+    kernel's exchange). The exchange says it through global atomics instead, a few hundred nanoseconds
+    of L2 round trips where DSMEM takes tens."""
     if ONE:
+        row = tl.program_id(0).to(tl.int64)
         if FITS:
-            _whole_row(x_row, y_ptr + row * N, N, WHOLE)
+            _whole_row(x_ptr + row * N, y_ptr + row * N, N, WHOLE)
         else:  # more values than the program's registers hold (MAX_WHOLE_VALUES): v3's two passes
-            m, d = _online_stats(x_row, N, BLOCK)
-            _normalize(x_row, y_ptr + row * N, N, m, 1.0 / d, BLOCK)
+            m, d = _online_stats(x_ptr + row * N, N, BLOCK)
+            _normalize(x_ptr + row * N, y_ptr + row * N, N, m, 1.0 / d, BLOCK)
+    elif EXCHANGE:
+        _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE, PAIRS)
     else:
+        row = tl.program_id(0).to(tl.int64)
         s = tl.program_id(1)
         start = s * SLICE
-        m, d = _online_stats(x_row + start, tl.minimum(N - start, SLICE), BLOCK)
+        m, d = _online_stats(x_ptr + row * N + start, tl.minimum(N - start, SLICE), BLOCK)
         tl.store(stats_ptr + (row * SLICES + s) * 2, m)
         tl.store(stats_ptr + (row * SLICES + s) * 2 + 1, d)
+
+
+@triton.jit
+def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE: tl.constexpr,
+                    PAIRS: tl.constexpr):
+    """One slice of a row, in registers from its read to its write, the row's maximum and sum exchanged
+    through L2. ``sync`` (int32, zeroed once, 2 + 2·M): a ticket counter, a count of finished programs,
+    then per row the programs that arrived and the programs that left.
+
+    The work goes by ticket, taken as a program starts, not by program id: a row's slices are consecutive
+    tickets, so every row before the newest one has all its programs running, and a program waiting on its
+    row waits only on programs that run or can start as the earlier rows finish (CUB's decoupled look-back
+    takes its tiles so for the same reason: the hardware promises no order of blocks). A launch leaves
+    ``sync`` zeroed for the next one: a row's last program to leave resets its counts, the last program to
+    finish the two counters. Each scalar atomic is issued by one thread, the one that wrote the pair
+    before it (release), and the spin ends in an acquire; the pairs are then read past L1 (volatile)."""
+    ticket = tl.atomic_add(sync_ptr, 1)
+    row = ticket // SLICES
+    s = ticket % SLICES
+    start = s * SLICE
+    cols = tl.arange(0, WHOLE)
+    inside = (cols < SLICE) & (start + cols < N)
+    at = row.to(tl.int64) * N + start + cols
+    x = tl.load(x_ptr + at, mask=inside, other=float("-inf")).to(tl.float32)
+    m = tl.max(x, axis=0)
+    # a slice of −inf alone: sum 0 (exp(−inf − 0)), or NaN where it holds one, which must reach the output
+    d = tl.sum(tl.exp(x - tl.where(m != float("-inf"), m, 0.0)), axis=0)
+    pair = stats_ptr + (row.to(tl.int64) * SLICES + s) * 2
+    tl.atomic_xchg(pair, m, sem="relaxed")
+    tl.atomic_xchg(pair + 1, d, sem="relaxed")
+    arrived = tl.atomic_add(sync_ptr + 2 + row, 1, sem="release") + 1
+    while arrived < SLICES:
+        arrived = tl.atomic_add(sync_ptr + 2 + row, 0, sem="acquire")
+    q = tl.arange(0, PAIRS)
+    first = stats_ptr + row.to(tl.int64) * SLICES * 2
+    ms = tl.load(first + q * 2, mask=q < SLICES, other=float("-inf"), volatile=True)
+    ds = tl.load(first + q * 2 + 1, mask=q < SLICES, other=0.0, volatile=True)
+    top = tl.max(ms, axis=0)
+    total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
+    tl.store(y_ptr + at, (tl.exp(x - top) * (1.0 / total)).to(y_ptr.dtype.element_ty), mask=inside)
+    if tl.atomic_add(sync_ptr + 2 + M + row, 1) == SLICES - 1:  # the row's last to leave: all have read
+        tl.atomic_xchg(sync_ptr + 2 + row, 0)
+        tl.atomic_xchg(sync_ptr + 2 + M + row, 0)
+    if tl.atomic_add(sync_ptr + 1, 1) == M * SLICES - 1:  # the launch's last: every ticket is taken
+        tl.atomic_xchg(sync_ptr, 0)
+        tl.atomic_xchg(sync_ptr + 1, 0)
 
 
 @triton.jit
@@ -241,6 +290,11 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 # most MAX_SLICES (the CUDA rung's fewest blocks of 1024 × 8 vectors, up to a cluster of 8); BLOCK is
 # the step of both launches over a slice.
 MAX_SLICES = 8
+# ... unless the twin can exchange (on a GPU): slices of at most EXCHANGE_VALUES columns, each in the registers of
+# a program (16 a thread at 32 warps, two programs an SM where the registers allow), up to EXCHANGE_SLICES a row
+# (rows of 2^20; a row's programs must all be resident, and 132 SMs hold that many).
+EXCHANGE_VALUES = 16384
+EXCHANGE_SLICES = 64
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
 SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]
 # CUDA v7: 512 threads, one block an SM for long rows; PER_SM programs an SM walk the rows, STAGES rows in flight.

@@ -4,6 +4,8 @@ The CUDA rungs' launches are in study/ops/softmax.py; the twins mirror their con
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from study.problem import cdiv, out_of_scope, sm_count
@@ -59,30 +61,55 @@ def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_
     return cdiv(n, size), size
 
 
-def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES):
-    """v6's twin: one slice (the row whole in a program, v4's twin: one launch), or a program per (row,
-    slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second launch that merges a row's
-    pairs and normalises each slice (:func:`normalize_slices`, under triton.autotune also inside each timed
-    call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``."""
+def exchange_plan(n: int, sms: int, values: int = tk.EXCHANGE_VALUES,
+                  most: int = tk.EXCHANGE_SLICES) -> tuple[int, int] | None:
+    """(slices, columns per slice) of v6's twin where its programs exchange a row's statistics: the fewest
+    slices of at most ``values`` columns (tk.EXCHANGE_VALUES), each a multiple of 16 (as aligned as the row);
+    None where that takes more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than the GPU's SMs (a row's programs must all be resident at
+    once), or under Triton's interpreter, which runs programs one after another (a program would wait for
+    one that never starts)."""
+    slices = cdiv(n, values)
+    if slices > min(most, sms) or os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    size = cdiv(cdiv(n, slices), 16) * 16
+    return cdiv(n, size), size
+
+
+def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES,
+                           exchange_values: int = tk.EXCHANGE_VALUES, exchange_slices: int = tk.EXCHANGE_SLICES):
+    """v6's twin: one slice (the row whole in a program, v4's twin: one launch); or, on a GPU, slices of a row
+    in the registers of programs that exchange its statistics through L2 (one launch, :func:`exchange_plan`);
+    else a program per (row, slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second
+    launch that merges a row's pairs and normalises each slice (:func:`normalize_slices`, under
+    triton.autotune also inside each timed call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``,
+    ``on_chip`` (the row in registers from its read to its write) and ``exchange``."""
     x = tensors["X"]
     m, n = shape["M"], shape["N"]
     slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
     one = slices == 1
+    fits = one and whole_fits(triton_next_pow2(n), precision.element_bytes, slice_bytes)
+    # a row one program holds whole stays there; one it cannot (past MAX_WHOLE_VALUES: FP16/BF16 rows of
+    # 32769–65536 would take two passes in it) goes to exchanging programs too, where they can run
+    plan = None if fits else exchange_plan(n, sm_count(out), exchange_values, exchange_slices)
+    exchange = plan is not None
+    if exchange:
+        one, (slices, size) = False, plan
     stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
-    whole = triton_next_pow2(n) if one else 1
-    fits = one and whole_fits(whole, precision.element_bytes, slice_bytes)
-    meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits}
+    # zeroed once: each exchanging launch leaves it zeroed for the next (triton_kernels/softmax.py)
+    sync = torch.zeros(2 + 2 * m if exchange else 1, dtype=torch.int32, device=out.device)
+    whole = triton_next_pow2(n) if one else triton_next_pow2(size) if exchange else 1
+    meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits, "EXCHANGE": exchange,
+            "PAIRS": triton_next_pow2(slices)}
 
     def fn():
-        kernel[(m, slices)](x, out, stats, m, n, size, slices, **meta)
-        if not one:  # the config the first launch just used: under triton.autotune, the tuned one
+        kernel[(m, slices)](x, out, stats, sync, m, n, size, slices, **meta)
+        if not one and not exchange:  # the config the first launch just used: under triton.autotune, the tuned one
             best = getattr(kernel, "best_config", None)
             step = config if best is None else {**best.kwargs, "num_warps": best.num_warps,
                                                 "num_stages": best.num_stages}
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
-    # on_chip: the row whole in the one program's registers, else two passes in it or two launches
-    fn.facts = {"slices": slices, "on_chip": int(meta["FITS"])}
+    fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange)}
     return fn
 
 
@@ -96,7 +123,7 @@ def normalize_slices(x, out, stats, m, n, size, slices, config):
 def normalize_after_tuned_stats(nargs, exception=None):
     """v6's twin under triton.autotune: each config's second launch inside its timed call (the post_hook),
     as the closure runs it after the tuned config, so that tuning ranks both launches, not the first."""
-    if exception is None and not nargs["ONE"]:
+    if exception is None and not nargs["ONE"] and not nargs["EXCHANGE"]:
         normalize_slices(nargs["x_ptr"], nargs["y_ptr"], nargs["stats_ptr"], nargs["M"], nargs["N"], nargs["SLICE"],
                          nargs["SLICES"], nargs)
 
