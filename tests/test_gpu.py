@@ -802,7 +802,7 @@ def test_softmax_piece_rings_carry_minus_infinity_and_nan_across_their_clusters(
 
 def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exactly():
     # Shares of at most half the ring (the next row's first pass and publish before this row's gather) over one
-    # block, a pair, 4, 8, and 3 blocks; shares of more (FP32 262144 over 8, FP32 151936 over 5: the rows take turns
+    # block, a pair (v8's plans), 4, 8, and 3 blocks (points); shares of more (FP32 262144 over 8, FP32 151936 over 5: the rows take turns
     # as in v8); many rows a cluster, so each of the four rows' exchange slots is reused; rows off 16 bytes (50257,
     # 300001: PEEL); 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
     def planned(cluster, per_row, pieces=14):
@@ -813,8 +813,8 @@ def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exac
 
     _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v9_overlap_ring/cuda"), [
         ("fp32", (2000, 4096), None, planned(1, 1)), ("fp32", (700, 50257), None, planned(2, 7)),
-        ("bf16", (1200, 50257), None, planned(1, 7)), ("bf16", (500, 128256), None, planned(4, 4)),
-        ("bf16", (300, 262144), None, planned(8, 4)), ("fp32", (300, 262144), None, planned(8, 8)),
+        ("bf16", (1200, 50257), None, planned(1, 7)), ("bf16", (500, 128256), point(4), planned(4, 4)),
+        ("bf16", (300, 262144), point(8), planned(8, 4)), ("fp32", (300, 262144), None, planned(8, 8)),
         ("bf16", (200, 300001), None, planned(8, 5)), ("fp32", (70, 151936), point(5), planned(5, 8)),
         ("bf16", (90, 151936), point(3), planned(3, 7)), ("fp32", (50, 40), point(8, 256), planned(8, 1, 32))])
 

@@ -144,7 +144,7 @@ def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
 
 MAX_PIECES = 32                     # the kernels' static_assert
 LOADER = 32                         # v8's and v9's loader warp, beside their THREADS computing threads
-LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over (v8)
+LOOKAHEAD = 1.5                     # FIT: a share fits the ring this many times over (v8, v9)
 PIECE_RING_BYTES = 227 * 1024 - 2048  # the ring: the statics take up to 1.8 KiB (v9's slots of 4 rows at 8 blocks)
 FEW_ROUNDS = 8                      # FIT: a grid that walks the rows in at most this many rounds balances them
 OVERLAP_SHARES = 2                  # v9 overlaps rows where its ring holds this many shares (the kernel's rule)
@@ -153,21 +153,13 @@ OVERLAP_SHARES = 2                  # v9 overlaps rows where its ring holds this
 @dataclasses.dataclass(frozen=True)
 class PieceRingKernel:
     """A rung on the piece ring (v8, v9): its rung key, file and symbol, and whether it overlaps two rows where the
-    ring holds both shares (v9). Such a kernel's FIT, and its balance of a few rows, take only plans whose share
-    fits the ring :data:`OVERLAP_SHARES` times; v8's base fits it :data:`LOOKAHEAD` times, its balance once."""
+    ring holds both shares (v9). Both plan alike (:func:`piece_ring_plan`, :func:`balanced_plan`): v9 overlaps
+    where that plan's share fits the ring :data:`OVERLAP_SHARES` times, and walks the rows as v8 elsewhere."""
 
     rung: str
     path: object
     symbol: str
     overlaps: bool = False
-
-    @property
-    def lookahead(self) -> float:
-        return OVERLAP_SHARES if self.overlaps else LOOKAHEAD
-
-    @property
-    def balance_lookahead(self) -> float:
-        return OVERLAP_SHARES if self.overlaps else 1
 
 
 V8 = PieceRingKernel("v8", CUDA_DIR / "softmax" / "08_piece_ring.cu", "softmax_v8_piece_ring")
@@ -193,10 +185,10 @@ class PieceRingPlan:
         return self.pieces * self.piece * 16
 
 
-def piece_ring_plan(n: int, element_bytes: int, params, lookahead: float = LOOKAHEAD) -> PieceRingPlan | str:
+def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
     """v8's (and v9's) ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a
     share shorter than it) and as many pieces as :data:`PIECE_RING_BYTES` holds, up to :data:`MAX_PIECES`. FIT=1
-    (the declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring ``lookahead`` times,
+    (the declared config): the fewest blocks a row (1, 2, 4, 8) whose share fits the ring :data:`LOOKAHEAD` times,
     else 8 blocks while the share fits the ring; otherwise the config's CLUSTER, when its share fits the ring (a
     share of more pieces than the ring has would wait on its own pieces: the kernel traps; one of as many loads
     the next row only behind its own stores)."""
@@ -208,7 +200,7 @@ def piece_ring_plan(n: int, element_bytes: int, params, lookahead: float = LOOKA
         return PieceRingPlan(cluster, chunk, piece, min(MAX_PIECES, PIECE_RING_BYTES // (piece * 16)))
 
     if params.get("FIT"):
-        fitting = [plan(c) for c in RING_CLUSTERS if plan(c).pieces >= lookahead * plan(c).per_row]
+        fitting = [plan(c) for c in RING_CLUSTERS if plan(c).pieces >= LOOKAHEAD * plan(c).per_row]
         chosen = fitting[0] if fitting else plan(RING_CLUSTERS[-1])
     else:
         chosen = plan(params["CLUSTER"])
@@ -219,10 +211,9 @@ def piece_ring_plan(n: int, element_bytes: int, params, lookahead: float = LOOKA
 
 
 def piece_ring_launcher(op_defines, kernel: PieceRingKernel = V8) -> CudaLauncher:
-    """v8's or v9's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan` (the kernel's lookahead), the
-    cluster size balanced over the rows where FIT=1 (:func:`balanced_plan`)."""
-    plan_of = functools.partial(piece_ring_plan, lookahead=kernel.lookahead)
-    plain = vector_ring_defines(op_defines, kernel.rung, plan_of, _piece_defines)
+    """v8's or v9's launcher: CLUSTER, PIECE and PIECES from :func:`piece_ring_plan`, the cluster size balanced over
+    the rows where FIT=1 (:func:`balanced_plan`)."""
+    plain = vector_ring_defines(op_defines, kernel.rung, piece_ring_plan, _piece_defines)
 
     def defines(config, tensors, out, shape, precision):
         defines = plain(config, tensors, out, shape, precision)
@@ -232,7 +223,7 @@ def piece_ring_launcher(op_defines, kernel: PieceRingKernel = V8) -> CudaLaunche
                              sm_count(out), kernel)  # the config's piece: the base's may be cut to its share
         return {**defines, **_piece_defines(plan, defines)}
 
-    return CudaLauncher(launch=functools.partial(piece_ring_launch, kernel=kernel), check=scope_check(plan_of),
+    return CudaLauncher(launch=functools.partial(piece_ring_launch, kernel=kernel), check=scope_check(piece_ring_plan),
                         defines=defines)
 
 
@@ -265,7 +256,7 @@ def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int,
     """FIT's plan for ``m`` rows: :func:`piece_ring_plan`'s (its CLUSTER in ``defines``), except where its grid walks
     the rows in at most :data:`FEW_ROUNDS` rounds: then the cluster size from 1 to 8 whose share fits the ring with
     the fewest rounds, then the best balance, then the most blocks (:func:`rounds_and_balance`), no worse balanced
-    than the base (and, for v9, one whose share fits the ring twice: its rows overlap). A cluster's blocks share a
+    than the base. A cluster's blocks share a
     GPC, so the driver counts the clusters at once: 132 SMs ran 39 of 3, 30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8 on
     the H100 of c106. Why (c106 at afb891b, each size timed cold, experiments/softmax_v8_clusters.py): 64 rows of
     262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds' work, on 22 of 5 three (2,150 → 2,283 GB/s);
@@ -281,7 +272,7 @@ def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int,
     best, best_key = base, (rounds, -balance)
     for cluster in range(8, 0, -1):  # ties to the larger cluster: a round's rows over more SMs
         plan = piece_ring_plan(n, element_bytes, {**defines, "CLUSTER": cluster, "FIT": 0})
-        if isinstance(plan, str) or cluster == base.cluster or plan.pieces < kernel.balance_lookahead * plan.per_row:
+        if isinstance(plan, str) or cluster == base.cluster:
             continue
         r, b = rounds_and_balance(m, piece_ring_resident(defines, plan, sms, kernel)[0])
         if b >= balance and (r, -b) < best_key:
