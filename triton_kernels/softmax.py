@@ -156,11 +156,11 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, 
     """v6. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's twin, the whole row in
     registers, read once, written — where it FITS (the launch's test: at most MAX_WHOLE_VALUES values), else
     v3's two passes in that program. A longer row, where the launch can EXCHANGE: SLICES programs a row, each
-    holding SLICE columns in its registers (WHOLE ≥ SLICE; PAIRS ≥ SLICES, powers of two), meeting through L2 (:func:`_exchange_slice`): one
-    read and one write an element, as the CUDA rung's cluster. Otherwise (the interpreter, which runs programs
-    one after another, or more slices than EXCHANGE_SLICES) program (row, s) writes the online (maximum, sum
-    of exp(x − maximum)) pair of columns [s·SLICE, (s+1)·SLICE) to ``stats`` (FP32, M × SLICES × 2) and
-    ``softmax_split_normalize``, a second launch, reads the row again.
+    holding SLICE columns in its registers (WHOLE ≥ SLICE; PAIRS ≥ SLICES, powers of two), meeting through L2
+    (:func:`_exchange_slice`): one read and one write an element, as the CUDA rung's cluster. Otherwise (the
+    interpreter, which runs programs one after another, or more slices than EXCHANGE_SLICES) program (row, s) writes
+    the online (maximum, sum of exp(x − maximum)) pair of columns [s·SLICE, (s+1)·SLICE) to ``stats`` (FP32, M ×
+    SLICES × 2) and ``softmax_split_normalize``, a second launch, reads the row again.
 
     What Triton cannot say of the CUDA rung: a cluster of programs scheduled together and reading each
     other's shared memory (Triton 3.6 has no DSMEM, and its num_ctas is for its own layouts, not for a
@@ -196,8 +196,9 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     row waits only on programs that run or can start as the earlier rows finish (CUB's decoupled look-back
     takes its tiles so for the same reason: the hardware promises no order of blocks). A launch leaves
     ``sync`` zeroed for the next one: a row's last program to leave resets its counts, the last program to
-    finish the two counters. Each scalar atomic is issued by one thread, the one that wrote the pair
-    before it (release), and the spin ends in an acquire; the pairs are then read past L1 (volatile)."""
+    finish the two counters. Triton issues a scalar atomic from one thread: the one that wrote the pair (by
+    atomic exchange) raises the row's count after it (release), the spin ends in an acquire, and the pairs
+    are then read past L1 (volatile)."""
     ticket = tl.atomic_add(sync_ptr, 1)
     row = ticket // SLICES
     s = ticket % SLICES
@@ -291,8 +292,11 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 # the step of both launches over a slice.
 MAX_SLICES = 8
 # ... unless the twin can exchange (on a GPU): slices of at most EXCHANGE_VALUES columns, each in the registers of
-# a program (16 a thread at 32 warps, two programs an SM where the registers allow), up to EXCHANGE_SLICES a row
-# (rows of 2^20; a row's programs must all be resident, and 132 SMs hold that many).
+# a program, up to EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once). At 32 warps
+# 16384 values are 16 a thread and 43 registers (Triton 3.9, ptxas for sm_90a): one program an SM, which waits
+# for its row with no other program's loads beside it; 8192 values take 31, two programs an SM, and 16 warps over
+# 16384 values 64, two as well. experiments/softmax_twin_exchange.py times these points; 16384 at 32 warps is the
+# one measured so far (c110, H100).
 EXCHANGE_VALUES = 16384
 EXCHANGE_SLICES = 64
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)

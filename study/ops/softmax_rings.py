@@ -256,15 +256,14 @@ def balanced_plan(defines, m: int, n: int, element_bytes: int, sms: int,
     """FIT's plan for ``m`` rows: :func:`piece_ring_plan`'s (its CLUSTER in ``defines``), except where its grid walks
     the rows in at most :data:`FEW_ROUNDS` rounds: then the cluster size from 1 to 8 whose share fits the ring with
     the fewest rounds, then the best balance, then the most blocks (:func:`rounds_and_balance`), no worse balanced
-    than the base. A cluster's blocks share a
-    GPC, so the driver counts the clusters at once: 132 SMs ran 39 of 3, 30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8 on
-    the H100 of c106. Why (c106 at afb891b, each size timed cold, experiments/softmax_v8_clusters.py): 64 rows of
-    262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds' work, on 22 of 5 three (2,150 → 2,283 GB/s);
-    64×151936 FP32 over 8 blocks 1,778 GB/s, over 5 2,014, over 3 2,107; BF16 64×151936 over a pair, one round,
-    1,965 against 1,367 over 4; 8 rows of 131072 FP32 over 8 blocks 667 against 615 over 4. Past a few rounds the
-    base holds: at 1,024 rows FP32 262144 ran 2,901 GB/s over 8 blocks, 2,802 over 5 (47 rounds for 69), BF16 2,830
-    over 4, 2,637 over 3; at 128×262144 BF16 three blocks (4 rounds, balance 0.82) lost 7 % to four (5 rounds,
-    0.85), which the balance floor keeps."""
+    than the base. A cluster's blocks share a GPC, so the driver counts the clusters at once: 132 SMs ran 39 of 3,
+    30 of 4, 22 of 5, 17 of 6, 15 of 7 or 8 on the H100 of c106. Why (c106 at afb891b, each size timed cold,
+    experiments/softmax_v8_clusters.py): 64 rows of 262144 FP32 on 15 clusters of 8 take 5 rounds for 4.3 rounds'
+    work, on 22 of 5 three (2,150 → 2,283 GB/s); 64×151936 FP32 over 8 blocks 1,778 GB/s, over 5 2,014, over 3
+    2,107; BF16 64×151936 over a pair, one round, 1,965 against 1,367 over 4; 8 rows of 131072 FP32 over 8 blocks
+    667 against 615 over 4. Past a few rounds the base holds: at 1,024 rows FP32 262144 ran 2,901 GB/s over 8
+    blocks, 2,802 over 5 (47 rounds for 69), BF16 2,830 over 4, 2,637 over 3; at 128×262144 BF16 three blocks (4
+    rounds, balance 0.82) lost 7 % to four (5 rounds, 0.85), which the balance floor keeps."""
     base = piece_ring_plan(n, element_bytes, {**defines, "FIT": 0})
     rounds, balance = rounds_and_balance(m, piece_ring_resident(defines, base, sms, kernel)[0])
     if rounds > FEW_ROUNDS:

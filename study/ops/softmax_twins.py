@@ -65,9 +65,9 @@ def exchange_plan(n: int, sms: int, values: int = tk.EXCHANGE_VALUES,
                   most: int = tk.EXCHANGE_SLICES) -> tuple[int, int] | None:
     """(slices, columns per slice) of v6's twin where its programs exchange a row's statistics: the fewest
     slices of at most ``values`` columns (tk.EXCHANGE_VALUES), each a multiple of 16 (as aligned as the row);
-    None where that takes more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than the GPU's SMs (a row's programs must all be resident at
-    once), or under Triton's interpreter, which runs programs one after another (a program would wait for
-    one that never starts)."""
+    None where that takes more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than the GPU's SMs (a row's
+    programs must all be resident at once), or under Triton's interpreter, which runs programs one after
+    another (a program would wait for one that never starts)."""
     slices = cdiv(n, values)
     if slices > min(most, sms) or os.environ.get("TRITON_INTERPRET") == "1":
         return None
