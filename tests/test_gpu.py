@@ -666,13 +666,23 @@ def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(ba
 
 
 def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again():
-    # the programs of a row wait on each other (tickets, per-row counts) and the launch leaves its counters
-    # zeroed: the same bits launch after launch, one row or a thousand, a power of two or not, 64 slices
+    # The programs of a row wait on each other (tickets, per-row counts) and the launch leaves its counters zeroed:
+    # the same bits launch after launch, then X negated in place, so that a pair left by the last launch would
+    # show; one row or a thousand, a power of two or not, 64 slices over 4,096 programs (rows whose programs
+    # wait on ones not yet started). −inf and NaN across slices: the v6 carries test, whose Triton runs exchange.
+    from study.problem import check_output
+
+    def negated(problem, tensors, precision, launch):
+        tensors["X"].neg_()
+        ref, scale = problem.reference(tensors, precision)
+        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
+        assert verdict.ok, ("X negated", verdict.message)
+
     impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/triton")
     _ring_rung_plans_and_repeats(impl, [(name, shape, None, {"exchange": 1, "slices": slices, "on_chip": 1})
                                         for name, shape, slices in (("fp32", (1, 50257), 4), ("bf16", (1024, 50257), 4),
                                                                     ("fp32", (64, 262144), 16), ("bf16", (3, 300000), 19),
-                                                                    ("fp32", (2, 2**20), 64))])
+                                                                    ("fp32", (64, 2**20), 64))], then=negated)
 
 
 @pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",
@@ -691,10 +701,10 @@ def test_softmax_rows_off_16_bytes_peel_when_x_and_y_share_the_offset_else_go_sc
     assert (launch.config["ALIGNED"], launch.config["PEEL"]) == (0, 0) and verdict.ok, verdict.message
 
 
-def _ring_rung_plans_and_repeats(impl, cases):
+def _ring_rung_plans_and_repeats(impl, cases, then=None):
     """Each (precision, shape, config — None: the declared one —, what the launch records) through a ring rung
-    (or v6's exchanging twin): correct, recorded as planned, and the same bits launch after launch (the
-    output poisoned between them)."""
+    (or v6's exchanging twin): correct, recorded as planned, and the same bits launch after launch (the output
+    poisoned between them); ``then(problem, tensors, precision, launch)`` after them, where given."""
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     for name, shape, config, planned in cases:
@@ -709,6 +719,8 @@ def _ring_rung_plans_and_repeats(impl, cases):
             launch.fn()
             torch.cuda.synchronize()
             assert torch.equal(launch.out, first), (name, shape)
+        if then is not None:
+            then(problem, tensors, precision, launch)
 
 
 def test_softmax_v7_plans_its_ring_walks_rows_past_its_stages_and_repeats_exactly():
@@ -802,9 +814,9 @@ def test_softmax_piece_rings_carry_minus_infinity_and_nan_across_their_clusters(
 
 def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exactly():
     # Shares of at most half the ring (the next row's first pass and publish before this row's gather) over one
-    # block, a pair (v8's plans), 4, 8, and 3 blocks (points); shares of more (FP32 262144 over 8, FP32 151936 over 5: the rows take turns
-    # as in v8); many rows a cluster, so each of the four rows' exchange slots is reused; rows off 16 bytes (50257,
-    # 300001: PEEL); 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
+    # block, a pair (v8's plans), 4, 8, and 3 blocks (points); shares of more (FP32 262144 over 8, FP32 151936
+    # over 5: the rows take turns as in v8); many rows a cluster, so each of the four rows' exchange slots is
+    # reused; rows off 16 bytes (50257, 300001: PEEL); 8 blocks on a row of 10 vectors (ranks 5–7 hold none).
     def planned(cluster, per_row, pieces=14):
         return {"CLUSTER": cluster, "per_row": per_row, "overlap": int(2 * per_row <= pieces)}
 

@@ -19,7 +19,8 @@ MAX_WHOLE_BYTES = 1024 * 8 * 16
 # (FP16/BF16 rows of 32769–65536 elements, WHOLE 65536) compiles to 64 registers and a 232-byte stack (Triton 3.9,
 # sm_90, 32 warps: spilled in the loop; 32768 values: 53 registers, no stack), and the twin ran 0.42–0.45× the
 # CUDA rung at 1024 and 8192 rows of 50257 BF16 (reports/h200/suites/softmax-vocab.md, c83): such a row takes
-# v3's two passes in its one program instead, the second read served by L2.
+# v3's two passes in its one program instead, the second read served by L2 (v4's and v5's twins; v6's splits it
+# over programs that exchange its statistics, on a GPU).
 MAX_WHOLE_VALUES = 32 * 32 * 32
 
 
@@ -158,9 +159,9 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, 
     v3's two passes in that program. A longer row, where the launch can EXCHANGE: SLICES programs a row, each
     holding SLICE columns in its registers (WHOLE ≥ SLICE; PAIRS ≥ SLICES, powers of two), meeting through L2
     (:func:`_exchange_slice`): one read and one write an element, as the CUDA rung's cluster. Otherwise (the
-    interpreter, which runs programs one after another, or more slices than EXCHANGE_SLICES) program (row, s) writes
-    the online (maximum, sum of exp(x − maximum)) pair of columns [s·SLICE, (s+1)·SLICE) to ``stats`` (FP32, M ×
-    SLICES × 2) and ``softmax_split_normalize``, a second launch, reads the row again.
+    interpreter, which runs programs one after another, or more slices than EXCHANGE_SLICES or SMs) program (row, s)
+    writes the online (maximum, sum of exp(x − maximum)) pair of columns [s·SLICE, (s+1)·SLICE) to ``stats`` (FP32,
+    M × SLICES × 2) and ``softmax_split_normalize``, a second launch, reads the row again.
 
     What Triton cannot say of the CUDA rung: a cluster of programs scheduled together and reading each
     other's shared memory (Triton 3.6 has no DSMEM, and its num_ctas is for its own layouts, not for a
@@ -196,9 +197,11 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     row waits only on programs that run or can start as the earlier rows finish (CUB's decoupled look-back
     takes its tiles so for the same reason: the hardware promises no order of blocks). A launch leaves
     ``sync`` zeroed for the next one: a row's last program to leave resets its counts, the last program to
-    finish the two counters. Triton issues a scalar atomic from one thread: the one that wrote the pair (by
-    atomic exchange) raises the row's count after it (release), the spin ends in an acquire, and the pairs
-    are then read past L1 (volatile)."""
+    finish the two counters. So a launch needs the GPU to itself, on one stream: a row's programs all resident (at most
+    one an SM is assumed), no other exchanging launch of the same ``sync`` at once, no launch of the next before
+    this one ends (no programmatic dependent launch). Triton issues a scalar atomic from one thread: the one that
+    wrote the pair (by atomic exchange) raises the row's count after it (release), the spin ends in an acquire, and
+    the pairs are then read past L1 (volatile)."""
     ticket = tl.atomic_add(sync_ptr, 1)
     row = ticket // SLICES
     s = ticket % SLICES
@@ -213,7 +216,8 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     pair = stats_ptr + (row.to(tl.int64) * SLICES + s) * 2
     tl.atomic_xchg(pair, m, sem="relaxed")
     tl.atomic_xchg(pair + 1, d, sem="relaxed")
-    arrived = tl.atomic_add(sync_ptr + 2 + row, 1, sem="release") + 1
+    # acq_rel, not release: the row's last to arrive skips the spin, and this is then its acquire of the pairs
+    arrived = tl.atomic_add(sync_ptr + 2 + row, 1, sem="acq_rel") + 1
     while arrived < SLICES:
         arrived = tl.atomic_add(sync_ptr + 2 + row, 0, sem="acquire")
     q = tl.arange(0, PAIRS)
