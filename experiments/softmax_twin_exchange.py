@@ -5,7 +5,7 @@ A program holds its slice in registers from its read to its write and waits for 
 the two; an SM that holds one program (32 warps, 16384 values) idles its loads while that program waits, one
 that holds two or four overlaps a program's wait with another's loads. For each shape, precision and
 (warps, slice values), this prints the slices a row, whether the twin exchanged, and the cold time (median of
-SAMPLES launches, L2 flushed before each, as `study`'s cold mode) as GB/s, after the study's gate has passed.
+SAMPLES launches by the study's own timer, L2 flushed before each) as GB/s, after the study's gate has passed.
 
     python experiments/softmax_twin_exchange.py [MxN ...]   (from the repository root, on a GPU)
 """
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from softmax_v8_clusters import cases, cold_median_ms, l2_flush  # noqa: E402
+from softmax_v8_clusters import cases, cold_median_ms, cold_timer  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
 from study.ops.softmax_twins import split_rows_twin_launch  # noqa: E402
 from study.problem import check_output  # noqa: E402
@@ -29,7 +29,7 @@ POINTS = ((32, 16384), (32, 8192), (16, 16384), (16, 8192), (8, 8192), (8, 4096)
 def main(shapes) -> None:
     impl = implementation("softmax/v6_cluster_rows/triton")
     problem = ladder("softmax").problem
-    flush = l2_flush()
+    timer = cold_timer()
     print(f"{torch.cuda.get_device_name(0)}; {impl.name}, cold, median of launches")
     for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, shapes):
         for warps, values in POINTS:
@@ -46,7 +46,7 @@ def main(shapes) -> None:
             if not verdict.ok:
                 print(f"{label}: wrong, not timed: {verdict.message}", flush=True)
                 continue
-            ms = cold_median_ms(fn, flush)
+            ms = cold_median_ms(fn, timer)
             print(f"{label}: slices={fn.facts['slices']:2d} exchange={fn.facts['exchange']} "
                   f"{ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
 

@@ -4,8 +4,8 @@ A persistent grid of P clusters of c blocks walks M rows in ⌈M / P⌉ rounds; 
 clusters while the others idle, so a few dozen rows spend a round partly empty (64 rows on 15 clusters of 8:
 five rounds where 4.27 would do). P depends on c through the GPCs (the driver's count), not as 132 / c. For each
 shape, precision and c from 1 to 8 whose share fits v8's ring, this prints P, the rounds, the balance M / (⌈M / P⌉
-· P), and the kernel's cold time (median of SAMPLES launches between CUDA events, L2 flushed by a read of 2 × L2
-before each, as `study`'s cold mode does) as GB/s, after the study's gate (check_output) has passed its output.
+· P), and the kernel's cold time (median of SAMPLES launches by the study's own timer, study/timer.py, L2 flushed
+before each as its cold mode does) as GB/s, after the study's gate (check_output) has passed its output.
 
     python experiments/softmax_v8_clusters.py [--impl softmax/v9_overlap_ring/cuda] [MxN ...]
                                                     (from the repository root, on a GPU; v8 by default)
@@ -22,16 +22,15 @@ import torch  # noqa: E402
 from study.backends import backend  # noqa: E402
 from study.backends.launch import Unsupported  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
+from study.hardware import current_device  # noqa: E402
 from study.ops.softmax_rings import rounds_and_balance  # noqa: E402
 from study.problem import check_output  # noqa: E402
+from study.timer import for_gpu  # noqa: E402
+from study.timing import TimerSettings  # noqa: E402
 
 SHAPES = ("64x262144", "64x151936", "32x262144", "128x262144", "1024x262144", "300x50257", "8x131072", "1x32000")
 SAMPLES = 100
 IMPL = "softmax/v8_piece_ring/cuda"
-
-
-def l2_flush() -> torch.Tensor:
-    return torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8, device="cuda")
 
 
 def cases(problem, shapes):
@@ -45,23 +44,20 @@ def cases(problem, shapes):
             yield shape_text, precision_name, precision, shape, tensors, ref, scale, problem.work(shape, precision)["bytes"]
 
 
-def cold_median_ms(fn, flush, samples: int = SAMPLES) -> float:
-    """The median of ``samples`` launches of ``fn`` between CUDA events, ``flush`` (2 × L2) read before each."""
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
-    for start, end in zip(starts, ends):
-        flush.sum(dtype=torch.int64)
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in zip(starts, ends))
+def cold_timer():
+    """The study's timer of this GPU in cold mode (an untimed read of 2 × L2 before each launch)."""
+    return for_gpu(TimerSettings(), current_device())
+
+
+def cold_median_ms(fn, timer, samples: int = SAMPLES) -> float:
+    """The median of ``samples`` cold launches of ``fn`` (ms), each between CUDA events."""
+    return statistics.median(timer.samples(fn, samples, flush=True)[0])
 
 
 def main(shapes, name: str = IMPL) -> None:
     impl = implementation(name)
     problem = ladder(impl.op).problem
-    flush = l2_flush()
+    timer = cold_timer()
     print(f"{torch.cuda.get_device_name(0)}; {name}, THREADS=512 PIECE=1024 FIT=0, cold, median of {SAMPLES}")
     for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, shapes):
         for cluster in range(1, 9):
@@ -77,7 +73,7 @@ def main(shapes, name: str = IMPL) -> None:
                 continue
             c = launch.config
             rounds, balance = rounds_and_balance(shape["M"], c["clusters"])
-            ms = cold_median_ms(launch.fn, flush)
+            ms = cold_median_ms(launch.fn, timer)
             print(f"{shape_text:>12s} {precision_name} c={cluster}: P={c['clusters']:3d} ({c['clusters_from']}) "
                   f"rounds={rounds:3d} balance={balance:.3f} per_row={c['per_row']:2d}/{c['PIECES']} "
                   f"{'overlap=%d ' % c['overlap'] if 'overlap' in c else ''}"

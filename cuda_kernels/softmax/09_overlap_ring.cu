@@ -48,20 +48,7 @@ static_assert(CLUSTER >= 1 && CLUSTER <= 8, "CLUSTER: 1 to 8 blocks a row (porta
 // bare __launch_bounds__(THREADS + 32) ptxas capped them at 56 and spilled Held's fields in most builds.
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS + 32, 1)
 softmax_v9_overlap_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N, int chunk) {
-    extern __shared__ __align__(128) uint4 ring[];  // PIECES × PIECE vectors
-    __shared__ __align__(8) unsigned long long full[PIECES], empty[PIECES];
-    __shared__ float scratch[SCRATCH];
-    __shared__ ExchangeSlots slots;
-    require_dynamic_smem((unsigned)(PIECES * PIECE * 16));
-#if !VECTOR_PATH
-    __trap();  // the bulk copies move 16-byte vectors; the launch refuses X and Y at different offsets from 16 bytes
-#endif
-    const int per_row = CDIV(chunk, PIECE);
-    if (per_row > PIECES) __trap();  // a share the ring cannot hold would wait on its own pieces forever
-    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);
-
-    if (!start_ring(X, M, N, chunk, cid, clusters, ring0, full0, empty0, slots)) return;
+    PIECE_RING_OPENING;
     if (cid >= M) return;  // the cluster's blocks all: they share cid
 
     // Row k + 1's pieces land while row k's are held only where the ring holds both shares; else (the same in

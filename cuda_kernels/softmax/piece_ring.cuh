@@ -139,3 +139,21 @@ __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, c
         h.y[h.p.single(threadIdx.x)] =
             from_float((huge(m) ? exp_minus(h.single, m) : exp_shifted(h.single, shift)) * inv);
 }
+
+// The opening both rungs' kernels share, at the top of the body: the ring (dynamic shared memory, PIECES × PIECE
+// vectors), its full/empty barriers, the reduction scratch and the exchange slots; the launch's checks (16-byte
+// vectors only: the launch refuses X and Y at different offsets from 16 bytes; a share the ring cannot hold would
+// wait on its own pieces forever); per_row, cid, clusters and the shared addresses; then start_ring, after which
+// a block that is not to compute has returned.
+#define PIECE_RING_OPENING                                                                                       \
+    extern __shared__ __align__(128) uint4 ring[];                                                             \
+    __shared__ __align__(8) unsigned long long full[PIECES], empty[PIECES];                                    \
+    __shared__ float scratch[SCRATCH];                                                                         \
+    __shared__ ExchangeSlots slots;                                                                            \
+    require_dynamic_smem((unsigned)(PIECES * PIECE * 16));                                                     \
+    if (!VECTOR_PATH) __trap();                                                                                \
+    const int per_row = CDIV(chunk, PIECE);                                                                    \
+    if (per_row > PIECES) __trap();                                                                            \
+    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;                                \
+    const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);                \
+    if (!start_ring(X, M, N, chunk, cid, clusters, ring0, full0, empty0, slots)) return

@@ -9,10 +9,15 @@ from study.backends.launch import Launch
 from study.problem import pad_rows
 
 
+def interpreting() -> bool:
+    """Whether Triton runs kernels in its interpreter (TRITON_INTERPRET=1): on the CPU, one program after another."""
+    return os.environ.get("TRITON_INTERPRET") == "1"
+
+
 def check(impl, problem, shape, precision) -> str | None:
     if precision.name not in impl.precisions:
         return f"this twin implements {', '.join(impl.precisions)} only, not {precision.name}"
-    if precision.dtype == "bfloat16" and os.environ.get("TRITON_INTERPRET") == "1":
+    if precision.dtype == "bfloat16" and interpreting():
         return ("Triton's interpreter does not handle bfloat16 faithfully (its float32 → bfloat16 "
                 "conversion does not round to nearest; triton-lang/triton#5424, #11584): BF16 twins run "
                 "on the GPU only")

@@ -1,13 +1,13 @@
 """The launches of the softmax twins (triton_kernels/softmax.py): a program per row or per ROWS rows, the row
-whole in one program while it fits (v4, v5, v7), v6's two launches over slices of a row, v7's persistent grid.
+whole in one program while it fits (v4, v5, v7), v6's slices of a row (exchanging through L2 in one launch, else
+two launches), v7's persistent grid.
 The CUDA rungs' launches are in study/ops/softmax.py; the twins mirror their configs there."""
 
 from __future__ import annotations
 
-import os
-
 import torch
 
+from study.backends.triton_launch import interpreting
 from study.problem import cdiv, out_of_scope, sm_count
 from triton_kernels import softmax as tk
 
@@ -69,7 +69,7 @@ def exchange_plan(n: int, sms: int, values: int = tk.EXCHANGE_VALUES,
     programs must all be resident at once), or under Triton's interpreter, which runs programs one after
     another (a program would wait for one that never starts)."""
     slices = cdiv(n, values)
-    if slices > min(most, sms) or os.environ.get("TRITON_INTERPRET") == "1":
+    if slices > min(most, sms) or interpreting():
         return None
     size = cdiv(cdiv(n, slices), 16) * 16
     return cdiv(n, size), size
