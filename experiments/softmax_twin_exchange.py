@@ -33,10 +33,10 @@ def main(shapes) -> None:
     print(f"{torch.cuda.get_device_name(0)}; {impl.name}, cold, median of launches")
     for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, shapes):
         for warps, values in POINTS:
-            config = {**impl.params, "num_warps": warps}
+            config = dict(impl.params)
             out = problem.make_output(shape, precision, "cuda")
             fn = split_rows_twin_launch(impl.target.kernel, tensors, out, shape, config, precision,
-                                        exchange_values=values)
+                                        exchange_values=values, exchange_warps=warps)
             label = f"{shape_text:>12s} {precision_name} warps={warps:2d} values={values:5d}"
             try:
                 verdict = check_output(fn, out, problem, ref, scale, precision)

@@ -668,8 +668,9 @@ def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(ba
 def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again():
     # The programs of a row wait on each other (tickets, per-row counts) and the launch leaves its counters zeroed:
     # the same bits launch after launch, then X negated in place, so that a pair left by the last launch would
-    # show; one row or a thousand, a power of two or not, 64 slices over 4,096 programs (rows whose programs
-    # wait on ones not yet started). −inf and NaN across slices: the v6 carries test, whose Triton runs exchange.
+    # show; one row or a thousand, a power of two or not (rows off 16 elements: slices on X's 16-element grid,
+    # the row's two part blocks apart), 64 slices over 4,096 programs (rows whose programs wait on ones not yet
+    # started). −inf and NaN across slices: the v6 carries test, whose Triton runs exchange.
     from study.problem import check_output
 
     def negated(problem, tensors, precision, launch):
@@ -679,10 +680,20 @@ def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again()
         assert verdict.ok, ("X negated", verdict.message)
 
     impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/triton")
-    _ring_rung_plans_and_repeats(impl, [(name, shape, None, {"exchange": 1, "slices": slices, "on_chip": 1})
+    planned = {"exchange": 1, "on_chip": 1, "num_warps": 16}
+    _ring_rung_plans_and_repeats(impl, [(name, shape, None, {**planned, "slices": slices})
                                         for name, shape, slices in (("fp32", (1, 50257), 4), ("bf16", (1024, 50257), 4),
                                                                     ("fp32", (64, 262144), 16), ("bf16", (3, 300000), 19),
-                                                                    ("fp32", (64, 2**20), 64))], then=negated)
+                                                                    ("fp32", (64, 2**20), 64), ("bf16", (5, 40001), 3))],
+                                 then=negated)
+    # X 4 bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned, and Triton, which
+    # sees the pointer so, does not vectorise; right either way
+    fp32 = ladder("softmax").problem.precision("fp32")
+    problem, sh, tensors, ref, scale = _data("softmax", (5, 50257), fp32)
+    x = torch.empty(5 * 50257 + 1, device="cuda")[1:].view(5, 50257)
+    x.copy_(tensors["X"])
+    verdict, launch = _run(impl, problem, sh, {"X": x}, ref, scale, fp32)
+    assert launch.config["exchange"] == 1 and verdict.ok, verdict.message
 
 
 @pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",

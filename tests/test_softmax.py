@@ -5,12 +5,15 @@ import os
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
 from study.backends import backend
 from study.ops.softmax import SMALLEST_NORMAL, fits_on_chip
 from study.precision import BF16_STORAGE, FP16_STORAGE, FP32
 from study.catalog import implementation, ladder
 from study.problem import check_output
+from triton_kernels import softmax as tk
 
 PROBLEM = ladder("softmax").problem
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -501,8 +504,50 @@ def test_the_split_row_twin_exchanges_only_where_a_rows_programs_can_all_be_resi
     assert exchange_plan(2**20, 132) == (64, 16384) and exchange_plan(2**20 + 1, 132) is None
     assert exchange_plan(300000, 16) is None  # 19 slices, 16 SMs
     assert exchange_plan(50257, 132, most=0) is None and exchange_plan(50257, 132, values=8192) == (7, 7184)
-    for n in (40000, 50257, 131073, 300001):
+    for n in (40000, 50257, 131073, 300001):  # a row off 16 columns may start 15 into its first slice
         slices, size = exchange_plan(n, 132)
-        assert size % 16 == 0 and size <= tk.EXCHANGE_VALUES and (slices - 1) * size < n <= slices * size
+        span = n if n % 16 == 0 else n + 15
+        assert size % 16 == 0 and size <= tk.EXCHANGE_VALUES and (slices - 1) * size < span <= slices * size
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert exchange_plan(50257, 132) is None
+
+
+@triton.jit
+def _copy_by_aligned_slices(x_ptr, y_ptr, hits_ptr, whole_ptr, N, SLICE, SLICES, WHOLE: tl.constexpr):
+    """Y = X through the three parts of each (row, slice) of v6's exchanging twin, counting each element's
+    copies (``hits``) and the body's (``whole``)."""
+    row = tl.program_id(0)
+    s = tl.program_id(1)
+    base, body, head, on_head, tail, on_tail = tk._aligned_slice(row, s, N, SLICE, WHOLE)
+    at = base + tl.arange(0, WHOLE)
+    tl.store(y_ptr + at, tl.load(x_ptr + at, mask=body), mask=body)
+    tl.atomic_add(hits_ptr + at, 1, mask=body)
+    tl.atomic_add(whole_ptr + at, 1, mask=body)
+    tl.store(y_ptr + head, tl.load(x_ptr + head, mask=on_head), mask=on_head)
+    tl.atomic_add(hits_ptr + head, 1, mask=on_head)
+    tl.store(y_ptr + tail, tl.load(x_ptr + tail, mask=on_tail), mask=on_tail)
+    tl.atomic_add(hits_ptr + tail, 1, mask=on_tail)
+
+
+def test_the_exchanging_twins_slices_cover_each_row_once_in_whole_blocks_and_two_part_blocks():
+    # _aligned_slice lays a row's slices on 16-element boundaries so that their loads are 16-byte vectors at any N
+    # (the exchange itself cannot run in the interpreter): copying X through its three parts, every element of
+    # every row lands once, the body only in whole 16-element blocks of the row, the parts only at its two ends.
+    from study.ops.softmax_twins import exchange_slices, triton_next_pow2
+
+    for m, n, values in ((5, 50257, 16384), (3, 1031, 256), (4, 17, 16), (7, 15, 16), (3, 4096, 1024),
+                         (6, 33, 32), (2, 1000, 64)):
+        slices, size = exchange_slices(n, values)
+        assert size % 16 == 0 and size <= max(values, 16)
+        x = torch.arange(1, m * n + 1, dtype=torch.float32, device=DEVICE)
+        y = torch.zeros_like(x)
+        hits = torch.zeros(m * n, dtype=torch.int32, device=DEVICE)
+        whole = torch.zeros_like(hits)
+        _copy_by_aligned_slices[(m, slices)](x, y, hits, whole, n, size, slices, WHOLE=triton_next_pow2(size))
+        assert torch.equal(y, x), (m, n, values)
+        assert torch.equal(hits, torch.ones_like(hits)), (m, n, values)
+        # the body's blocks: whole 16-element blocks inside one row; every other element is one of its two ends
+        at = torch.arange(m * n, device=DEVICE)
+        block_start = at - at % 16
+        inside = (block_start >= at // n * n) & (block_start + 16 <= at // n * n + n)
+        assert torch.equal(whole.bool(), inside), (m, n, values)

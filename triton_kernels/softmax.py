@@ -205,14 +205,15 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     ticket = tl.atomic_add(sync_ptr, 1)
     row = ticket // SLICES
     s = ticket % SLICES
-    start = s * SLICE
+    base, body, head, on_head, tail, on_tail = _aligned_slice(row, s, N, SLICE, WHOLE)
     cols = tl.arange(0, WHOLE)
-    inside = (cols < SLICE) & (start + cols < N)
-    at = row.to(tl.int64) * N + start + cols
-    x = tl.load(x_ptr + at, mask=inside, other=float("-inf")).to(tl.float32)
-    m = tl.max(x, axis=0)
+    xb = tl.load(x_ptr + base + cols, mask=body, other=float("-inf")).to(tl.float32)
+    xh = tl.load(x_ptr + head, mask=on_head, other=float("-inf")).to(tl.float32)
+    xt = tl.load(x_ptr + tail, mask=on_tail, other=float("-inf")).to(tl.float32)
+    m = tl.maximum(tl.max(xb, axis=0), tl.maximum(tl.max(xh, axis=0), tl.max(xt, axis=0)))
     # a slice of −inf alone: sum 0 (exp(−inf − 0)), or NaN where it holds one, which must reach the output
-    d = tl.sum(tl.exp(x - tl.where(m != float("-inf"), m, 0.0)), axis=0)
+    shift = tl.where(m != float("-inf"), m, 0.0)
+    d = tl.sum(tl.exp(xb - shift), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
     pair = stats_ptr + (row.to(tl.int64) * SLICES + s) * 2
     tl.atomic_xchg(pair, m, sem="relaxed")
     tl.atomic_xchg(pair + 1, d, sem="relaxed")
@@ -226,13 +227,48 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     ds = tl.load(first + q * 2 + 1, mask=q < SLICES, other=0.0, volatile=True)
     top = tl.max(ms, axis=0)
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
-    tl.store(y_ptr + at, (tl.exp(x - top) * (1.0 / total)).to(y_ptr.dtype.element_ty), mask=inside)
+    scale = 1.0 / total
+    tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
+    tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
+    tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
     if tl.atomic_add(sync_ptr + 2 + M + row, 1) == SLICES - 1:  # the row's last to leave: all have read
         tl.atomic_xchg(sync_ptr + 2 + row, 0)
         tl.atomic_xchg(sync_ptr + 2 + M + row, 0)
     if tl.atomic_add(sync_ptr + 1, 1) == M * SLICES - 1:  # the launch's last: every ticket is taken
         tl.atomic_xchg(sync_ptr, 0)
         tl.atomic_xchg(sync_ptr + 1, 0)
+
+
+@triton.jit
+def _aligned_slice(row, s, N, SLICE, WHOLE: tl.constexpr):
+    """Where slice ``s`` of ``row`` lies (element offsets from X's start, Y's the same), its slices laid on
+    16-element boundaries so that its loads and stores are 16-byte vectors whatever N is: slice s covers
+    [A + s·SLICE, A + (s+1)·SLICE) ∩ the row, A the row's start rounded down to 16 elements (SLICE a multiple of
+    16; the launch plans the slices over N + 15 columns where N is no multiple of 16). Returned: the body (WHOLE
+    offsets and a mask true on whole 16-element blocks inside the row, so the mask is constant over a vector), and
+    the row's two part blocks, 16 offsets and a mask each: the head (where the row starts, in slice 0) and the tail
+    (where it ends, in the slice that holds it; none where that is the head's block). At N = 50257 BF16 the
+    unpeeled slices ran at half the aligned rows' rate (c113, H100: 834 GB/s against 1,750 at 128256): every
+    element a 2-byte access."""
+    start = row.to(tl.int64) * N
+    end = start + N
+    first = start - start % 16
+    base = tl.multiple_of(first + s * SLICE, 16)
+    cols = tl.arange(0, WHOLE)
+    block = cols // 16
+    lo = (tl.maximum(start - base, 0) + 15) // 16  # the first whole block at or after the row's start
+    hi = (end - base) // 16  # past the last whole block before its end (≤ 0: none, however it rounds)
+    body = (block >= lo) & (block < hi) & (cols < SLICE)
+    # each part a range of columns, empty where this slice has none (scalar conditions, not masks and-ed with
+    # them: Triton 3.9's interpreter turns a mask and-ed with a scalar condition into integers)
+    lane = tl.arange(0, 16)
+    head = first + lane
+    head_end = tl.where((s == 0) & (start % 16 != 0), tl.minimum(end, first + 16), start)
+    last = end - end % 16
+    tail = last + lane
+    tail_end = tl.where(((last - first) // SLICE == s) & (end % 16 != 0) & ((last != first) | (start % 16 == 0)),
+                        end, start)
+    return base, body, head, (head >= start) & (head < head_end), tail, (tail >= start) & (tail < tail_end)
 
 
 @triton.jit
@@ -296,13 +332,15 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 # the step of both launches over a slice.
 MAX_SLICES = 8
 # ... unless the twin can exchange (on a GPU): slices of at most EXCHANGE_VALUES columns, each in the registers of
-# a program, up to EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once). At 32 warps
-# 16384 values are 16 a thread and 43 registers (Triton 3.9, ptxas for sm_90a): one program an SM, which waits
-# for its row with no other program's loads beside it; 8192 values take 31, two programs an SM, and 16 warps over
-# 16384 values 64, two as well. experiments/softmax_twin_exchange.py times these points; 16384 at 32 warps is the
-# one measured so far (c110, H100).
+# a program, up to EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once), at
+# EXCHANGE_WARPS warps (the launch's plan, whatever the config's num_warps, which is for a row whole in a program).
+# 16384 values at 16 warps are 32 a thread, 64 registers (Triton 3.9, ptxas for sm_90a): two programs an SM, one's
+# loads beside the other's wait for its row; at 32 warps, 43–53 registers of 1024 threads hold one an SM.
+# experiments/softmax_twin_exchange.py (c113, H100, 1024×262144 FP32): 16 warps 2,521 GB/s, 32 warps 1,855; 8192
+# values at 8 warps (four an SM) 2,457, at 32 warps 1,666; BF16 1,780–1,791 at each of these points.
 EXCHANGE_VALUES = 16384
 EXCHANGE_SLICES = 64
+EXCHANGE_WARPS = 16
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
 SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]
 # CUDA v7: 512 threads, one block an SM for long rows; PER_SM programs an SM walk the rows, STAGES rows in flight.

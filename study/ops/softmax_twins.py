@@ -61,28 +61,38 @@ def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_
     return cdiv(n, size), size
 
 
+def exchange_slices(n: int, values: int = tk.EXCHANGE_VALUES) -> tuple[int, int]:
+    """(slices, columns per slice) of a row of ``n`` where v6's twin exchanges: the fewest slices of at most
+    ``values`` columns, each a multiple of 16, over the row's span — its n columns, 15 more where n is no multiple
+    of 16, as the slices lie on 16-element boundaries (triton_kernels/softmax.py: _aligned_slice) and a row may
+    start up to 15 columns into its first."""
+    span = n if n % 16 == 0 else n + 15
+    size = cdiv(cdiv(span, cdiv(span, values)), 16) * 16
+    return cdiv(span, size), size
+
+
 def exchange_plan(n: int, sms: int, values: int = tk.EXCHANGE_VALUES,
                   most: int = tk.EXCHANGE_SLICES) -> tuple[int, int] | None:
-    """(slices, columns per slice) of v6's twin where its programs exchange a row's statistics: the fewest
-    slices of at most ``values`` columns (tk.EXCHANGE_VALUES), each a multiple of 16 (as aligned as the row);
-    None where that takes more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than the GPU's SMs (a row's
-    programs must all be resident at once), or under Triton's interpreter, which runs programs one after
-    another (a program would wait for one that never starts)."""
-    slices = cdiv(n, values)
+    """:func:`exchange_slices`, or None where they are more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than
+    the GPU's SMs (a row's programs must all be resident at once), or under Triton's interpreter, which runs
+    programs one after another (a program would wait for one that never starts)."""
+    slices, size = exchange_slices(n, values)
     if slices > min(most, sms) or interpreting():
         return None
-    size = cdiv(cdiv(n, slices), 16) * 16
-    return cdiv(n, size), size
+    return slices, size
 
 
 def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES,
-                           exchange_values: int = tk.EXCHANGE_VALUES, exchange_slices: int = tk.EXCHANGE_SLICES):
+                           exchange_values: int = tk.EXCHANGE_VALUES, exchange_slices: int = tk.EXCHANGE_SLICES,
+                           exchange_warps: int = tk.EXCHANGE_WARPS):
     """v6's twin: one slice (the row whole in a program, v4's twin: one launch); or, on a GPU, slices of a row
     in the registers of programs that exchange its statistics through L2 (one launch, :func:`exchange_plan`);
     else a program per (row, slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second
     launch that merges a row's pairs and normalises each slice (:func:`normalize_slices`, under
     triton.autotune also inside each timed call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``,
-    ``on_chip`` (the row in registers from its read to its write) and ``exchange``."""
+    ``on_chip`` (the row in registers from its read to its write), ``exchange``, and, for an exchange,
+    ``num_warps``: the plan's ``exchange_warps`` (tk.EXCHANGE_WARPS), whatever the config's (which is for a
+    row whole in one program), except under triton.autotune, whose pick decides."""
     x = tensors["X"]
     m, n = shape["M"], shape["N"]
     slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
@@ -94,6 +104,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     exchange = plan is not None
     if exchange:
         one, (slices, size) = False, plan
+    if exchange and "num_warps" in config:  # not under triton.autotune, whose config would clash with it
+        config = {**config, "num_warps": exchange_warps}
     stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
     # zeroed once: each exchanging launch leaves it zeroed for the next (triton_kernels/softmax.py)
     sync = torch.zeros(2 + 2 * m if exchange else 1, dtype=torch.int32, device=out.device)
@@ -110,6 +122,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
     fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange)}
+    if exchange and "num_warps" in config:  # what ran, over the config's in the record
+        fn.facts["num_warps"] = config["num_warps"]
     return fn
 
 
