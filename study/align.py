@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from study import metrics, select, sweep
+from study import metrics, results, select, sweep
 from study.report import png
 from study.select import UsageError
 
@@ -167,7 +167,7 @@ def figure(doc: dict, path: Path) -> Path | None:
 
 def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
     """CSV (study.sweep's tidy rows, a ``pad`` column included), figure and page beside the file."""
-    csv_path, md_path = json_path.with_suffix(".csv"), json_path.with_suffix(".md")
+    csv_path, md_path = results.beside(json_path, ".csv"), results.beside(json_path, ".md")
     sweep.write_csv(doc, csv_path)
     fig = figure(doc, json_path.parent / "figures" / f"{json_path.stem}.png")
     md_path.write_text(markdown(doc, fig, md_path))

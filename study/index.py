@@ -19,7 +19,7 @@ SKIP = ("profiles",)  # ncu's CSVs and their JSON: `python -m study profile --ta
 
 
 def _page(path: Path, folder: Path) -> str:
-    md = path.with_suffix(".md")
+    md = results.beside(path, ".md")
     return f"[{md.relative_to(folder).as_posix()}]({md.relative_to(folder).as_posix()})" if md.is_file() \
         else f"`{path.relative_to(folder).as_posix()}` (no page)"
 
@@ -125,7 +125,7 @@ def in_place(kind: str, command: str, path: Path) -> str:
             skip = True
         elif not word.startswith(tuple(f"{o}=" for o in PLACE_OPTIONS)):
             words.append(word)
-    words += ["--out", display(path.parent)] + ([] if kind in FOLDER_OUT else ["--name", path.stem])
+    words += ["--out", display(path.parent)] + ([] if kind in FOLDER_OUT else ["--name", results.beside(path, "").name])
     return shlex.join(words)
 
 

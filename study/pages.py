@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from study import align, catalog, report, sanitize, sweep
+from study import align, catalog, report, results, sanitize, sweep
 
 
 def write_report(doc: dict, md_path: Path) -> Path:
@@ -25,4 +25,4 @@ def write_page(doc: dict, json_path: Path, md_path: Path | None = None) -> Path:
         for is_kind, kind in ((sweep.is_sweep, sweep), (align.is_align, align)):
             if is_kind(doc):
                 return kind.write_outputs(doc, Path(json_path))[1]
-    return write_report(doc, md_path or Path(json_path).with_suffix(".md"))
+    return write_report(doc, md_path or results.beside(json_path, ".md"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import gzip
 import json
 import os
 import platform
@@ -300,15 +301,16 @@ def update_entry(path: Path, key: str, value) -> None:
 
 
 def documents(folder: Path, skip: tuple = ()):
-    """(path, parsed JSON object) of every JSON file under ``folder`` (none if it is no folder), but those
-    under a subfolder named in ``skip``; a file that does not parse into an object (a cache, a
+    """(path, parsed JSON object) of every JSON file (``*.json``, ``*.json.gz``) under ``folder`` (none if it is no
+    folder), but those under a subfolder named in ``skip``; a file that does not parse into an object (a cache, a
     half-written file) is passed over. Raw: what the index and the time-left priors read."""
     folder = Path(folder)
-    for path in sorted(folder.rglob("*.json")) if folder.is_dir() else ():
+    found = [*folder.rglob("*.json"), *folder.rglob("*.json.gz")] if folder.is_dir() else []
+    for path in sorted(found):
         if any(part in skip for part in path.relative_to(folder).parts):
             continue
         try:
-            raw = json.loads(path.read_text())
+            raw = json.loads(read_text(path))
         except (OSError, ValueError):
             continue
         if isinstance(raw, dict):
@@ -321,11 +323,31 @@ RECORD_FIELDS = ("op", "implementation", "backend", "shape", "status")  # what e
 PAIRED_FIELDS = ("reference", "ratio", "ci", "rounds")  # a paired record's, which x_ref and its interval come from
 
 
+def read_text(path: Path) -> str:
+    """A results file's text, gunzipped where it is gzipped (by its magic bytes, whatever its name): the committed
+    reports keep their largest finished files as ``NAME.json.gz`` (``gzip -9n``), a tenth of the JSON, so that the
+    working tree stays small enough to travel to a GPU machine; every command reads them as it reads JSON."""
+    raw = Path(path).read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{path}: not a whole gzip file ({exc})") from None
+    return raw.decode()
+
+
+def beside(path: Path, suffix: str) -> Path:
+    """The file beside a results file that shares its stem: its page (``.md``), CSV or figures' stem, for
+    ``NAME.json`` and ``NAME.json.gz`` alike."""
+    path = Path(path)
+    return (path.with_suffix("") if path.name.endswith(".json.gz") else path).with_suffix(suffix)
+
+
 def load(path: Path) -> dict:
-    """A results file, upgraded to this schema and its figures derived; a ValueError naming the file
-    (and the record) when it cannot be one."""
+    """A results file (JSON, or JSON gzipped: :func:`read_text`), upgraded to this schema and its figures derived;
+    a ValueError naming the file (and the record) when it cannot be one."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(doc, dict) or "schema" not in doc:

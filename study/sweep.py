@@ -17,7 +17,7 @@ import itertools
 import math
 from pathlib import Path
 
-from study import keys, metrics, select
+from study import keys, metrics, results, select
 from study.report import png, suite
 from study.select import UsageError
 from study.suites import shapes_of as suite_shapes
@@ -288,7 +288,7 @@ def is_sweep(doc: dict) -> bool:
 def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
     """CSV, heatmaps (a suite's verdict instead, when the sweep took a suite's shapes) and the Markdown page
     beside the results file; returns (csv, md)."""
-    csv_path, md_path = json_path.with_suffix(".csv"), json_path.with_suffix(".md")
+    csv_path, md_path = results.beside(json_path, ".csv"), results.beside(json_path, ".md")
     write_csv(doc, csv_path)
     figures, verdict = [], []
     if doc["measurements"] and doc["environment"].get("suites"):

@@ -126,3 +126,24 @@ def test_index_commands_within_minutes_take_the_oldest_files_a_session_can_measu
     assert index.commands(tmp_path).count("\npython -m study") == 7  # without a budget, every runnable file
     assert main(["index", str(tmp_path), "--minutes", "5"]) == 2  # a budget without --commands
     assert main(["index", str(tmp_path), "--commands", "--minutes", "0"]) == 2
+
+
+def test_a_gzipped_results_file_reads_as_its_json_and_keeps_its_page_beside_it(tmp_path, capsys):
+    # the committed reports keep their largest finished files gzipped (a tenth of the JSON): load, report, index
+    # and diff read them as JSON, the page is NAME.md beside NAME.json.gz, and a cut gzip file is named
+    import gzip
+
+    from study import results
+
+    (tmp_path / "run.json.gz").write_bytes(gzip.compress(DATA.read_bytes()))
+    assert results.load(tmp_path / "run.json.gz") == results.load(DATA)
+    assert main(["report", str(tmp_path / "run.json.gz")]) == 0
+    assert (tmp_path / "run.md").is_file() and not (tmp_path / "run.json.md").exists()
+    assert main(["index", str(tmp_path)]) == 0
+    rows = [line for line in (tmp_path / "README.md").read_text().splitlines() if line.startswith("| [")]
+    assert len(rows) == 1 and "[run.md](run.md)" in rows[0]
+    assert main(["diff", str(DATA), str(tmp_path / "run.json.gz")]) == 0
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(DATA.read_bytes())[:200])
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "cut.json.gz")]) != 0
+    assert "cut.json.gz: not a whole gzip file" in capsys.readouterr().err
