@@ -36,7 +36,7 @@ def main(shapes) -> None:
             config = dict(impl.params)
             out = problem.make_output(shape, precision, "cuda")
             fn = split_rows_twin_launch(impl.target.kernel, tensors, out, shape, config, precision,
-                                        exchange_values=values, exchange_warps=warps)
+                                        exchange_points=((values, warps),))
             label = f"{shape_text:>12s} {precision_name} warps={warps:2d} values={values:5d}"
             try:
                 verdict = check_output(fn, out, problem, ref, scale, precision)

@@ -671,7 +671,9 @@ def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again()
     # show; one row or a thousand, a power of two or not (rows off 16 elements: slices on X's 16-element grid,
     # the row's two part blocks apart), 64 slices over 4,096 programs (rows whose programs wait on ones not yet
     # started). −inf and NaN across slices: the v6 carries test, whose Triton runs exchange.
+    from study.ops.softmax_twins import split_rows_twin_launch
     from study.problem import check_output
+    from triton_kernels import softmax as tk
 
     def negated(problem, tensors, precision, launch):
         tensors["X"].neg_()
@@ -680,15 +682,24 @@ def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again()
         assert verdict.ok, ("X negated", verdict.message)
 
     impl = next(i for i in IMPLS if i.name == "softmax/v6_cluster_rows/triton")
-    planned = {"exchange": 1, "on_chip": 1, "num_warps": 16}
-    _ring_rung_plans_and_repeats(impl, [(name, shape, None, {**planned, "slices": slices})
-                                        for name, shape, slices in (("fp32", (1, 50257), 4), ("bf16", (1024, 50257), 4),
-                                                                    ("fp32", (64, 262144), 16), ("bf16", (3, 300000), 19),
-                                                                    ("fp32", (64, 2**20), 64), ("bf16", (5, 40001), 3))],
+    _ring_rung_plans_and_repeats(impl, [(name, shape, None, {"exchange": 1, "on_chip": 1, "slices": slices,
+                                                             "num_warps": warps})
+                                        for name, shape, slices, warps in (
+                                            ("fp32", (1, 50257), 7, 8), ("bf16", (1024, 50257), 7, 8),
+                                            ("fp32", (64, 262144), 16, 16), ("bf16", (3, 300000), 19, 16),
+                                            ("fp32", (64, 2**20), 64, 16), ("bf16", (5, 40001), 5, 8))],
                                  then=negated)
+    # each point at a row off 16 elements, whichever the plan takes there
+    fp32 = ladder("softmax").problem.precision("fp32")
+    for point in tk.EXCHANGE_POINTS:
+        problem, sh, tensors, ref, scale = _data("softmax", (9, 50257), fp32)
+        out = problem.make_output(sh, fp32, "cuda")
+        fn = split_rows_twin_launch(impl.target.kernel, tensors, out, sh, dict(impl.params), fp32,
+                                    exchange_points=(point,))
+        verdict = check_output(fn, out, problem, ref, scale, fp32)
+        assert fn.facts["exchange"] == 1 and verdict.ok, (point, verdict.message)
     # X 4 bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned, and Triton, which
     # sees the pointer so, does not vectorise; right either way
-    fp32 = ladder("softmax").problem.precision("fp32")
     problem, sh, tensors, ref, scale = _data("softmax", (5, 50257), fp32)
     x = torch.empty(5 * 50257 + 1, device="cuda")[1:].view(5, 50257)
     x.copy_(tensors["X"])

@@ -491,23 +491,28 @@ def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake
 
 
 def test_the_split_row_twin_exchanges_only_where_a_rows_programs_can_all_be_resident(monkeypatch):
-    # slices of at most EXCHANGE_VALUES columns, multiples of 16; none past EXCHANGE_SLICES or the SMs, and
-    # none under the interpreter, which runs one program after another (a waiting one would wait forever)
-    from study.ops.softmax_twins import exchange_plan
+    # slices of at most a point's values, multiples of 16; none past EXCHANGE_SLICES or the SMs, and none under the
+    # interpreter, which runs one program after another (a waiting one would wait forever). The first point, 16384
+    # values at 16 warps, unless 8192 at 8 fill their programs 10 % better (50257: 0.88 against 0.77; 151936: 0.98
+    # against 0.93, not enough); 2^20 in slices of 8192 would be 128.
+    from study.ops.softmax_twins import exchange_plan, exchange_slices
     from triton_kernels import softmax as tk
 
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    assert tk.EXCHANGE_VALUES == 16384 and tk.EXCHANGE_SLICES == 64
-    assert exchange_plan(50257, 132) == (4, 12576)
-    assert exchange_plan(262144, 132) == (16, 16384)
-    assert exchange_plan(300000, 132) == (19, 15792)
-    assert exchange_plan(2**20, 132) == (64, 16384) and exchange_plan(2**20 + 1, 132) is None
-    assert exchange_plan(300000, 16) is None  # 19 slices, 16 SMs
-    assert exchange_plan(50257, 132, most=0) is None and exchange_plan(50257, 132, values=8192) == (7, 7184)
+    assert tk.EXCHANGE_POINTS == ((16384, 16), (8192, 8)) and tk.EXCHANGE_SLICES == 64
+    assert exchange_plan(50257, 132) == (7, 7184, 8)
+    assert exchange_plan(40001, 132) == (5, 8016, 8)
+    assert exchange_plan(262144, 132) == (16, 16384, 16)
+    assert exchange_plan(151936, 132) == (10, 15200, 16)
+    assert exchange_plan(300000, 132) == (19, 15792, 16)
+    assert exchange_plan(2**20, 132) == (64, 16384, 16) and exchange_plan(2**20 + 1, 132) is None
+    assert exchange_plan(300000, 16) is None  # 19 slices (or 37), 16 SMs
+    assert exchange_plan(50257, 132, most=0) is None and exchange_plan(50257, 132, points=((16384, 32),)) == (4, 12576, 32)
     for n in (40000, 50257, 131073, 300001):  # a row off 16 columns may start 15 into its first slice
-        slices, size = exchange_plan(n, 132)
-        span = n if n % 16 == 0 else n + 15
-        assert size % 16 == 0 and size <= tk.EXCHANGE_VALUES and (slices - 1) * size < span <= slices * size
+        for values in (16384, 8192):
+            slices, size = exchange_slices(n, values)
+            span = n if n % 16 == 0 else n + 15
+            assert size % 16 == 0 and size <= values and (slices - 1) * size < span <= slices * size
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     assert exchange_plan(50257, 132) is None
 

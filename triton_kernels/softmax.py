@@ -331,16 +331,19 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 # most MAX_SLICES (the CUDA rung's fewest blocks of 1024 × 8 vectors, up to a cluster of 8); BLOCK is
 # the step of both launches over a slice.
 MAX_SLICES = 8
-# ... unless the twin can exchange (on a GPU): slices of at most EXCHANGE_VALUES columns, each in the registers of
-# a program, up to EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once), at
-# EXCHANGE_WARPS warps (the launch's plan, whatever the config's num_warps, which is for a row whole in a program).
-# 16384 values at 16 warps are 32 a thread, 64 registers (Triton 3.9, ptxas for sm_90a): two programs an SM, one's
-# loads beside the other's wait for its row; at 32 warps, 43–53 registers of 1024 threads hold one an SM.
-# experiments/softmax_twin_exchange.py (c113, H100, 1024×262144 FP32): 16 warps 2,521 GB/s, 32 warps 1,855; 8192
-# values at 8 warps (four an SM) 2,457, at 32 warps 1,666; BF16 1,780–1,791 at each of these points.
-EXCHANGE_VALUES = 16384
+# ... unless the twin can exchange (on a GPU): slices of a row, each in the registers of a program, up to
+# EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once), at one of EXCHANGE_POINTS
+# (values a slice at most, warps; the launch's plan, whatever the config's num_warps, which is for a row whole in a
+# program): 32 values a thread, 64 registers (Triton 3.9, ptxas for sm_90a) — two programs an SM at 16 warps, four at
+# 8, so that one's loads run beside another's wait for its row (at 32 warps, 43–53 registers of 1024 threads hold one
+# an SM). The first point, unless the second fills its programs (columns ÷ the slices' padded widths) by
+# EXCHANGE_FILL more: experiments/softmax_twin_exchange.py (c115, H100, GB/s, 16 warps × 16384 / 8 × 8192):
+# 1024×262144 FP32 2,364 / 2,205, BF16 1,698 / 1,696; 1024×151936 2,289 / 2,223, 1,612 / 1,686 (fills 0.93 / 0.98);
+# 1024×50257 2,102 at 8 × 8192 against 1,515, BF16 1,555 against 1,384 (fills 0.77 / 0.88); 32 warps × 16384
+# 1,732 at 1024×262144 FP32.
+EXCHANGE_POINTS = ((16384, 16), (8192, 8))
+EXCHANGE_FILL = 1.10
 EXCHANGE_SLICES = 64
-EXCHANGE_WARPS = 16
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
 SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]
 # CUDA v7: 512 threads, one block an SM for long rows; PER_SM programs an SM walk the rows, STAGES rows in flight.

@@ -61,7 +61,7 @@ def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_
     return cdiv(n, size), size
 
 
-def exchange_slices(n: int, values: int = tk.EXCHANGE_VALUES) -> tuple[int, int]:
+def exchange_slices(n: int, values: int) -> tuple[int, int]:
     """(slices, columns per slice) of a row of ``n`` where v6's twin exchanges: the fewest slices of at most
     ``values`` columns, each a multiple of 16, over the row's span — its n columns, 15 more where n is no multiple
     of 16, as the slices lie on 16-element boundaries (triton_kernels/softmax.py: _aligned_slice) and a row may
@@ -71,28 +71,41 @@ def exchange_slices(n: int, values: int = tk.EXCHANGE_VALUES) -> tuple[int, int]
     return cdiv(span, size), size
 
 
-def exchange_plan(n: int, sms: int, values: int = tk.EXCHANGE_VALUES,
-                  most: int = tk.EXCHANGE_SLICES) -> tuple[int, int] | None:
-    """:func:`exchange_slices`, or None where they are more than ``most`` (tk.EXCHANGE_SLICES; 0: never) or than
-    the GPU's SMs (a row's programs must all be resident at once), or under Triton's interpreter, which runs
-    programs one after another (a program would wait for one that never starts)."""
-    slices, size = exchange_slices(n, values)
-    if slices > min(most, sms) or interpreting():
+def exchange_plan(n: int, sms: int, points=tk.EXCHANGE_POINTS,
+                  most: int = tk.EXCHANGE_SLICES) -> tuple[int, int, int] | None:
+    """(slices, columns per slice, warps) of v6's twin where its programs exchange a row's statistics: of the
+    (values, warps) ``points`` (tk.EXCHANGE_POINTS) whose :func:`exchange_slices` are at most ``most``
+    (tk.EXCHANGE_SLICES; 0: never) and the GPU's SMs (a row's programs must all be resident at once), the first,
+    unless a later one fills its programs (columns ÷ slices × the power of two a program holds) tk.EXCHANGE_FILL
+    times as well; None where none is, or under Triton's interpreter, which runs programs one after another (a
+    program would wait for one that never starts)."""
+    if interpreting():
         return None
-    return slices, size
+
+    def fill(plan):
+        return n / (plan[0] * triton_next_pow2(plan[1]))
+
+    plans = [(*exchange_slices(n, values), warps) for values, warps in points]
+    plans = [p for p in plans if p[0] <= min(most, sms)]
+    if not plans:
+        return None
+    best = plans[0]
+    for plan in plans[1:]:
+        if fill(plan) >= tk.EXCHANGE_FILL * fill(best):
+            best = plan
+    return best
 
 
 def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES,
-                           exchange_values: int = tk.EXCHANGE_VALUES, exchange_slices: int = tk.EXCHANGE_SLICES,
-                           exchange_warps: int = tk.EXCHANGE_WARPS):
+                           exchange_points=tk.EXCHANGE_POINTS, exchange_slices: int = tk.EXCHANGE_SLICES):
     """v6's twin: one slice (the row whole in a program, v4's twin: one launch); or, on a GPU, slices of a row
     in the registers of programs that exchange its statistics through L2 (one launch, :func:`exchange_plan`);
     else a program per (row, slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second
     launch that merges a row's pairs and normalises each slice (:func:`normalize_slices`, under
     triton.autotune also inside each timed call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``,
     ``on_chip`` (the row in registers from its read to its write), ``exchange``, and, for an exchange,
-    ``num_warps``: the plan's ``exchange_warps`` (tk.EXCHANGE_WARPS), whatever the config's (which is for a
-    row whole in one program), except under triton.autotune, whose pick decides."""
+    ``num_warps``: the plan's (:func:`exchange_plan`), whatever the config's (which is for a row whole in one
+    program), except under triton.autotune, whose pick decides."""
     x = tensors["X"]
     m, n = shape["M"], shape["N"]
     slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
@@ -100,12 +113,12 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     fits = one and whole_fits(triton_next_pow2(n), precision.element_bytes, slice_bytes)
     # a row one program holds whole stays there; one it cannot (past MAX_WHOLE_VALUES: FP16/BF16 rows of
     # 32769–65536 would take two passes in it) goes to exchanging programs too, where they can run
-    plan = None if fits else exchange_plan(n, sm_count(out), exchange_values, exchange_slices)
+    plan = None if fits else exchange_plan(n, sm_count(out), exchange_points, exchange_slices)
     exchange = plan is not None
     if exchange:
-        one, (slices, size) = False, plan
-    if exchange and "num_warps" in config:  # not under triton.autotune, whose config would clash with it
-        config = {**config, "num_warps": exchange_warps}
+        one, (slices, size, warps) = False, plan
+        if "num_warps" in config:  # not under triton.autotune, whose config would clash with it
+            config = {**config, "num_warps": warps}
     stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
     # zeroed once: each exchanging launch leaves it zeroed for the next (triton_kernels/softmax.py)
     sync = torch.zeros(2 + 2 * m if exchange else 1, dtype=torch.int32, device=out.device)
