@@ -47,6 +47,7 @@ def main(shapes) -> None:
                 print(f"{label}: wrong, not timed: {verdict.message}", flush=True)
                 continue
             ms = cold_median_ms(fn, timer)
+            # no exchange (too many slices): the two launches, at the config's warps, not the point's
             print(f"{label}: slices={fn.facts['slices']:2d} exchange={fn.facts['exchange']} "
                   f"{ms * 1e3:9.1f} us {nbytes / ms / 1e6:7,.0f} GB/s", flush=True)
 

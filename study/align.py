@@ -169,6 +169,6 @@ def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
     """CSV (study.sweep's tidy rows, a ``pad`` column included), figure and page beside the file."""
     csv_path, md_path = results.beside(json_path, ".csv"), results.beside(json_path, ".md")
     sweep.write_csv(doc, csv_path)
-    fig = figure(doc, json_path.parent / "figures" / f"{json_path.stem}.png")
+    fig = figure(doc, json_path.parent / "figures" / f"{results.stem(json_path)}.png")
     md_path.write_text(markdown(doc, fig, md_path))
     return csv_path, md_path

@@ -125,7 +125,7 @@ def in_place(kind: str, command: str, path: Path) -> str:
             skip = True
         elif not word.startswith(tuple(f"{o}=" for o in PLACE_OPTIONS)):
             words.append(word)
-    words += ["--out", display(path.parent)] + ([] if kind in FOLDER_OUT else ["--name", results.beside(path, "").name])
+    words += ["--out", display(path.parent)] + ([] if kind in FOLDER_OUT else ["--name", results.stem(path)])
     return shlex.join(words)
 
 
@@ -146,7 +146,7 @@ def commands(folder: Path, minutes: float | None = None) -> str:
     file's recorded command rewritten by :func:`in_place`, the GPU minutes it took (:func:`gpu_minutes`),
     the oldest first. A merged file (shards, several runs) is merged again from its parts where they are
     committed too (after them), and otherwise named in a comment: the commands of parts that were not
-    kept are not known. ``minutes``: only the oldest files whose GPU minutes add up to at most that (the
+    kept are not known; so is a gzipped file (a finished record). ``minutes``: only the oldest files whose GPU minutes add up to at most that (the
     first always), a merge only with all its parts: what a GPU session of that length can measure again.
     Measured again, they are the newest, and the next call names the next ones; files that cannot run as
     recorded or whose cost is unknown are left to a run of their own and counted in the last line."""
@@ -162,7 +162,9 @@ def commands(folder: Path, minutes: float | None = None) -> str:
         cost = gpu_minutes(kind, raw, command)
         note = f"# {display(path)}: {kind}, commit {commit}, {date}" + (f", {cost:.1f} GPU min" if cost else "")
         parts = env.get("merged_from") or []
-        if parts and all((ROOT / p).is_file() for p in parts):
+        if path.name.endswith(".gz"):  # the command would write NAME.json beside it, two files for one page
+            line = f"# a finished record, gzipped: gunzip {display(path)} to measure it again where it lives"
+        elif parts and all((ROOT / p).is_file() for p in parts):
             line = shlex.join(["python", "-m", "study", "merge", *parts, "--out", display(path)])
             cost = 0.0  # its parts are the runs
         elif parts:

@@ -195,13 +195,13 @@ def mixed(group: list[Run]) -> str:
                 "estimate different ratios (docs/method.md §8).")
     superseded = [r for r in group if r.superseded]
     if superseded:
-        note += (f" Not judged: {', '.join(f'{gpu_label(r.gpu)}/{r.path.stem}' for r in superseded)}, interleaved "
+        note += (f" Not judged: {', '.join(f'{gpu_label(r.gpu)}/{results.stem(r.path)}' for r in superseded)}, interleaved "
                  "at the power cap, which the study now times re-settled.")
     settings, kept = protocol(group), judged(group)
     other: dict[str, list[str]] = {}
     for r in group:
         if not r.superseded and r not in kept:  # timed under other settings
-            other.setdefault(other_settings(r, settings), []).append(f"{gpu_label(r.gpu)}/{r.path.stem}")
+            other.setdefault(other_settings(r, settings), []).append(f"{gpu_label(r.gpu)}/{results.stem(r.path)}")
     for differs, names in other.items():
         note += (f" Not judged: {', '.join(names)}, timed under other settings ({differs}): a reproduction is "
                  "judged within one protocol, the newest judged run's.")
@@ -210,7 +210,7 @@ def mixed(group: list[Run]) -> str:
 
 def link(path: Path, relative_to: Path | None) -> str:
     """A run's page (its results file where it has none), relative to the folder the Markdown is written to."""
-    page = path.with_suffix(".md")
+    page = results.beside(path, ".md")
     target = page if page.is_file() else path
     return os.path.relpath(target.resolve(), relative_to) if relative_to else str(target)
 
@@ -234,7 +234,7 @@ def markdown(found: list[Run], relative_to: Path | None = None) -> str:
         met, misses = verdict(group)
         kept = judged(group)
         rows = [[gpu_label(r.gpu), f"`{r.commit}`",
-                 f"[{r.path.stem}]({link(r.path, relative_to)})",
+                 f"[{results.stem(r.path)}]({link(r.path, relative_to)})",
                  f"{r.ratio:.3f} [{r.ci[0]:.3f}, {r.ci[1]:.3f}]", f"{100 * r.width:.1f} %", r.rounds, r.stop,
                  ("re-settled" if r.settled else "interleaved at the cap ⚑" if r.superseded else "interleaved")
                  + ("" if r.superseded or r in kept else " · other settings"),

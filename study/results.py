@@ -11,6 +11,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import zlib
 from importlib import metadata
 from pathlib import Path
 
@@ -331,9 +332,14 @@ def read_text(path: Path) -> str:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise ValueError(f"{path}: not a whole gzip file ({exc})") from None
     return raw.decode()
+
+
+def stem(path: Path) -> str:
+    """A results file's name without ``.json`` or ``.json.gz``: what its page, CSV and figures are named after."""
+    return beside(path, "").name
 
 
 def beside(path: Path, suffix: str) -> Path:

@@ -293,10 +293,10 @@ def write_outputs(doc: dict, json_path: Path) -> tuple[Path, Path]:
     figures, verdict = [], []
     if doc["measurements"] and doc["environment"].get("suites"):
         for op in dict.fromkeys(m["op"] for m in doc["measurements"]):
-            figure = json_path.parent / "figures" / f"{json_path.stem}-{op}-suite.png"
+            figure = json_path.parent / "figures" / f"{results.stem(json_path)}-{op}-suite.png"
             verdict += suite.lines(doc["measurements"], op, figure, md_path.parent)
     elif doc["measurements"]:
-        figures = heatmaps(doc, json_path.parent / "figures", json_path.stem)
+        figures = heatmaps(doc, json_path.parent / "figures", results.stem(json_path))
     md_path.write_text(markdown(doc, csv_path, figures, md_path, verdict))
     return csv_path, md_path
 

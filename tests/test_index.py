@@ -133,7 +133,7 @@ def test_a_gzipped_results_file_reads_as_its_json_and_keeps_its_page_beside_it(t
     # and diff read them as JSON, the page is NAME.md beside NAME.json.gz, and a cut gzip file is named
     import gzip
 
-    from study import results
+    from study import index, results
 
     (tmp_path / "run.json.gz").write_bytes(gzip.compress(DATA.read_bytes()))
     assert results.load(tmp_path / "run.json.gz") == results.load(DATA)
@@ -143,7 +143,14 @@ def test_a_gzipped_results_file_reads_as_its_json_and_keeps_its_page_beside_it(t
     rows = [line for line in (tmp_path / "README.md").read_text().splitlines() if line.startswith("| [")]
     assert len(rows) == 1 and "[run.md](run.md)" in rows[0]
     assert main(["diff", str(DATA), str(tmp_path / "run.json.gz")]) == 0
-    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(DATA.read_bytes())[:200])
-    capsys.readouterr()
-    assert main(["report", str(tmp_path / "cut.json.gz")]) != 0
-    assert "cut.json.gz: not a whole gzip file" in capsys.readouterr().err
+    assert "Generated from `run.json.gz` beside it" in (tmp_path / "run.md").read_text()
+    # measured again, it would write run.json beside run.json.gz: a finished record, named in a comment instead
+    assert "# a finished record, gzipped: gunzip" in index.commands(tmp_path)
+    packed = gzip.compress(DATA.read_bytes())
+    (tmp_path / "cut.json.gz").write_bytes(packed[:200])
+    (tmp_path / "bad.json.gz").write_bytes(packed[:20] + bytes(b ^ 0xFF for b in packed[20:60]) + packed[60:])
+    for name in ("cut.json.gz", "bad.json.gz"):
+        capsys.readouterr()
+        assert main(["report", str(tmp_path / name)]) != 0
+        assert f"{name}: not a whole gzip file" in capsys.readouterr().err
+    assert main(["index", str(tmp_path)]) == 0  # the broken files passed over, as a half-written JSON is

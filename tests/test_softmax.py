@@ -253,8 +253,8 @@ def _split_twin(shape, x, precision=FP32, slice_bytes=None):
 
     impl = implementation("softmax/v6_cluster_rows/triton")
     out = PROBLEM.make_output(shape, precision, DEVICE)
-    # exchange_slices=0: the launches without an exchange, on the GPU too (under the interpreter it has none)
-    kw = {"exchange_slices": 0} if slice_bytes is None else {"slice_bytes": slice_bytes, "exchange_slices": 0}
+    # most_slices=0: the launches without an exchange, on the GPU too (under the interpreter it has none)
+    kw = {"most_slices": 0} if slice_bytes is None else {"slice_bytes": slice_bytes, "most_slices": 0}
     fn = split_rows_twin_launch(impl.target.kernel, {"X": x.to(DEVICE)}, out, shape, dict(impl.params), precision, **kw)
     return fn, out
 
@@ -541,7 +541,7 @@ def test_the_exchanging_twins_slices_cover_each_row_once_in_whole_blocks_and_two
     from study.ops.softmax_twins import exchange_slices, triton_next_pow2
 
     for m, n, values in ((5, 50257, 16384), (3, 1031, 256), (4, 17, 16), (7, 15, 16), (3, 4096, 1024),
-                         (6, 33, 32), (2, 1000, 64)):
+                         (6, 33, 32), (2, 1000, 64), (4, 18, 32)):  # 18 in 32s: row 0's second slice is empty
         slices, size = exchange_slices(n, values)
         assert size % 16 == 0 and size <= max(values, 16)
         x = torch.arange(1, m * n + 1, dtype=torch.float32, device=DEVICE)

@@ -178,7 +178,7 @@ def cmd_rerun(args) -> int:
     planned = compare.rerun_plan(old)  # usage errors before the GPU check
     if not gpu_or_exit("rerun"):
         return 2
-    out = args.out or Path(results.beside(args.results, "").name + "-rerun.json")  # here, not beside a committed report
+    out = args.out or Path(results.stem(args.results) + "-rerun.json")  # here, not beside a committed report
     return compare.rerun(old, planned, args.results, out)
 
 

@@ -176,10 +176,12 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
     maths = sorted({m.get("math") or "ieee" for m in ms if (m.get("work") or {}).get("bound", "compute") == "compute"})
     suites = env.get("suites") or []
     ops = ", ".join(dict.fromkeys(m["op"] for m in ms)) or "nothing"
+    gzipped = md_path.with_suffix(".json.gz")  # a finished record kept gzipped (study.results.read_text)
+    source = gzipped.name if gzipped.is_file() and not md_path.with_suffix(".json").is_file() else f"{md_path.stem}.json"
     out = [f"# {md_path.stem}: {ops} on {env['gpu']['name']}" + (f", suite {', '.join(suites)}" if suites else ""),
            "",
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
-           f"Generated from `{md_path.stem}.json` beside it; `python -m study report {md_path.stem}.json` "
+           f"Generated from `{source}` beside it; `python -m study report {source}` "
            "regenerates it without a GPU. Do not edit by hand.", "",
            device_block(env, maths, ms), ""]
     if env.get("merged_from"):
