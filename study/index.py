@@ -146,8 +146,9 @@ def commands(folder: Path, minutes: float | None = None) -> str:
     file's recorded command rewritten by :func:`in_place`, the GPU minutes it took (:func:`gpu_minutes`),
     the oldest first. A merged file (shards, several runs) is merged again from its parts where they are
     committed too (after them), and otherwise named in a comment: the commands of parts that were not
-    kept are not known; so is a gzipped file (a finished record). ``minutes``: only the oldest files whose GPU minutes add up to at most that (the
-    first always), a merge only with all its parts: what a GPU session of that length can measure again.
+    kept are not known; so is a gzipped file (a finished record). ``minutes``: only the oldest files whose
+    GPU minutes add up to at most that (the first always), a merge only with all its parts: what a GPU
+    session of that length can measure again.
     Measured again, they are the newest, and the next call names the next ones; files that cannot run as
     recorded or whose cost is unknown are left to a run of their own and counted in the last line."""
     entries = []

@@ -195,8 +195,8 @@ def mixed(group: list[Run]) -> str:
                 "estimate different ratios (docs/method.md §8).")
     superseded = [r for r in group if r.superseded]
     if superseded:
-        note += (f" Not judged: {', '.join(f'{gpu_label(r.gpu)}/{results.stem(r.path)}' for r in superseded)}, interleaved "
-                 "at the power cap, which the study now times re-settled.")
+        names = ", ".join(f"{gpu_label(r.gpu)}/{results.stem(r.path)}" for r in superseded)
+        note += f" Not judged: {names}, interleaved at the power cap, which the study now times re-settled."
     settings, kept = protocol(group), judged(group)
     other: dict[str, list[str]] = {}
     for r in group:

@@ -507,7 +507,8 @@ def test_the_split_row_twin_exchanges_only_where_a_rows_programs_can_all_be_resi
     assert exchange_plan(300000, 132) == (19, 15792, 16)
     assert exchange_plan(2**20, 132) == (64, 16384, 16) and exchange_plan(2**20 + 1, 132) is None
     assert exchange_plan(300000, 16) is None  # 19 slices (or 37), 16 SMs
-    assert exchange_plan(50257, 132, most=0) is None and exchange_plan(50257, 132, points=((16384, 32),)) == (4, 12576, 32)
+    assert exchange_plan(50257, 132, most=0) is None
+    assert exchange_plan(50257, 132, points=((16384, 32),)) == (4, 12576, 32)
     for n in (40000, 50257, 131073, 300001):  # a row off 16 columns may start 15 into its first slice
         for values in (16384, 8192):
             slices, size = exchange_slices(n, values)

@@ -244,12 +244,14 @@ def _aligned_slice(row, s, N, SLICE, WHOLE: tl.constexpr):
     """Where slice ``s`` of ``row`` lies (element offsets from X's start, Y's the same), its slices laid on
     16-element boundaries so that its loads and stores are 16-byte vectors whatever N is: slice s covers
     [A + s·SLICE, A + (s+1)·SLICE) ∩ the row, A the row's start rounded down to 16 elements (SLICE a multiple of
-    16; the launch plans the slices over N + 15 columns where N is no multiple of 16). Returned: the body (WHOLE
-    offsets and a mask true on whole 16-element blocks inside the row, so the mask is constant over a vector), and
-    the row's two part blocks, 16 offsets and a mask each: the head (where the row starts, in slice 0) and the tail
-    (where it ends, in the slice that holds it; none where that is the head's block). At N = 50257 BF16 the
-    unpeeled slices ran at half the aligned rows' rate (c113, H100: 834 GB/s against 1,750 at 128256): every
-    element a 2-byte access."""
+    16; the launch plans the slices over N + 15 columns where N is no multiple of 16). Returned: the slice's first
+    offset (a multiple of 16; the caller adds tl.arange(0, WHOLE), so no WHOLE 64-bit offsets stay live from the
+    read to the write: 64 registers a thread at 16 warps, 107 with them) and the body's mask over those WHOLE
+    columns, true on whole 16-element blocks inside the row (constant over a vector, which Triton needs to
+    vectorise a masked access); then the row's two part blocks, 16 offsets and a mask each: the head (where the row
+    starts, in slice 0) and the tail (where it ends, in the slice that holds it; none where that is the head's).
+    At N = 50257 BF16 the unpeeled slices ran at half the aligned rows' rate (c113, H100: 834 GB/s against 1,750 at
+    128256): every element a 2-byte access."""
     start = row.to(tl.int64) * N
     end = start + N
     first = start - start % 16

@@ -177,7 +177,8 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
     suites = env.get("suites") or []
     ops = ", ".join(dict.fromkeys(m["op"] for m in ms)) or "nothing"
     gzipped = md_path.with_suffix(".json.gz")  # a finished record kept gzipped (study.results.read_text)
-    source = gzipped.name if gzipped.is_file() and not md_path.with_suffix(".json").is_file() else f"{md_path.stem}.json"
+    plain = md_path.with_suffix(".json")
+    source = gzipped.name if gzipped.is_file() and not plain.is_file() else plain.name
     out = [f"# {md_path.stem}: {ops} on {env['gpu']['name']}" + (f", suite {', '.join(suites)}" if suites else ""),
            "",
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
