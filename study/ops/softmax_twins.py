@@ -52,13 +52,17 @@ def warp_rows_twin_launch(kernel, tensors, out, shape, config, precision):
     return twin_launch(kernel, tensors, out, shape, config, precision, rows=True, whole_limit=tk.MAX_WARP_ROW_BYTES)
 
 
+def _even_slices(n: int, slices: int) -> tuple[int, int]:
+    """(slices, columns per slice): ``n`` columns cut into at most ``slices`` of equal width, a multiple of 16."""
+    size = cdiv(cdiv(n, slices), 16) * 16
+    return cdiv(n, size), size
+
+
 def split_rows_plan(n: int, element_bytes: int, slice_bytes: int = tk.MAX_WHOLE_BYTES) -> tuple[int, int]:
     """(slices, columns per slice) of v6's twin: the fewest slices of at most ``slice_bytes`` each (the CUDA
     rung's block of 1024 × 8 vectors), at most tk.MAX_SLICES (its cluster of 8), each a multiple of 16
     elements (so that every slice starts as aligned as the row)."""
-    slices = min(tk.MAX_SLICES, cdiv(n * element_bytes, slice_bytes))
-    size = cdiv(cdiv(n, slices), 16) * 16
-    return cdiv(n, size), size
+    return _even_slices(n, min(tk.MAX_SLICES, cdiv(n * element_bytes, slice_bytes)))
 
 
 def exchange_slices(n: int, values: int) -> tuple[int, int]:
@@ -67,8 +71,7 @@ def exchange_slices(n: int, values: int) -> tuple[int, int]:
     of 16, as the slices lie on 16-element boundaries (triton_kernels/softmax.py: _aligned_slice) and a row may
     start up to 15 columns into its first."""
     span = n if n % 16 == 0 else n + 15
-    size = cdiv(cdiv(span, cdiv(span, values)), 16) * 16
-    return cdiv(span, size), size
+    return _even_slices(span, cdiv(span, values))
 
 
 def exchange_plan(n: int, sms: int, points=tk.EXCHANGE_POINTS,
@@ -117,8 +120,9 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     exchange = plan is not None
     if exchange:
         one, (slices, size, warps) = False, plan
-        if "num_warps" in config:  # not under triton.autotune, whose config would clash with it
-            config = {**config, "num_warps": warps}
+    plans_warps = exchange and "num_warps" in config  # not under triton.autotune, whose config would clash with it
+    if plans_warps:
+        config = {**config, "num_warps": warps}
     stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
     # zeroed once: each exchanging launch leaves it zeroed for the next (triton_kernels/softmax.py)
     sync = torch.zeros(2 + 2 * m if exchange else 1, dtype=torch.int32, device=out.device)
@@ -135,8 +139,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
     fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange)}
-    if exchange and "num_warps" in config:  # what ran, over the config's in the record
-        fn.facts["num_warps"] = config["num_warps"]
+    if plans_warps:  # what ran, over the config's in the record
+        fn.facts["num_warps"] = warps
     return fn
 
 
