@@ -557,3 +557,51 @@ def test_the_exchanging_twins_slices_cover_each_row_once_in_whole_blocks_and_two
         block_start = at - at % 16
         inside = (block_start >= at // n * n) & (block_start + 16 <= at // n * n + n)
         assert torch.equal(whole.bool(), inside), (m, n, values)
+
+
+def _slice_stats(x, m, n, size, slices):
+    """Each (row, slice)'s (maximum, sum of exp(x − maximum)) over the columns _aligned_slice gives it: slice s of a
+    row starting at element a covers [a − a % 16 + s·size, … + size) ∩ the row."""
+    stats = torch.zeros(m, slices, 2, dtype=torch.float64)
+    for row in range(m):
+        start = row * n
+        first = start - start % 16
+        for s in range(slices):
+            part = x[max(start, first + s * size):min(start + n, first + (s + 1) * size)].double()
+            top = part.max() if part.numel() else torch.tensor(float("-inf"), dtype=torch.float64)
+            shift = top if top > float("-inf") else 0.0  # a slice of −inf alone (or none): sum 0
+            stats[row, s] = torch.stack([top, (part - shift).exp().sum()])
+    return stats
+
+
+def test_the_exchanging_twins_tickets_number_each_launch_and_its_words_carry_that_launchs_tag():
+    # The exchange cannot run in the interpreter (a program waits for peers it runs later), but its words can: each
+    # launch here finds its rows' words already holding this launch's tag and the slices' (maximum, sum), so no
+    # program waits; then every word must hold what its own program wrote, under that tag, and the ticket counter
+    # have counted M × SLICES a launch — the epoch each launch's tag is taken from, with nothing reset.
+    from study.ops.softmax_twins import exchange_slices, triton_next_pow2
+
+    m, n = 3, 50
+    slices, size = exchange_slices(n, 16)
+    stats = torch.zeros(m * slices * 2, dtype=torch.int64, device=DEVICE)
+    sync = torch.zeros(1, dtype=torch.int64, device=DEVICE)
+    values = torch.randn(m * n, dtype=torch.float32, device=DEVICE) * 4
+    for launch, sign in enumerate((1, -1, 1)):  # −X: a word left from the last launch would show
+        x = values * sign
+        x[7] = float("-inf")
+        x[50:64] = float("-inf")  # row 1's first slice (its columns 0–13): −inf alone
+        expected = _slice_stats(x.cpu(), m, n, size, slices).float()
+        tag = (launch + 1) << 32
+        words = tag | expected.view(torch.int32).to(torch.int64) & 0xFFFFFFFF
+        stats.copy_(words.flatten())
+        y = torch.full_like(x, float("nan"))
+        tk.softmax_split_stats[(m, slices)](x, y, stats, sync, m, n, size, slices, BLOCK=16,
+                                            WHOLE=triton_next_pow2(size), ONE=False, FITS=False, EXCHANGE=True,
+                                            PAIRS=triton_next_pow2(slices))
+        assert sync.item() == (launch + 1) * m * slices
+        written = stats.view(m, slices, 2).cpu()
+        assert torch.equal(written >> 32, torch.full_like(written, launch + 1)), launch
+        pairs = (written & 0xFFFFFFFF).to(torch.int32).view(torch.float32)
+        assert torch.equal(pairs[..., 0], expected[..., 0]) and expected[1, 0, 0] == float("-inf"), launch
+        assert torch.allclose(pairs[..., 1], expected[..., 1], rtol=1e-5), launch
+        assert torch.allclose(y.view(m, n), torch.softmax(x.view(m, n), -1), rtol=1e-5, atol=1e-7), launch

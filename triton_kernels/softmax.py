@@ -189,22 +189,30 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, 
 def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE: tl.constexpr,
                     PAIRS: tl.constexpr):
     """One slice of a row, in registers from its read to its write, the row's maximum and sum exchanged
-    through L2. ``sync`` (int32, zeroed once, 2 + 2·M): a ticket counter, a count of finished programs,
-    then per row the programs that arrived and the programs that left.
+    through L2. ``sync`` (int64, zeroed once): a ticket counter, never reset; ``stats`` (int64, zeroed once,
+    M × SLICES × 2): each slice's maximum and sum, each a word of its FP32 bits under a tag that names the launch.
 
     The work goes by ticket, taken as a program starts, not by program id: a row's slices are consecutive
     tickets, so every row before the newest one has all its programs running, and a program waiting on its
     row waits only on programs that run or can start as the earlier rows finish (CUB's decoupled look-back
-    takes its tiles so for the same reason: the hardware promises no order of blocks). A launch leaves
-    ``sync`` zeroed for the next one: a row's last program to leave resets its counts, the last program to
-    finish the two counters. So a launch needs the GPU to itself, on one stream: a row's programs all resident (at most
-    one an SM is assumed), no other exchanging launch of the same ``sync`` at once, no launch of the next before
-    this one ends (no programmatic dependent launch). Triton issues a scalar atomic from one thread: the one that
-    wrote the pair (by atomic exchange) raises the row's count after it (release), the spin ends in an acquire, and
-    the pairs are then read past L1 (volatile)."""
-    ticket = tl.atomic_add(sync_ptr, 1)
-    row = ticket // SLICES
-    s = ticket % SLICES
+    takes its tiles so for the same reason: the hardware promises no order of blocks). A launch takes M × SLICES
+    tickets, so a ticket's quotient by that is the launch's epoch, its remainder the program's (row, slice), and no
+    counter needs resetting. A pair goes out as two 64-bit words, (tag, value), by relaxed atomic exchange, whose
+    result nothing waits for; a row's programs poll the row's words (volatile, past L1) until each holds this
+    launch's tag — the value in one word with it, so no fence orders the pair before a flag. Every launch writes
+    every word, so a word holds this launch's tag or the last one's (or 0, zeroed), and consecutive tags differ.
+    Before (c116, H100), a count per row raised acquire-release and two counters reset at the end put six L2 round
+    trips in each program's path, where this has two: the ticket and the poll. A launch needs the GPU to itself, on
+    one stream: a row's programs all resident (at most one an SM is assumed), no other exchanging launch of the same
+    ``sync`` at once (their tickets would mix), no launch of the next before this one ends (no programmatic
+    dependent launch)."""
+    ticket = tl.atomic_add(sync_ptr, 1, sem="relaxed")  # orders nothing: it only hands out the work
+    tickets = M.to(tl.int64) * SLICES
+    epoch = ticket // tickets
+    local = (ticket - epoch * tickets).to(tl.int32)
+    row = local // SLICES
+    s = local % SLICES
+    tag = (epoch % 0x7FFFFFFF + 1) << 32  # 1 to 2^31 − 1: never a zeroed word's 0, never the last launch's
     base, body, head, on_head, tail, on_tail = _aligned_slice(row, s, N, SLICE, WHOLE)
     cols = tl.arange(0, WHOLE)
     xb = tl.load(x_ptr + base + cols, mask=body, other=float("-inf")).to(tl.float32)
@@ -214,29 +222,30 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     # a slice of −inf alone: sum 0 (exp(−inf − 0)), or NaN where it holds one, which must reach the output
     shift = tl.where(m != float("-inf"), m, 0.0)
     d = tl.sum(tl.exp(xb - shift), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
-    pair = stats_ptr + (row.to(tl.int64) * SLICES + s) * 2
-    tl.atomic_xchg(pair, m, sem="relaxed")
-    tl.atomic_xchg(pair + 1, d, sem="relaxed")
-    # acq_rel, not release: the row's last to arrive skips the spin, and this is then its acquire of the pairs
-    arrived = tl.atomic_add(sync_ptr + 2 + row, 1, sem="acq_rel") + 1
-    while arrived < SLICES:
-        arrived = tl.atomic_add(sync_ptr + 2 + row, 0, sem="acquire")
-    q = tl.arange(0, PAIRS)
     first = stats_ptr + row.to(tl.int64) * SLICES * 2
-    ms = tl.load(first + q * 2, mask=q < SLICES, other=float("-inf"), volatile=True)
-    ds = tl.load(first + q * 2 + 1, mask=q < SLICES, other=0.0, volatile=True)
+    tl.atomic_xchg(first + s * 2, tag | _bits(m), sem="relaxed")
+    tl.atomic_xchg(first + s * 2 + 1, tag | _bits(d), sem="relaxed")
+    q = tl.arange(0, PAIRS)
+    live = q < SLICES
+    wm = tl.load(first + q * 2, mask=live, other=0, volatile=True)
+    wd = tl.load(first + q * 2 + 1, mask=live, other=0, volatile=True)
+    while tl.sum((live & (((wm ^ tag) >> 32 != 0) | ((wd ^ tag) >> 32 != 0))).to(tl.int32), axis=0) > 0:
+        wm = tl.load(first + q * 2, mask=live, other=0, volatile=True)
+        wd = tl.load(first + q * 2 + 1, mask=live, other=0, volatile=True)
+    ms = tl.where(live, wm.to(tl.int32).to(tl.float32, bitcast=True), float("-inf"))
+    ds = tl.where(live, wd.to(tl.int32).to(tl.float32, bitcast=True), 0.0)
     top = tl.max(ms, axis=0)
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
     scale = 1.0 / total
     tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
-    if tl.atomic_add(sync_ptr + 2 + M + row, 1) == SLICES - 1:  # the row's last to leave: all have read
-        tl.atomic_xchg(sync_ptr + 2 + row, 0)
-        tl.atomic_xchg(sync_ptr + 2 + M + row, 0)
-    if tl.atomic_add(sync_ptr + 1, 1) == M * SLICES - 1:  # the launch's last: every ticket is taken
-        tl.atomic_xchg(sync_ptr, 0)
-        tl.atomic_xchg(sync_ptr + 1, 0)
+
+
+@triton.jit
+def _bits(value):
+    """An FP32 scalar's bits in the low half of an int64 (zero-extended, so a tag or-ed above them stays whole)."""
+    return value.to(tl.uint32, bitcast=True).to(tl.int64)
 
 
 @triton.jit

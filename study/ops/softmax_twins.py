@@ -123,9 +123,12 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     plans_warps = exchange and "num_warps" in config  # not under triton.autotune, whose config would clash with it
     if plans_warps:
         config = {**config, "num_warps": warps}
-    stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
-    # zeroed once: each exchanging launch leaves it zeroed for the next (triton_kernels/softmax.py)
-    sync = torch.zeros(2 + 2 * m if exchange else 1, dtype=torch.int32, device=out.device)
+    if exchange:  # zeroed once: a ticket counter and tagged pairs that no launch resets (triton_kernels/softmax.py)
+        stats = torch.zeros(m * slices * 2, dtype=torch.int64, device=out.device)
+        sync = torch.zeros(1, dtype=torch.int64, device=out.device)
+    else:
+        stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
+        sync = torch.zeros(1, dtype=torch.int32, device=out.device)
     whole = triton_next_pow2(n) if one else triton_next_pow2(size) if exchange else 1
     meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits, "EXCHANGE": exchange,
             "PAIRS": triton_next_pow2(slices)}
