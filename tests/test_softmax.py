@@ -574,7 +574,7 @@ def _slice_stats(x, m, n, size, slices):
     return stats
 
 
-def test_the_exchanging_twins_tickets_number_each_launch_and_its_words_carry_that_launchs_tag():
+def test_the_exchanging_twins_tickets_number_each_launch_and_its_words_carry_that_launchs_tag(monkeypatch):
     # The exchange cannot run in the interpreter (a program waits for peers it runs later), but its words can: each
     # launch here finds its rows' words already holding this launch's tag and the slices' (maximum, sum), so no
     # program waits; then every word must hold what its own program wrote, under that tag, and the ticket counter
@@ -605,3 +605,12 @@ def test_the_exchanging_twins_tickets_number_each_launch_and_its_words_carry_tha
         assert torch.equal(pairs[..., 0], expected[..., 0]) and expected[1, 0, 0] == float("-inf"), launch
         assert torch.allclose(pairs[..., 1], expected[..., 1], rtol=1e-5), launch
         assert torch.allclose(y.view(m, n), torch.softmax(x.view(m, n), -1), rtol=1e-5, atol=1e-7), launch
+    # a fourth launch finds its peers' words still under the third's tag (as where they never come): each program
+    # polls at most EXCHANGE_POLLS times and writes NaN, which the gate reports, where a GPU would hang (the
+    # interpreter only: a GPU kernel keeps the bound it was compiled with)
+    if DEVICE != "cpu":
+        return
+    monkeypatch.setattr(tk, "EXCHANGE_POLLS", tl.constexpr(2))
+    tk.softmax_split_stats[(m, slices)](x, y, stats, sync, m, n, size, slices, BLOCK=16, WHOLE=triton_next_pow2(size),
+                                        ONE=False, FITS=False, EXCHANGE=True, PAIRS=triton_next_pow2(slices))
+    assert sync.item() == 4 * m * slices and torch.isnan(y.view(m, n)).any(dim=1).all()

@@ -22,6 +22,8 @@ MAX_WHOLE_BYTES = 1024 * 8 * 16
 # v3's two passes in its one program instead, the second read served by L2 (v4's and v5's twins; v6's splits it
 # over programs that exchange its statistics, on a GPU).
 MAX_WHOLE_VALUES = 32 * 32 * 32
+# the most times v6's exchanging twin polls its row's words before it gives up (NaN out: _exchange_slice)
+EXCHANGE_POLLS = tl.constexpr(1 << 24)
 
 
 @triton.jit
@@ -229,14 +231,19 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     live = q < SLICES
     wm = tl.load(first + q * 2, mask=live, other=0, volatile=True)
     wd = tl.load(first + q * 2 + 1, mask=live, other=0, volatile=True)
-    while tl.sum((live & (((wm ^ tag) >> 32 != 0) | ((wd ^ tag) >> 32 != 0))).to(tl.int32), axis=0) > 0:
+    # bounded: a row whose peers never come (a launch that broke the rules above) ends in NaN, which the gate
+    # reports, not in a GPU that hangs; 2^24 polls of an L2 round trip each are seconds, no row waits so long
+    polls = 0
+    while (tl.sum((live & (((wm ^ tag) >> 32 != 0) | ((wd ^ tag) >> 32 != 0))).to(tl.int32), axis=0) > 0) & \
+            (polls < EXCHANGE_POLLS):
         wm = tl.load(first + q * 2, mask=live, other=0, volatile=True)
         wd = tl.load(first + q * 2 + 1, mask=live, other=0, volatile=True)
+        polls += 1
     ms = tl.where(live, wm.to(tl.int32).to(tl.float32, bitcast=True), float("-inf"))
     ds = tl.where(live, wd.to(tl.int32).to(tl.float32, bitcast=True), 0.0)
     top = tl.max(ms, axis=0)
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
-    scale = 1.0 / total
+    scale = tl.where(polls < EXCHANGE_POLLS, 1.0 / total, float("nan"))
     tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
