@@ -668,8 +668,8 @@ def test_softmax_v6_carries_minus_infinity_and_nan_across_the_blocks_of_a_row(ba
 def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again():
     # The programs of a row wait on each other (tickets; pairs tagged with their launch, counted from the tickets,
     # which no launch resets): the same bits launch after launch, then X negated in place, so that a pair left by
-    # the last launch would show; one row or a thousand, a power of two or not (rows off 16 elements: slices on X's 16-element grid,
-    # the row's two part blocks apart), 64 slices over 4,096 programs (rows whose programs wait on ones not yet
+    # the last launch would show; one row (Triton's constant M) or a thousand, a power of two or not (rows off 16
+    # elements: slices on X's 16-element grid, the row's two part blocks apart), 64 slices over 4,096 programs (rows whose programs wait on ones not yet
     # started). −inf and NaN across slices: the v6 carries test, whose Triton runs exchange.
     from study.ops.softmax_twins import split_rows_twin_launch
     from study.problem import check_output

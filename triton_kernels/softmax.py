@@ -202,14 +202,16 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     counter needs resetting. A pair goes out as two 64-bit words, (tag, value), by relaxed atomic exchange, whose
     result nothing waits for; a row's programs poll the row's words (volatile, past L1) until each holds this
     launch's tag — the value in one word with it, so no fence orders the pair before a flag. Every launch writes
-    every word, so a word holds this launch's tag or the last one's (or 0, zeroed), and consecutive tags differ.
-    Before (c116, H100), a count per row raised acquire-release and two counters reset at the end put six L2 round
-    trips in each program's path, where this has two: the ticket and the poll. A launch needs the GPU to itself, on
-    one stream: a row's programs all resident (at most one an SM is assumed), no other exchanging launch of the same
-    ``sync`` at once (their tickets would mix), no launch of the next before this one ends (no programmatic
-    dependent launch)."""
+    every word, so a word holds this launch's tag or the last one's (or 0, zeroed), and consecutive tags differ;
+    ``sync`` and ``stats`` go together (a counter set back alone would repeat a tag the words already carry). The
+    first form (to 296cb8a: a count per row raised acquire-release after the pair, polled, the pairs read, and two
+    counters reset at the end) had six L2 round trips in each program's path by its code, where this has two at
+    best: the ticket and one poll (all of a program's warps poll, each for itself). A launch needs the GPU to
+    itself, on one stream: a row's programs all resident (at most one an SM is assumed), no other exchanging launch
+    of the same ``sync`` at once (their tickets would mix), no launch of the next before this one ends (no
+    programmatic dependent launch)."""
     ticket = tl.atomic_add(sync_ptr, 1, sem="relaxed")  # orders nothing: it only hands out the work
-    tickets = M.to(tl.int64) * SLICES
+    tickets = tl.cast(M, tl.int64) * SLICES  # tl.cast: Triton passes an M of 1 as a constant, which has no .to
     epoch = ticket // tickets
     local = (ticket - epoch * tickets).to(tl.int32)
     row = local // SLICES
@@ -234,8 +236,7 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     # bounded: a row whose peers never come (a launch that broke the rules above) ends in NaN, which the gate
     # reports, not in a GPU that hangs; 2^24 polls of an L2 round trip each are seconds, no row waits so long
     polls = 0
-    while (tl.sum((live & (((wm ^ tag) >> 32 != 0) | ((wd ^ tag) >> 32 != 0))).to(tl.int32), axis=0) > 0) & \
-            (polls < EXCHANGE_POLLS):
+    while (_untagged(wm, wd, live, tag) > 0) & (polls < EXCHANGE_POLLS):
         wm = tl.load(first + q * 2, mask=live, other=0, volatile=True)
         wd = tl.load(first + q * 2 + 1, mask=live, other=0, volatile=True)
         polls += 1
@@ -243,10 +244,16 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     ds = tl.where(live, wd.to(tl.int32).to(tl.float32, bitcast=True), 0.0)
     top = tl.max(ms, axis=0)
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
-    scale = tl.where(polls < EXCHANGE_POLLS, 1.0 / total, float("nan"))
+    scale = tl.where(_untagged(wm, wd, live, tag) == 0, 1.0 / total, float("nan"))
     tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
+
+
+@triton.jit
+def _untagged(wm, wd, live, tag):
+    """How many of a row's live words do not yet carry ``tag`` (in their high 32 bits)."""
+    return tl.sum((live & (((wm ^ tag) >> 32 != 0) | ((wd ^ tag) >> 32 != 0))).to(tl.int32), axis=0)
 
 
 @triton.jit
@@ -362,6 +369,10 @@ MAX_SLICES = 8
 EXCHANGE_POINTS = ((16384, 16), (8192, 8))
 EXCHANGE_FILL = 1.10
 EXCHANGE_SLICES = 64
+# ... and at most this many registers a thread (the launch's maxnreg): 32 values a thread and the exchange, so that
+# 16 warps hold two programs an SM and 8 warps four. Uncapped, ptxas (Triton 3.9, sm_90) took 72–73 for the tagged
+# exchange at 8 warps with 8 pairs — FP32 rows of 40001 and 50257, three programs an SM — and 64, no spill, capped.
+EXCHANGE_REGISTERS = 64
 V6_CLUSTER_ROWS = dict(BLOCK=4096, num_warps=32, num_stages=1)
 SPLIT_ROWS_SPACE = [dict(BLOCK=b, num_warps=w, num_stages=1) for b, w in ((4096, 8), (4096, 16), (4096, 32), (8192, 32))]
 # CUDA v7: 512 threads, one block an SM for long rows; PER_SM programs an SM walk the rows, STAGES rows in flight.

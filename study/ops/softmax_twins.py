@@ -108,7 +108,7 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     triton.autotune also inside each timed call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``,
     ``on_chip`` (the row in registers from its read to its write), ``exchange``, and, for an exchange,
     ``num_warps``: the plan's (:func:`exchange_plan`), whatever the config's (which is for a row whole in one
-    program), except under triton.autotune, whose pick decides."""
+    program), and ``maxnreg`` (tk.EXCHANGE_REGISTERS), except under triton.autotune, whose pick decides."""
     x = tensors["X"]
     m, n = shape["M"], shape["N"]
     slices, size = split_rows_plan(n, precision.element_bytes, slice_bytes)
@@ -121,8 +121,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     if exchange:
         one, (slices, size, warps) = False, plan
     plans_warps = exchange and "num_warps" in config  # not under triton.autotune, whose config would clash with it
-    if plans_warps:
-        config = {**config, "num_warps": warps}
+    if plans_warps:  # and the registers that keep the plan's programs an SM (tk.EXCHANGE_REGISTERS)
+        config = {**config, "num_warps": warps, "maxnreg": tk.EXCHANGE_REGISTERS}
     if exchange:  # zeroed once: a ticket counter and tagged pairs that no launch resets (triton_kernels/softmax.py)
         stats = torch.zeros(m * slices * 2, dtype=torch.int64, device=out.device)
         sync = torch.zeros(1, dtype=torch.int64, device=out.device)
@@ -143,7 +143,7 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
 
     fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange)}
     if plans_warps:  # what ran, over the config's in the record
-        fn.facts["num_warps"] = warps
+        fn.facts.update(num_warps=warps, maxnreg=tk.EXCHANGE_REGISTERS)
     return fn
 
 
