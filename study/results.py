@@ -349,6 +349,14 @@ def beside(path: Path, suffix: str) -> Path:
     return (path.with_suffix("") if path.name.endswith(".json.gz") else path).with_suffix(suffix)
 
 
+def record_of(page: Path) -> Path:
+    """The results file a page beside it is generated from: ``NAME.json``, or ``NAME.json.gz`` where only that is
+    there (a finished record, gzipped)."""
+    plain = Path(page).with_suffix(".json")
+    gzipped = plain.with_name(plain.name + ".gz")
+    return gzipped if gzipped.is_file() and not plain.is_file() else plain
+
+
 def load(path: Path) -> dict:
     """A results file (JSON, or JSON gzipped: :func:`read_text`), upgraded to this schema and its figures derived;
     a ValueError naming the file (and the record) when it cannot be one."""

@@ -118,14 +118,14 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     # 32769–65536 would take two passes in it) goes to exchanging programs too, where they can run
     plan = None if fits else exchange_plan(n, sm_count(out), exchange_points, most_slices)
     exchange = plan is not None
-    if exchange:
-        one, (slices, size, warps) = False, plan
-    plans_warps = exchange and "num_warps" in config  # not under triton.autotune, whose config would clash with it
-    if plans_warps:  # and the registers that keep the plan's programs an SM (tk.EXCHANGE_REGISTERS)
-        config = {**config, "num_warps": warps, "maxnreg": tk.EXCHANGE_REGISTERS}
+    planned = {}  # what the plan sets over the config, and the record carries
     if exchange:  # zeroed once: a ticket counter and tagged pairs that no launch resets (triton_kernels/softmax.py)
+        one, (slices, size, warps) = False, plan
         stats = torch.zeros(m * slices * 2, dtype=torch.int64, device=out.device)
         sync = torch.zeros(1, dtype=torch.int64, device=out.device)
+        if "num_warps" in config:  # not under triton.autotune, whose config would clash with it
+            planned = {"num_warps": warps, "maxnreg": tk.EXCHANGE_REGISTERS}  # the registers that keep the plan's
+            config = {**config, **planned}                                    # programs an SM
     else:
         stats = torch.empty(1 if one else m * slices * 2, dtype=torch.float32, device=out.device)
         sync = torch.zeros(1, dtype=torch.int32, device=out.device)
@@ -141,9 +141,7 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
                                                 "num_stages": best.num_stages}
             normalize_slices(x, out, stats, m, n, size, slices, step)
 
-    fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange)}
-    if plans_warps:  # what ran, over the config's in the record
-        fn.facts.update(num_warps=warps, maxnreg=tk.EXCHANGE_REGISTERS)
+    fn.facts = {"slices": slices, "on_chip": int(fits or exchange), "exchange": int(exchange), **planned}
     return fn
 
 

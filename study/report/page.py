@@ -12,7 +12,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from study import metrics
+from study import metrics, results
 from study.report import suite
 from study.report.figures import best_figure, figure, roofline
 from study.report.labels import (EMULATION, EMULATION_PEAK, flags, modes_of, primary, reason_line, shape_label, tunes_of,
@@ -176,9 +176,7 @@ def render(doc: dict, md_path: Path, draw: bool = True, sections: dict | None = 
     maths = sorted({m.get("math") or "ieee" for m in ms if (m.get("work") or {}).get("bound", "compute") == "compute"})
     suites = env.get("suites") or []
     ops = ", ".join(dict.fromkeys(m["op"] for m in ms)) or "nothing"
-    gzipped = md_path.with_suffix(".json.gz")  # a finished record kept gzipped (study.results.read_text)
-    plain = md_path.with_suffix(".json")
-    source = gzipped.name if gzipped.is_file() and not plain.is_file() else plain.name
+    source = results.record_of(md_path).name
     out = [f"# {md_path.stem}: {ops} on {env['gpu']['name']}" + (f", suite {', '.join(suites)}" if suites else ""),
            "",
            *(["> **Incomplete run**: re-run the same command to resume it.", ""] if incomplete else []),
