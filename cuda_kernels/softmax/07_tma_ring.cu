@@ -106,7 +106,7 @@ __device__ __forceinline__ void fill_stage(const storage_t* __restrict__ X, long
                                            unsigned stage, unsigned bar) {
     const storage_t* x = X + row * N;
     const RowParts p = row_parts(x, N);
-    const int first = min(p.body, cluster_rank_or_0() * chunk);
+    const int first = min(p.body, team_rank() * chunk);
     const int count = min(p.body - first, chunk);
     mbar_arrive_expect_tx(bar, (unsigned)count * 16u);
     if (count > 0) {
@@ -128,7 +128,7 @@ softmax_v7_tma_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, 
 #endif
     const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
     const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full);
-    const int rank = cluster_rank_or_0();
+    const int rank = team_rank();
 
 #if CLUSTER > 1
     if (threadIdx.x < ExchangeSlots::WORDS) slots.word[threadIdx.x] = 0;

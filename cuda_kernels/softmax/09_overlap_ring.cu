@@ -50,22 +50,7 @@ extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS + 32, 1)
 softmax_v9_overlap_ring(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N, int chunk) {
     PIECE_RING_OPENING;
     if (cid >= M) return;  // the cluster's blocks all: they share cid
-
-    // Row k + 1's pieces land while row k's are held only where the ring holds both shares; else (the same in
-    // every block of the cluster) the rows take turns as in v8.
-    const bool overlap = 2 * per_row <= PIECES;
-    Held held = first_pass(X, Y, N, cid, 0, 0u, chunk, per_row, ring, full0, scratch, slots);
-    for (int k = 0;; ++k) {
-        const long long next = cid + (long long)(k + 1) * clusters;
-        const unsigned g = held.g + per_row;
-        Held ahead;
-        if (overlap && next < M)
-            ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
-        second_pass(held, k, per_row, ring, empty0, scratch, slots);
-        if (next >= M) break;
-        if (!overlap) ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
-        held = ahead;
-    }
+    overlap_rows(X, Y, M, N, cid, clusters, chunk, per_row, ring, full0, empty0, scratch, slots);
     // No exit barrier: as v8 (a block writes into another's slots only values that block waits for, and every
     // piece the loader starts belongs to a row the computing warps wait for).
 }

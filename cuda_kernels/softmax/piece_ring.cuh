@@ -1,9 +1,9 @@
-// The piece ring of softmax v8 and v9 (docs/ladders/softmax.md, v8): the computing threads' named barrier, a
+// The piece ring of softmax v8 to v10 (docs/ladders/softmax.md, v8): the computing threads' named barrier, a
 // block's share of a row and the loader warp's lane, which walks the block's rows piece by piece into a ring of
 // PIECES pieces of PIECE 16-byte vectors on full/empty mbarriers; the launch's start, and a row's two passes
-// (v8 runs them row after row, v9 the next row's first pass before this row's second). Include after
-// common.cuh, cluster.cuh, hopper.cuh and row.cuh, with CLUSTER, THREADS (the threads that compute) and PIECE
-// set; it includes ring.cuh.
+// (v8 runs them row after row, v9 and v10 the next row's first pass before this row's second). Include after
+// common.cuh, cluster.cuh, hopper.cuh and row.cuh, with CLUSTER (or TEAM), THREADS (the threads that compute)
+// and PIECE set; it includes ring.cuh.
 #pragma once
 
 static_assert(THREADS % 32 == 0 && THREADS >= 64 && THREADS + 32 <= 1024,
@@ -29,7 +29,7 @@ __device__ __forceinline__ int piece_vectors(int count, int j) { return max(0, m
 
 // This block's share [first, first + count) of a row's body vectors.
 __device__ __forceinline__ int2 share_of(const RowParts& p, int chunk) {
-    const int first = min(p.body, cluster_rank_or_0() * chunk);
+    const int first = min(p.body, team_rank() * chunk);
     return make_int2(first, min(p.body - first, chunk));
 }
 
@@ -99,7 +99,7 @@ __device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, stor
     h.p = row_parts(h.x, N);  // y's the same: X and Y share their offset from 16 bytes
     h.share = share_of(h.p, chunk);
     h.g = g;
-    h.has_single = cluster_rank_or_0() == 0 && (int)threadIdx.x < h.p.head + h.p.tail;
+    h.has_single = team_rank() == 0 && (int)threadIdx.x < h.p.head + h.p.tail;
     h.single = h.has_single ? to_float(h.x[h.p.single(threadIdx.x)]) : NEG_INF;
     Stats st{NEG_INF, NEG_INF, 0.0f};
     if (h.has_single) absorb<1>(st, {h.single});
@@ -116,7 +116,7 @@ __device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, stor
 // row written piece by piece, each warp freeing a piece as it leaves it.
 __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, const uint4* ring, unsigned empty0,
                                             float* scratch, ExchangeSlots& slots) {
-    const Stats st = settle<ComputeSync>(gather(h.st, slots, k), scratch, slots, k, h.has_single, h.single,
+    const Stats st = settle<ComputeSync>(gather<ComputeSync>(h.st, scratch, slots, k), scratch, slots, k, h.has_single, h.single,
                                          [&](float m) {
                                              float d = 0.0f;
                                              for (int j = 0; j < per_row; ++j)
@@ -143,8 +143,14 @@ __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, c
 // The opening both rungs' kernels share, at the top of the body: the ring (dynamic shared memory, PIECES × PIECE
 // vectors), its full/empty barriers, the reduction scratch and the exchange slots; the launch's checks (16-byte
 // vectors only: the launch refuses X and Y at different offsets from 16 bytes; a share the ring cannot hold would
-// wait on its own pieces forever); per_row, cid, clusters and the shared addresses; then start_ring, after which
-// a block that is not to compute has returned.
+// wait on its own pieces forever); per_row, cid and clusters (a row's cluster or team, and how many the grid
+// runs), the shared addresses; a team's words and tags (TEAM_START: v10's kernel arguments `words` and `tickets`);
+// then start_ring, after which a block that is not to compute has returned.
+#if TEAM > 1
+#define TEAM_START team_start(slots, words, tickets, M, clusters, cid)
+#else
+#define TEAM_START (void)0
+#endif
 #define PIECE_RING_OPENING                                                                                       \
     extern __shared__ __align__(128) uint4 ring[];                                                             \
     __shared__ __align__(8) unsigned long long full[PIECES], empty[PIECES];                                    \
@@ -154,6 +160,30 @@ __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, c
     if (!VECTOR_PATH) __trap();                                                                                \
     const int per_row = CDIV(chunk, PIECE);                                                                    \
     if (per_row > PIECES) __trap();                                                                            \
-    const long long cid = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;                                \
+    const long long cid = blockIdx.x / ROW_BLOCKS, clusters = gridDim.x / ROW_BLOCKS;                          \
     const unsigned ring0 = smem_addr(ring), full0 = smem_addr(full), empty0 = smem_addr(empty);                \
+    TEAM_START;                                                                                                \
     if (!start_ring(X, M, N, chunk, cid, clusters, ring0, full0, empty0, slots)) return
+
+// v9's and v10's walk of a block's rows: row k + 1's first pass (its statistics published) before row k's second,
+// so the exchange of row k crosses the cluster or team during row k + 1's first pass — where the ring holds both
+// shares (row k + 1's pieces land while row k's are held); else (the same in every block of a row) the rows take
+// turns as in v8.
+__device__ __forceinline__ void overlap_rows(const storage_t* __restrict__ X, storage_t* __restrict__ Y, int M, int N,
+                                             long long cid, long long clusters, int chunk, int per_row,
+                                             const uint4* ring, unsigned full0, unsigned empty0, float* scratch,
+                                             ExchangeSlots& slots) {
+    const bool overlap = 2 * per_row <= PIECES;
+    Held held = first_pass(X, Y, N, cid, 0, 0u, chunk, per_row, ring, full0, scratch, slots);
+    for (int k = 0;; ++k) {
+        const long long next = cid + (long long)(k + 1) * clusters;
+        const unsigned g = held.g + per_row;
+        Held ahead;
+        if (overlap && next < M)
+            ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
+        second_pass(held, k, per_row, ring, empty0, scratch, slots);
+        if (next >= M) break;
+        if (!overlap) ahead = first_pass(X, Y, N, next, k + 1, g, chunk, per_row, ring, full0, scratch, slots);
+        held = ahead;
+    }
+}

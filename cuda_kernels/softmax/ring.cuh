@@ -1,15 +1,30 @@
-// The row statistics and cluster exchange of the ring rungs (softmax v7 and v8): one online pass in the exponent's
-// scale, the block's merge and the cluster's through tagged DSMEM words (docs/ladders/softmax.md, v7). Include
-// after common.cuh, cluster.cuh, hopper.cuh and row.cuh, with CLUSTER and THREADS (the threads that compute) set.
+// The row statistics and row exchange of the ring rungs (softmax v7 to v10): one online pass in the exponent's
+// scale, the block's merge, and the row's blocks' through tagged words — in DSMEM across a cluster (v7 to v9), in
+// global memory across a team of the grid's blocks (v10) (docs/ladders/softmax.md, v7 and v10). Include after
+// common.cuh, cluster.cuh, hopper.cuh and row.cuh, with CLUSTER and THREADS (the threads that compute) set, and
+// TEAM (blocks a row without a cluster; 1 if unset).
 #pragma once
+
+#ifndef TEAM
+#define TEAM 1
+#endif
+static_assert(TEAM >= 1 && (CLUSTER == 1 || TEAM == 1), "a row's blocks: a cluster (CLUSTER) or a team (TEAM)");
+constexpr int ROW_BLOCKS = CLUSTER * TEAM;  // the blocks that share a row: consecutive in the grid
 
 #if CLUSTER > 1
 #define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-__device__ __forceinline__ int cluster_rank_or_0() { return cluster_rank(); }
 #else
 #define CLUSTER_DIMS
-__device__ __forceinline__ int cluster_rank_or_0() { return 0; }
 #endif
+
+// A block's rank among the blocks of its row (which share of the row it holds).
+__device__ __forceinline__ int team_rank() {
+#if CLUSTER > 1
+    return cluster_rank();
+#else
+    return TEAM > 1 ? blockIdx.x % TEAM : 0;
+#endif
+}
 
 // block_stats uses scratch[0, 64).
 constexpr int SCRATCH = 64;
@@ -69,6 +84,64 @@ __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k,
         asm volatile("ld.relaxed.cluster.shared::cta.b64 %0, [%1];\n" : "=l"(word) : "r"(local) : "memory");
     } while ((unsigned)(word >> 32) != tag);
     return __uint_as_float((unsigned)word);
+}
+#elif TEAM > 1
+// A team's exchange (v10) through global memory: the blocks of a team share no cluster, so each row's values go
+// through L2 as tagged 64-bit words, the DSMEM exchange's protocol with `st/ld.relaxed.gpu` in place of its cluster
+// scope. Thread 0 of each block stores its (maximum, sum) into its rank's pair of a row slot in one 16-byte store,
+// each word (tag << 32 | value bits), and in every block the threads r < TEAM poll rank r's pair until both words
+// carry the tag they expect. As with DSMEM the value lands with its tag: no flag, no fence. The words persist
+// across launches and nothing zeroes them, so the tags carry the launch: thread 0 of each block takes a ticket
+// from a counter the launch's buffers own (never reset); ticket ÷ grid blocks is the launch's epoch, and a team's
+// tags run base + 2k + round + 1 with base = epoch · 2 · (rows a team walks) — disjoint from the last launch's,
+// which wrote the words now there (each launch of a launcher has one shape). A tag returns only after 2^32 of them
+// (2^31 rows a team, one launcher): none of the study's runs comes near. Slots of ROW_SLOTS rows (v9's
+// argument, ring.cuh above: a block sends row k + 1's before it reads row k's). The poll is bounded: a team whose
+// blocks are not all resident (the launch sizes the grid to one block an SM, all resident on an idle GPU) would
+// wait forever; after TEAM_POLLS rounds it reads NaN, which the gate reports.
+#ifndef ROW_SLOTS
+#define ROW_SLOTS 2
+#endif
+static_assert(ROW_SLOTS == 2 || ROW_SLOTS == 4, "ROW_SLOTS: 2 or 4 rows' slots");
+constexpr unsigned TEAM_POLLS = 1u << 22;
+struct ExchangeSlots {
+    static constexpr int WORDS = ROW_SLOTS * 2 * TEAM * 2;  // rows × rounds × ranks × (m, d): a team's
+    unsigned long long* words;  // this team's
+    unsigned base;              // this launch's tags start past it
+    __device__ __forceinline__ unsigned long long* at(int k, int round, int rank) const {
+        return words + 2 * (((k & (ROW_SLOTS - 1)) * 2 + round) * TEAM + rank);
+    }
+    __device__ __forceinline__ unsigned tag(int k, int round) const { return base + 2u * k + round + 1u; }
+};
+
+// Thread 0, before the start's barrier: this team's words and this launch's tags (`teams` teams, `team` this one).
+__device__ __forceinline__ void team_start(ExchangeSlots& slots, unsigned long long* words, unsigned long long* tickets,
+                                           int M, long long teams, long long team) {
+    if (threadIdx.x != 0) return;
+    const unsigned long long epoch = atomicAdd(tickets, 1ull) / gridDim.x;
+    slots.words = words + team * ExchangeSlots::WORDS;
+    slots.base = (unsigned)(epoch * 2ull * (unsigned long long)((M + teams - 1) / teams));
+}
+
+// Thread 0: this block's (m, d) of row k into its rank's pair.
+__device__ __forceinline__ void send_pair(const ExchangeSlots& slots, int k, int round, float m, float d) {
+    const unsigned long long tag = (unsigned long long)slots.tag(k, round) << 32;
+    asm volatile("st.relaxed.gpu.global.v2.b64 [%0], {%1, %2};\n"
+                 :: "l"(slots.at(k, round, team_rank())), "l"(tag | __float_as_uint(m)), "l"(tag | __float_as_uint(d))
+                 : "memory");
+}
+
+// Rank `from`'s (m, d) of row k once both words carry its tag; NaN if they never do (TEAM_POLLS).
+__device__ __forceinline__ float2 receive_pair(const ExchangeSlots& slots, int k, int round, int from) {
+    const unsigned tag = slots.tag(k, round);
+    const unsigned long long* at = slots.at(k, round, from);
+    for (unsigned polls = 0; polls < TEAM_POLLS; ++polls) {
+        unsigned long long m, d;
+        asm volatile("ld.relaxed.gpu.global.v2.b64 {%0, %1}, [%2];\n" : "=l"(m), "=l"(d) : "l"(at) : "memory");
+        if ((unsigned)(m >> 32) == tag && (unsigned)(d >> 32) == tag)
+            return make_float2(__uint_as_float((unsigned)m), __uint_as_float((unsigned)d));
+    }
+    return make_float2(__int_as_float(0x7fc00000), __int_as_float(0x7fc00000));
 }
 #else
 struct ExchangeSlots {};
@@ -179,13 +252,27 @@ __device__ __forceinline__ Stats publish(Stats s, float* scratch, ExchangeSlots&
         send(slots, 2 * round, k, s.m);
         send(slots, 2 * round + 1, k, s.d);
     }
+#elif TEAM > 1
+    if (threadIdx.x == 0) send_pair(slots, k, round, s.m, s.d);
 #endif
     return s;
 }
 
-// `s`: this block's statistics as publish gave them.
-__device__ __forceinline__ Stats gather(Stats s, ExchangeSlots& slots, int k, int round = 0) {
-#if CLUSTER > 1
+// `s`: this block's statistics as publish gave them. A cluster's are merged by every thread in rank order; a team's
+// (up to THREADS blocks) by the block's reduction, thread r holding rank r's: the same tree in every block.
+template <class Sync>
+__device__ __forceinline__ Stats gather(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
+#if TEAM > 1
+    static_assert(TEAM <= THREADS, "TEAM: at most a block's computing threads, one a rank");
+    Stats mine{NEG_INF, NEG_INF, 0.0f};
+    const int r = threadIdx.x;
+    if (r == team_rank()) mine = s;  // the bits it sent: t = scaled(m), as a received pair gets below
+    else if (r < TEAM) {
+        const float2 v = receive_pair(slots, k, round, r);
+        mine = {v.x, scaled(v.x), v.y};
+    }
+    s = block_stats<Sync>(mine, scratch);
+#elif CLUSTER > 1
     const int rank = cluster_rank(), which = 2 * round;
     Stats total = s;  // rank 0's, as block_stats gives it: t = scaled(m)
     if (rank != 0) {
@@ -204,7 +291,7 @@ __device__ __forceinline__ Stats gather(Stats s, ExchangeSlots& slots, int k, in
 
 template <class Sync>
 __device__ __forceinline__ Stats team_stats(Stats s, float* scratch, ExchangeSlots& slots, int k, int round = 0) {
-    return gather(publish<Sync>(s, scratch, slots, k, round), slots, k, round);
+    return gather<Sync>(publish<Sync>(s, scratch, slots, k, round), scratch, slots, k, round);
 }
 
 // The output of `count` vectors of a stage into yv: exp(x − m) / d, by `e` (exp_shifted with the row's t, or a

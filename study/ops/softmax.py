@@ -14,8 +14,9 @@ distributed shared memory (the row on chip across up to 8 blocks; v4's body for 
 holds; recorded) → v7 rows streamed by TMA bulk copies into a ring of shared-memory stages in a
 persistent grid, the next rows loading while a row is reduced and written (a cluster of 2–8 blocks a row where
 one block's ring cannot hold two) → v8 that ring cut into pieces a loader warp refills as the write pass leaves
-them → v9 v8 with a row's statistics crossing the cluster while the next row's first pass runs
-(study/ops/softmax_rings.py plans the three). Reported cold: every default shape's X and Y exceed the L2.
+them → v9 v8 with a row's statistics crossing the cluster while the next row's first pass runs → v10 v9 with a
+row over a team of the grid's blocks of any size, exchanging through L2 (study/ops/softmax_rings.py plans the
+four). Reported cold: every default shape's X and Y exceed the L2.
 
 Correctness gate. The inputs are drawn in the storage type, so the float64 softmax of those very
 values is the reference. Every output element carries the same few relative errors — its
@@ -38,7 +39,7 @@ import torch
 
 from study import draws, kernel_header
 from study.backends import cuda
-from study.ops.softmax_rings import V9, piece_ring_launcher, tma_ring_launcher
+from study.ops.softmax_rings import V9, piece_ring_launcher, team_ring_launcher, tma_ring_launcher
 from study.ops.softmax_twins import (normalize_after_tuned_stats, ring_twin_check, ring_twin_launch, rows_twin_launch,
                                     split_rows_twin_launch, twin_launch, warp_rows_twin_launch, whole_twin_launch)
 from study.paths import CUDA_DIR
@@ -249,6 +250,7 @@ CLUSTER_ROWS = CudaLauncher(launch=cluster_rows_launch, check=cluster_rows_check
 TMA_RING = tma_ring_launcher(SOFTMAX.cuda_defines)  # v7
 PIECE_RING = piece_ring_launcher(SOFTMAX.cuda_defines)  # v8
 OVERLAP_RING = piece_ring_launcher(SOFTMAX.cuda_defines, V9)  # v9
+TEAM_RING = team_ring_launcher(SOFTMAX.cuda_defines)  # v10
 
 
 def fits_on_chip(n: int, threads: int, slots: int, per_slot: int) -> bool:
@@ -310,6 +312,13 @@ register(
              cuda="09_overlap_ring.cu", launch=OVERLAP_RING,
              # Triton has no cluster exchange to overlap: the twin is v7's
              triton=twin(tk.softmax_ring, tk.V7_TMA_RING, tk.RING_SPACE, launch=ring_twin_launch, check=ring_twin_check)),
+        Rung("v10_team_ring", "v9 with a row over a team of the grid's blocks of any size, its statistics exchanged "
+             "through L2 (no cluster)", "the GPC's bound on a row's blocks: a few long rows' unbalanced rounds and "
+             "shares that leave the ring no room for the next rows",
+             cuda="10_team_ring.cu", launch=TEAM_RING,
+             # the twin that exchanges a row's statistics through L2 is v6's: slices of a row over programs
+             triton=twin(tk.softmax_split_stats, tk.V6_CLUSTER_ROWS, tk.SPLIT_ROWS_SPACE, launch=split_rows_twin_launch,
+                         post_hook=normalize_after_tuned_stats)),
     ],
     baselines=[Baseline("torch_softmax", "torch.softmax", "PyTorch (ATen)", "torch", torch_softmax,
                         "torch.ops.aten._softmax.out", reference=True)],

@@ -1,6 +1,6 @@
-"""softmax's ring rungs, v7, v8 and v9: rows streamed by TMA bulk copies into shared memory by a persistent grid
-of blocks or clusters (docs/ladders/softmax.md, v7 to v9). Their plans (a row's share, the ring), the clusters the
-GPU runs at once, and their launchers; study/ops/softmax.py registers them."""
+"""softmax's ring rungs, v7 to v10: rows streamed by TMA bulk copies into shared memory by a persistent grid
+of blocks, clusters (v7 to v9) or teams (v10) (docs/ladders/softmax.md, v7 to v10). Their plans (a row's share, the
+ring), the clusters the GPU runs at once, and their launchers; study/ops/softmax.py registers them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from study.backends import cuda
 from study.backends.launch import PointUnsupported, Unsupported
 from study.paths import CUDA_DIR
-from study.problem import CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
+from study.problem import DEFAULT_SMS, CudaLaunch, CudaLauncher, cdiv, out_of_scope, sm_count
 
 V7_PATH = CUDA_DIR / "softmax" / "07_tma_ring.cu"
 MAX_RING_STAGES = 4                 # the kernel's static_assert
@@ -85,15 +85,22 @@ def scope_check(plan_of):
     return check
 
 
+def vector_path_defines(op_defines, rung: str, config, tensors, out, shape, precision) -> dict:
+    """The op's defines (``op_defines``: ALIGNED, PEEL) of a ring rung's case, whose bulk copies move 16-byte
+    vectors: X and Y must share their offset from 16 bytes (the vector paths), else the case is refused."""
+    defines = op_defines(config, tensors, out, shape, precision)
+    if not (defines["ALIGNED"] or defines["PEEL"]):
+        raise Unsupported(f"{rung}'s bulk copies move 16-byte vectors: X and Y must lie at the same offset from "
+                          f"16 bytes (v6 takes other rows)")
+    return defines
+
+
 def vector_ring_defines(op_defines, rung: str, plan_of, plan_defines):
     """The defines of a ring rung: the op's (``op_defines``: ALIGNED, PEEL), then ``plan_defines(plan)`` of the
     plan ``plan_of(n, element_bytes, config)`` gives. The bulk copies move 16-byte vectors, so X and Y must share
     their offset from 16 bytes (the vector paths); a plan refused is this point's, not the case's."""
     def defines(config, tensors, out, shape, precision):
-        defines = op_defines(config, tensors, out, shape, precision)
-        if not (defines["ALIGNED"] or defines["PEEL"]):
-            raise Unsupported(f"{rung}'s bulk copies move 16-byte vectors: X and Y must lie at the same offset from "
-                              f"16 bytes (v6 takes other rows)")
+        defines = vector_path_defines(op_defines, rung, config, tensors, out, shape, precision)
         plan = plan_of(shape["N"], precision.element_bytes, config)
         if isinstance(plan, str):
             raise PointUnsupported(plan)  # this point's ring; the fitted point's may hold the row
@@ -295,3 +302,98 @@ def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRing
                                                    "rounds": cdiv(m, clusters),
                                                    **({"overlap": int(OVERLAP_SHARES * plan.per_row <= plan.pieces)}
                                                       if kernel.overlaps else {})})
+
+
+V10_PATH = CUDA_DIR / "softmax" / "10_team_ring.cu"
+TEAM_LOOKAHEAD = 3  # FIT: a team's share fits the ring this many times: two rows held (the overlap), one loading
+ROW_COST = 512      # FIT: a row's fixed cost on a block in body vectors (its two reductions and the poll), a guess
+ROW_SLOTS = 4       # v10's rows of exchange slots (the kernel's, as v9's)
+
+
+def team_words(team: int) -> int:
+    """The 64-bit words of a team's exchange: ring.cuh's ExchangeSlots::WORDS (rows × rounds × ranks × (m, d))."""
+    return ROW_SLOTS * 2 * team * 2
+
+
+@dataclasses.dataclass(frozen=True)
+class TeamPlan:
+    """v10's plan: ``teams`` teams of ``team`` consecutive blocks, each team walking rows t, t + teams, …, and the
+    ring of each block (:class:`PieceRingPlan`, its ``cluster`` the team: ``chunk`` is a block's share)."""
+
+    team: int
+    teams: int
+    ring: PieceRingPlan
+
+    def rounds(self, m: int) -> int:
+        return cdiv(m, self.teams)
+
+
+def team_plan(m: int, n: int, element_bytes: int, blocks: int, params) -> TeamPlan | str:
+    """v10's teams for ``m`` rows of ``n`` elements on a grid of at most ``blocks`` blocks (one an SM), or why none
+    holds them. A team of T blocks shares a row as a cluster of T would (:func:`piece_ring_plan`: the config's
+    PIECE, as many pieces as the ring budget holds); ⌊blocks / T⌋ teams, none more than the rows. FIT=1 (the
+    declared config): of the team sizes up to THREADS (the gather's one thread a rank) whose share fits the ring
+    :data:`TEAM_LOOKAHEAD` times, the fewest rounds × (share + :data:`ROW_COST`), ties to the smaller team — rounds
+    balance the rows over the teams, the share sets a row's time on a block, and the cost a row carries besides its
+    bytes (two block reductions, the poll through L2) keeps the teams from growing past what the bytes pay for.
+    At 64 rows of 262144 FP32 on 132 SMs: 8 teams of 16 blocks, 8 rounds of 64 KB shares (the ring holds 3.5);
+    ROW_COST is not measured yet (the space's TEAM points are there to time it). FIT=0: the config's TEAM."""
+    def plan(team: int) -> TeamPlan | str:
+        if team > blocks:
+            return out_of_scope(f"a team of {team} blocks on a grid of {blocks} (one block an SM)")
+        ring = piece_ring_plan(n, element_bytes, {"PIECE": params["PIECE"], "CLUSTER": team, "FIT": 0})
+        return ring if isinstance(ring, str) else TeamPlan(team, max(1, min(m, blocks // team)), ring)
+
+    if not params.get("FIT"):
+        return plan(params["TEAM"])
+    best, best_key = None, None
+    for team in range(1, min(params["THREADS"], blocks) + 1):
+        p = plan(team)
+        if isinstance(p, str) or p.ring.pieces < TEAM_LOOKAHEAD * p.ring.per_row:
+            continue
+        key = (p.rounds(m) * (p.ring.chunk + ROW_COST), team)
+        if best_key is None or key < best_key:
+            best, best_key = p, key
+    if best is None:
+        return out_of_scope(f"no team of up to {min(params['THREADS'], blocks)} blocks holds a row of {n} elements "
+                            f"{TEAM_LOOKAHEAD} times in its rings (v6 takes it)")
+    return best
+
+
+def team_ring_check(params, shape, precision):
+    """v10's scope at the default GPU's SMs (the launch plans with the GPU's own)."""
+    plan = team_plan(shape["M"], shape["N"], precision.element_bytes, DEFAULT_SMS, params)
+    return plan if isinstance(plan, str) else None
+
+
+def team_ring_launcher(op_defines) -> CudaLauncher:
+    """v10's launcher: TEAM, PIECE and PIECES from :func:`team_plan` at the GPU's SMs."""
+    def defines(config, tensors, out, shape, precision):
+        defines = vector_path_defines(op_defines, "v10", config, tensors, out, shape, precision)
+        plan = team_plan(shape["M"], shape["N"], precision.element_bytes, sm_count(out), config)
+        if isinstance(plan, str):
+            raise PointUnsupported(plan)  # this point's team; the fitted point's may hold the row
+        return {**defines, "TEAM": plan.team, "PIECE": plan.ring.piece, "PIECES": plan.ring.pieces}
+
+    return CudaLauncher(launch=team_ring_launch, check=team_ring_check, defines=defines)
+
+
+def team_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+    """v10: a persistent grid of teams × TEAM blocks of THREADS computing threads and a loader warp, one block an SM
+    (the teams' blocks poll for each other: all must run at once), and the launch's own exchange words and ticket
+    counter, zeroed once here (ring.cuh: the tags carry each launch's epoch, so nothing resets them). Recorded:
+    ``team``, ``teams``, ``chunk``, ``pieces``, ``per_row``, ``rounds`` and ``overlap`` (as v9's)."""
+    import torch
+
+    m, n = shape["M"], shape["N"]
+    plan = team_plan(m, n, precision.element_bytes, sm_count(out), {**defines, "FIT": 0})
+    ring = plan.ring
+    words = torch.zeros(plan.teams * team_words(plan.team), dtype=torch.int64, device=out.device)
+    tickets = torch.zeros(1, dtype=torch.int64, device=out.device)
+    args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(ring.chunk),
+            cuda.as_cupy(words), cuda.as_cupy(tickets))
+    return CudaLaunch(grid=(plan.teams * plan.team, 1, 1), block=(defines["THREADS"] + LOADER, 1, 1), args=args,
+                      smem=ring.ring_bytes, keep=(words, tickets),
+                      facts={"team": plan.team, "teams": plan.teams, "chunk": ring.chunk, "pieces": ring.pieces,
+                             "per_row": ring.per_row, "rounds": plan.rounds(m),
+                             "overlap": int(OVERLAP_SHARES * ring.per_row <= ring.pieces)})
