@@ -492,7 +492,7 @@ def test_v8_launches_its_loader_warp_and_ring_over_a_grid_of_whole_clusters(fake
 
 
 def test_v10_plans_teams_of_any_size_whose_share_leaves_the_ring_room_and_balances_their_rounds():
-    from study.ops.softmax_rings import ROW_COST, TEAM_LOOKAHEAD, team_plan
+    from study.ops.softmax_rings import ROW_COST, team_plan
 
     fit = {"FIT": 1, "PIECE": 1024, "THREADS": 512}
 
@@ -500,25 +500,26 @@ def test_v10_plans_teams_of_any_size_whose_share_leaves_the_ring_room_and_balanc
         plan = team_plan(m, n, element_bytes, blocks, fit)
         return plan.team, plan.teams, plan.rounds(m), plan.ring.per_row
 
-    # 64 rows of 1 MB: 8 teams of 16 blocks, 8 rounds of 64 KB shares (4 pieces in a ring of 14), where v8's
-    # clusters, bound to a GPC, ran 22 of 5 blocks in 3 unbalanced rounds of 210 KB shares
-    assert planned(64, 262144, 4) == (16, 8, 8, 4)
-    assert planned(64, 262144, 2) == (8, 16, 4, 4) and planned(128, 262144, 2) == (8, 16, 8, 4)
-    assert planned(64, 151936, 4) == (10, 13, 5, 4)  # 13 teams: 5 rounds, 64 of 65 team-rounds busy
+    # 64 rows of 1 MB: 16 teams of 8 blocks, 4 rounds of 128 KB shares (8 pieces in a ring of 14), where v8's
+    # clusters, bound to a GPC, ran 22 of 5 blocks in 3 unbalanced rounds of 210 KB shares (13 pieces)
+    assert planned(64, 262144, 4) == (8, 16, 4, 8) and planned(32, 262144, 4) == (8, 16, 2, 8)
+    assert planned(64, 262144, 2) == (4, 33, 2, 8)  # 33 teams: two rounds, 64 of 66 team-rounds busy
+    assert planned(64, 151936, 4) == (6, 22, 3, 7)
+    assert planned(64, 151936, 2) == (2, 64, 1, 10)  # one round: a share need fit the ring only once
     assert planned(8, 131072, 4) == (16, 8, 1, 2)  # one round: more blocks would add a row's cost to smaller shares
     assert planned(1, 262144, 4) == (132, 1, 1, 1)  # one row over the whole GPU
-    assert planned(64, 262144, 4, blocks=114) == (19, 6, 11, 4)  # the GPU's own SMs (an H100 PCIe's 114)
+    assert planned(64, 262144, 4, blocks=114) == (14, 8, 8, 5)  # the GPU's own SMs (an H100 PCIe's 114)
     for m, n, element_bytes in ((64, 262144, 4), (64, 151936, 2), (1024, 50257, 2), (3, 40000, 4)):
         plan = team_plan(m, n, element_bytes, 132, fit)
-        assert plan.ring.pieces >= TEAM_LOOKAHEAD * plan.ring.per_row and plan.teams * plan.team <= 132
+        assert plan.leaves_room(m) and plan.teams * plan.team <= 132
         for team in range(1, 133):  # no other team that leaves the ring room costs less
             other = team_plan(m, n, element_bytes, 132, {**fit, "FIT": 0, "TEAM": team})
-            if isinstance(other, str) or other.ring.pieces < TEAM_LOOKAHEAD * other.ring.per_row:
+            if isinstance(other, str) or not other.leaves_room(m):
                 continue
             assert (plan.rounds(m) * (plan.ring.chunk + ROW_COST) <= other.rounds(m) * (other.ring.chunk + ROW_COST))
     assert "v6 takes it" in team_plan(64, 262144, 4, 132, {**fit, "FIT": 0, "TEAM": 2})  # a point's share too long
     assert "grid of 132" in team_plan(64, 262144, 4, 132, {**fit, "FIT": 0, "TEAM": 133})
-    assert "no team" in team_plan(1, 1 << 26, 4, 132, fit)  # 256 MB: no team of 132 leaves the ring room
+    assert "no team" in team_plan(1, 1 << 26, 4, 132, fit)  # 256 MB: no team of 132 holds its share
 
 
 def test_v10_launches_teams_of_consecutive_blocks_with_their_own_words_and_tickets(fake_cuda):
@@ -529,13 +530,13 @@ def test_v10_launches_teams_of_consecutive_blocks_with_their_own_words_and_ticke
     (symbol, grid, block, args, smem), = fake_cuda
     config = launch.config
     assert symbol == "softmax_v10_team_ring" and block == (512 + 32, 1, 1)
-    assert (config["TEAM"], config["teams"], config["rounds"], config["overlap"]) == (16, 8, 8, 1)
-    assert grid == (16 * 8, 1, 1) and smem == config["PIECES"] * config["PIECE"] * 16
+    assert (config["TEAM"], config["teams"], config["rounds"], config["overlap"]) == (8, 16, 4, 0)
+    assert grid == (8 * 16, 1, 1) and smem == config["PIECES"] * config["PIECE"] * 16
     x, y, m, n, chunk, words, tickets = args
-    assert (int(m), int(n), int(chunk)) == (64, 262144, config["chunk"]) and config["chunk"] * 16 == 65536
+    assert (int(m), int(n), int(chunk)) == (64, 262144, config["chunk"]) and config["chunk"] * 16 == 131072
     # the teams' words and the ticket counter: the launch's own, zeroed (the tags carry each launch's epoch)
     assert words.dtype == tickets.dtype == torch.int64 and not words.any() and not tickets.any()
-    assert words.numel() == 8 * team_words(16) and tickets.numel() == 1
+    assert words.numel() == 16 * team_words(8) and tickets.numel() == 1
     shape = {"M": 4, "N": 1000}
     x = torch.empty(4 * 1000 + 1)[1:].view(4, 1000)  # 4 bytes off 16, Y is not
     x.copy_(PROBLEM.make_inputs(shape, FP32, 0, "cpu")["X"])

@@ -31,8 +31,8 @@
 // arch: sm_90
 // precisions: fp32 fp16 bf16
 // Sized to the rows (FIT=1, the declared config; study/ops/softmax_rings.py, team_plan): of the team sizes whose share
-// fits the ring three times (two rows held for the overlap and one loading), the fewest rounds × (share + a row's
-// fixed cost), ties to the smaller team.
+// fits the ring one and a half times (once where a team takes one row), the fewest rounds × (share + a row's fixed
+// cost), ties to the smaller team.
 // config: TEAM=1 THREADS=512 PIECE=1024 FIT=1
 // space: TEAM=1 THREADS=256 PIECE=1024 FIT=1
 // space: TEAM=1 THREADS=512 PIECE=512 FIT=1

@@ -305,8 +305,8 @@ def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRing
 
 
 V10_PATH = CUDA_DIR / "softmax" / "10_team_ring.cu"
-TEAM_LOOKAHEAD = 3  # FIT: a team's share fits the ring this many times: two rows held (the overlap), one loading
-ROW_COST = 512      # FIT: a row's fixed cost on a block in body vectors (its two reductions and the poll), a guess
+TEAM_LOOKAHEAD = 1.5  # FIT: a team's share fits the ring this many times where it walks more than one row (v8's)
+ROW_COST = 512        # FIT: a row's fixed cost on a block, in body vectors (its two reductions and the poll)
 ROW_SLOTS = 4       # v10's rows of exchange slots (the kernel's, as v9's)
 
 
@@ -327,17 +327,26 @@ class TeamPlan:
     def rounds(self, m: int) -> int:
         return cdiv(m, self.teams)
 
+    def leaves_room(self, m: int) -> bool:
+        """Whether a block's ring holds its share :data:`TEAM_LOOKAHEAD` times, so that the next row loads while
+        this one is held — or once, where each team takes one row."""
+        return self.ring.pieces >= (TEAM_LOOKAHEAD if self.rounds(m) > 1 else 1) * self.ring.per_row
+
 
 def team_plan(m: int, n: int, element_bytes: int, blocks: int, params) -> TeamPlan | str:
     """v10's teams for ``m`` rows of ``n`` elements on a grid of at most ``blocks`` blocks (one an SM), or why none
     holds them. A team of T blocks shares a row as a cluster of T would (:func:`piece_ring_plan`: the config's
     PIECE, as many pieces as the ring budget holds); ⌊blocks / T⌋ teams, none more than the rows. FIT=1 (the
-    declared config): of the team sizes up to THREADS (the gather's one thread a rank) whose share fits the ring
-    :data:`TEAM_LOOKAHEAD` times, the fewest rounds × (share + :data:`ROW_COST`), ties to the smaller team — rounds
-    balance the rows over the teams, the share sets a row's time on a block, and the cost a row carries besides its
-    bytes (two block reductions, the poll through L2) keeps the teams from growing past what the bytes pay for.
-    At 64 rows of 262144 FP32 on 132 SMs: 8 teams of 16 blocks, 8 rounds of 64 KB shares (the ring holds 3.5);
-    ROW_COST is not measured yet (the space's TEAM points are there to time it). FIT=0: the config's TEAM."""
+    declared config): of the team sizes up to THREADS (the gather's one thread a rank) whose plan leaves the ring
+    room (:meth:`TeamPlan.leaves_room`), the fewest rounds × (share + :data:`ROW_COST`), ties to the smaller team —
+    rounds balance the rows over the teams, the share sets a row's time on a block, and the cost a row carries
+    besides its bytes (two block reductions, the poll through L2) keeps the teams from growing past what the bytes
+    pay for. Why (H100, cold, one run each, reports/h100-80gb-hbm3/experiments/softmax-v10-first-d7cb2fb/): a first
+    rule asked for three shares in the ring and took 16-block teams at 64 × 262144 FP32 (8 rounds of 64 KB, 2,378
+    GB/s) and 32 × 262144 FP32 (2,028), where autotuning found 8 blocks (4 and 2 rounds of 128 KB: 2,476 and 2,196):
+    a row costs ~350 and ~740 vectors besides its share by those pairs, hence ROW_COST; and one row a team needs no
+    second share (64 × 151936 BF16 over 6 blocks, 3 rounds: 1,399 GB/s, where v8's 64 pairs in one round ran 1,948).
+    FIT=0: the config's TEAM."""
     def plan(team: int) -> TeamPlan | str:
         if team > blocks:
             return out_of_scope(f"a team of {team} blocks on a grid of {blocks} (one block an SM)")
@@ -349,14 +358,14 @@ def team_plan(m: int, n: int, element_bytes: int, blocks: int, params) -> TeamPl
     best, best_key = None, None
     for team in range(1, min(params["THREADS"], blocks) + 1):
         p = plan(team)
-        if isinstance(p, str) or p.ring.pieces < TEAM_LOOKAHEAD * p.ring.per_row:
+        if isinstance(p, str) or not p.leaves_room(m):
             continue
         key = (p.rounds(m) * (p.ring.chunk + ROW_COST), team)
         if best_key is None or key < best_key:
             best, best_key = p, key
     if best is None:
         return out_of_scope(f"no team of up to {min(params['THREADS'], blocks)} blocks holds a row of {n} elements "
-                            f"{TEAM_LOOKAHEAD} times in its rings (v6 takes it)")
+                            f"in its rings (v6 takes it)")
     return best
 
 
