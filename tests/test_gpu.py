@@ -825,7 +825,8 @@ def test_softmax_v8_balances_a_few_rows_over_its_cluster_sizes():
         assert launch.config["rounds"] == got[0]
 
 
-@pytest.mark.parametrize("name", ["softmax/v8_piece_ring/cuda", "softmax/v9_overlap_ring/cuda"])
+@pytest.mark.parametrize("name", ["softmax/v8_piece_ring/cuda", "softmax/v9_overlap_ring/cuda",
+                                  "softmax/v10_team_ring/cuda"])
 def test_softmax_piece_rings_carry_minus_infinity_and_nan_across_their_clusters(name):
     impl = next(i for i in IMPLS if i.name == name)
     if _arch_reason(impl):
@@ -851,6 +852,27 @@ def test_softmax_v9_overlaps_rows_where_two_shares_fit_its_ring_and_repeats_exac
         ("bf16", (300, 262144), point(8), planned(8, 4)), ("fp32", (300, 262144), None, planned(8, 8)),
         ("bf16", (200, 300001), None, planned(8, 5)), ("fp32", (70, 151936), point(5), planned(5, 8)),
         ("bf16", (90, 151936), point(3), planned(3, 7)), ("fp32", (50, 40), point(8, 256), planned(8, 1, 32))])
+
+
+def test_softmax_v10_spreads_rows_over_teams_of_the_grid_and_repeats_exactly_launch_after_launch():
+    # Teams of 8 and 4 blocks over several rounds (the fit at 64 rows of 262144), pairs in one round, 44 blocks on a
+    # row off 16 bytes (300001: PEEL), one block a row (no exchange), 33-block teams walking 50 rows each (every one
+    # of the four rows' slots reused a dozen times, the tags running on), 16 blocks on a row of 10 vectors (ranks
+    # 10–15 hold none), one row over every SM. Each case runs four launches on the same words: a tag from an earlier
+    # launch taken for this one's would show as a difference (or NaN) in a later launch.
+    def planned(team, teams, rounds):
+        return {"TEAM": team, "teams": teams, "rounds": rounds}
+
+    def point(team):
+        return {"TEAM": team, "THREADS": 512, "PIECE": 1024, "FIT": 0}
+
+    if torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the planned teams below are for 132 SMs (H100 SXM, H200)")
+    _ring_rung_plans_and_repeats(next(i for i in IMPLS if i.name == "softmax/v10_team_ring/cuda"), [
+        ("fp32", (64, 262144), None, planned(8, 16, 4)), ("bf16", (64, 262144), None, planned(4, 33, 2)),
+        ("bf16", (64, 151936), None, planned(2, 64, 1)), ("fp32", (3, 300001), None, planned(44, 3, 1)),
+        ("fp32", (500, 4096), None, planned(1, 132, 4)), ("fp32", (200, 50257), point(33), planned(33, 4, 50)),
+        ("bf16", (7, 80), point(16), planned(16, 7, 1)), ("bf16", (1, 262144), None, planned(132, 1, 1))])
 
 
 @pytest.mark.parametrize("impl", [i for i in IMPLS if i.op == "softmax"], ids=lambda i: i.name)
