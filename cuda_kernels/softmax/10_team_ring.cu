@@ -5,8 +5,8 @@
 // balanced plan trades cluster sizes for rounds, but a cluster of at most 8 blocks must hold a row of 1 MB in its
 // rings (a share of 128 KB or more: one share a ring, no room for the next rows' loads). Here a team of TEAM
 // consecutive blocks of a persistent grid (any TEAM up to the computing threads, one block an SM) holds a row,
-// teams walking rows t, t + teams, …: 64 rows over 8 teams of 16 blocks take 8 rounds exactly, each share 64 KB,
-// the ring holding three and a half. The teams share no cluster, so a row's (maximum, sum) crosses L2 as tagged
+// teams walking rows t, t + teams, …: 64 rows over 16 teams of 8 blocks take 4 rounds exactly, each share 128 KB,
+// the ring holding one and three quarters. The teams share no cluster, so a row's (maximum, sum) crosses L2 as tagged
 // 64-bit words (ring.cuh, the TEAM exchange): thread 0 of each block stores its pair, threads r < TEAM of every
 // block poll rank r's pair, and the block's reduction merges them, the same tree in every block (the same bits).
 // The round trip through L2 (microseconds, where DSMEM takes tens of nanoseconds) overlaps the next row's first

@@ -116,7 +116,8 @@ __device__ __forceinline__ Held first_pass(const storage_t* __restrict__ X, stor
 // row written piece by piece, each warp freeing a piece as it leaves it.
 __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, const uint4* ring, unsigned empty0,
                                             float* scratch, ExchangeSlots& slots) {
-    const Stats st = settle<ComputeSync>(gather<ComputeSync>(h.st, scratch, slots, k), scratch, slots, k, h.has_single, h.single,
+    const Stats gathered = gather<ComputeSync>(h.st, scratch, slots, k);
+    const Stats st = settle<ComputeSync>(gathered, scratch, slots, k, h.has_single, h.single,
                                          [&](float m) {
                                              float d = 0.0f;
                                              for (int j = 0; j < per_row; ++j)
@@ -140,7 +141,7 @@ __device__ __forceinline__ void second_pass(const Held& h, int k, int per_row, c
             from_float((huge(m) ? exp_minus(h.single, m) : exp_shifted(h.single, shift)) * inv);
 }
 
-// The opening both rungs' kernels share, at the top of the body: the ring (dynamic shared memory, PIECES × PIECE
+// The opening the piece-ring kernels share, at the top of the body: the ring (dynamic shared memory, PIECES × PIECE
 // vectors), its full/empty barriers, the reduction scratch and the exchange slots; the launch's checks (16-byte
 // vectors only: the launch refuses X and Y at different offsets from 16 bytes; a share the ring cannot hold would
 // wait on its own pieces forever); per_row, cid and clusters (a row's cluster or team, and how many the grid

@@ -95,10 +95,10 @@ __device__ __forceinline__ float receive(ExchangeSlots& slots, int which, int k,
 // from a counter the launch's buffers own (never reset); ticket ÷ grid blocks is the launch's epoch, and a team's
 // tags run base + 2k + round + 1 with base = epoch · 2 · (rows a team walks) — disjoint from the last launch's,
 // which wrote the words now there (each launch of a launcher has one shape). A tag returns only after 2^32 of them
-// (2^31 rows a team, one launcher): none of the study's runs comes near. Slots of ROW_SLOTS rows (v9's
-// argument, ring.cuh above: a block sends row k + 1's before it reads row k's). The poll is bounded: a team whose
-// blocks are not all resident (the launch sizes the grid to one block an SM, all resident on an idle GPU) would
-// wait forever; after TEAM_POLLS rounds it reads NaN, which the gate reports.
+// (2^31 rows a team, one launcher): none of the study's runs comes near. Slots of ROW_SLOTS rows, by the cluster
+// exchange's argument above (4 where a block sends row k + 1's before it reads row k's). The poll is bounded: a
+// team whose blocks are not all resident (the launch sizes the grid to one block an SM, all resident on an idle
+// GPU) would wait forever; after TEAM_POLLS rounds it reads NaN, which the gate reports.
 #ifndef ROW_SLOTS
 #define ROW_SLOTS 2
 #endif

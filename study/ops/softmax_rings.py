@@ -8,6 +8,7 @@ import dataclasses
 import functools
 
 import numpy as np
+import torch
 
 from study.backends import cuda
 from study.backends.launch import PointUnsupported, Unsupported
@@ -304,10 +305,9 @@ def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRing
                                                       if kernel.overlaps else {})})
 
 
-V10_PATH = CUDA_DIR / "softmax" / "10_team_ring.cu"
 TEAM_LOOKAHEAD = 1.5  # FIT: a team's share fits the ring this many times where it walks more than one row (v8's)
 ROW_COST = 512        # FIT: a row's fixed cost on a block, in body vectors (its two reductions and the poll)
-ROW_SLOTS = 4       # v10's rows of exchange slots (the kernel's, as v9's)
+ROW_SLOTS = 4         # v10's rows of exchange slots (the kernel's, as v9's)
 
 
 def team_words(team: int) -> int:
@@ -390,10 +390,8 @@ def team_ring_launcher(op_defines) -> CudaLauncher:
 def team_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
     """v10: a persistent grid of teams × TEAM blocks of THREADS computing threads and a loader warp, one block an SM
     (the teams' blocks poll for each other: all must run at once), and the launch's own exchange words and ticket
-    counter, zeroed once here (ring.cuh: the tags carry each launch's epoch, so nothing resets them). Recorded:
-    ``team``, ``teams``, ``chunk``, ``pieces``, ``per_row``, ``rounds`` and ``overlap`` (as v9's)."""
-    import torch
-
+    counter, zeroed once here (ring.cuh: the tags carry each launch's epoch, so nothing resets them). Recorded
+    besides the config's TEAM: ``teams``, ``chunk``, ``pieces``, ``per_row``, ``rounds`` and ``overlap`` (as v9's)."""
     m, n = shape["M"], shape["N"]
     plan = team_plan(m, n, precision.element_bytes, sm_count(out), {**defines, "FIT": 0})
     ring = plan.ring
@@ -403,6 +401,6 @@ def team_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
             cuda.as_cupy(words), cuda.as_cupy(tickets))
     return CudaLaunch(grid=(plan.teams * plan.team, 1, 1), block=(defines["THREADS"] + LOADER, 1, 1), args=args,
                       smem=ring.ring_bytes, keep=(words, tickets),
-                      facts={"team": plan.team, "teams": plan.teams, "chunk": ring.chunk, "pieces": ring.pieces,
+                      facts={"teams": plan.teams, "chunk": ring.chunk, "pieces": ring.pieces,
                              "per_row": ring.per_row, "rounds": plan.rounds(m),
                              "overlap": int(OVERLAP_SHARES * ring.per_row <= ring.pieces)})
