@@ -99,7 +99,9 @@ UNMIRRORED = {"sgemm/v9_split_k_multistage": ["GROUP 8 has no twin"],  # v5's sp
               "bgemm/v3_batched_skinny_m": ["warps 8 vs THREADS 288"],  # v10's twin over a batch
               # v11: a producer warpgroup (TMA and the split of A) and two consumers, as v8's
               "sgemm/v11_3xtf32_wgmma": ["warps 8 vs THREADS 384"],
-              "sgemm/v12_3xtf32_split_k": ["warps 8 vs THREADS 384"]}  # v11's twin over split-K units
+              "sgemm/v12_3xtf32_split_k": ["warps 8 vs THREADS 384"],  # v11's twin over split-K units
+              # v10's twin is v6's, config and all: where its slices exchange, its plan sets the warps (8 or 16)
+              "softmax/v10_team_ring": ["warps 32 vs THREADS 512"]}
 HGEMM_STAGES = {"v0_naive": 1, "v1_coalesced": 1, "v2_smem_tiling": 1, "v3_register_tile": 1, "v4_bank_conflicts": 1,
                 "v5_double_buffer": 2}
 
