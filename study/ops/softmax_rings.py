@@ -192,6 +192,12 @@ class PieceRingPlan:
     def ring_bytes(self) -> int:
         return self.pieces * self.piece * 16
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether the ring holds :data:`OVERLAP_SHARES` shares, so that v9 and v10 run the next row's first pass
+        before this row's second (the kernels' `overlap_rows`)."""
+        return OVERLAP_SHARES * self.per_row <= self.pieces
+
 
 def piece_ring_plan(n: int, element_bytes: int, params) -> PieceRingPlan | str:
     """v8's (and v9's) ring for rows of ``n`` elements, or why none holds them: the config's PIECE (shortened to a
@@ -301,7 +307,7 @@ def piece_ring_launch(defines, tensors, out, shape, precision, kernel: PieceRing
                       smem=plan.ring_bytes, facts={"chunk": plan.chunk, "pieces": plan.pieces, "per_row": plan.per_row,
                                                    "clusters": clusters, "clusters_from": source,
                                                    "rounds": cdiv(m, clusters),
-                                                   **({"overlap": int(OVERLAP_SHARES * plan.per_row <= plan.pieces)}
+                                                   **({"overlap": int(plan.overlaps)}
                                                       if kernel.overlaps else {})})
 
 
@@ -403,4 +409,4 @@ def team_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
                       smem=ring.ring_bytes, keep=(words, tickets),
                       facts={"teams": plan.teams, "chunk": ring.chunk, "pieces": ring.pieces,
                              "per_row": ring.per_row, "rounds": plan.rounds(m),
-                             "overlap": int(OVERLAP_SHARES * ring.per_row <= ring.pieces)})
+                             "overlap": int(ring.overlaps)})
