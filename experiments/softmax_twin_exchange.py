@@ -7,8 +7,11 @@ that holds two or four overlaps a program's wait with another's loads. For each 
 (warps, slice values), this prints the slices a row, whether the twin exchanged, and the cold time (median of
 SAMPLES launches by the study's own timer, L2 flushed before each) as GB/s, after the study's gate has passed.
 
-    python experiments/softmax_twin_exchange.py [MxN ...]   (from the repository root, on a GPU)
+    python experiments/softmax_twin_exchange.py [--points WARPSxVALUES,...] [--precision fp32|bf16] [MxN ...]
+    (from the repository root, on a GPU)
 """
+
+import argparse
 
 import sys
 from pathlib import Path
@@ -26,13 +29,15 @@ SHAPES = ("1024x50257", "1024x128256", "1024x262144", "64x262144", "64x151936", 
 POINTS = ((32, 16384), (32, 8192), (16, 16384), (16, 8192), (8, 8192), (8, 4096), (4, 2048))
 
 
-def main(shapes) -> None:
+def main(shapes, points=POINTS, precisions=("fp32", "bf16")) -> None:
     impl = implementation("softmax/v6_cluster_rows/triton")
     problem = ladder("softmax").problem
     timer = cold_timer()
     print(f"{torch.cuda.get_device_name(0)}; {impl.name}, cold, median of launches")
     for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, shapes):
-        for warps, values in POINTS:
+        if precision_name not in precisions:
+            continue
+        for warps, values in points:
             config = dict(impl.params)
             out = problem.make_output(shape, precision, "cuda")
             fn = split_rows_twin_launch(impl.target.kernel, tensors, out, shape, config, precision,
@@ -53,4 +58,10 @@ def main(shapes) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or SHAPES)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shapes", nargs="*", default=SHAPES)
+    parser.add_argument("--points", type=lambda text: tuple(tuple(int(v) for v in p.split("x")) for p in text.split(",")),
+                        default=POINTS, help="warps x slice values, comma-separated (default: %(default)s)")
+    parser.add_argument("--precision", action="append", choices=("fp32", "bf16"), help="default: both")
+    args = parser.parse_args()
+    main(args.shapes, args.points, tuple(args.precision or ("fp32", "bf16")))
