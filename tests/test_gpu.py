@@ -685,26 +685,30 @@ def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again()
     _ring_rung_plans_and_repeats(impl, [(name, shape, None, {"exchange": 1, "on_chip": 1, "slices": slices,
                                                              "num_warps": warps})
                                         for name, shape, slices, warps in (
-                                            ("fp32", (1, 50257), 7, 8), ("bf16", (1024, 50257), 7, 8),
-                                            ("fp32", (64, 262144), 16, 16), ("bf16", (3, 300000), 19, 16),
-                                            ("fp32", (64, 2**20), 64, 16), ("bf16", (5, 40001), 5, 8))],
+                                            ("fp32", (1, 50257), 13, 4), ("bf16", (1024, 50257), 13, 4),
+                                            ("fp32", (64, 262144), 64, 4), ("bf16", (3, 300000), 19, 8),
+                                            ("fp32", (64, 2**20), 64, 16), ("bf16", (5, 40001), 10, 4),
+                                            ("bf16", (64, 262144), 16, 8))],
                                  then=negated)
-    # each point at a row off 16 elements, whichever the plan takes there
-    fp32 = ladder("softmax").problem.precision("fp32")
-    for point in tk.EXCHANGE_POINTS:
-        problem, sh, tensors, ref, scale = _data("softmax", (9, 50257), fp32)
-        out = problem.make_output(sh, fp32, "cuda")
-        fn = split_rows_twin_launch(impl.target.kernel, tensors, out, sh, dict(impl.params), fp32,
-                                    exchange_points=(point,))
-        verdict = check_output(fn, out, problem, ref, scale, fp32)
-        assert fn.facts["exchange"] == 1 and verdict.ok, (point, verdict.message)
-    # X 4 bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned, and Triton, which
+    # each point of each width at a row off 16 elements, whichever the plan takes there
+    for name, points in (("fp32", tk.EXCHANGE_POINTS), ("bf16", tk.EXCHANGE_POINTS_16BIT)):
+        precision = ladder("softmax").problem.precision(name)
+        for point in points:
+            problem, sh, tensors, ref, scale = _data("softmax", (9, 50257), precision)
+            out = problem.make_output(sh, precision, "cuda")
+            fn = split_rows_twin_launch(impl.target.kernel, tensors, out, sh, dict(impl.params), precision,
+                                        exchange_points=(point,))
+            verdict = check_output(fn, out, problem, ref, scale, precision)
+            assert fn.facts["exchange"] == 1 and verdict.ok, (name, point, verdict.message)
+    # X 4 (FP32) or 2 (BF16) bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned, and Triton, which
     # sees the pointer so, does not vectorise; right either way
-    problem, sh, tensors, ref, scale = _data("softmax", (5, 50257), fp32)
-    x = torch.empty(5 * 50257 + 1, device="cuda")[1:].view(5, 50257)
-    x.copy_(tensors["X"])
-    verdict, launch = _run(impl, problem, sh, {"X": x}, ref, scale, fp32)
-    assert launch.config["exchange"] == 1 and verdict.ok, verdict.message
+    for name in ("fp32", "bf16"):  # 4 and 2 bytes off
+        precision = ladder("softmax").problem.precision(name)
+        problem, sh, tensors, ref, scale = _data("softmax", (5, 50257), precision)
+        x = torch.empty(5 * 50257 + 1, device="cuda", dtype=tensors["X"].dtype)[1:].view(5, 50257)
+        x.copy_(tensors["X"])
+        verdict, launch = _run(impl, problem, sh, {"X": x}, ref, scale, precision)
+        assert launch.config["exchange"] == 1 and verdict.ok, (name, verdict.message)
 
 
 @pytest.mark.parametrize("rung", ["v2_shuffle_vector", "v3_online", "v4_on_chip", "v5_warp_per_row",

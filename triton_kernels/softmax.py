@@ -219,12 +219,18 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     tag = (epoch % 0x7FFFFFFF + 1) << 32  # 1 to 2^31 − 1: never a zeroed word's 0, never the last launch's
     base, body, head, on_head, tail, on_tail = _aligned_slice(row, s, N, SLICE, WHOLE)
     cols = tl.arange(0, WHOLE)
-    xb = tl.load(x_ptr + base + cols, mask=body, other=float("-inf")).to(tl.float32)
+    # the slice stays in X's type from its read to its write (FP16/BF16: two a register, 64 values a thread in 64
+    # registers), each use converting afresh: the conversions go through tl.where on a condition the compiler cannot
+    # fold, so that it does not merge them into one FP32 copy held across the exchange (344 bytes spilled at BF16's
+    # 8 × 16384, against 88 so)
+    raw = tl.load(x_ptr + base + cols, mask=body, other=float("-inf"))
+    xb = raw.to(tl.float32)
     xh = tl.load(x_ptr + head, mask=on_head, other=float("-inf")).to(tl.float32)
     xt = tl.load(x_ptr + tail, mask=on_tail, other=float("-inf")).to(tl.float32)
     m = tl.maximum(tl.max(xb, axis=0), tl.maximum(tl.max(xh, axis=0), tl.max(xt, axis=0)))
     # a slice of −inf alone: sum 0 (exp(−inf − 0)), or NaN where it holds one, which must reach the output
     shift = tl.where(m != float("-inf"), m, 0.0)
+    xb = tl.where(shift == shift, raw, 0).to(tl.float32)  # a NaN shift makes NaN of the sum either way
     d = tl.sum(tl.exp(xb - shift), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
     first = stats_ptr + row.to(tl.int64) * SLICES * 2
     tl.atomic_xchg(first + s * 2, tag | _bits(m), sem="relaxed")
@@ -244,7 +250,9 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     ds = tl.where(live, wd.to(tl.int32).to(tl.float32, bitcast=True), 0.0)
     top = tl.max(ms, axis=0)
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
-    scale = tl.where(_untagged(wm, wd, live, tag) == 0, 1.0 / total, float("nan"))
+    done = _untagged(wm, wd, live, tag) == 0
+    scale = tl.where(done, 1.0 / total, float("nan"))
+    xb = tl.where(done, raw, 0).to(tl.float32)  # not done: scale is NaN either way
     tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
@@ -358,19 +366,24 @@ WARP_ROWS_SPACE = [dict(ROWS=r, BLOCK=1024, num_warps=r, num_stages=1) for r in 
 MAX_SLICES = 8
 # ... unless the twin can exchange (on a GPU): slices of a row, each in the registers of a program, up to
 # EXCHANGE_SLICES a row (rows of 2^20; a row's programs must all be resident at once), at one of EXCHANGE_POINTS
-# (values a slice at most, warps; the launch's plan, whatever the config's num_warps, which is for a row whole in a
-# program): 32 values a thread, 64 registers (Triton 3.9, ptxas for sm_90a) — two programs an SM at 16 warps, four at
-# 8, so that one's loads run beside another's wait for its row (at 32 warps, 43–53 registers of 1024 threads hold one
-# an SM). The first point, unless the second fills its programs (columns ÷ the slices' padded widths) by
-# EXCHANGE_FILL more: experiments/softmax_twin_exchange.py (c115, H100, GB/s, 16 warps × 16384 / 8 × 8192):
-# 1024×262144 FP32 2,364 / 2,205, BF16 1,698 / 1,696; 1024×151936 2,289 / 2,223, 1,612 / 1,686 (fills 0.93 / 0.98);
-# 1024×50257 2,102 at 8 × 8192 against 1,515, BF16 1,555 against 1,384 (fills 0.77 / 0.88); 32 warps × 16384
-# 1,732 at 1024×262144 FP32.
-EXCHANGE_POINTS = ((16384, 16), (8192, 8))
+# (EXCHANGE_POINTS_16BIT for FP16 and BF16) — values a slice at most, warps: the launch's plan, whatever the config's
+# num_warps, which is for a row whole in a program. FP32: 32 values a thread in 64 registers (Triton 3.9, ptxas for
+# sm_90a), no spill; 4 warps hold eight programs an SM, so that some load while others wait for their rows (16 warps
+# held two, 32 one). 16-bit: 64 values a thread, kept in their own width from the read to the write (two a register;
+# _exchange_slice says how), 88 bytes spilled a thread around the sum, 4 programs an SM at 8 warps. The first point,
+# unless the second fills its programs (columns ÷ the slices' padded widths) by EXCHANGE_FILL more, or the first
+# needs more than EXCHANGE_SLICES. experiments/softmax_twin_exchange.py, H100, GB/s, one run each
+# (reports/h100-80gb-hbm3/experiments/softmax-twin-points-ce2ab88/): FP32 4 × 4096 against 16 × 16384 — 1024×262144
+# 2,750 / 2,283, 64×262144 2,363 / 1,974, 64×151936 2,235 / 1,968, 8×262144 1,135 / 875, 8192×50257 2,908 against
+# 2,837 at 8 × 8192, 1024×128256 2,670 / 2,827 (the one loss); BF16 8 × 16384 in its width against 16 × 16384
+# converted (the points before) — 1024×262144 2,145 / 1,307, 64×262144 1,717 / 1,122, 1024×128256 2,116; 4 × 4096
+# where 8 × 16384 fills its programs worst: 1024×50257 2,061 / 1,932, 8192×50257 2,185 / 2,053.
+EXCHANGE_POINTS = ((4096, 4), (16384, 16))
+EXCHANGE_POINTS_16BIT = ((16384, 8), (4096, 4))
 EXCHANGE_FILL = 1.10
 EXCHANGE_SLICES = 64
-# ... and at most this many registers a thread (the launch's maxnreg): 32 values a thread and the exchange, so that
-# 16 warps hold two programs an SM and 8 warps four. Uncapped, ptxas (Triton 3.9, sm_90) took 72–73 for the tagged
+# ... and at most this many registers a thread (the launch's maxnreg), so that 4 warps hold eight programs an SM and
+# 8 warps four. Uncapped, ptxas (Triton 3.9, sm_90) took 72–73 for the tagged
 # exchange at 8 warps with 8 pairs — FP32 rows of 40001 and 50257, three programs an SM — and 64, no spill, capped.
 # Measured (H100, reports/h100-80gb-hbm3/experiments/softmax-twin-tagged-c3bd8bc/): 64 ahead of no cap and of 96 at
 # every case timed (no cap: FP32 64 × 262144 1,490 GB/s against 1,969; 96: BF16 1024 × 262144 900 against 1,312).

@@ -100,9 +100,10 @@ def exchange_plan(n: int, sms: int, points=tk.EXCHANGE_POINTS,
 
 
 def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice_bytes: int = tk.MAX_WHOLE_BYTES,
-                           exchange_points=tk.EXCHANGE_POINTS, most_slices: int = tk.EXCHANGE_SLICES):
+                           exchange_points=None, most_slices: int = tk.EXCHANGE_SLICES):
     """v6's twin: one slice (the row whole in a program, v4's twin: one launch); or, on a GPU, slices of a row
-    in the registers of programs that exchange its statistics through L2 (one launch, :func:`exchange_plan`);
+    in the registers of programs that exchange its statistics through L2 (one launch, :func:`exchange_plan` over
+    ``exchange_points``, by default tk.EXCHANGE_POINTS, or tk.EXCHANGE_POINTS_16BIT for FP16 and BF16);
     else a program per (row, slice) writing its slice's (maximum, sum) to an FP32 workspace, then a second
     launch that merges a row's pairs and normalises each slice (:func:`normalize_slices`, under
     triton.autotune also inside each timed call: :func:`normalize_after_tuned_stats`). Recorded: ``slices``,
@@ -116,6 +117,8 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
     fits = one and whole_fits(triton_next_pow2(n), precision.element_bytes, slice_bytes)
     # a row one program holds whole stays there; one it cannot (past MAX_WHOLE_VALUES: FP16/BF16 rows of
     # 32769–65536 would take two passes in it) goes to exchanging programs too, where they can run
+    if exchange_points is None:
+        exchange_points = tk.EXCHANGE_POINTS_16BIT if precision.element_bytes == 2 else tk.EXCHANGE_POINTS
     plan = None if fits else exchange_plan(n, sm_count(out), exchange_points, most_slices)
     exchange = plan is not None
     planned = {}  # what the plan sets over the config, and the record carries
