@@ -12,7 +12,6 @@ SAMPLES launches by the study's own timer, L2 flushed before each) as GB/s, afte
 """
 
 import argparse
-
 import sys
 from pathlib import Path
 
@@ -60,7 +59,8 @@ def main(shapes, points=POINTS, precisions=("fp32", "bf16")) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("shapes", nargs="*", default=SHAPES)
-    parser.add_argument("--points", type=lambda text: tuple(tuple(int(v) for v in p.split("x")) for p in text.split(",")),
+    parser.add_argument("--points", type=lambda text: tuple(tuple(int(v) for v in p.split("x"))
+                                                            for p in text.split(",")),
                         default=POINTS, help="warps x slice values, comma-separated (default: %(default)s)")
     parser.add_argument("--precision", action="append", choices=("fp32", "bf16"), help="default: both")
     args = parser.parse_args()

@@ -700,8 +700,8 @@ def test_softmax_v6_twin_exchanges_a_rows_statistics_through_l2_and_runs_again()
                                         exchange_points=(point,))
             verdict = check_output(fn, out, problem, ref, scale, precision)
             assert fn.facts["exchange"] == 1 and verdict.ok, (name, point, verdict.message)
-    # X 4 (FP32) or 2 (BF16) bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned, and Triton, which
-    # sees the pointer so, does not vectorise; right either way
+    # X 4 (FP32) or 2 (BF16) bytes off 16 (Y is not): the slices' 16-element grid is X's, no longer 16-byte aligned,
+    # and Triton, which sees the pointer so, does not vectorise; right either way
     for name in ("fp32", "bf16"):  # 4 and 2 bytes off
         precision = ladder("softmax").problem.precision(name)
         problem, sh, tensors, ref, scale = _data("softmax", (5, 50257), precision)

@@ -721,7 +721,8 @@ def test_the_exchanging_twin_compiles_for_sm90_at_one_row_and_polls_inside_its_l
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _COMPILE_EXCHANGE, dtype, str(rows), str(warps), str(whole), "16"],
-                          capture_output=True, text=True, env=env, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                          capture_output=True, text=True, env=env,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr[-2000:]
     ptx = done.stdout
     assert ptx.count("atom.global.gpu.relaxed.exch.b64") == 2 and "atom.global.gpu.relaxed.add.u64" in ptx
