@@ -220,9 +220,9 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     base, body, head, on_head, tail, on_tail = _aligned_slice(row, s, N, SLICE, WHOLE)
     cols = tl.arange(0, WHOLE)
     # the slice stays in X's type from its read to its write (FP16/BF16: two a register, 64 values a thread in 64
-    # registers), each use converting afresh: the conversions go through tl.where on a condition the compiler cannot
-    # fold, so that it does not merge them into one FP32 copy held across the exchange (344 bytes spilled at BF16's
-    # 8 × 16384, against 88 so)
+    # registers), each use converting afresh: a 16-bit slice's conversions go through tl.where on a condition the
+    # compiler cannot fold, so that it does not merge them into one FP32 copy held across the exchange (344 bytes
+    # spilled at BF16's 8 × 16384, against 88 so); an FP32 slice has no narrower copy to keep, nor the selects
     raw = tl.load(x_ptr + base + cols, mask=body, other=float("-inf"))
     xb = raw.to(tl.float32)
     xh = tl.load(x_ptr + head, mask=on_head, other=float("-inf")).to(tl.float32)
@@ -230,7 +230,8 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     m = tl.maximum(tl.max(xb, axis=0), tl.maximum(tl.max(xh, axis=0), tl.max(xt, axis=0)))
     # a slice of −inf alone: sum 0 (exp(−inf − 0)), or NaN where it holds one, which must reach the output
     shift = tl.where(m != float("-inf"), m, 0.0)
-    xb = tl.where(shift == shift, raw, 0).to(tl.float32)  # a NaN shift makes NaN of the sum either way
+    if raw.dtype != tl.float32:
+        xb = tl.where(shift == shift, raw, 0).to(tl.float32)  # a NaN shift makes NaN of the sum either way
     d = tl.sum(tl.exp(xb - shift), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
     first = stats_ptr + row.to(tl.int64) * SLICES * 2
     tl.atomic_xchg(first + s * 2, tag | _bits(m), sem="relaxed")
@@ -252,7 +253,8 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     total = tl.sum(tl.where(ms != float("-inf"), ds * tl.exp(ms - top), ds), axis=0)
     done = _untagged(wm, wd, live, tag) == 0
     scale = tl.where(done, 1.0 / total, float("nan"))
-    xb = tl.where(done, raw, 0).to(tl.float32)  # not done: scale is NaN either way
+    if raw.dtype != tl.float32:
+        xb = tl.where(done, raw, 0).to(tl.float32)  # not done: scale is NaN either way
     tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
