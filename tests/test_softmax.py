@@ -689,8 +689,8 @@ from triton_kernels import softmax as tk
 dtype, rows, warps, whole, pairs = sys.argv[1], *(int(a) for a in sys.argv[2:])
 signature = {"x_ptr": f"*{dtype}", "y_ptr": f"*{dtype}", "stats_ptr": "*i64", "sync_ptr": "*i64",
              "M": "constexpr" if rows == 1 else "i32", "N": "i32", "SLICE": "i32", "SLICES": "i32",
-             **dict.fromkeys(("BLOCK", "WHOLE", "ONE", "FITS", "EXCHANGE", "PAIRS"), "constexpr")}
-constants = {"BLOCK": 4096, "WHOLE": whole, "ONE": False, "FITS": False, "EXCHANGE": True, "PAIRS": pairs}
+             **dict.fromkeys(("BLOCK", "WHOLE", "ONE", "FITS", "EXCHANGE", "PAIRS", "FAST"), "constexpr")}
+constants = {"BLOCK": 4096, "WHOLE": whole, "ONE": False, "FITS": False, "EXCHANGE": True, "PAIRS": pairs, "FAST": True}
 if rows == 1:
     constants["M"] = 1
 # as a launch specialises them: the tensors' pointers 16-byte aligned, SLICE a multiple of 16 (N of 50257 is not)

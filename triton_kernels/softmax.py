@@ -10,6 +10,7 @@ math is FP32.
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 # v4's twin keeps a row in one block (its length rounded up to a power of two) up to this many
 # bytes: the CUDA rung's default budget, 1024 threads × 8 vectors of 16 bytes — 32768 FP32 or
@@ -155,7 +156,7 @@ def softmax_warp_rows(x_ptr, y_ptr, M, N, ROWS: tl.constexpr, BLOCK: tl.constexp
 @triton.jit
 def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, BLOCK: tl.constexpr,
                         WHOLE: tl.constexpr, ONE: tl.constexpr, FITS: tl.constexpr, EXCHANGE: tl.constexpr,
-                        PAIRS: tl.constexpr):
+                        PAIRS: tl.constexpr, FAST: tl.constexpr = False):
     """v6. A row the launch gives one program (ONE; WHOLE ≥ N, a power of two): v4's twin, the whole row in
     registers, read once, written — where it FITS (the launch's test: at most MAX_WHOLE_VALUES values), else
     v3's two passes in that program. A longer row, where the launch can EXCHANGE: SLICES programs a row, each
@@ -177,7 +178,7 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, 
             m, d = _online_stats(x_ptr + row * N, N, BLOCK)
             _normalize(x_ptr + row * N, y_ptr + row * N, N, m, 1.0 / d, BLOCK)
     elif EXCHANGE:
-        _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE, PAIRS)
+        _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE, PAIRS, FAST)
     else:
         row = tl.program_id(0).to(tl.int64)
         s = tl.program_id(1)
@@ -189,7 +190,7 @@ def softmax_split_stats(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, 
 
 @triton.jit
 def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOLE: tl.constexpr,
-                    PAIRS: tl.constexpr):
+                    PAIRS: tl.constexpr, FAST: tl.constexpr):
     """One slice of a row, in registers from its read to its write, the row's maximum and sum exchanged
     through L2. ``sync`` (int64, zeroed once): a ticket counter, never reset; ``stats`` (int64, zeroed once,
     M × SLICES × 2): each slice's maximum and sum, each a word of its FP32 bits under a tag that names the launch.
@@ -232,7 +233,7 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     shift = tl.where(m != float("-inf"), m, 0.0)
     if raw.dtype != tl.float32:
         xb = tl.where(shift == shift, raw, 0).to(tl.float32)  # a NaN shift makes NaN of the sum either way
-    d = tl.sum(tl.exp(xb - shift), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
+    d = tl.sum(_exp(xb - shift, FAST), axis=0) + tl.sum(tl.exp(xh - shift), axis=0) + tl.sum(tl.exp(xt - shift), axis=0)
     first = stats_ptr + row.to(tl.int64) * SLICES * 2
     tl.atomic_xchg(first + s * 2, tag | _bits(m), sem="relaxed")
     tl.atomic_xchg(first + s * 2 + 1, tag | _bits(d), sem="relaxed")
@@ -255,9 +256,18 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     scale = tl.where(done, 1.0 / total, float("nan"))
     if raw.dtype != tl.float32:
         xb = tl.where(done, raw, 0).to(tl.float32)  # not done: scale is NaN either way
-    tl.store(y_ptr + base + cols, (tl.exp(xb - top) * scale).to(y_ptr.dtype.element_ty), mask=body)
+    tl.store(y_ptr + base + cols, (_exp(xb - top, FAST) * scale).to(y_ptr.dtype.element_ty), mask=body)
     tl.store(y_ptr + head, (tl.exp(xh - top) * scale).to(y_ptr.dtype.element_ty), mask=on_head)
     tl.store(y_ptr + tail, (tl.exp(xt - top) * scale).to(y_ptr.dtype.element_ty), mask=on_tail)
+
+
+@triton.jit
+def _exp(x, FAST: tl.constexpr):
+    """exp(x); FAST: libdevice's fast_expf (ex2.approx.ftz of x · log2 e, CUDA's __expf, which the CUDA rungs take)."""
+    if FAST:
+        return libdevice.fast_expf(x)
+    else:
+        return tl.exp(x)
 
 
 @triton.jit
