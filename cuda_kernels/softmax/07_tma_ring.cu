@@ -52,6 +52,14 @@
 // Rows of huge magnitude (a review's finding, 2026-12-04; not yet run on a GPU): m · log2 e overflows past
 // |m| = 2.36e38, so a masked row of finfo.min gave +inf and a row holding 3e38 NaN. The statistics carry m (t
 // derived and held finite, ring.cuh), and such a row takes a second sum and its output by exp((x − m)·log2 e).
+// That change cost v7 speed, not yet profiled: in the vocab suite at ecdd5f2 (c133–c134, same H200 model and
+// configs, torch and v6 within 1 % of c103) v7 ran 0.72–1.01× its c103 figures (f84c808), geometric mean FP32
+// 0.874× (19 shapes), BF16 0.901× (23), worst at clusters of 8 (FP32 1024×128256 2,843 GB/s against 3,939; 1 row
+// of 128256 0.866×). With ring.cuh (nvcc 13.0, sm_90a, 8 × 256 × 2, FIT=1) v7's SASS went from 1,320 to 2,904
+// instructions (FP32; the huge row's loops besides the usual ones), registers 32 → 40 (BF16 32 → 45), static shared
+// memory 640 → 896 bytes (the exchange's slots for a second round): beside a 75,968-byte ring (BF16 rows of
+// 151936) three blocks no longer fit an SM — the driver's count 30 clusters of 8 where it was 45 (1024×151936
+// BF16 0.844×). Next: ncu of both forms at 1024×128256 FP32.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
