@@ -59,7 +59,10 @@
 // instructions (FP32; the huge row's loops besides the usual ones), registers 32 → 40 (BF16 32 → 45), static shared
 // memory 640 → 896 bytes (the exchange's slots for a second round): beside a 75,968-byte ring (BF16 rows of
 // 151936) three blocks no longer fit an SM — the driver's count 30 clusters of 8 where it was 45 (1024×151936
-// BF16 0.844×). Next: ncu of both forms at 1024×128256 FP32.
+// BF16 0.844×). And absorb's rescale, grown by scaled(), became a branch a vector (46 BSSY in the kernel, 10
+// before), where nvcc had predicated it and pipelined the stage's loads across vectors. Mended in ring.cuh after
+// that run (scaled before the test, merge's exponentials unconditional, three exchange values: 768 static bytes;
+// 2,800 instructions, 15 BSSY) — not yet timed; ncu of the three forms at 1024×128256 FP32 is next.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a

@@ -40,7 +40,7 @@ struct BlockSync {
 // together), and every thread of each spins on its own slot until the tag is the one it expects.
 // Why: the first form (v6's publish + barrier.cluster.arrive.release / wait) made ncu's top stall membar at
 // 1024×50257 FP32 (3.93 cycles an issue, c98): the release orders every thread's global stores of the
-// previous row before its arrival. Slots of a row's values (m and d, then a huge row's second m and d) × row
+// previous row before its arrival. Slots of a row's values (m and d, then a huge row's second d) × row
 // (k mod ROW_SLOTS) × sending rank. With 2 (v7, v8): another block writes row k + 2's into a slot only after it
 // has this block's statistics of row k + 1, sent after every thread here has read row k's. racecheck reports
 // these pairs of stores and spin loads (c104): both are strong operations at cluster scope on one aligned 64-bit
@@ -54,7 +54,10 @@ struct BlockSync {
 #endif
 static_assert(ROW_SLOTS == 2 || ROW_SLOTS == 4, "ROW_SLOTS: 2 or 4 rows' slots");
 struct ExchangeSlots {
-    static constexpr int VALUES = 4;  // a row's values: the maximum and sum, then (huge rows) a second sum
+    // a row's values: the maximum and sum, then (huge rows) a second sum alone, the maximum being the row's in every
+    // block. Three, not four: at 8 blocks a row a fourth is 128 more static bytes a block, and beside a 75,968-byte
+    // ring (BF16 rows of 151936) 896 left two blocks an SM where three fit (the driver's count, c133 at ecdd5f2)
+    static constexpr int VALUES = 3;
     static constexpr int WORDS = ROW_SLOTS * VALUES * CLUSTER;
     unsigned long long word[WORDS];
     __device__ __forceinline__ unsigned at(int which, int k, int from) {
@@ -195,8 +198,11 @@ __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
     float top = v[0];
 #pragma unroll
     for (int e = 1; e < n; ++e) top = fmaxf(top, v[e]);
+    // scaled(top) before the test, not inside: inside, the rescale grew past what nvcc predicates, and each vector
+    // took a branch (BSSY/BSYNC) that kept the next vectors' shared-memory loads from issuing under this one's
+    // MUFUs (v7's SASS, sm_90a; v7 at ecdd5f2 ran 0.72–1.01× its figures of f84c808, whose absorb was branch-free)
+    const float t = scaled(top);
     if (top > s.m) {
-        const float t = scaled(top);
         s.d *= ex2(s.t - t);
         s.m = top;
         s.t = t;
@@ -209,8 +215,9 @@ __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
 // Two sides' statistics merged: a side that has seen only −inf (m = −inf) adds its d as it is — 0, or NaN if it
 // met a NaN. The same operands in the same order give the same bits in every block of a cluster.
 __device__ __forceinline__ Stats merge(Stats a, float bm, float bd) {
-    const float top = fmaxf(a.m, bm), t = scaled(top);
-    return {top, t, (a.m == NEG_INF ? a.d : a.d * ex2(a.t - t)) + (bm == NEG_INF ? bd : bd * ex2(scaled(bm) - t))};
+    // both exponentials unconditional, selected after: under the conditions nvcc branched (as absorb's rescale did)
+    const float top = fmaxf(a.m, bm), t = scaled(top), ea = ex2(a.t - t), eb = ex2(scaled(bm) - t);
+    return {top, t, (a.m == NEG_INF ? a.d : a.d * ea) + (bm == NEG_INF ? bd : bd * eb)};
 }
 
 __device__ __forceinline__ Stats shuffle_merge(Stats s) {
@@ -249,8 +256,8 @@ __device__ __forceinline__ Stats publish(Stats s, float* scratch, ExchangeSlots&
     s = block_stats<Sync>(s, scratch);
 #if CLUSTER > 1
     if (threadIdx.x == 0) {
-        send(slots, 2 * round, k, s.m);
-        send(slots, 2 * round + 1, k, s.d);
+        if (round == 0) send(slots, 0, k, s.m);
+        send(slots, round == 0 ? 1 : 2, k, s.d);
     }
 #elif TEAM > 1
     if (threadIdx.x == 0) send_pair(slots, k, round, s.m, s.d);
@@ -273,16 +280,17 @@ __device__ __forceinline__ Stats gather(Stats s, float* scratch, ExchangeSlots& 
     }
     s = block_stats<Sync>(mine, scratch);
 #elif CLUSTER > 1
-    const int rank = cluster_rank(), which = 2 * round;
+    // round 1: only the sums cross, each block's maximum the row's
+    const int rank = cluster_rank(), sum = round == 0 ? 1 : 2;
     Stats total = s;  // rank 0's, as block_stats gives it: t = scaled(m)
     if (rank != 0) {
-        const float m = receive(slots, which, k, 0);
-        total = {m, scaled(m), receive(slots, which + 1, k, 0)};
+        const float m = round == 0 ? receive(slots, 0, k, 0) : s.m;
+        total = {m, scaled(m), receive(slots, sum, k, 0)};
     }
 #pragma unroll
     for (int r = 1; r < CLUSTER; ++r) {
         if (r == rank) total = merge(total, s.m, s.d);
-        else total = merge(total, receive(slots, which, k, r), receive(slots, which + 1, k, r));
+        else total = merge(total, round == 0 ? receive(slots, 0, k, r) : s.m, receive(slots, sum, k, r));
     }
     s = total;
 #endif
