@@ -134,7 +134,7 @@ def split_rows_twin_launch(kernel, tensors, out, shape, config, precision, slice
         sync = torch.zeros(1, dtype=torch.int32, device=out.device)
     whole = triton_next_pow2(n) if one else triton_next_pow2(size) if exchange else 1
     meta = {**config, "WHOLE": whole, "ONE": one, "FITS": fits, "EXCHANGE": exchange,
-            "PAIRS": triton_next_pow2(slices), "FAST": exchange}
+            "PAIRS": triton_next_pow2(slices), "FAST": exchange}  # FAST: never under the interpreter (no exchange)
 
     def fn():
         kernel[(m, slices)](x, out, stats, sync, m, n, size, slices, **meta)
