@@ -712,8 +712,9 @@ def test_the_exchanging_twin_compiles_for_sm90_at_one_row_and_polls_inside_its_l
     # and at many, at the plan's points (16 pairs: rows of 50257 in 13 slices): the pair's two words by relaxed
     # exchange, the ticket a relaxed 64-bit add, the poll's loads both before the loop and in it (volatile: not
     # hoisted), the slice read in 16-byte vectors, and ptxas within the launch's registers: no spill at 32 values a
-    # thread; at BF16's 64 (its slice kept in BF16 across the exchange) at most ``spill`` bytes around the sum — 88
-    # with Triton 3.9's ptxas, where the slice converted to FP32 before the exchange spilled 344
+    # thread; at BF16's 64 (its slice kept in BF16 across the exchange) at most ``spill`` bytes around the sum — 80
+    # with Triton 3.9's ptxas (88 before the fast exponent), where the slice converted to FP32 before the exchange
+    # spilled 344
     import re
 
     import subprocess

@@ -223,7 +223,8 @@ def _exchange_slice(x_ptr, y_ptr, stats_ptr, sync_ptr, M, N, SLICE, SLICES, WHOL
     # the slice stays in X's type from its read to its write (FP16/BF16: two a register, 64 values a thread in 64
     # registers), each use converting afresh: a 16-bit slice's conversions go through tl.where on a condition the
     # compiler cannot fold, so that it does not merge them into one FP32 copy held across the exchange (344 bytes
-    # spilled at BF16's 8 × 16384, against 88 so); an FP32 slice has no narrower copy to keep, nor the selects
+    # spilled at BF16's 8 × 16384, against 88 so, 80 with the fast exponent); an FP32 slice has no narrower copy to
+    # keep, nor the selects
     raw = tl.load(x_ptr + base + cols, mask=body, other=float("-inf"))
     xb = raw.to(tl.float32)
     xh = tl.load(x_ptr + head, mask=on_head, other=float("-inf")).to(tl.float32)
@@ -385,7 +386,8 @@ MAX_SLICES = 8
 # num_warps, which is for a row whole in a program. FP32: 32 values a thread in 64 registers (Triton 3.9, ptxas for
 # sm_90a), no spill; 4 warps hold eight programs an SM, so that some load while others wait for their rows (16 warps
 # held two, 32 one). 16-bit: 64 values a thread, kept in their own width from the read to the write (two a register;
-# _exchange_slice says how), 88 bytes spilled a thread around the sum, 4 programs an SM at 8 warps. The first point,
+# _exchange_slice says how), 80 bytes spilled a thread around the sum (Triton 3.9's ptxas; 88 before the fast
+# exponent), 4 programs an SM at 8 warps. The first point,
 # unless the second fills its programs (columns ÷ the slices' padded widths) by EXCHANGE_FILL more, or the first
 # needs more than EXCHANGE_SLICES. experiments/softmax_twin_exchange.py, H100, GB/s, one run each
 # (reports/h100-80gb-hbm3/experiments/softmax-twin-points-ce2ab88/): FP32 4 × 4096 against 16 × 16384 — 1024×262144
