@@ -195,3 +195,61 @@ def test_the_tma_staging_kernels_compile(elem_bytes, tmp_path):
     cmd = nvcc_command(STAGE_ROWS, {"ELEM_BYTES": elem_bytes}, "sm_90a", tmp_path / "x.cubin")
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+SYSTEM_SHARED = 1024  # shared memory the driver reserves for each resident block (sm_80 on)
+
+
+def _static_shared_bytes(impl, defines, tmp_path) -> int:
+    """A kernel's static shared memory at ``defines`` on sm_90a, as ptxas counts it (-Xptxas -v)."""
+    cmd = nvcc_command(impl.target.path, defines, "sm_90a", tmp_path / "static.cubin") + ["-Xptxas", "-v"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
+    found = re.findall(r"(\d+) bytes smem", proc.stderr)
+    assert len(found) == 1, proc.stderr
+    return int(found[0])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_v7s_statics_cost_no_block_at_any_suite_plan(precision, tmp_path):
+    # v7's FIT sizes a block's ring to its share of the row, so that three BF16 blocks of a 128256- or 151936-element
+    # row share an SM (75,968 bytes of ring each at 151936). Its static shared memory (barriers, the exchange's
+    # slots, the reduction's scratch) sits beside every ring: at 9187409 ring.cuh made it 896 bytes at 8 blocks ×
+    # 256 threads, which left 1024 × 151936 BF16 two blocks an SM — 1.21× slower than at 768 bytes (H100, cold,
+    # reports/h100-80gb-hbm3/experiments/softmax-v7-versions-b71b7d9/). No launch error says so: only the count of
+    # blocks an SM moves. So at every plan of the vocabulary and attention suites the statics must leave an SM the
+    # blocks that the rings and threads alone allow (registers aside: 32 a thread, far from binding).
+    from study.ops.softmax_rings import SM_SHARED, tma_ring_plan
+    from study.suites import shapes_of
+
+    impl = next(i for i in CUDA if i.name == "softmax/v7_tma_ring/cuda")
+    element_bytes = ladder("softmax").problem.precision(precision).element_bytes
+    plans = {tma_ring_plan(n, element_bytes, impl.params) for n in
+             sorted({s["N"] for s in shapes_of("softmax", ["vocab", "attention"])})}
+    plans = sorted((p for p in plans if not isinstance(p, str)), key=lambda p: p.ring_bytes)
+    statics = {}
+    for plan in plans:
+        key = (plan.cluster, plan.stages, plan.threads or impl.params["THREADS"])
+        if key not in statics:
+            statics[key] = _static_shared_bytes(impl, {**_defines(impl, impl.params, precision, 1), "CLUSTER": key[0],
+                                                       "STAGES": key[1], "THREADS": key[2]}, tmp_path)
+        blocks = [min(2048 // key[2], SM_SHARED // (plan.ring_bytes + SYSTEM_SHARED + s)) for s in (0, statics[key])]
+        assert blocks[0] == blocks[1], (f"{plan}: {statics[key]} bytes of statics leave {blocks[1]} blocks an SM, its "
+                                        f"ring alone {blocks[0]}")
+    if precision == "bf16":  # the plans where shared memory, not threads, sets the blocks an SM above one
+        assert any(1 < SM_SHARED // (p.ring_bytes + SYSTEM_SHARED) < 2048 // (p.threads or impl.params["THREADS"])
+                   for p in plans)
+
+
+@pytest.mark.parametrize("rung,wide", [("v8_piece_ring", "CLUSTER"), ("v9_overlap_ring", "CLUSTER"),
+                                       ("v10_team_ring", "TEAM")])
+def test_the_piece_rings_statics_fit_beside_the_ring_budget(rung, wide, tmp_path):
+    # v8 to v10 fill a block's shared memory with pieces up to PIECE_RING_BYTES, leaving the rest of its 227 KiB to
+    # the statics, which grow with the blocks a row (v9's exchange slots); past it the launch fails at the widest
+    # shares. Checked at 8 blocks a row, the most the FIT plans take.
+    from study.ops.softmax_rings import PIECE_RING_BYTES
+
+    impl = next(i for i in CUDA if i.name == f"softmax/{rung}/cuda")
+    for precision in ("fp32", "bf16"):
+        static = _static_shared_bytes(impl, {**_defines(impl, impl.params, precision, 1), wide: 8}, tmp_path)
+        assert static <= 227 * 1024 - PIECE_RING_BYTES, f"{rung} {precision}: {static} bytes of statics"
