@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from study import align, results, sweep
+from study import align, results, sanitize, sweep
 from study.paths import ROOT, display
 from study.problem import one_line
 from study.report.labels import ratio_cell, shape_label
@@ -83,11 +83,12 @@ def _headline(raw: dict, path: Path) -> tuple[str, str, str, str, str]:
         pairs = [p for p in raw.get("pairs") or [] if p.get("status") == "ok"]
         headline = (f"{len(raw.get('kernels') or [])} kernels; {len(pairs)} pairs, "
                     f"{sum(bool(p.get('within_target')) for p in pairs)} within the target of do_bench")
-    elif "results" in raw and "tool_version" in raw:
+    elif sanitize.is_sanitize(raw):
         kind = "sanitize"
         rows = raw["results"]
         count = {s: sum(r["status"] == s for r in rows) for s in ("clean", "hazards", "failed", "skipped")}
-        headline = ", ".join(f"{n} {s}" for s, n in count.items() if n) + f" of {len(rows)} runs"
+        headline = (", ".join(f"{n} {s}" for s, n in count.items() if n) + f" of {len(rows)} runs"
+                    + ("" if raw.get("complete", True) else "; the run stopped before its end"))
     elif "copy" in raw and "launch_overhead" in raw:
         kind = "ceilings"
         headline = (f"copy {raw['copy']['gbps']:,.0f} GB/s, FFMA {raw['ffma']['gflops']:,.0f} GFLOPS, launch "

@@ -357,13 +357,18 @@ def record_of(page: Path) -> Path:
     return gzipped if gzipped.is_file() and not plain.is_file() else plain
 
 
+def read_json(path: Path):
+    """A JSON file (or JSON gzipped) as it is, any kind; a ValueError naming the file where it is not JSON."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+
+
 def load(path: Path) -> dict:
     """A results file (JSON, or JSON gzipped: :func:`read_text`), upgraded to this schema and its figures derived;
     a ValueError naming the file (and the record) when it cannot be one."""
-    try:
-        doc = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    doc = read_json(path)
     if not isinstance(doc, dict) or "schema" not in doc:
         raise ValueError(f"{path}: not a study results file (no 'schema')")
     if not isinstance(doc["schema"], int) or isinstance(doc["schema"], bool):

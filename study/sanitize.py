@@ -189,12 +189,27 @@ def markdown(doc: dict) -> str:
         "memcheck with PyTorch's caching allocator off and 4 KiB padding. Rows of earlier runs are kept unless "
         "re-run.", "",
         (f"**{len(bad)} runs not clean.**" if bad else "Every run is clean (or skipped with its reason)."), "",
+        *([] if doc.get("complete", True) else [stopped(doc), ""]),
         tabulate(rows, ["implementation", "tool", "shape", "precision", "result", "s", "commit"], tablefmt="github",
                  disable_numparse=True), "",
         f"Runs took {sum(r['seconds'] for r in doc['results']):.0f} s together"
         + (f"; this run {doc['wall_s']:.0f} s of wall time, {doc.get('jobs', 1)} at once."
            if doc.get("wall_s") else "."),
         ""])
+
+
+def stopped(doc: dict) -> str:
+    """What a page says of a run that stopped before its end (killed, timed out): how many of its runs finished."""
+    commit = doc["environment"]["git"].get("commit")
+    finished = doc.get("finished", sum(r.get("commit") == commit for r in doc["results"]))  # older files: by commit
+    planned = f" of the {doc['planned']} it planned" if "planned" in doc else ""
+    return (f"**This run stopped before its end:** {finished} runs{planned} finished at `{(commit or '?')[:7]}`; "
+            f"the same command runs them all again.")
+
+
+def is_sanitize(doc) -> bool:
+    """Whether a JSON document is a ``sanitize.json`` (``study report`` renders it as the run does)."""
+    return isinstance(doc, dict) and "tool_version" in doc and isinstance(doc.get("results"), list)
 
 
 def row_key(row: dict) -> tuple:
@@ -236,7 +251,8 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     old_path = out_dir / "sanitize.json"
     old = json.loads(old_path.read_text()) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
-           "tool_version": ncu.version(tool_path), "results": merged(old, []), "complete": False}
+           "tool_version": ncu.version(tool_path), "results": merged(old, []), "complete": False,
+           "planned": len(rows), "finished": 0}
     say(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {jobs} at once")
     started = time.perf_counter()
 
@@ -259,6 +275,7 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
             done[futures[future]] = row
             fresh = [done[i] for i in sorted(done)]
             doc["results"] = merged(old, fresh)  # earlier rows this run does not redo are kept
+            doc["finished"] = len(fresh)
             results.write(out_dir / "sanitize.json", doc)
             say(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
                 f"{row['status']}" + (f" ({row['count']})" if row["status"] == "hazards" else ""))

@@ -160,6 +160,27 @@ def test_the_markdown_lists_every_run():
     assert "**1 runs not clean.**" in text and "**3 hazards**: Race reported at x.cu:5" in text
     assert "skipped: fp32 only" in text and "Runs took 3 s together." in text
     assert "this run 2 s of wall time, 4 at once." in sanitize.markdown({**doc, "wall_s": 2.0, "jobs": 4})
+    assert "stopped before its end" not in text  # a file without "complete" predates it: finished runs only
+
+
+def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_path, capsys):
+    # A GPU call's time limit can kill a run between rows: sanitize.json is saved after each, but its page was
+    # written only at the end, and `study report` took it for a comparison ("missing 'measurements'").
+    row = {"implementation": "a/v0_x/cuda", "tool": "memcheck", "shape": "1x1", "precision": "fp32",
+           "status": "clean", "count": 0, "first": [], "seconds": 1.0, "commit": "abc"}
+    doc = {"schema": 1, "environment": {"gpu": {"name": "X"}, "command": "python -m study sanitize",
+                                        "git": {"commit": "abc"}},
+           "tool_version": "v", "results": [row, {**row, "tool": "racecheck"}], "complete": False, "planned": 5,
+           "finished": 2}
+    assert "**This run stopped before its end:** 2 runs of the 5 it planned finished at `abc`" in sanitize.markdown(doc)
+    path = tmp_path / "sanitize.json"
+    path.write_text(json.dumps({k: v for k, v in doc.items() if k not in ("planned", "finished")}))
+    assert main(["report", str(path)]) == 0
+    page = (tmp_path / "sanitize.md").read_text()
+    assert page.startswith("# `study sanitize` on X") and "2 runs finished at `abc`" in page  # older: by commit
+    from study import index
+
+    assert index.rows(tmp_path)[0][-1] == "2 clean of 2 runs; the run stopped before its end"
 
 
 def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_path):

@@ -52,9 +52,9 @@ def gpu_or_exit(command: str) -> bool:
     return reason is None
 
 
-def load(path: Path) -> dict:
+def load(path: Path, read=results.load) -> dict:
     try:
-        return results.load(path)
+        return read(path)
     except (OSError, ValueError) as exc:
         raise UsageError(str(exc)) from None
 
@@ -352,7 +352,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_report(args) -> int:
-    print(f"wrote {pages.write_page(load(args.results), args.results, args.md)}")
+    print(f"wrote {pages.write_page(load(args.results, read=pages.read_record), args.results, args.md)}")
     return 0
 
 

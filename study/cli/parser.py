@@ -59,6 +59,7 @@ EXAMPLES_CUBLAS_STUDY = """examples:
 EXAMPLES_REPORT = """examples:
   python -m study report reports/h200/compare.json
   python -m study report reports/h200/compare.json --md /tmp/compare.md
+  python -m study report reports/h200/sanitize.json      a sanitize run's page (also of a run that was stopped)
 """
 EXAMPLES_CEILINGS = """examples:
   python -m study ceilings
