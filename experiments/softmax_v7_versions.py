@@ -1,0 +1,101 @@
+"""softmax v7 at other commits' sources against v7 now, interleaved in one process (docs/ladders/softmax.md, v7).
+
+A suite rerun named v7 slower than a committed run of the same configs; this times the versions side by side, so
+that both see the same GPU, clocks and power state. Each version is a source taken from git: ``name=REV`` takes
+v7's ``07_tma_ring.cu`` as at REV; ``name=REV:ring.cuh`` takes today's ``07_tma_ring.cu`` with ``ring.cuh`` as at
+REV. They are written beside the kernel under names that no registered implementation uses and removed on exit.
+For each shape and precision, in two rounds of all versions, each version's gate (check_output) must pass before it
+is timed; its cold time (median of 100 launches by the study's own timer, L2 flushed before each) prints as GB/s.
+``head`` is the working tree's v7 and always runs.
+
+    python experiments/softmax_v7_versions.py [--only NAME] [--version NAME=REV[:ring.cuh] ...] MxN ...
+        e.g. --version old=f84c808 --version prev=9187409:ring.cuh 1024x128256 64x151936
+                                                    (from the repository root, on a GPU, in a git checkout)
+"""
+
+import argparse
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import torch  # noqa: E402
+from softmax_v8_clusters import cases, cold_median_ms, cold_timer  # noqa: E402
+
+from study.backends import backend  # noqa: E402
+from study.catalog import implementation, ladder  # noqa: E402
+from study.problem import check_output  # noqa: E402
+
+IMPL = "softmax/v7_tma_ring/cuda"
+
+
+def git_show(rev: str, path: Path) -> str:
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(["git", "show", f"{rev}:{path.relative_to(root).as_posix()}"], cwd=root, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def materialise(name: str, spec: str, kernel: Path) -> list:
+    """Write version ``name`` beside the kernel; returns the paths written (the kernel's first)."""
+    rev, _, header = spec.partition(":")
+    target = kernel.with_name(f"{kernel.stem}_{name}_version.cu")
+    if not header:
+        target.write_text(git_show(rev, kernel))
+        return [target]
+    copy = kernel.with_name(f"{Path(header).stem}_{name}_version{Path(header).suffix}")
+    copy.write_text(git_show(rev, kernel.with_name(header)))
+    source = kernel.read_text()
+    include = f'#include "{header}"'
+    if include not in source:
+        sys.exit(f"{kernel.name} does not include {header}")
+    target.write_text(source.replace(include, f'#include "{copy.name}"'))
+    return [target, copy]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="append", default=[], metavar="NAME=REV[:HEADER]")
+    parser.add_argument("--only", help="time only this version (for ncu)")
+    parser.add_argument("shapes", nargs="+")
+    args = parser.parse_args()
+    head = implementation(IMPL)
+    written, versions = [], []
+    try:
+        for item in args.version:
+            name, _, spec = item.partition("=")
+            paths = materialise(name, spec, head.target.path)
+            written += paths
+            versions.append((name, dataclasses.replace(head, target=dataclasses.replace(head.target, path=paths[0]))))
+        versions.append(("head", head))
+        versions = [(n, i) for n, i in versions if args.only in (None, n)]
+        problem = ladder("softmax").problem
+        timer = cold_timer()
+        print(torch.cuda.get_device_name(0), f"{IMPL} versions, cold, median of 100 launches, GB/s, two rounds")
+        for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, args.shapes):
+            got, configs = {}, {}
+            for round_ in range(2):
+                for name, impl in versions:
+                    launch = backend("cuda").prepare(impl, problem, tensors, shape, precision, config=dict(impl.params))
+                    if round_ == 0:
+                        verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
+                        if not verdict.ok:
+                            print(shape_text, precision_name, name, "wrong:", verdict.message)
+                            continue
+                    elif name not in got:
+                        continue
+                    got.setdefault(name, []).append(nbytes / cold_median_ms(launch.fn, timer) / 1e6)
+                    c = launch.config
+                    configs[name] = f"CL{c.get('CLUSTER')} T{c.get('THREADS')} S{c.get('STAGES')} {c.get('clusters')}"
+            print(f"{shape_text:>12s} {precision_name} " + " ".join(
+                f"{name} {'/'.join(f'{g:,.0f}' for g in values)} [{configs[name]}]" for name, values in got.items()),
+                flush=True)
+    finally:
+        for path in written:
+            path.unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    main()
