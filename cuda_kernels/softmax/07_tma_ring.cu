@@ -62,7 +62,12 @@
 // BF16 0.844×). And absorb's rescale, grown by scaled(), became a branch a vector (46 BSSY in the kernel, 10
 // before), where nvcc had predicated it and pipelined the stage's loads across vectors. Mended in ring.cuh after
 // that run (scaled before the test, merge's exponentials unconditional, three exchange values: 768 static bytes;
-// 2,800 instructions, 15 BSSY) — not yet timed; ncu of the three forms at 1024×128256 FP32 is next.
+// 2,800 instructions, 15 BSSY). Timed on an H100 (b71b7d9, the three forms interleaved in one process, cold,
+// median of 100 launches, two rounds each, experiments/softmax_v7_versions.py;
+// reports/h100-80gb-hbm3/experiments/softmax-v7-versions-b71b7d9/): the mend 1.072× the branchy form (geometric
+// mean of 12 cases, 0.99–1.21×; 1024×151936 BF16 2,759 GB/s against 2,286, the third block back; 64×151936 FP32
+// 2,251 against 1,900) and 0.982× the form before the huge-row fix (0.95–1.00×; lowest 1 row of 128256 FP32 106
+// against 111.5, 64×151936 FP32 2,251 against 2,348). tests/test_nvcc.py holds the statics to the blocks an SM.
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
