@@ -218,7 +218,7 @@ def test_v7s_statics_cost_no_block_at_any_suite_plan(precision, tmp_path):
     # 256 threads, which left 1024 × 151936 BF16 two blocks an SM — 1.21× slower than at 768 bytes (H100, cold,
     # reports/h100-80gb-hbm3/experiments/softmax-v7-versions-b71b7d9/). No launch error says so: only the count of
     # blocks an SM moves. So at every plan of the vocabulary and attention suites the statics must leave an SM the
-    # blocks that the rings and threads alone allow (registers aside: 32 a thread, far from binding).
+    # blocks that the rings and threads alone allow (registers aside: three blocks of 256 threads leave 85 a thread).
     from study.ops.softmax_rings import SM_SHARED, tma_ring_plan
     from study.suites import shapes_of
 

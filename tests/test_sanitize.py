@@ -163,7 +163,7 @@ def test_the_markdown_lists_every_run():
     assert "stopped before its end" not in text  # a file without "complete" predates it: finished runs only
 
 
-def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_path, capsys):
+def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_path):
     # A GPU call's time limit can kill a run between rows: sanitize.json is saved after each, but its page was
     # written only at the end, and `study report` took it for a comparison ("missing 'measurements'").
     row = {"implementation": "a/v0_x/cuda", "tool": "memcheck", "shape": "1x1", "precision": "fp32",
