@@ -204,7 +204,7 @@ def stopped(doc: dict) -> str:
     finished = doc.get("finished", sum(r.get("commit") == commit for r in doc["results"]))  # older files: by commit
     planned = f" of the {doc['planned']} it planned" if "planned" in doc else ""
     return (f"**This run stopped before its end:** {finished} runs{planned} finished at `{(commit or '?')[:7]}`; "
-            f"the same command runs them all again.")
+            f"the same command with `--resume` runs the others.")
 
 
 def is_sanitize(doc) -> bool:
@@ -241,18 +241,41 @@ def marks_beside(folder: Path) -> dict[tuple[str, str], str]:
     return unclean_sources(json.loads(path.read_text())) if path.is_file() else {}
 
 
+RESUME_KEYS = ("GPU", "driver", "commit", "dirty tree")  # what a resumed run shares with the one it resumes
+
+
+def resumable(old: dict | None, doc: dict) -> tuple[set, str]:
+    """(the row keys of ``old``, the earlier sanitize.json in the folder, that a resumed run keeps rather than runs
+    again, why none where it keeps none): those run at this very commit, on a clean tree, on the same GPU and driver,
+    by the same tool, that did not fail (a failure may be a call's time limit). Anything else differing, none."""
+    if not old:
+        return set(), "there is no earlier sanitize.json in the folder"
+    env, commit = doc["environment"], doc["environment"]["git"].get("commit")
+    differ = [label for label, *_ in results.differences(old.get("environment") or {}, env, RESUME_KEYS)]
+    differ += ["compute-sanitizer"] if old.get("tool_version") != doc["tool_version"] else []
+    if differ or env["git"].get("dirty") is not False:
+        return set(), f"it differs in {', '.join(differ)}" if differ else "the tree is not known to be clean"
+    return {row_key(r) for r in old["results"] if r.get("commit") == commit and r["status"] != "failed"}, ""
+
+
 def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], precisions=None, shapes=None,
-        jobs: int = 4, say=print) -> tuple[dict, int]:
+        jobs: int = 4, say=print, resume: bool = False) -> tuple[dict, int]:
     """Every (implementation, tool, shape, precision) of the plan in a process of its own, ``jobs`` at
     once; ``sanitize.json`` rewritten after every run (an interruption loses nothing), rows of an earlier
-    run that this one does not redo kept; then ``sanitize.md``. Returns (the document, exit code: 1 when
-    a run is not clean)."""
+    run that this one does not redo kept; then ``sanitize.md``. ``resume``: the rows :func:`resumable` keeps are
+    not run again. Returns (the document, exit code: 1 when a run is not clean)."""
     rows = plan(impls, tools, precisions, shapes)
     old_path = out_dir / "sanitize.json"
     old = json.loads(old_path.read_text()) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
            "tool_version": ncu.version(tool_path), "results": merged(old, []), "complete": False,
            "planned": len(rows), "finished": 0}
+    if resume:
+        kept, why = resumable(old, doc)
+        todo = [r for r in rows if (r[0].name, *r[1:4]) not in kept]
+        say(f"--resume: {len(rows) - len(todo)} of the {len(rows)} runs kept from {old_path}"
+            + (f" (none: {why})" if why else ""))
+        rows, doc["finished"] = todo, len(rows) - len(todo)
     say(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {jobs} at once")
     started = time.perf_counter()
 
@@ -275,7 +298,7 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
             done[futures[future]] = row
             fresh = [done[i] for i in sorted(done)]
             doc["results"] = merged(old, fresh)  # earlier rows this run does not redo are kept
-            doc["finished"] = len(fresh)
+            doc["finished"] = doc["planned"] - len(rows) + len(fresh)
             results.write(out_dir / "sanitize.json", doc)
             say(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
                 f"{row['status']}" + (f" ({row['count']})" if row["status"] == "hazards" else ""))

@@ -183,6 +183,45 @@ def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_pa
     assert index.rows(tmp_path)[0][-1] == "2 clean of 2 runs; the run stopped before its end"
 
 
+def test_resume_runs_only_what_an_earlier_run_at_this_commit_did_not_finish(tmp_path, monkeypatch):
+    # A call's time limit stops a long run (35 of 36 on the H100 of 2026-12-07); --resume at the same commit, on a
+    # clean tree, same GPU, driver and tool, keeps its finished rows (not a failed one) and runs the rest.
+    impl = implementation("sgemv/v1_warp_per_row/cuda")
+    env = {"gpu": {"name": "X", "driver": "1"}, "git": {"commit": "abc", "dirty": False}, "command": "c"}
+    monkeypatch.setattr(sanitize.results, "environment", lambda device, settings, argv: env)
+    monkeypatch.setattr(sanitize.ncu, "version", lambda path: "v1")
+    ran = []
+
+    def run_one(tool_path, tool, impl, shape, precision):
+        ran.append((tool, shape))
+        return {"implementation": impl.name, "source": impl.source, "source_hash": None, "tool": tool, "shape": shape,
+                "precision": precision, "status": "failed" if (tool, shape) == ("memcheck", "129x4096") else "clean",
+                "count": 0, "first": [], "seconds": 1.0}
+
+    monkeypatch.setattr(sanitize, "run_one", run_one)
+    everything = sanitize.plan([impl], ("memcheck", "racecheck"))
+    doc, _ = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=lambda *a: None)
+    assert len(ran) == len(everything) == doc["planned"] == doc["finished"] == 8 and doc["complete"]
+    stopped = {**doc, "results": doc["results"][:5], "complete": False, "finished": 5}  # killed after five
+    (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
+    assert "**This run stopped before its end:** 5 runs of the 8" in sanitize.markdown(stopped)
+    ran.clear()
+    said = []
+    doc, _ = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
+    kept = {(r[1], r[2]) for r in everything[:5]} - {("memcheck", "129x4096")}
+    assert set(ran) == {(r[1], r[2]) for r in everything} - kept and len(ran) == 4  # the failed one again
+    assert doc["finished"] == 8 and doc["complete"] and len(doc["results"]) == 8
+    assert said[0].startswith("--resume: 4 of the 8 runs kept")
+    for changed, why in (({"git": {"commit": "def", "dirty": False}}, "it differs in commit"),
+                         ({"git": {"commit": "abc", "dirty": True}}, "it differs in dirty tree")):
+        monkeypatch.setattr(sanitize.results, "environment", lambda device, settings, argv, c=changed: {**env, **c})
+        (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
+        ran.clear()
+        said.clear()
+        sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
+        assert len(ran) == 8 and said[0].endswith(f"sanitize.json (none: {why})")
+
+
 def test_a_triton_twin_runs_without_a_source_hash_and_earlier_rows_are_kept(tmp_path):
     twin = implementation("sgemv/v1_warp_per_row/triton")
     row = sanitize.run_one(_fake_tool(tmp_path, CLEAN), "memcheck", twin, "67x1031", "fp32")

@@ -263,7 +263,7 @@ def cmd_sanitize(args) -> int:
     device = hardware.current_device()
     names = sorted({n for per_op in (precisions or {}).values() for n in per_op}) or None
     _, code = sanitize.run(impls, args.tool or sanitize.TOOLS, tool_path, args.out or report_dir(device.slug), device,
-                           results.python_argv(), names, shapes, jobs=args.jobs, say=say)
+                           results.python_argv(), names, shapes, jobs=args.jobs, say=say, resume=args.resume)
     return code
 
 

@@ -88,6 +88,7 @@ EXAMPLES_SANITIZE = """examples:
   python -m study sanitize
   python -m study sanitize --op sgemv --rung v3 --tool racecheck
   python -m study sanitize --backend cuda --backend triton --dtype fp16
+  python -m study sanitize --jobs 12 --resume        the rows a stopped run at this commit left, only
 """
 EXAMPLES_PROFILE = """examples:
   python -m study profile sgemm/v4_double_buffer/cuda 4096x4096x4096       ncu's raw CSV to reports/<gpu>/profiles/
@@ -281,6 +282,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     san.add_argument("--out", type=Path, default=None, help="folder of sanitize.{json,md} (default: reports/<gpu>/)")
     san.add_argument("--jobs", type=int, default=4,
                      help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
+    san.add_argument("--resume", action="store_true",
+                     help="keep the runs that the folder's sanitize.json holds from this commit on a clean tree, same "
+                          "GPU, driver and tool (a run a time limit stopped), and run only the others")
 
     idx = sub.add_parser("index", help="write a reports folder's README: every results file, its page, command, "
                                        "commit, date and headline (no GPU)",
