@@ -265,6 +265,7 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     run that this one does not redo kept; then ``sanitize.md``. ``resume``: the rows :func:`resumable` keeps are
     not run again. Returns (the document, exit code: 1 when a run is not clean)."""
     rows = plan(impls, tools, precisions, shapes)
+    planned = {(r[0].name, *r[1:4]) for r in rows}  # the exit code's rows, whether run now or kept by --resume
     old_path = out_dir / "sanitize.json"
     old = json.loads(old_path.read_text()) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
@@ -272,7 +273,7 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
            "planned": len(rows), "finished": 0}
     if resume:
         kept, why = resumable(old, doc)
-        todo = [r for r in rows if (r[0].name, *r[1:4]) not in kept]
+        todo = [r for r in rows if (r[0].name, *r[1:4]) not in kept]  # in plan order
         say(f"--resume: {len(rows) - len(todo)} of the {len(rows)} runs kept from {old_path}"
             + (f" (none: {why})" if why else ""))
         rows, doc["finished"] = todo, len(rows) - len(todo)
@@ -306,4 +307,5 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     results.write(out_dir / "sanitize.json", doc)
     (out_dir / "sanitize.md").write_text(markdown(doc))
     say(f"wrote {out_dir / 'sanitize.json'} and sanitize.md")
-    return doc, (1 if any(r["status"] in ("hazards", "failed") for r in fresh) else 0)
+    return doc, (1 if any(r["status"] in ("hazards", "failed") for r in doc["results"] if row_key(r) in planned)
+                 else 0)

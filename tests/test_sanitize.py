@@ -190,27 +190,30 @@ def test_resume_runs_only_what_an_earlier_run_at_this_commit_did_not_finish(tmp_
     env = {"gpu": {"name": "X", "driver": "1"}, "git": {"commit": "abc", "dirty": False}, "command": "c"}
     monkeypatch.setattr(sanitize.results, "environment", lambda device, settings, argv: env)
     monkeypatch.setattr(sanitize.ncu, "version", lambda path: "v1")
-    ran = []
+    ran, failing = [], {("memcheck", "129x4096")}
 
     def run_one(tool_path, tool, impl, shape, precision):
         ran.append((tool, shape))
         return {"implementation": impl.name, "source": impl.source, "source_hash": None, "tool": tool, "shape": shape,
-                "precision": precision, "status": "failed" if (tool, shape) == ("memcheck", "129x4096") else "clean",
+                "precision": precision, "status": "failed" if (tool, shape) in failing else "clean",
                 "count": 0, "first": [], "seconds": 1.0}
 
     monkeypatch.setattr(sanitize, "run_one", run_one)
     everything = sanitize.plan([impl], ("memcheck", "racecheck"))
     doc, _ = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=lambda *a: None)
     assert len(ran) == len(everything) == doc["planned"] == doc["finished"] == 8 and doc["complete"]
-    stopped = {**doc, "results": doc["results"][:5], "complete": False, "finished": 5}  # killed after five
+    first = [{**r, "status": "hazards", "count": 3} if n == 0 else r for n, r in enumerate(doc["results"][:5])]
+    stopped = {**doc, "results": first, "complete": False, "finished": 5}  # killed after five, the first unclean
     (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
     assert "**This run stopped before its end:** 5 runs of the 8" in sanitize.markdown(stopped)
     ran.clear()
+    failing.clear()
     said = []
-    doc, _ = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
+    doc, code = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
     kept = {(r[1], r[2]) for r in everything[:5]} - {("memcheck", "129x4096")}
     assert set(ran) == {(r[1], r[2]) for r in everything} - kept and len(ran) == 4  # the failed one again
     assert doc["finished"] == 8 and doc["complete"] and len(doc["results"]) == 8
+    assert code == 1 and doc["results"][0]["status"] == "hazards"  # a kept row's hazards still count
     assert said[0].startswith("--resume: 4 of the 8 runs kept")
     for changed, why in (({"git": {"commit": "def", "dirty": False}}, "it differs in commit"),
                          ({"git": {"commit": "abc", "dirty": True}}, "it differs in dirty tree")):
