@@ -22,7 +22,7 @@ def write_report(doc: dict, md_path: Path) -> Path:
 def read_record(path: Path) -> dict:
     """A file ``write_page`` renders: a sanitize run's as it is, any other as a results file (checked, upgraded)."""
     raw = results.read_json(path)
-    return raw if sanitize.is_sanitize(raw) else results.load(path)
+    return raw if sanitize.is_sanitize(raw) else results.load(path, raw)
 
 
 def write_page(doc: dict, json_path: Path, md_path: Path | None = None) -> Path:

@@ -365,10 +365,10 @@ def read_json(path: Path):
         raise ValueError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
 
 
-def load(path: Path) -> dict:
+def load(path: Path, doc=None) -> dict:
     """A results file (JSON, or JSON gzipped: :func:`read_text`), upgraded to this schema and its figures derived;
-    a ValueError naming the file (and the record) when it cannot be one."""
-    doc = read_json(path)
+    a ValueError naming the file (and the record) when it cannot be one. ``doc``: the file's JSON, already read."""
+    doc = read_json(path) if doc is None else doc
     if not isinstance(doc, dict) or "schema" not in doc:
         raise ValueError(f"{path}: not a study results file (no 'schema')")
     if not isinstance(doc["schema"], int) or isinstance(doc["schema"], bool):

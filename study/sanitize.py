@@ -209,7 +209,8 @@ def stopped(doc: dict) -> str:
 
 def is_sanitize(doc) -> bool:
     """Whether a JSON document is a ``sanitize.json`` (``study report`` renders it as the run does)."""
-    return isinstance(doc, dict) and "tool_version" in doc and isinstance(doc.get("results"), list)
+    return (isinstance(doc, dict) and "tool_version" in doc and isinstance(doc.get("results"), list)
+            and isinstance(doc.get("environment"), dict))
 
 
 def row_key(row: dict) -> tuple:
@@ -238,24 +239,33 @@ def marks_beside(folder: Path) -> dict[tuple[str, str], str]:
     """The unclean sources ``sanitize.json`` in ``folder`` names (none when there is no such file): what a
     report beside it marks (study.report.page.with_sanitizer_marks)."""
     path = Path(folder) / "sanitize.json"
-    return unclean_sources(json.loads(path.read_text())) if path.is_file() else {}
+    return unclean_sources(results.read_json(path)) if path.is_file() else {}
 
 
-RESUME_KEYS = ("GPU", "driver", "commit", "dirty tree")  # what a resumed run shares with the one it resumes
+# What a resumed run shares with the one it resumes: what reproduces a number (results.ENV_KEYS; the timer aside,
+# sanitize times nothing) and the tool's version.
+RESUME_KEYS = tuple(label for label, _ in results.ENV_KEYS if label != "timer settings")
 
 
 def resumable(old: dict | None, doc: dict) -> tuple[set, str]:
     """(the row keys of ``old``, the earlier sanitize.json in the folder, that a resumed run keeps rather than runs
-    again, why none where it keeps none): those run at this very commit, on a clean tree, on the same GPU and driver,
-    by the same tool, that did not fail (a failure may be a call's time limit). Anything else differing, none."""
+    again, why none where it keeps none): the rows of the run that last wrote it (each row names its run), where that
+    run shares :data:`RESUME_KEYS` and the tool's version with this one on a clean tree, and did not fail (a failure
+    may be a call's time limit). Rows of earlier runs in the file, which may have run on another tree, are not kept."""
     if not old:
         return set(), "there is no earlier sanitize.json in the folder"
-    env, commit = doc["environment"], doc["environment"]["git"].get("commit")
-    differ = [label for label, *_ in results.differences(old.get("environment") or {}, env, RESUME_KEYS)]
+    env, before = doc["environment"], old.get("environment") or {}
+    differ = [label for label, *_ in results.differences(before, env, RESUME_KEYS)]
     differ += ["compute-sanitizer"] if old.get("tool_version") != doc["tool_version"] else []
     if differ or env["git"].get("dirty") is not False:
         return set(), f"it differs in {', '.join(differ)}" if differ else "the tree is not known to be clean"
-    return {row_key(r) for r in old["results"] if r.get("commit") == commit and r["status"] != "failed"}, ""
+    return {row_key(r) for r in old["results"] if r.get("run") == before.get("utc") and r["status"] != "failed"}, ""
+
+
+def plan_key(row_plan: tuple) -> tuple:
+    """A planned run's :func:`row_key`."""
+    impl, tool, shape_text, precision, _ = row_plan
+    return impl.name, tool, shape_text, precision
 
 
 def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], precisions=None, shapes=None,
@@ -265,18 +275,22 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     run that this one does not redo kept; then ``sanitize.md``. ``resume``: the rows :func:`resumable` keeps are
     not run again. Returns (the document, exit code: 1 when a run is not clean)."""
     rows = plan(impls, tools, precisions, shapes)
-    planned = {(r[0].name, *r[1:4]) for r in rows}  # the exit code's rows, whether run now or kept by --resume
+    planned = {plan_key(r) for r in rows}  # the exit code's rows, whether run now or kept by --resume
+    out_dir = Path(out_dir)
     old_path = out_dir / "sanitize.json"
-    old = json.loads(old_path.read_text()) if old_path.is_file() else None
+    old = results.read_json(old_path) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
-           "tool_version": ncu.version(tool_path), "results": merged(old, []), "complete": False,
-           "planned": len(rows), "finished": 0}
+           "tool_version": ncu.version(tool_path), "results": [], "complete": False, "planned": len(rows),
+           "finished": 0}
+    run_id = doc["environment"]["utc"]  # each row names the run that made it (--resume keeps that run's only)
     if resume:
         kept, why = resumable(old, doc)
-        todo = [r for r in rows if (r[0].name, *r[1:4]) not in kept]  # in plan order
+        todo = [r for r in rows if plan_key(r) not in kept]  # in plan order
         say(f"--resume: {len(rows) - len(todo)} of the {len(rows)} runs kept from {old_path}"
             + (f" (none: {why})" if why else ""))
         rows, doc["finished"] = todo, len(rows) - len(todo)
+        old = old and {**old, "results": [{**r, "run": run_id} if row_key(r) in kept else r for r in old["results"]]}
+    doc["results"] = merged(old, [])
     say(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {jobs} at once")
     started = time.perf_counter()
 
@@ -287,8 +301,8 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
         if reason:
             return {"implementation": impl.name, "source": impl.source, "source_hash": source_hash_of(impl),
                     "tool": tool, "shape": shape_text, "precision": precision, "status": "skipped", "reason": reason,
-                    "count": None, "first": [], "seconds": 0.0, "commit": commit}
-        return {**run_one(tool_path, tool, impl, shape_text, precision), "commit": commit}
+                    "count": None, "first": [], "seconds": 0.0, "commit": commit, "run": run_id}
+        return {**run_one(tool_path, tool, impl, shape_text, precision), "commit": commit, "run": run_id}
 
     done: dict = {}
     fresh: list = []

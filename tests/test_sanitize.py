@@ -184,11 +184,14 @@ def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_pa
 
 
 def test_resume_runs_only_what_an_earlier_run_at_this_commit_did_not_finish(tmp_path, monkeypatch):
-    # A call's time limit stops a long run (35 of 36 on the H100 of 2026-12-07); --resume at the same commit, on a
-    # clean tree, same GPU, driver and tool, keeps its finished rows (not a failed one) and runs the rest.
+    # A call's time limit stops a long run (35 of 36 on the H100 of 2026-12-07); --resume keeps the rows of the run
+    # that last wrote the file, where it ran at this commit on a clean tree with the same GPU, driver, software and
+    # tool (not a failed row), and runs the rest.
     impl = implementation("sgemv/v1_warp_per_row/cuda")
+    clock = iter(range(100))
     env = {"gpu": {"name": "X", "driver": "1"}, "git": {"commit": "abc", "dirty": False}, "command": "c"}
-    monkeypatch.setattr(sanitize.results, "environment", lambda device, settings, argv: env)
+    monkeypatch.setattr(sanitize.results, "environment",
+                        lambda device, settings, argv: {**env, "utc": f"t{next(clock)}"})
     monkeypatch.setattr(sanitize.ncu, "version", lambda path: "v1")
     ran, failing = [], {("memcheck", "129x4096")}
 
@@ -198,30 +201,43 @@ def test_resume_runs_only_what_an_earlier_run_at_this_commit_did_not_finish(tmp_
                 "precision": precision, "status": "failed" if (tool, shape) in failing else "clean",
                 "count": 0, "first": [], "seconds": 1.0}
 
+    def sanitize_run(tools=("memcheck", "racecheck"), **kw):
+        ran.clear()
+        said = []
+        doc, code = sanitize.run([impl], tools, "cs", tmp_path, None, [], say=said.append, **kw)
+        return doc, code, said
+
     monkeypatch.setattr(sanitize, "run_one", run_one)
     everything = sanitize.plan([impl], ("memcheck", "racecheck"))
-    doc, _ = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=lambda *a: None)
+    doc, _, _ = sanitize_run()
     assert len(ran) == len(everything) == doc["planned"] == doc["finished"] == 8 and doc["complete"]
+    assert {r["run"] for r in doc["results"]} == {"t0"}
     first = [{**r, "status": "hazards", "count": 3} if n == 0 else r for n, r in enumerate(doc["results"][:5])]
     stopped = {**doc, "results": first, "complete": False, "finished": 5}  # killed after five, the first unclean
     (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
     assert "**This run stopped before its end:** 5 runs of the 8" in sanitize.markdown(stopped)
-    ran.clear()
     failing.clear()
-    said = []
-    doc, code = sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
+    doc, code, said = sanitize_run(resume=True)
     kept = {(r[1], r[2]) for r in everything[:5]} - {("memcheck", "129x4096")}
     assert set(ran) == {(r[1], r[2]) for r in everything} - kept and len(ran) == 4  # the failed one again
     assert doc["finished"] == 8 and doc["complete"] and len(doc["results"]) == 8
     assert code == 1 and doc["results"][0]["status"] == "hazards"  # a kept row's hazards still count
-    assert said[0].startswith("--resume: 4 of the 8 runs kept")
-    for changed, why in (({"git": {"commit": "def", "dirty": False}}, "it differs in commit"),
-                         ({"git": {"commit": "abc", "dirty": True}}, "it differs in dirty tree")):
-        monkeypatch.setattr(sanitize.results, "environment", lambda device, settings, argv, c=changed: {**env, **c})
+    assert {r["run"] for r in doc["results"]} == {"t1"} and said[0].startswith("--resume: 4 of the 8 runs kept")
+    doc, _, said = sanitize_run(resume=True)  # resumed again: the kept rows are that run's now
+    assert ran == [] and said[0].startswith("--resume: 8 of the 8 runs kept")
+    # Rows of an earlier run in the file are not kept, though the file's last run matches: a dirty tree's run of
+    # every tool, then a clean run of memcheck alone, then --resume keeps memcheck's rows only.
+    env["git"] = {"commit": "abc", "dirty": True}
+    sanitize_run()
+    env["git"] = {"commit": "abc", "dirty": False}
+    sanitize_run(tools=("memcheck",))
+    doc, _, said = sanitize_run(resume=True)
+    assert set(ran) == {(r[1], r[2]) for r in everything if r[1] == "racecheck"} and len(ran) == 4
+    for changed, why in (({"commit": "def", "dirty": False}, "it differs in commit"),
+                         ({"commit": "abc", "dirty": True}, "it differs in dirty tree")):
         (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
-        ran.clear()
-        said.clear()
-        sanitize.run([impl], ("memcheck", "racecheck"), "cs", tmp_path, None, [], say=said.append, resume=True)
+        env["git"] = changed
+        _, _, said = sanitize_run(resume=True)
         assert len(ran) == 8 and said[0].endswith(f"sanitize.json (none: {why})")
 
 

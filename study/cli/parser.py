@@ -283,8 +283,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     san.add_argument("--jobs", type=int, default=4,
                      help="sanitizer processes at once (default 4; each run checks correctness, times nothing)")
     san.add_argument("--resume", action="store_true",
-                     help="keep the runs that the folder's sanitize.json holds from this commit on a clean tree, same "
-                          "GPU, driver and tool (a run a time limit stopped), and run only the others")
+                     help="keep the runs of the run that last wrote the folder's sanitize.json (one a time limit "
+                          "stopped) where it shares this commit, a clean tree, GPU, driver, software and tool; run "
+                          "only the others")
 
     idx = sub.add_parser("index", help="write a reports folder's README: every results file, its page, command, "
                                        "commit, date and headline (no GPU)",
