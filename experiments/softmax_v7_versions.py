@@ -1,12 +1,15 @@
 """softmax v7 at other commits' sources against v7 now, interleaved in one process (docs/ladders/softmax.md, v7).
 
 A suite rerun named v7 slower than a committed run of the same configs; this times the versions side by side, so
-that both see the same GPU, clocks and power state. Each version is a source taken from git: ``name=REV`` takes
+that all see the same GPU, clocks and power state. Each version is a source taken from git: ``name=REV`` takes
 v7's ``07_tma_ring.cu`` as at REV; ``name=REV:ring.cuh`` takes today's ``07_tma_ring.cu`` with ``ring.cuh`` as at
-REV. They are written beside the kernel under names that no registered implementation uses and removed on exit.
-For each shape and precision, in two rounds of all versions, each version's gate (check_output) must pass before it
-is timed; its cold time (median of 100 launches by the study's own timer, L2 flushed before each) prints as GB/s.
-``head`` is the working tree's v7 and always runs.
+REV. Each is written into a temporary folder of its own beside copies of today's softmax headers (nothing is
+written into the repository, so a killed run leaves nothing there), and its persistent grid is sized by its own
+kernel's occupancy (the driver's count of its clusters), as the study's launch sizes today's. For each shape and
+precision, in two rounds of all versions, each version's gate (check_output) must pass before it is timed; its
+cold time (median of 100 launches by the study's own timer, L2 flushed before each) prints as GB/s, with the
+launch's cluster size, threads, stages and clusters. ``head`` is the working tree's v7 (``--only`` picks one
+version, for ncu).
 
     python experiments/softmax_v7_versions.py [--only NAME] [--version NAME=REV[:ring.cuh] ...] MxN ...
         e.g. --version old=f84c808 --version prev=9187409:ring.cuh 1024x128256 64x151936
@@ -15,8 +18,10 @@ is timed; its cold time (median of 100 launches by the study's own timer, L2 flu
 
 import argparse
 import dataclasses
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -27,6 +32,7 @@ from softmax_v8_clusters import cases, cold_median_ms, cold_timer  # noqa: E402
 
 from study.backends import backend  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
+from study.ops import softmax_rings  # noqa: E402
 from study.problem import check_output  # noqa: E402
 
 IMPL = "softmax/v7_tma_ring/cuda"
@@ -38,21 +44,31 @@ def git_show(rev: str, path: Path) -> str:
                           capture_output=True, text=True).stdout
 
 
-def materialise(name: str, spec: str, kernel: Path) -> list:
-    """Write version ``name`` beside the kernel; returns the paths written (the kernel's first)."""
+def materialise(spec: str, kernel: Path, folder: Path) -> Path:
+    """Version ``spec`` (REV or REV:HEADER) of ``kernel`` written into ``folder`` beside copies of the headers of the
+    kernel's own folder (HEADER as at REV); returns the kernel's path there."""
     rev, _, header = spec.partition(":")
-    target = kernel.with_name(f"{kernel.stem}_{name}_version.cu")
-    if not header:
-        target.write_text(git_show(rev, kernel))
-        return [target]
-    copy = kernel.with_name(f"{Path(header).stem}_{name}_version{Path(header).suffix}")
-    copy.write_text(git_show(rev, kernel.with_name(header)))
-    source = kernel.read_text()
-    include = f'#include "{header}"'
-    if include not in source:
-        sys.exit(f"{kernel.name} does not include {header}")
-    target.write_text(source.replace(include, f'#include "{copy.name}"'))
-    return [target, copy]
+    for own in kernel.parent.glob("*.cuh"):
+        shutil.copy(own, folder / own.name)
+    if header:
+        if not (kernel.parent / header).is_file():
+            sys.exit(f"{header} is no header of {kernel.parent}")
+        (folder / header).write_text(git_show(rev, kernel.parent / header))
+    target = folder / kernel.name
+    target.write_text(kernel.read_text() if header else git_show(rev, kernel))
+    return target
+
+
+def prepare(impl, problem, tensors, shape, precision):
+    """The study's launch of ``impl``, its grid sized by its own kernel: v7's launch counts the clusters of the
+    registered file (softmax_rings.V7_PATH), whose statics may differ from the version's (896 bytes at 9187409
+    hold two BF16 blocks of 151936 an SM where 768 hold three)."""
+    registered = softmax_rings.V7_PATH
+    softmax_rings.V7_PATH = impl.target.path
+    try:
+        return backend("cuda").prepare(impl, problem, tensors, shape, precision, config=dict(impl.params))
+    finally:
+        softmax_rings.V7_PATH = registered
 
 
 def main() -> None:
@@ -62,15 +78,17 @@ def main() -> None:
     parser.add_argument("shapes", nargs="+")
     args = parser.parse_args()
     head = implementation(IMPL)
-    written, versions = [], []
-    try:
-        for item in args.version:
-            name, _, spec = item.partition("=")
-            paths = materialise(name, spec, head.target.path)
-            written += paths
-            versions.append((name, dataclasses.replace(head, target=dataclasses.replace(head.target, path=paths[0]))))
-        versions.append(("head", head))
-        versions = [(n, i) for n, i in versions if args.only in (None, n)]
+    names = [item.partition("=")[0] for item in args.version]
+    if len(set(names + ["head"])) != len(names) + 1 or not all(n.isidentifier() for n in names):
+        sys.exit(f"--version names must be distinct identifiers other than 'head'; got {names}")
+    with tempfile.TemporaryDirectory() as scratch:
+        versions = []
+        for name, item in zip(names, args.version):
+            folder = Path(scratch) / name
+            folder.mkdir()
+            path = materialise(item.partition("=")[2], head.target.path, folder)
+            versions.append((name, dataclasses.replace(head, target=dataclasses.replace(head.target, path=path))))
+        versions = [(n, i) for n, i in versions + [("head", head)] if args.only in (None, n)]
         problem = ladder("softmax").problem
         timer = cold_timer()
         print(torch.cuda.get_device_name(0), f"{IMPL} versions, cold, median of 100 launches, GB/s, two rounds")
@@ -78,7 +96,7 @@ def main() -> None:
             got, configs = {}, {}
             for round_ in range(2):
                 for name, impl in versions:
-                    launch = backend("cuda").prepare(impl, problem, tensors, shape, precision, config=dict(impl.params))
+                    launch = prepare(impl, problem, tensors, shape, precision)
                     if round_ == 0:
                         verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
                         if not verdict.ok:
@@ -92,9 +110,6 @@ def main() -> None:
             print(f"{shape_text:>12s} {precision_name} " + " ".join(
                 f"{name} {'/'.join(f'{g:,.0f}' for g in values)} [{configs[name]}]" for name, values in got.items()),
                 flush=True)
-    finally:
-        for path in written:
-            path.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
