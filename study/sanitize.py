@@ -20,7 +20,6 @@ was found unclean, and ignore results of an older source.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
