@@ -5,7 +5,7 @@ that all see the same GPU, clocks and power state. Each version is a source take
 v7's ``07_tma_ring.cu`` as at REV; ``name=REV:ring.cuh`` takes today's ``07_tma_ring.cu`` with ``ring.cuh`` as at
 REV. Each is written into a temporary folder of its own beside copies of today's softmax headers (nothing is
 written into the repository, so a killed run leaves nothing there), and its persistent grid is sized by its own
-kernel's occupancy (the driver's count of its clusters), as the study's launch sizes today's. For each shape and
+kernel's occupancy (the driver's count of its clusters: its launcher is built for its file). For each shape and
 precision, in two rounds of all versions, each version's gate (check_output) must pass before it is timed; its
 cold time (median of 100 launches by the study's own timer, L2 flushed before each) prints as GB/s, with the
 launch's cluster size, threads, stages and clusters. ``head`` is the working tree's v7 (``--only`` picks one
@@ -32,7 +32,8 @@ from softmax_v8_clusters import cases, cold_median_ms, cold_timer  # noqa: E402
 
 from study.backends import backend  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
-from study.ops import softmax_rings  # noqa: E402
+from study.ops.softmax import SOFTMAX  # noqa: E402
+from study.ops.softmax_rings import tma_ring_launcher  # noqa: E402
 from study.problem import check_output  # noqa: E402
 
 IMPL = "softmax/v7_tma_ring/cuda"
@@ -59,18 +60,6 @@ def materialise(spec: str, kernel: Path, folder: Path) -> Path:
     return target
 
 
-def prepare(impl, problem, tensors, shape, precision):
-    """The study's launch of ``impl``, its grid sized by its own kernel: v7's launch counts the clusters of the
-    registered file (softmax_rings.V7_PATH), whose statics may differ from the version's (896 bytes at 9187409
-    hold two BF16 blocks of 151936 an SM where 768 hold three)."""
-    registered = softmax_rings.V7_PATH
-    softmax_rings.V7_PATH = impl.target.path
-    try:
-        return backend("cuda").prepare(impl, problem, tensors, shape, precision, config=dict(impl.params))
-    finally:
-        softmax_rings.V7_PATH = registered
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="append", default=[], metavar="NAME=REV[:HEADER]")
@@ -87,7 +76,8 @@ def main() -> None:
             folder = Path(scratch) / name
             folder.mkdir()
             path = materialise(item.partition("=")[2], head.target.path, folder)
-            versions.append((name, dataclasses.replace(head, target=dataclasses.replace(head.target, path=path))))
+            versions.append((name, dataclasses.replace(head, target=dataclasses.replace(head.target, path=path),
+                                                       launcher=tma_ring_launcher(SOFTMAX.cuda_defines, path))))
         versions = [(n, i) for n, i in versions + [("head", head)] if args.only in (None, n)]
         problem = ladder("softmax").problem
         timer = cold_timer()
@@ -96,7 +86,8 @@ def main() -> None:
             got, configs = {}, {}
             for round_ in range(2):
                 for name, impl in versions:
-                    launch = prepare(impl, problem, tensors, shape, precision)
+                    launch = backend("cuda").prepare(impl, problem, tensors, shape, precision,
+                                                     config=dict(impl.params))
                     if round_ == 0:
                         verdict = check_output(launch.fn, launch.out, problem, ref, scale, precision, launch.poison)
                         if not verdict.ok:

@@ -110,9 +110,11 @@ def vector_ring_defines(op_defines, rung: str, plan_of, plan_defines):
     return defines
 
 
-def tma_ring_launcher(op_defines) -> CudaLauncher:
-    """v7's launcher: CLUSTER, STAGES and THREADS from :func:`tma_ring_plan`."""
-    return CudaLauncher(launch=tma_ring_launch, check=scope_check(tma_ring_plan), defines=vector_ring_defines(
+def tma_ring_launcher(op_defines, path=V7_PATH) -> CudaLauncher:
+    """v7's launcher: CLUSTER, STAGES and THREADS from :func:`tma_ring_plan`; ``path``: the kernel file it launches,
+    whose occupancy sizes the grid (another version of v7, experiments/softmax_v7_versions.py)."""
+    return CudaLauncher(launch=functools.partial(tma_ring_launch, path=path), check=scope_check(tma_ring_plan),
+                        defines=vector_ring_defines(
         op_defines, "v7", tma_ring_plan,
         lambda plan, defines: {"CLUSTER": plan.cluster, "STAGES": plan.stages,
                                "THREADS": plan.threads or defines["THREADS"]}))
@@ -136,13 +138,13 @@ def resident_clusters(path, symbol: str, defines, cluster: int, threads: int, sm
     return sms // 16 * (16 // cluster) * per_sm, "estimate"
 
 
-def tma_ring_launch(defines, tensors, out, shape, precision) -> CudaLaunch:
+def tma_ring_launch(defines, tensors, out, shape, precision, path=V7_PATH) -> CudaLaunch:
     """v7: a persistent grid of as many clusters as the GPU runs at once (:func:`resident_clusters`), none more
     than the rows, so that each walks its rows in one round; the ring as dynamic shared memory. Recorded:
     ``chunk`` (body vectors a block holds a row), ``clusters`` and where their count came from."""
     m, n = shape["M"], shape["N"]
     plan = tma_ring_plan(n, precision.element_bytes, {**defines, "FIT": 0})
-    resident, source = resident_clusters(V7_PATH, "softmax_v7_tma_ring", defines, plan.cluster, defines["THREADS"],
+    resident, source = resident_clusters(path, "softmax_v7_tma_ring", defines, plan.cluster, defines["THREADS"],
                                          plan.ring_bytes, sm_count(out))
     clusters = max(1, min(m, resident))
     args = (cuda.as_cupy(tensors["X"]), cuda.as_cupy(out), np.int32(m), np.int32(n), np.int32(plan.chunk))
