@@ -197,12 +197,19 @@ def markdown(doc: dict) -> str:
         ""])
 
 
+def finished(doc: dict) -> int:
+    """The runs of the run that last wrote ``doc`` (each row names its run; older files' rows, by their commit)."""
+    env = doc["environment"]
+    if any("run" in r for r in doc["results"]):
+        return sum(r.get("run") == env.get("utc") for r in doc["results"])
+    return sum(r.get("commit") == env["git"].get("commit") for r in doc["results"])
+
+
 def stopped(doc: dict) -> str:
     """What a page says of a run that stopped before its end (killed, timed out): how many of its runs finished."""
     commit = doc["environment"]["git"].get("commit")
-    finished = doc.get("finished", sum(r.get("commit") == commit for r in doc["results"]))  # older files: by commit
     planned = f" of the {doc['planned']} it planned" if "planned" in doc else ""
-    return (f"**This run stopped before its end:** {finished} runs{planned} finished at `{(commit or '?')[:7]}`; "
+    return (f"**This run stopped before its end:** {finished(doc)} runs{planned} finished at `{(commit or '?')[:7]}`; "
             f"the same command with `--resume` runs the others.")
 
 
@@ -279,15 +286,14 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
     old_path = out_dir / "sanitize.json"
     old = results.read_json(old_path) if old_path.is_file() else None
     doc = {"schema": 1, "environment": results.environment(device, TimerSettings(), argv),
-           "tool_version": ncu.version(tool_path), "results": [], "complete": False, "planned": len(rows),
-           "finished": 0}
+           "tool_version": ncu.version(tool_path), "results": [], "complete": False, "planned": len(rows)}
     run_id = doc["environment"]["utc"]  # each row names the run that made it (--resume keeps that run's only)
     if resume:
         kept, why = resumable(old, doc)
         todo = [r for r in rows if plan_key(r) not in kept]  # in plan order
         say(f"--resume: {len(rows) - len(todo)} of the {len(rows)} runs kept from {old_path}"
             + (f" (none: {why})" if why else ""))
-        rows, doc["finished"] = todo, len(rows) - len(todo)
+        rows = todo
         old = old and {**old, "results": [{**r, "run": run_id} if row_key(r) in kept else r for r in old["results"]]}
     doc["results"] = merged(old, [])
     say(f"{len(rows)} sanitizer runs ({len(impls)} implementations) with {tool_path}, {jobs} at once")
@@ -312,7 +318,6 @@ def run(impls, tools, tool_path: str, out_dir: Path, device, argv: list[str], pr
             done[futures[future]] = row
             fresh = [done[i] for i in sorted(done)]
             doc["results"] = merged(old, fresh)  # earlier rows this run does not redo are kept
-            doc["finished"] = doc["planned"] - len(rows) + len(fresh)
             results.write(out_dir / "sanitize.json", doc)
             say(f"[{n}/{len(rows)}] {row['implementation']} {row['tool']} {row['shape']} {row['precision']}: "
                 f"{row['status']}" + (f" ({row['count']})" if row["status"] == "hazards" else ""))

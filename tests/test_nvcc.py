@@ -49,12 +49,14 @@ def _fitted_widths(impl, ends=False, in_place=False) -> tuple:
             + (({"TOKENS": SKINNY_TOKENS[-1], "B_IN_PLACE": 1},) if in_place else ()))
 
 
-def _compile(impl, defines, arch, tmp_path, name=None):
+def _compile(impl, defines, arch, tmp_path, name=None, flags=()) -> str:
+    """nvcc's messages (``flags`` added to its command) of a compile that must succeed."""
     out = tmp_path / f"{name or impl.target.symbol}.cubin"
-    cmd = nvcc_command(impl.target.path, defines, arch, out)
+    cmd = nvcc_command(impl.target.path, defines, arch, out) + list(flags)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
     assert out.stat().st_size > 0
+    return proc.stderr
 
 
 @functools.lru_cache(maxsize=None)
@@ -203,11 +205,9 @@ SHARED_UNIT = 128     # ... and the unit a block's shared memory is allocated in
 
 def _static_shared_bytes(impl, defines, tmp_path) -> int:
     """A kernel's static shared memory at ``defines`` on sm_90a, as ptxas counts it (-Xptxas -v)."""
-    cmd = nvcc_command(impl.target.path, defines, "sm_90a", tmp_path / "static.cubin") + ["-Xptxas", "-v"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stderr}"
-    found = re.findall(r"(\d+) bytes smem", proc.stderr)
-    assert len(found) == 1, proc.stderr
+    messages = _compile(impl, defines, "sm_90a", tmp_path, "static", flags=("-Xptxas", "-v"))
+    found = re.findall(r"(\d+) bytes smem", messages)
+    assert len(found) == 1, messages
     return int(found[0])
 
 
@@ -218,8 +218,9 @@ def test_v7s_statics_cost_no_block_at_any_suite_plan(precision, tmp_path):
     # slots, the reduction's scratch) sits beside every ring: at 9187409 ring.cuh made it 896 bytes at 8 blocks ×
     # 256 threads, which left 1024 × 151936 BF16 two blocks an SM — the driver's count 30 clusters of 8 where it
     # was 45, and the H200's vocab suite at ecdd5f2 0.844× its figure of f84c808 there (the kernel's header). No
-    # launch error says so: only the count of blocks an SM moves. So at every plan of the vocabulary and attention suites the statics must leave an SM the
-    # blocks that the rings and threads alone allow (registers aside: three blocks of 256 threads leave 85 a thread).
+    # launch error says so: only the count of blocks an SM moves. So at every plan of the vocabulary and attention
+    # suites the statics must leave an SM the blocks that the rings and threads alone allow (registers aside: three
+    # blocks of 256 threads leave 85 a thread).
     from study.ops.softmax_rings import SM_SHARED, tma_ring_plan
     from study.suites import shapes_of
 

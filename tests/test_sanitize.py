@@ -170,11 +170,10 @@ def test_a_run_stopped_before_its_end_says_so_and_study_report_renders_it(tmp_pa
            "status": "clean", "count": 0, "first": [], "seconds": 1.0, "commit": "abc"}
     doc = {"schema": 1, "environment": {"gpu": {"name": "X"}, "command": "python -m study sanitize",
                                         "git": {"commit": "abc"}},
-           "tool_version": "v", "results": [row, {**row, "tool": "racecheck"}], "complete": False, "planned": 5,
-           "finished": 2}
+           "tool_version": "v", "results": [row, {**row, "tool": "racecheck"}], "complete": False, "planned": 5}
     assert "**This run stopped before its end:** 2 runs of the 5 it planned finished at `abc`" in sanitize.markdown(doc)
     path = tmp_path / "sanitize.json"
-    path.write_text(json.dumps({k: v for k, v in doc.items() if k not in ("planned", "finished")}))
+    path.write_text(json.dumps({k: v for k, v in doc.items() if k != "planned"}))
     assert main(["report", str(path)]) == 0
     page = (tmp_path / "sanitize.md").read_text()
     assert page.startswith("# `study sanitize` on X") and "2 runs finished at `abc`" in page  # older: by commit
@@ -210,17 +209,17 @@ def test_resume_runs_only_what_an_earlier_run_at_this_commit_did_not_finish(tmp_
     monkeypatch.setattr(sanitize, "run_one", run_one)
     everything = sanitize.plan([impl], ("memcheck", "racecheck"))
     doc, _, _ = sanitize_run()
-    assert len(ran) == len(everything) == doc["planned"] == doc["finished"] == 8 and doc["complete"]
+    assert len(ran) == len(everything) == doc["planned"] == sanitize.finished(doc) == 8 and doc["complete"]
     assert {r["run"] for r in doc["results"]} == {"t0"}
     first = [{**r, "status": "hazards", "count": 3} if n == 0 else r for n, r in enumerate(doc["results"][:5])]
-    stopped = {**doc, "results": first, "complete": False, "finished": 5}  # killed after five, the first unclean
+    stopped = {**doc, "results": first, "complete": False}  # killed after five, the first unclean
     (tmp_path / "sanitize.json").write_text(json.dumps(stopped))
     assert "**This run stopped before its end:** 5 runs of the 8" in sanitize.markdown(stopped)
     failing.clear()
     doc, code, said = sanitize_run(resume=True)
     kept = {(r[1], r[2]) for r in everything[:5]} - {("memcheck", "129x4096")}
     assert set(ran) == {(r[1], r[2]) for r in everything} - kept and len(ran) == 4  # the failed one again
-    assert doc["finished"] == 8 and doc["complete"] and len(doc["results"]) == 8
+    assert sanitize.finished(doc) == 8 and doc["complete"] and len(doc["results"]) == 8
     assert code == 1 and doc["results"][0]["status"] == "hazards"  # a kept row's hazards still count
     assert {r["run"] for r in doc["results"]} == {"t1"} and said[0].startswith("--resume: 4 of the 8 runs kept")
     doc, _, said = sanitize_run(resume=True)  # resumed again: the kept rows are that run's now
