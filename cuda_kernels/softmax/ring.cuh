@@ -215,8 +215,11 @@ __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
 // Two sides' statistics merged: a side that has seen only −inf (m = −inf) adds its d as it is — 0, or NaN if it
 // met a NaN. The same operands in the same order give the same bits in every block of a cluster.
 __device__ __forceinline__ Stats merge(Stats a, float bm, float bd) {
-    // both exponentials unconditional, selected after: under the conditions nvcc branched (as absorb's rescale did)
-    const float top = fmaxf(a.m, bm), t = scaled(top), ea = ex2(a.t - t), eb = ex2(scaled(bm) - t);
+    // both exponentials unconditional, selected after: under the conditions nvcc branched (as absorb's rescale did).
+    // t as the larger of the sides' t (every Stats carries t = scaled(m), and scaled is monotone): the bits of
+    // scaled(top) without a second scaled() on the reductions' dependent chain (v7 at CLUSTER 8, sm_90a: SASS
+    // FP32 2,880 → 2,656 instructions, BF16 3,584 → 3,328)
+    const float bt = scaled(bm), top = fmaxf(a.m, bm), t = fmaxf(a.t, bt), ea = ex2(a.t - t), eb = ex2(bt - t);
     return {top, t, (a.m == NEG_INF ? a.d : a.d * ea) + (bm == NEG_INF ? bd : bd * eb)};
 }
 
