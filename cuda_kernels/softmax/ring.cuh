@@ -198,16 +198,10 @@ __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
     float top = v[0];
 #pragma unroll
     for (int e = 1; e < n; ++e) top = fmaxf(top, v[e]);
-    // t before the test, not inside: inside, the rescale grew past what nvcc predicates, and each vector took a
-    // branch (BSSY/BSYNC) that kept the next vectors' shared-memory loads from issuing under this one's MUFUs (v7's
-    // SASS, sm_90a; v7 at ecdd5f2 ran 0.72–1.01× its figures of f84c808, whose absorb was branch-free). Only the
-    // lower clamp of scaled(): a thread's t is read by its own rescales and the block's shuffle merges alone (the
-    // block's statistics take scaled(m) again), and it differs from scaled(top) only where top passes
-    // FLT_MAX / log2 e — +inf for FLT_MAX, in a huge row, whose sum is taken again by the subtraction form (settle);
-    // −inf is never stored (no top exceeds m = −inf). A clamp, a test and a select fewer a vector, on the critical
-    // path of a few rows (ncu, v7 at 1×128256 FP32 on an H100, e4b1860 against f84c808: 90 K instructions executed
-    // against 79 K, FMNMX 8.5 K against 3.9 K, FSETP 5.8 K against 3.7 K; 9.3 against 8.9 µs)
-    const float t = fmaxf(top * LOG2E, -FLOAT_MAX);
+    // scaled(top) before the test, not inside: inside, the rescale grew past what nvcc predicates, and each vector
+    // took a branch (BSSY/BSYNC) that kept the next vectors' shared-memory loads from issuing under this one's
+    // MUFUs (v7's SASS, sm_90a; v7 at ecdd5f2 ran 0.72–1.01× its figures of f84c808, whose absorb was branch-free)
+    const float t = scaled(top);
     if (top > s.m) {
         s.d *= ex2(s.t - t);
         s.m = top;
@@ -222,9 +216,9 @@ __device__ __forceinline__ void absorb(Stats& s, const float (&v)[n]) {
 // met a NaN. The same operands in the same order give the same bits in every block of a cluster.
 __device__ __forceinline__ Stats merge(Stats a, float bm, float bd) {
     // both exponentials unconditional, selected after: under the conditions nvcc branched (as absorb's rescale did).
-    // t as the larger of the sides' t (scaled is monotone, and every Stats carries t = scaled(m) but a thread's in a
-    // huge row, whose sum is taken again: absorb): the bits of scaled(top) without a second scaled() on the
-    // reductions' dependent chain (v7 at CLUSTER 8, sm_90a: SASS FP32 2,880 → 2,656 instructions, BF16 3,584 → 3,328)
+    // t as the larger of the sides' t (every Stats carries t = scaled(m), and scaled is monotone): the bits of
+    // scaled(top) without a second scaled() on the reductions' dependent chain (v7 at CLUSTER 8, sm_90a: SASS
+    // FP32 2,880 → 2,656 instructions, BF16 3,584 → 3,328)
     const float bt = scaled(bm), top = fmaxf(a.m, bm), t = fmaxf(a.t, bt), ea = ex2(a.t - t), eb = ex2(bt - t);
     return {top, t, (a.m == NEG_INF ? a.d : a.d * ea) + (bm == NEG_INF ? bd : bd * eb)};
 }
