@@ -14,7 +14,8 @@ version, for ncu).
 
     python experiments/softmax_v7_versions.py [--only NAME] [--version NAME=REV[:ring.cuh] ...] MxN ...
         e.g. --version old=f84c808 --version prev=9187409:ring.cuh 1024x128256 64x151936
-                                                    (from the repository root, on a GPU, in a git checkout)
+                                                    (from the repository root, on a GPU, in a git checkout,
+                                                     or with GIT_DIR naming a repository holding the REVs)
 """
 
 import argparse
@@ -106,8 +107,8 @@ def main() -> None:
                     configs[name] = f"CL{c.get('CLUSTER')} T{c.get('THREADS')} S{c.get('STAGES')} {c.get('clusters')}"
             if got:
                 print(f"{shape_text:>12s} {precision_name} " + " ".join(
-                    f"{name} {'/'.join(f'{g:,.0f}' for g in values)} [{configs[name]}]" for name, values in got.items()),
-                    flush=True)
+                    f"{name} {'/'.join(f'{g:,.0f}' for g in values)} [{configs[name]}]"
+                    for name, values in got.items()), flush=True)
 
 
 if __name__ == "__main__":
