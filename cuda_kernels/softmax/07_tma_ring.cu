@@ -70,9 +70,9 @@
 // 64×151936 FP32 2,251 against 2,348). At BF16 rows of 151936 that run sized the branchy form's grid by today's
 // statics (45 clusters where its 896 bytes hold 30), so its 1.21× there is not the suite's case; the tool now sizes
 // each form's grid by its own kernel. tests/test_nvcc.py holds the statics to the blocks an SM. e4b1860: merge's t
-// from the sides' t (the same bits, one scaled() fewer a merge on the reductions' chain), 1.005–1.014× by the
-// second rounds of two H100 runs (20 and 8 cases); absorb's t by the lower clamp alone, 2 % fewer instructions and
-// no time, reverted. Against f84c808 0.969–0.979× at ≤ 64 rows, 0.98–1.00× from 1,024 rows; ncu at one row of
+// from the sides' t (the same bits, one scaled() fewer a merge on the reductions' chain), about 1 % (1.005–1.014×
+// by the second rounds of three H100 runs; the tool's second place ran low in its first round, whichever version
+// stood there); absorb's t by the lower clamp alone, 2 % fewer instructions and no time, reverted. Against f84c808 0.969–0.979× at ≤ 64 rows, 0.98–1.00× from 1,024 rows; ncu at one row of
 // 128256 FP32: 9.34 µs against 8.93, the SMs issuing ~1 % of the time (reports/h100-80gb-hbm3/experiments/
 // softmax-v7-merge-e4b1860/).
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
