@@ -6,13 +6,11 @@ v7's ``07_tma_ring.cu`` as at REV; ``name=REV:ring.cuh`` takes today's ``07_tma_
 REV. Each is written into a temporary folder of its own beside copies of today's softmax headers (nothing is
 written into the repository, so a killed run leaves nothing there), and its persistent grid is sized by its own
 kernel's occupancy (the driver's count of its clusters: its launcher is built for its file). For each shape and
-precision, each version's gate (check_output) must pass before it is timed; a warm-up round of all versions is timed
-and not shown (without it, the version timed second ran up to 7 % low in the first round at most few-row cases on an
-H100, whichever version it was: reports/h100-80gb-hbm3/experiments/softmax-v7-merge-e4b1860/; the warm-up's cure not
-yet measured), then two rounds of all versions whose cold times (median of 100 launches by the study's own timer, L2
-flushed before each) print as GB/s, with the launch's cluster size, threads, stages and clusters. A version that
-cannot take a shape (a row longer than its ring's scope) is said so and left out of that case. ``head`` is the
-working tree's v7 (``--only`` picks one version, for ncu).
+precision, in two rounds of all versions, each version's gate (check_output) must pass before it is timed; its
+cold time (median of 100 launches by the study's own timer, L2 flushed before each, after the study's warm-up)
+prints as GB/s, with the launch's cluster size, threads, stages and clusters. A version that cannot take a shape (a
+row longer than its ring's scope) is said so and left out of that case. ``head`` is the working tree's v7
+(``--only`` picks one version, for ncu).
 
     python experiments/softmax_v7_versions.py [--only NAME] [--version NAME=REV[:ring.cuh] ...] MxN ...
         e.g. --version old=f84c808 --version prev=9187409:ring.cuh 1024x128256 64x151936
@@ -86,13 +84,12 @@ def main() -> None:
         versions = [(n, i) for n, i in versions + [("head", head)] if args.only in (None, n)]
         problem = ladder("softmax").problem
         timer = cold_timer()
-        print(torch.cuda.get_device_name(0), f"{IMPL} versions, cold, median of 100 launches, GB/s, two rounds "
-              "after a warm-up round")
+        print(torch.cuda.get_device_name(0), f"{IMPL} versions, cold, median of 100 launches, GB/s, two rounds")
         for shape_text, precision_name, precision, shape, tensors, ref, scale, nbytes in cases(problem, args.shapes):
-            got, configs, gated = {}, {}, set()
-            for round_ in range(3):  # round 0 warms up and is not shown
+            got, configs = {}, {}
+            for round_ in range(2):
                 for name, impl in versions:
-                    if round_ > 0 and name not in gated:
+                    if round_ == 1 and name not in got:
                         continue
                     try:
                         launch = backend("cuda").prepare(impl, problem, tensors, shape, precision,
@@ -105,10 +102,7 @@ def main() -> None:
                         if not verdict.ok:
                             print(shape_text, precision_name, name, "wrong:", verdict.message)
                             continue
-                        gated.add(name)
-                    gbs = nbytes / cold_median_ms(launch.fn, timer) / 1e6
-                    if round_ > 0:
-                        got.setdefault(name, []).append(gbs)
+                    got.setdefault(name, []).append(nbytes / cold_median_ms(launch.fn, timer) / 1e6)
                     c = launch.config
                     configs[name] = f"CL{c.get('CLUSTER')} T{c.get('THREADS')} S{c.get('STAGES')} {c.get('clusters')}"
             if got:

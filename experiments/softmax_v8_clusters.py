@@ -50,7 +50,11 @@ def cold_timer():
 
 
 def cold_median_ms(fn, timer, samples: int = SAMPLES) -> float:
-    """The median of ``samples`` cold launches of ``fn`` (ms), each between CUDA events."""
+    """The median of ``samples`` cold launches of ``fn`` (ms), each between CUDA events, after the study's warm-up
+    (Timer.warm_up: launches back to back for its 25 ms, as the study's measurements begin). Without it the version
+    timed second by softmax_v7_versions.py ran up to 7 % low in its first round at few rows, whichever version stood
+    there (reports/h100-80gb-hbm3/experiments/softmax-v7-merge-e4b1860/); the warm-up's cure not yet measured."""
+    timer.warm_up(fn, flush=True)
     return statistics.median(timer.samples(fn, samples, flush=True)[0])
 
 
