@@ -72,9 +72,9 @@
 // each form's grid by its own kernel. tests/test_nvcc.py holds the statics to the blocks an SM. e4b1860: merge's t
 // from the sides' t (the same bits, one scaled() fewer a merge on the reductions' chain), about 1 % (1.005–1.014×
 // by the second rounds of three H100 runs; the tool's second place ran low in its first round, whichever version
-// stood there); absorb's t by the lower clamp alone, 2 % fewer instructions and no time, reverted. Against f84c808 0.969–0.979× at ≤ 64 rows, 0.98–1.00× from 1,024 rows; ncu at one row of
-// 128256 FP32: 9.34 µs against 8.93, the SMs issuing ~1 % of the time (reports/h100-80gb-hbm3/experiments/
-// softmax-v7-merge-e4b1860/).
+// stood there); absorb's t by the lower clamp alone, 2 % fewer instructions and no time, reverted. Against f84c808
+// 0.969–0.979× at ≤ 64 rows, 0.98–1.00× from 1,024 rows; ncu at one row of 128256 FP32: 9.34 µs against 8.93, the
+// SMs issuing ~1 % of the time (reports/h100-80gb-hbm3/experiments/softmax-v7-merge-e4b1860/).
 // Hardware facts: cp.async.bulk (sm_90) moves a contiguous run of bytes (16-byte aligned, a multiple of
 // 16) from global to shared memory and completes its bytes on an mbarrier (expect_tx); the stage's
 // generic reads must be ordered before the next bulk write into it (fence.proxy.async); a block of a
