@@ -4,8 +4,9 @@ A persistent grid of P clusters of c blocks walks M rows in ⌈M / P⌉ rounds; 
 clusters while the others idle, so a few dozen rows spend a round partly empty (64 rows on 15 clusters of 8:
 five rounds where 4.27 would do). P depends on c through the GPCs (the driver's count), not as 132 / c. For each
 shape, precision and c from 1 to 8 whose share fits v8's ring, this prints P, the rounds, the balance M / (⌈M / P⌉
-· P), and the kernel's cold time (median of SAMPLES launches by the study's own timer, study/timer.py, L2 flushed
-before each as its cold mode does) as GB/s, after the study's gate (check_output) has passed its output.
+· P), and the kernel's cold time (median of SAMPLES launches by the study's own timer, study/timer.py, after its
+warm-up, L2 flushed before each as its cold mode does) as GB/s, after the study's gate (check_output) has passed its
+output.
 
     python experiments/softmax_v8_clusters.py [--impl softmax/v9_overlap_ring/cuda] [MxN ...]
                                                     (from the repository root, on a GPU; v8 by default)
