@@ -33,7 +33,7 @@ import torch  # noqa: E402
 from softmax_v8_clusters import cases, cold_median_ms, cold_timer  # noqa: E402
 
 from study.backends import backend  # noqa: E402
-from study.backends.launch import PointUnsupported  # noqa: E402
+from study.backends.launch import Unsupported  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
 from study.ops.softmax import SOFTMAX  # noqa: E402
 from study.ops.softmax_rings import tma_ring_launcher  # noqa: E402
@@ -94,7 +94,7 @@ def main() -> None:
                     try:
                         launch = backend("cuda").prepare(impl, problem, tensors, shape, precision,
                                                          config=dict(impl.params))
-                    except PointUnsupported as outside:  # a row no cluster's ring holds: v6's, not v7's
+                    except Unsupported as outside:  # a row no cluster's ring holds: v6's, not v7's
                         print(shape_text, precision_name, name, "not run:", outside)
                         continue
                     if round_ == 0:

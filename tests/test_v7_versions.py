@@ -9,14 +9,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
-from softmax_v7_versions import materialise  # noqa: E402
+from softmax_v7_versions import git_show, materialise  # noqa: E402
 
 KERNEL = ROOT / "cuda_kernels" / "softmax" / "07_tma_ring.cu"
-
-
-def _at(rev: str, path: Path) -> str:
-    return subprocess.run(["git", "show", f"{rev}:{path.relative_to(ROOT).as_posix()}"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout
 
 
 def _first_commit_of(path: Path) -> str:
@@ -36,7 +31,7 @@ def test_a_revision_takes_the_kernel_as_it_was_beside_todays_headers(git_checkou
     # kernel that includes a header finds one, and nothing is written into the repository
     rev = _first_commit_of(KERNEL)
     path = materialise(rev, KERNEL, tmp_path)
-    assert path == tmp_path / KERNEL.name and path.read_text() == _at(rev, KERNEL)
+    assert path == tmp_path / KERNEL.name and path.read_text() == git_show(rev, KERNEL)
     for header in KERNEL.parent.glob("*.cuh"):
         assert (tmp_path / header.name).read_text() == header.read_text()
 
@@ -44,10 +39,10 @@ def test_a_revision_takes_the_kernel_as_it_was_beside_todays_headers(git_checkou
 def test_a_header_at_a_revision_takes_todays_kernel_with_that_header(git_checkout, tmp_path):
     ring = KERNEL.parent / "ring.cuh"
     rev = _first_commit_of(ring)
-    if _at(rev, ring) == ring.read_text():
+    if git_show(rev, ring) == ring.read_text():
         pytest.skip("the history here holds no other form of ring.cuh (a shallow clone)")
     path = materialise(f"{rev}:ring.cuh", KERNEL, tmp_path)
     assert path.read_text() == KERNEL.read_text()
-    assert (tmp_path / "ring.cuh").read_text() == _at(rev, ring)
+    assert (tmp_path / "ring.cuh").read_text() == git_show(rev, ring)
     with pytest.raises(SystemExit, match="no header"):
         materialise("HEAD:nothing.cuh", KERNEL, tmp_path)
