@@ -126,6 +126,16 @@ def ms(value, unit: str):
     return None if value is None or unit not in MS_PER_UNIT else value * MS_PER_UNIT[unit]
 
 
+# ncu's byte units are decimal ("Kbyte" is 1,000 bytes); --print-units base prints "byte".
+_BYTE_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def nbytes(value, unit: str):
+    """A count of bytes from a value in one of ncu's byte units (None where the unit is unknown)."""
+    match = re.fullmatch(r"([kmgt]?)byte", unit.lower())
+    return None if value is None or match is None else value * _BYTE_PREFIX[match.group(1)]
+
+
 _HZ_PREFIX = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
 
 

@@ -52,6 +52,10 @@ REGISTERS = "launch__registers_per_thread"
 OCCUPANCY_THEORETICAL = "sm__maximum_warps_per_active_cycle_pct"
 OCCUPANCY_ACHIEVED = "sm__warps_active.avg.pct_of_peak_sustained_active"
 DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+# Bytes the kernel moved to and from device memory (ncu flushes the caches before each profiled pass, so cold):
+# against the op's minimum traffic they say whether a memory-bound kernel reads its input more than once.
+DRAM_READ = "dram__bytes_read.sum"
+DRAM_WRITE = "dram__bytes_write.sum"
 L2_HIT = "lts__t_sector_hit_rate.pct"
 
 # Warp states, as cycles per issued instruction (they add up to CYCLES_PER_ISSUE). "selected"
@@ -69,7 +73,7 @@ def stall_metric(reason: str) -> str:
 METRICS = [DURATION, SM_CLOCK, FMA_PIPE, FFMA_COUNT, HMMA_PIPE, GMMA_PIPE, ISSUE_ACTIVE, CYCLES_PER_ISSUE,
            *(stall_metric(r) for r in STALL_REASONS),
            SMEM_LD_CONFLICTS, SMEM_ST_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_WAVEFRONTS,
-           REGISTERS, OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED, DRAM, L2_HIT]
+           REGISTERS, OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED, DRAM, DRAM_READ, DRAM_WRITE, L2_HIT]
 # An unknown name makes ncu refuse the whole run ("Failed to find metric"). These exist on some
 # chips or versions only (wgmma is sm_90's), so they are asked for only where `ncu --query-metrics`
 # lists them; a table column whose metric is missing shows "—".

@@ -10,10 +10,10 @@ import json
 import statistics
 from pathlib import Path
 
-from study.ncu import config_text, ghz, ms, number, parse_raw_csv, parse_source_csv
+from study.ncu import config_text, ghz, ms, nbytes, number, parse_raw_csv, parse_source_csv
 from study.paths import REPORTS_DIR, display
 from study.report.labels import num
-from study.profile import (CYCLES_PER_ISSUE, DRAM, DURATION, FFMA_COUNT, FMA_PIPE, GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE,
+from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE, GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE,
                            L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
                            SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS,
                            STALL_REASONS, label_from_stem, stall_metric)
@@ -33,6 +33,7 @@ COLUMNS = (
     ("regs/thread", (REGISTERS,)),
     ("occupancy % theor. / achieved", (OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED)),
     ("DRAM %", (DRAM,)),
+    ("DRAM MB read / written", (DRAM_READ, DRAM_WRITE)),
 )
 
 
@@ -102,11 +103,21 @@ def summarise(rows: list[dict]) -> dict:
         "smem_st_conflicts_per_wavefront": _ratio(avg(SMEM_ST_CONFLICTS), avg(SMEM_ST_WAVEFRONTS)),
         "registers": avg(REGISTERS), "occupancy_theoretical_pct": avg(OCCUPANCY_THEORETICAL),
         "occupancy_achieved_pct": avg(OCCUPANCY_ACHIEVED), "dram_pct": avg(DRAM), "l2_hit_pct": avg(L2_HIT),
+        "dram_read_bytes": nbytes(avg(DRAM_READ), unit.get(DRAM_READ, "")),
+        "dram_write_bytes": nbytes(avg(DRAM_WRITE), unit.get(DRAM_WRITE, "")),
     }
 
 
 def _conflicts(count, per_wavefront) -> str:
     return "—" if count is None else f"{count:,.0f} ({num(per_wavefront, '.2f')})"
+
+
+def _megabytes(read, written) -> str:
+    return "—" if read is None and written is None else f"{num(_mb(read), ',.1f')} / {num(_mb(written), ',.1f')}"
+
+
+def _mb(count):
+    return None if count is None else count / 1e6
 
 
 def _stall(reason, cycles) -> str:
@@ -145,7 +156,7 @@ def table_row(meta: dict, s: dict) -> list[str]:
             num(s["sm_ghz"], ".2f"), num(s["fma_pipe_pct"], ".1f"), num(s["ffma_tflops"], ".2f"), tensor,
             num(s["issue_active_pct"], ".1f"), _stall(s["top_stall"], s["top_stall_cycles"]),
             _stall(s["second_stall"], s["second_stall_cycles"]), conflicts, num(s["registers"], ".0f"),
-            occupancy, num(s["dram_pct"], ".1f")]
+            occupancy, num(s["dram_pct"], ".1f"), _megabytes(s["dram_read_bytes"], s["dram_write_bytes"])]
 
 
 def render_table(paths) -> str:

@@ -46,6 +46,8 @@ METRIC_ROWS = [
     ("sm__maximum_warps_per_active_cycle_pct", "%", "25", "100"),
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "%", "23.80", "61.50"),
     ("dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "3.50", "71.20"),
+    ("dram__bytes_read.sum", "byte", "201,326,592", "1,048,576"),
+    ("dram__bytes_write.sum", "byte", "67,108,864", "524,288"),
     ("lts__t_sector_hit_rate.pct", "%", "82.38", "40.10"),
 ]
 LAUNCH = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
@@ -99,6 +101,13 @@ def test_the_summary_is_of_the_longest_kernel_and_ranks_its_stalls():
     assert s["ffma_tflops"] == pytest.approx(2 * 4096 ** 3 / 3.96288e-3 / 1e12)  # 34.68
     assert s["registers"] == 128 and s["occupancy_theoretical_pct"] == 25 and s["occupancy_achieved_pct"] == 23.8
     assert (s["tensor_pipe_pct"], s["tensor_pipe"]) == (0.0, "hmma") and s["gmma_pipe_pct"] is None
+    assert (s["dram_read_bytes"], s["dram_write_bytes"]) == (201326592, 67108864)  # the main kernel's, not the sum
+
+
+@pytest.mark.parametrize("value, unit, count", [(2.5, "byte", 2.5), (2.5, "Kbyte", 2500), (2.5, "Mbyte", 2.5e6),
+                                                 (2.5, "Gbyte", 2.5e9), (2.5, "MiB", None), (None, "byte", None)])
+def test_bytes_in_any_unit_ncu_prints(value, unit, count):
+    assert ncu.nbytes(value, unit) == count  # decimal prefixes, as ncu's; an unknown unit is no number
 
 
 def test_several_launches_of_one_kernel_are_averaged():
@@ -146,7 +155,7 @@ def test_the_table_is_rendered_from_the_saved_files(tmp_path):
     lines = text.splitlines()
     row_a = next(line for line in lines if "`sgemm/v5_split_k/cuda`" in line)
     for cell in ("4096x4096x4096", "3.9629", "1.98", "74.0", "34.68", "not_selected 2.10", "mio_throttle 1.87",
-                 "1,048,576 (0.25) / 0 (0.00)", "| 128 ", "25.0 / 23.8", "3.5"):
+                 "1,048,576 (0.25) / 0 (0.00)", "| 128 ", "25.0 / 23.8", "3.5", "201.3 / 67.1"):
         assert cell in row_a, cell
     row_b = next(line for line in lines if "`sgemv/v2_vector_loads/cuda`" in line)  # named by its file
     assert "16384x16384 fp16" in row_b and "long_scoreboard 25.00" in row_b and "`splitk_reduce`" in row_b
@@ -155,7 +164,7 @@ def test_the_table_is_rendered_from_the_saved_files(tmp_path):
     assert f"not collected there: `{stall_metric('gmma')}`" in text
     assert "NVIDIA H200, Version 2025.3.1.0" in text and "not typed" in text
     for metric in (DURATION, SMEM_LD_CONFLICTS, "smsp__issue_active.avg.pct_of_peak_sustained_active",
-                   "sm__maximum_warps_per_active_cycle_pct"):
+                   "sm__maximum_warps_per_active_cycle_pct", "dram__bytes_read.sum", "dram__bytes_write.sum"):
         assert f"`{metric}`" in text  # the footnote names each column's metrics
 
 

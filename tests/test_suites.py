@@ -213,6 +213,16 @@ def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its
     assert f"- Triton fp32: best twin ÷ best CUDA rung per shape, geometric mean {mean:.3f}× over 3 shapes (goal ≥ 0.9×: " \
            "missed)" in text
     assert "- not profiled yet: 1024×50257 fp32, 32×131072 fp32, 4096×4096 fp32" in text
+    # a profile with ncu's DRAM byte counters says how many times the minimum traffic the kernel moved
+    from test_profile import OUTPUT
+
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "ncu-softmax-v6-cuda-32x131072.csv").write_text(OUTPUT)  # softmax's default: FP32
+    text = "\n".join(suite_report.lines(ms, "softmax", None, tmp_path / "suites"))
+    evidence = next(line for line in text.splitlines() if line.startswith("- 32×131072 fp32:"))
+    least = 2 * 4 * 32 * 131072  # X read once, Y written once: 33.6 MB
+    assert (f"DRAM read 201.3 + written 67.1 MB ({(201326592 + 67108864) / least:.2f}× the op's minimum, 33.6 MB), "
+            "tensor pipe") in evidence
     # a record without a copy ceiling cannot meet the share goals: named as such, not as 0 %
     text = "\n".join(suite_report.lines([{**ms[0], "pct_ceiling": None}, *ms[1:]], "softmax", None, tmp_path / "s"))
     assert "missed at 3: 1024×50257 82.0 % (v6), 32×131072 70.0 % (v6), 8192×32000 no copy ceiling (v6)" in text

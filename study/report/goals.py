@@ -90,6 +90,32 @@ def _own_kernel(implementation: str) -> str | None:
     return found.target.symbol if found else None
 
 
+def _minimum_bytes(meta: dict) -> int | None:
+    """The op's minimum device-memory traffic at the profiled shape and precision (its Problem.bytes); None
+    where the op, shape or precision is not one this checkout knows."""
+    from study.catalog import ladder  # here: the catalog loads every op, which a report module need not
+
+    op = (meta.get("implementation") or "").split("/", 1)[0]
+    try:
+        problem = ladder(op).problem
+        name = meta.get("precision") or _default_precision(op)
+        precision = next(p for p in problem.precisions if p.name == name)
+        return problem.bytes(problem.parse_shape(meta.get("shape") or ""), precision)
+    except (KeyError, StopIteration, ValueError):
+        return None
+
+
+def _traffic(s: dict, meta: dict) -> str:
+    """", DRAM read R + written W MB (r× the op's minimum, B MB)": whether a memory-bound kernel moved each byte
+    once (a second pass over a row that did not stay on chip shows as r near 1.5)."""
+    read, written = s.get("dram_read_bytes"), s.get("dram_write_bytes")
+    if read is None or written is None:
+        return ""  # a profile taken before the byte counters were collected
+    least = _minimum_bytes(meta)
+    against = f" ({(read + written) / least:.2f}× the op's minimum, {least / 1e6:,.1f} MB)" if least else ""
+    return f", DRAM read {read / 1e6:,.1f} + written {written / 1e6:,.1f} MB{against}"
+
+
 def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     from study.profile_table import short_name, summarise  # here: profile_table's package imports this module
 
@@ -105,7 +131,8 @@ def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     launches = f", {s['launches']} launches averaged" if s["launches"] > 1 else ""
     return (f"`{meta.get('implementation')}` ([ncu]({link.as_posix()})), ms a kernel in launch order: {ran}; "
             f"{which}, `{s['kernel']}`{launches}: issue active {num(s['issue_active_pct'], '.1f')} %{stall}, "
-            f"DRAM {num(s['dram_pct'], '.1f')} %{tensor}, occupancy achieved {num(s['occupancy_achieved_pct'], '.1f')} %")
+            f"DRAM {num(s['dram_pct'], '.1f')} %{_traffic(s, meta)}{tensor}, occupancy achieved "
+            f"{num(s['occupancy_achieved_pct'], '.1f')} %")
 
 
 def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
