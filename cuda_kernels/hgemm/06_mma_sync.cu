@@ -47,8 +47,8 @@
 // (IMAD 110 / 100 / 29), 205 / 198 / 147 registers; at BK = 64 692 / 637 / 531, 255 / 255 / 236; the 128 × 128
 // tile's spills 268 / 236 / 4 bytes (both in pairs) and 132 / 104 / 8 (B); v12's 64 × 64 with A in pairs
 // 330 / 292 / 274, 162 / 151 / 139 registers. The HOIST=1 figures measured before (v12's space, c63 and c67) are of
-// the code before HoistedPairs. The space's last two points are the fitted tile with HOIST=1 at BK 32 and 64,
-// for the tuner; not yet timed on the GPU.
+// the code before HoistedPairs. The space holds the fitted tile with HOIST=1 at BK 32 and 64, for the tuner
+// (timed below).
 // Constraints: none on M, N, K or the leading dimensions. Each operand is copied by the widest cp.async
 // its rows allow (A_VEC, B_VEC halves: 16 bytes where K or N, the leading dimension and the base allow, else
 // 8 or 4), and where its rows are an odd number of halves apart, in pairs of halves through registers,
@@ -86,9 +86,15 @@
 // before c62 are of the code before the move.
 // The odd suite's FP16 misses (c78 at ab2a247, reports/h200/profiles/hgemm.md): at 166×419×98 and 36×93×217 the
 // fitted 64 × 64 tile runs 21 and 2 blocks for 8.0 and 10.3 µs (ncu), long scoreboard first, over 4 and 7 K slices
-// of rows copied in pairs — cuBLAS's FP16 kernel 4.6 and 6.0 µs. The space's last point is that tile with BK = 64
+// of rows copied in pairs — cuBLAS's FP16 kernel 4.6 and 6.0 µs. The space holds that tile with BK = 64
 // (3 stages; nvcc 13.0 at 64 × 64: 255 registers with both operands in pairs, 133 at 16-byte copies, no spill):
 // half the serial slices, for the tuner to measure whether the slices' latencies are what those shapes wait on.
+// Tuned (c86 at 779d1c0, FP16, cold): 36×93×217 picked HOIST=1 at BK 64, 0.704× cuBLAS; 166×419×98 HOIST=0, 0.682×.
+// At HOIST=1 without DEFER a slice in pairs is fetched and stored before the next slice's fetch, so every slice of
+// the prologue costs a global round trip (cold: DRAM) in turn, and these shapes have 2–7 slices in all; with DEFER=1
+// the prologue fetches all its slices before storing any (pipeline.cuh): one round trip for STAGES − 1 slices. The
+// space's last two points are the fitted tile at HOIST=1 with DEFER=1 (BK 32, 4 stages; BK 64, 3): nvcc 13.0 at
+// 64 × 64, both operands in pairs, 157 and 230 registers (147 and 236 without DEFER), no spill; not yet timed.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0
@@ -117,6 +123,8 @@
 // space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=0 FIT=1 DEFER=0
 // space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 DEFER=0
 // space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=1 FIT=1 DEFER=0
+// space: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=1 FIT=1 DEFER=1
+// space: BM=128 BN=128 BK=64 WM=64 WN=64 THREADS=128 STAGES=3 GROUP=8 HOIST=1 FIT=1 DEFER=1
 #include "common.cuh"
 #include "sgemm/grouped_order.cuh"
 #include "pipeline.cuh"
