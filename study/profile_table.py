@@ -13,8 +13,8 @@ from pathlib import Path
 from study.ncu import config_text, ghz, ms, nbytes, number, parse_raw_csv, parse_source_csv
 from study.paths import REPORTS_DIR, display
 from study.report.labels import num
-from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE, GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE,
-                           L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
+from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE, GMMA_PIPE,
+                           HMMA_PIPE, ISSUE_ACTIVE, L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
                            SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS,
                            STALL_REASONS, label_from_stem, stall_metric)
 
@@ -70,6 +70,11 @@ def summarise(rows: list[dict]) -> dict:
     def total(name):
         return sum(ms_of(r) or 0.0 for r in groups[name])
 
+    def launch_bytes(metric):  # one launch's bytes over all its kernels; None unless every row has them
+        counts = [nbytes(r.get(metric) if isinstance(r.get(metric), float) else None,
+                         r.get("_units", {}).get(metric, "")) for r in rows]
+        return None if None in counts else sum(counts) / impl_launches
+
     main = max(groups, key=total)
     impl_launches = min(len(v) for v in groups.values())  # the implementation's launches: each kernel runs in every one
     mine = groups[main]
@@ -105,6 +110,7 @@ def summarise(rows: list[dict]) -> dict:
         "occupancy_achieved_pct": avg(OCCUPANCY_ACHIEVED), "dram_pct": avg(DRAM), "l2_hit_pct": avg(L2_HIT),
         "dram_read_bytes": nbytes(avg(DRAM_READ), unit.get(DRAM_READ, "")),
         "dram_write_bytes": nbytes(avg(DRAM_WRITE), unit.get(DRAM_WRITE, "")),
+        "launch_dram_read_bytes": launch_bytes(DRAM_READ), "launch_dram_write_bytes": launch_bytes(DRAM_WRITE),
     }
 
 

@@ -102,6 +102,9 @@ def test_the_summary_is_of_the_longest_kernel_and_ranks_its_stalls():
     assert s["registers"] == 128 and s["occupancy_theoretical_pct"] == 25 and s["occupancy_achieved_pct"] == 23.8
     assert (s["tensor_pipe_pct"], s["tensor_pipe"]) == (0.0, "hmma") and s["gmma_pipe_pct"] is None
     assert (s["dram_read_bytes"], s["dram_write_bytes"]) == (201326592, 67108864)  # the main kernel's, not the sum
+    assert (s["launch_dram_read_bytes"], s["launch_dram_write_bytes"]) == (201326592 + 1048576, 67108864 + 524288)
+    # a launch's bytes only where every kernel of it has them
+    assert summarise(parse_raw_csv(OUTPUT.replace('"524,288"', '"n/a"')))["launch_dram_write_bytes"] is None
 
 
 @pytest.mark.parametrize("value, unit, count", [(2.5, "byte", 2.5), (2.5, "Kbyte", 2500), (2.5, "Mbyte", 2.5e6),

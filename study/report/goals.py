@@ -105,15 +105,22 @@ def _minimum_bytes(meta: dict) -> int | None:
         return None
 
 
-def _traffic(s: dict, meta: dict) -> str:
-    """", DRAM read R + written W MB (r× the op's minimum, B MB)": whether a memory-bound kernel moved each byte
-    once (a second pass over a row that did not stay on chip shows as r near 1.5)."""
-    read, written = s.get("dram_read_bytes"), s.get("dram_write_bytes")
+def _traffic(launch: dict, meta: dict) -> str:
+    """"; a launch's DRAM read R + written W MB (r× the op's minimum, B MB)": whether a memory-bound launch moved
+    each byte once (a second pass over a row that did not stay on chip shows as r near 1.5). ``launch``: the
+    summary of all the launch's kernels."""
+    read, written = launch.get("launch_dram_read_bytes"), launch.get("launch_dram_write_bytes")
     if read is None or written is None:
         return ""  # a profile taken before the byte counters were collected
     least = _minimum_bytes(meta)
-    against = f" ({(read + written) / least:.2f}× the op's minimum, {least / 1e6:,.1f} MB)" if least else ""
-    return f", DRAM read {read / 1e6:,.1f} + written {written / 1e6:,.1f} MB{against}"
+    against = f" ({(read + written) / least:.2f}× the op's minimum, {_mb(least)} MB)" if least else ""
+    return f"; a launch's DRAM read {_mb(read)} + written {_mb(written)} MB{against}"
+
+
+def _mb(count: float) -> str:
+    """Bytes in MB to a tenth, or to two significant digits below 1 MB (a tiny product's few kB)."""
+    mb = count / 1e6
+    return f"{mb:,.1f}" if mb >= 1 else f"{mb:.2g}"
 
 
 def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
@@ -131,8 +138,8 @@ def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     launches = f", {s['launches']} launches averaged" if s["launches"] > 1 else ""
     return (f"`{meta.get('implementation')}` ([ncu]({link.as_posix()})), ms a kernel in launch order: {ran}; "
             f"{which}, `{s['kernel']}`{launches}: issue active {num(s['issue_active_pct'], '.1f')} %{stall}, "
-            f"DRAM {num(s['dram_pct'], '.1f')} %{_traffic(s, meta)}{tensor}, occupancy achieved "
-            f"{num(s['occupancy_achieved_pct'], '.1f')} %")
+            f"DRAM {num(s['dram_pct'], '.1f')} %{tensor}, occupancy achieved {num(s['occupancy_achieved_pct'], '.1f')} %"
+            f"{_traffic(everything, meta)}")
 
 
 def lines(records: dict, found: dict, op: str, folder: Path) -> list[str]:
