@@ -149,11 +149,10 @@ def test_the_mma_sync_rungs_compile_every_fitted_tile(rung, tmp_path):
              if (bm, bn) != (128, 128) and (rung == "v6_mma_sync" or (bm, bn) == (64, 64))]
     _compile_all(impl, [({**_defines(impl, impl.params, "bf16", aligned), "BM": bm, "BN": bn, "WM": bm // 2,
                           "WN": bn // 2}, "sm_90a") for bm, bn in tiles for aligned in (0, 1)], tmp_path)
-    if rung == "v6_mma_sync":  # the space's other fitted points (BK = 64; HOIST=1, whose pairs of halves are hoisted,
-        # with and without DEFER), at the 64 × 64 tile tiny products fit, both operands in pairs (ALIGNED=0) and in 16 bytes
+    if rung == "v6_mma_sync":  # the space's other fitted points (BK = 64; HOIST=1, whose pairs of halves are hoisted),
+        # at the 64 × 64 tile tiny products fit, with both operands in pairs (ALIGNED=0) and in 16 bytes
         points = [p for p in impl.space if p["FIT"] and (p["BK"] == 64 or p["HOIST"])]
-        assert {(p["BK"], p["HOIST"], p["DEFER"]) for p in points} == {(64, 0, 0), (32, 1, 0), (64, 1, 0), (32, 1, 1),
-                                                                        (64, 1, 1)}
+        assert {(p["BK"], p["HOIST"]) for p in points} == {(64, 0), (32, 1), (64, 1)}
         _compile_all(impl, [({**_defines(impl, point, "bf16", aligned), "BM": 64, "BN": 64, "WM": 32, "WN": 32},
                              "sm_90a") for point in points for aligned in (0, 1)], tmp_path)
 
