@@ -122,10 +122,10 @@ def test_a_missed_geometric_mean_names_its_lowest_shapes_and_cites_their_profile
     assert "(goal ≥ 0.95×: missed); lowest: 1×64×64 0.800× (v1), 2×64×64 0.850× (v1), 3×64×64 0.900× (v1); " \
            "every shape ≥ 0.75×: missed at 1 of 5: 4×64×64 0.700× (v1)" in text
     assert "(goal ≥ 0.9×: met)" in text and text.count("lowest:") == 1
-    least = 2 * (2 * 64 + 64 * 64 + 2 * 64)  # hgemm's minimum bytes at 2×64×64 BF16: A, B read, C written once
+    inputs = 2 * (2 * 64 + 64 * 64)  # hgemm at 2×64×64 BF16: A and B read once; C (256 bytes) written once
     assert next(line for line in text.splitlines() if line.startswith("- 2×64×64 bf16:")).endswith(
-        f"achieved 23.8 %; a launch's DRAM read 202.4 + written 67.6 MB ({270008320 / least:.2f}× the op's minimum, "
-        "0.0087 MB)")
+        f"achieved 23.8 %; a launch's DRAM read 202.4 MB, {202375168 / inputs:.2f}× its inputs' 0.0084 MB, and written "
+        "67.6 MB of its output's 0.00026 MB (a floor: what L2 holds at the end is not yet written)")
     assert "- not profiled yet: 1×64×64 bf16, 3×64×64 bf16, 4×64×64 bf16" in text
     ms = [m for m in ms if m["backend"] == "cuda"] + [_record(s, "triton", "v1", 0.5) for s in shapes]
     triton = next(line for line in "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path)).splitlines()
@@ -223,10 +223,10 @@ def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its
     (tmp_path / "profiles" / "ncu-softmax-v6-cuda-32x131072.csv").write_text(OUTPUT)  # softmax's default: FP32
     text = "\n".join(suite_report.lines(ms, "softmax", None, tmp_path / "suites"))
     evidence = next(line for line in text.splitlines() if line.startswith("- 32×131072 fp32:"))
-    least = 2 * 4 * 32 * 131072  # X read once, Y written once: 33.6 MB
-    moved = 201326592 + 1048576 + 67108864 + 524288  # both kernels of the launch, read and written
-    assert evidence.endswith(f"; a launch's DRAM read 202.4 + written 67.6 MB ({moved / least:.2f}× the op's minimum, "
-                             "33.6 MB)")
+    inputs = 4 * 32 * 131072  # X read once (16.8 MB); Y written once, as many bytes
+    read = 201326592 + 1048576  # both kernels of the launch
+    assert evidence.endswith(f"; a launch's DRAM read 202.4 MB, {read / inputs:.2f}× its inputs' 16.8 MB, and written "
+                             "67.6 MB of its output's 16.8 MB (a floor: what L2 holds at the end is not yet written)")
     # a record without a copy ceiling cannot meet the share goals: named as such, not as 0 %
     text = "\n".join(suite_report.lines([{**ms[0], "pct_ceiling": None}, *ms[1:]], "softmax", None, tmp_path / "s"))
     assert "missed at 3: 1024×50257 82.0 % (v6), 32×131072 70.0 % (v6), 8192×32000 no copy ceiling (v6)" in text

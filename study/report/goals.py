@@ -90,9 +90,10 @@ def _own_kernel(implementation: str) -> str | None:
     return found.target.symbol if found else None
 
 
-def _minimum_bytes(meta: dict) -> int | None:
-    """The op's minimum device-memory traffic at the profiled shape and precision (its Problem.bytes); None
-    where the op, shape or precision is not one this checkout knows."""
+def _minimum_bytes(meta: dict) -> tuple[int, int] | None:
+    """(inputs, output): the op's minimum device-memory traffic at the profiled shape and precision (its
+    Problem.bytes) split into the bytes read and the output's bytes written; None where the op, shape or precision
+    is not one this checkout knows."""
     from study.catalog import ladder  # here: the catalog loads every op, which a report module need not
 
     op = (meta.get("implementation") or "").split("/", 1)[0]
@@ -100,21 +101,28 @@ def _minimum_bytes(meta: dict) -> int | None:
         problem = ladder(op).problem
         name = meta.get("precision") or _default_precision(op)
         precision = next(p for p in problem.precisions if p.name == name)
-        return problem.bytes(problem.parse_shape(meta.get("shape") or ""), precision)
-    except (KeyError, StopIteration, ValueError):
+        shape = problem.parse_shape(meta.get("shape") or "")
+        output = problem.make_output(shape, precision, "meta")  # its size only: no memory
+    except (KeyError, StopIteration, ValueError, NotImplementedError):
         return None
+    written = output.numel() * output.element_size()
+    return problem.bytes(shape, precision) - written, written
 
 
 def _traffic(launch: dict, meta: dict) -> str:
-    """"; a launch's DRAM read R + written W MB (r× the op's minimum, B MB)": whether a memory-bound launch moved
-    each byte once (a second pass over a row that did not stay on chip shows as r near 1.5). ``launch``: the
+    """"; a launch's DRAM read R MB, r× its inputs' I MB, and written W MB of its output's O MB": whether a
+    memory-bound launch read each input byte once (a second pass over a row that did not stay on chip reads about
+    twice). Writes are a floor: what L2 still holds when the kernel ends never reaches DRAM in it. ``launch``: the
     summary of all the launch's kernels."""
     read, written = launch.get("launch_dram_read_bytes"), launch.get("launch_dram_write_bytes")
     if read is None or written is None:
         return ""  # a profile taken before the byte counters were collected
     least = _minimum_bytes(meta)
-    against = f" ({(read + written) / least:.2f}× the op's minimum, {_mb(least)} MB)" if least else ""
-    return f"; a launch's DRAM read {_mb(read)} + written {_mb(written)} MB{against}"
+    if least is None or not least[0]:
+        return f"; a launch's DRAM read {_mb(read)} MB and written {_mb(written)} MB"
+    return (f"; a launch's DRAM read {_mb(read)} MB, {read / least[0]:.2f}× its inputs' {_mb(least[0])} MB, and "
+            f"written {_mb(written)} MB of its output's {_mb(least[1])} MB (a floor: what L2 holds at the end is not "
+            "yet written)")
 
 
 def _mb(count: float) -> str:
