@@ -103,8 +103,8 @@ def _minimum_bytes(meta: dict) -> tuple[int, int] | None:
         precision = next(p for p in problem.precisions if p.name == name)
         shape = problem.parse_shape(meta.get("shape") or "")
         output = problem.make_output(shape, precision, "meta")  # its size only: no memory
-    except (KeyError, StopIteration, ValueError, NotImplementedError):
-        return None
+    except (KeyError, StopIteration, ValueError, NotImplementedError, RuntimeError, TypeError):
+        return None  # a plugin op whose output cannot be made on the meta device: the bytes without the ratio
     written = output.numel() * output.element_size()
     return problem.bytes(shape, precision) - written, written
 
