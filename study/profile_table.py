@@ -12,9 +12,9 @@ from pathlib import Path
 
 from study.ncu import config_text, ghz, ms, nbytes, number, parse_raw_csv, parse_source_csv
 from study.paths import REPORTS_DIR, display
-from study.report.labels import num
-from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE, GMMA_PIPE,
-                           HMMA_PIPE, ISSUE_ACTIVE, L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
+from study.report.labels import num, size
+from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE,
+                           GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE, L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
                            SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS,
                            STALL_REASONS, label_from_stem, stall_metric)
 
@@ -33,7 +33,7 @@ COLUMNS = (
     ("regs/thread", (REGISTERS,)),
     ("occupancy % theor. / achieved", (OCCUPANCY_THEORETICAL, OCCUPANCY_ACHIEVED)),
     ("DRAM %", (DRAM,)),
-    ("DRAM MB read / written", (DRAM_READ, DRAM_WRITE)),
+    ("DRAM read / written", (DRAM_READ, DRAM_WRITE)),
 )
 
 
@@ -53,10 +53,11 @@ def _ratio(a, b):
     return None if a is None or not b else a / b
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[dict], launches: int | None = None) -> dict:
     """The figures of the table for the main kernel: the longest one (total duration) when a
     launch ran several (split-K's reduction, a library's helper kernels); the others are
-    listed. A metric ncu did not give is None."""
+    listed. A metric ncu did not give is None. ``launches``: the implementation's launches profiled
+    (the sidecar's); without it, the fewest calls of any one kernel."""
     if not rows:
         raise ValueError("no kernel rows to summarise")
     groups: dict[str, list[dict]] = {}
@@ -72,11 +73,12 @@ def summarise(rows: list[dict]) -> dict:
 
     def launch_bytes(metric):  # one launch's bytes over all its kernels; None unless every row has them
         counts = [nbytes(r.get(metric) if isinstance(r.get(metric), float) else None,
-                         r.get("_units", {}).get(metric, "")) for r in rows]
+                         r.get("_units", {}).get(metric, "byte")) for r in rows]  # the command asks base units
         return None if None in counts else sum(counts) / impl_launches
 
     main = max(groups, key=total)
-    impl_launches = min(len(v) for v in groups.values())  # the implementation's launches: each kernel runs in every one
+    # the implementation's launches: the sidecar's, else each kernel taken to run in every one
+    impl_launches = launches or min(len(v) for v in groups.values())
     mine = groups[main]
     avg = lambda metric: _mean(mine, metric)  # noqa: E731: over the main kernel's launches
     unit = mine[0].get("_units", {})
@@ -108,22 +110,14 @@ def summarise(rows: list[dict]) -> dict:
         "smem_st_conflicts_per_wavefront": _ratio(avg(SMEM_ST_CONFLICTS), avg(SMEM_ST_WAVEFRONTS)),
         "registers": avg(REGISTERS), "occupancy_theoretical_pct": avg(OCCUPANCY_THEORETICAL),
         "occupancy_achieved_pct": avg(OCCUPANCY_ACHIEVED), "dram_pct": avg(DRAM), "l2_hit_pct": avg(L2_HIT),
-        "dram_read_bytes": nbytes(avg(DRAM_READ), unit.get(DRAM_READ, "")),
-        "dram_write_bytes": nbytes(avg(DRAM_WRITE), unit.get(DRAM_WRITE, "")),
+        "dram_read_bytes": nbytes(avg(DRAM_READ), unit.get(DRAM_READ, "byte")),
+        "dram_write_bytes": nbytes(avg(DRAM_WRITE), unit.get(DRAM_WRITE, "byte")),
         "launch_dram_read_bytes": launch_bytes(DRAM_READ), "launch_dram_write_bytes": launch_bytes(DRAM_WRITE),
     }
 
 
 def _conflicts(count, per_wavefront) -> str:
     return "—" if count is None else f"{count:,.0f} ({num(per_wavefront, '.2f')})"
-
-
-def _megabytes(read, written) -> str:
-    return "—" if read is None and written is None else f"{num(_mb(read), ',.1f')} / {num(_mb(written), ',.1f')}"
-
-
-def _mb(count):
-    return None if count is None else count / 1e6
 
 
 def _stall(reason, cycles) -> str:
@@ -144,7 +138,7 @@ def load_rows(path: Path) -> tuple[dict, list[dict]]:
 def load(path: Path) -> tuple[dict, dict]:
     """(what was profiled; the summary) of a saved CSV."""
     meta, rows = load_rows(path)
-    return meta, summarise(rows)
+    return meta, summarise(rows, meta.get("launches"))
 
 
 def _named(meta: dict) -> str:
@@ -162,7 +156,7 @@ def table_row(meta: dict, s: dict) -> list[str]:
             num(s["sm_ghz"], ".2f"), num(s["fma_pipe_pct"], ".1f"), num(s["ffma_tflops"], ".2f"), tensor,
             num(s["issue_active_pct"], ".1f"), _stall(s["top_stall"], s["top_stall_cycles"]),
             _stall(s["second_stall"], s["second_stall_cycles"]), conflicts, num(s["registers"], ".0f"),
-            occupancy, num(s["dram_pct"], ".1f"), _megabytes(s["dram_read_bytes"], s["dram_write_bytes"])]
+            occupancy, num(s["dram_pct"], ".1f"), f"{size(s['dram_read_bytes'])} / {size(s['dram_write_bytes'])}"]
 
 
 def render_table(paths) -> str:

@@ -104,7 +104,26 @@ def test_the_summary_is_of_the_longest_kernel_and_ranks_its_stalls():
     assert (s["dram_read_bytes"], s["dram_write_bytes"]) == (201326592, 67108864)  # the main kernel's, not the sum
     assert (s["launch_dram_read_bytes"], s["launch_dram_write_bytes"]) == (201326592 + 1048576, 67108864 + 524288)
     # a launch's bytes only where every kernel of it has them
-    assert summarise(parse_raw_csv(OUTPUT.replace('"524,288"', '"n/a"')))["launch_dram_write_bytes"] is None
+    no_write = _csv().replace('"201,326,592","67,108,864"', '"201,326,592","n/a"')  # the main kernel's write
+    assert no_write != _csv() and summarise(parse_raw_csv(no_write))["launch_dram_write_bytes"] is None
+
+
+def test_a_launchs_bytes_are_per_launch_of_the_implementation():
+    # two launches of split-K and its reduction: each launch's bytes, not both launches'
+    s = summarise(parse_raw_csv(_csv(((MAIN, 2), (REDUCE, 3), (MAIN, 2), (REDUCE, 3)))))
+    assert s["launch_dram_read_bytes"] == 201326592 + 1048576
+    # one kernel called twice a launch (hgemm v9's staging): the sidecar's launches say it is one launch
+    twice = parse_raw_csv(_csv(((MAIN, 2), (MAIN, 2))))
+    assert summarise(twice, launches=1)["launch_dram_read_bytes"] == 2 * 201326592
+    assert summarise(twice)["launch_dram_read_bytes"] == 201326592  # without it, taken for two launches
+
+
+@pytest.mark.parametrize("count, text", [(None, "—"), (0, "0 B"), (640, "640 B"), (55986, "56.0 kB"),
+                                          (999_960, "1,000.0 kB"), (67187712, "67.2 MB"), (2.5e10, "25,000.0 MB")])
+def test_bytes_are_written_in_decimal_units_without_exponents(count, text):
+    from study.report.labels import size
+
+    assert size(count) == text
 
 
 @pytest.mark.parametrize("value, unit, count", [(2.5, "byte", 2.5), (2.5, "Kbyte", 2500), (2.5, "Mbyte", 2.5e6),
@@ -158,7 +177,7 @@ def test_the_table_is_rendered_from_the_saved_files(tmp_path):
     lines = text.splitlines()
     row_a = next(line for line in lines if "`sgemm/v5_split_k/cuda`" in line)
     for cell in ("4096x4096x4096", "3.9629", "1.98", "74.0", "34.68", "not_selected 2.10", "mio_throttle 1.87",
-                 "1,048,576 (0.25) / 0 (0.00)", "| 128 ", "25.0 / 23.8", "3.5", "201.3 / 67.1"):
+                 "1,048,576 (0.25) / 0 (0.00)", "| 128 ", "25.0 / 23.8", "3.5", "201.3 MB / 67.1 MB"):
         assert cell in row_a, cell
     row_b = next(line for line in lines if "`sgemv/v2_vector_loads/cuda`" in line)  # named by its file
     assert "16384x16384 fp16" in row_b and "long_scoreboard 25.00" in row_b and "`splitk_reduce`" in row_b

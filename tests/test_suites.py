@@ -124,8 +124,8 @@ def test_a_missed_geometric_mean_names_its_lowest_shapes_and_cites_their_profile
     assert "(goal ≥ 0.9×: met)" in text and text.count("lowest:") == 1
     inputs = 2 * (2 * 64 + 64 * 64)  # hgemm at 2×64×64 BF16: A and B read once; C (256 bytes) written once
     assert next(line for line in text.splitlines() if line.startswith("- 2×64×64 bf16:")).endswith(
-        f"achieved 23.8 %; a launch's DRAM read 202.4 MB, {202375168 / inputs:.2f}× its inputs' 0.0084 MB, and written "
-        "67.6 MB of its output's 0.00026 MB (a floor: what L2 holds at the end is not yet written)")
+        f"achieved 23.8 %; a launch's DRAM read 202.4 MB, {202375168 / inputs:.2f}× its inputs' 8.4 kB, and written "
+        "67.6 MB (a floor: L2 writes back later) of its output's 256 B")
     assert "- not profiled yet: 1×64×64 bf16, 3×64×64 bf16, 4×64×64 bf16" in text
     ms = [m for m in ms if m["backend"] == "cuda"] + [_record(s, "triton", "v1", 0.5) for s in shapes]
     triton = next(line for line in "\n".join(suite_report.lines(ms, "hgemm", None, tmp_path)).splitlines()
@@ -226,13 +226,26 @@ def test_a_memory_bound_suite_is_judged_by_its_share_of_the_copy_ceiling_and_its
     inputs = 4 * 32 * 131072  # X read once (16.8 MB); Y written once, as many bytes
     read = 201326592 + 1048576  # both kernels of the launch
     assert evidence.endswith(f"; a launch's DRAM read 202.4 MB, {read / inputs:.2f}× its inputs' 16.8 MB, and written "
-                             "67.6 MB of its output's 16.8 MB (a floor: what L2 holds at the end is not yet written)")
+                             "67.6 MB (a floor: L2 writes back later) of its output's 16.8 MB")
+    # a shape the op cannot take gets the bytes without the ratios; a profile without the counters, no bytes
+    from study.report import goals
+
+    launch = {"launch_dram_read_bytes": 2048.0, "launch_dram_write_bytes": 0.0}
+    assert goals._traffic(launch, {"implementation": "softmax/v6/cuda", "shape": "32x0x9"}) == \
+        "; a launch's DRAM read 2.0 kB and written 0 B"
+    assert goals._traffic({"launch_dram_read_bytes": None, "launch_dram_write_bytes": 0.0},
+                          {"implementation": "softmax/v6/cuda", "shape": "32x131072"}) == ""
+    without = OUTPUT
+    for metric in ("dram__bytes_read.sum", "dram__bytes_write.sum"):
+        without = without.replace(f'"{metric}"', f'"{metric}_not_collected"')
+    (tmp_path / "profiles" / "ncu-softmax-v6-cuda-32x131072.csv").write_text(without)
+    text = "\n".join(suite_report.lines(ms, "softmax", None, tmp_path / "suites"))
+    evidence = next(line for line in text.splitlines() if line.startswith("- 32×131072 fp32:"))
+    assert evidence.endswith("occupancy achieved 23.8 %")
     # a record without a copy ceiling cannot meet the share goals: named as such, not as 0 %
     text = "\n".join(suite_report.lines([{**ms[0], "pct_ceiling": None}, *ms[1:]], "softmax", None, tmp_path / "s"))
     assert "missed at 3: 1024×50257 82.0 % (v6), 32×131072 70.0 % (v6), 8192×32000 no copy ceiling (v6)" in text
     # GEMV has no rows goal; a geometric mean that rounds to its goal is printed finely enough to tell
-    from study.report import goals
-
     lines, below = goals.memory_lines({("fp16", "CUDA"): {"64×64": {**rec(64, 64, "cuda", 1.0, 50.0), "x_ref": 1.0}},
                                        ("fp16", "Triton"): {"64×64": {**rec(64, 64, "triton", 0.8996, 50.0)}}},
                                       "sgemv")

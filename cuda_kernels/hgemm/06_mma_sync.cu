@@ -97,10 +97,11 @@
 // 13.0 at 64 × 64 with both operands in pairs 157 and 230 registers, no spill) and measured on an H100 (the H200 not
 // lent; reports/h100-80gb-hbm3/experiments/dram-bytes-36acd52/): every point of the space passed the GPU test, but
 // tuned at both shapes the tuner kept DEFER=0 (36×93×217 HOIST=1 BK 64, 0.695× cuBLAS; 166×419×98 HOIST=0 BK 64,
-// 0.664×), and ncu at the same BK 64 point, DEFER 0 against 1: 9.9 against 10.7 µs at 36×93×217 (long scoreboard
-// 0.97 → 1.51 cycles an issue), 8.2 against 8.8 at 166×419×98. Not the prologue's round trips, then: the points
-// were taken out again. The same profiles read 0.10 and 0.15 MB from DRAM (1.84× and 1.33× the inputs' bytes): a
-// few µs of latency on 2 and 21 blocks, not traffic.
+// 0.664×), and ncu of the fitted 64 × 64 tile at HOIST=1, BK 64, DEFER 0 against 1: 9.9 against 10.7 µs at 36×93×217
+// (both operands in pairs; 235 against 242 registers as loaded, long scoreboard 0.97 → 1.51 cycles an issue), 8.2
+// against 8.8 at 166×419×98 (A in 4-byte copies; 115 against 130 registers, theoretical occupancy 25.0 → 18.8 %).
+// Not the prologue's round trips, then: the points were taken out again. The same profiles read 103 and 153 kB from
+// DRAM (1.84× and 1.33× the inputs' bytes, L2 hit rate near 90 %): a few µs of latency on 2 and 21 blocks.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0

@@ -21,9 +21,10 @@
 // but 64 × 151936 BF16, one row a block on the partition v8 takes too, 1,817 against 1,951 (DSMEM's exchange there
 // ahead of L2's, which one row cannot hide), and behind v8 at 1,024 rows. ncu at 64 × 262144 FP32 (16-block teams):
 // DRAM 59.6 %, issue active 32.7 %, long scoreboard (the poll) then barrier (the two block reductions a row).
-// Traffic (ncu's byte counters, H100 at 36acd52, declared fit; reports/h100-80gb-hbm3/experiments/dram-bytes-36acd52/):
-// at 64 × 262144 FP32 it reads 67.2 MB, 1.00× its input, in 49.0 µs at DRAM 67.8 % (barrier 2.49, long scoreboard
-// 2.33 cycles an issue): the row stays on chip; what the copy ceiling has over it is time, not bytes.
+// Traffic (ncu's byte counters, H100 at 36acd52; reports/h100-80gb-hbm3/experiments/dram-bytes-36acd52/): at 64 ×
+// 262144 FP32, 16 teams of 8 blocks (the declared fit since 1cabc7e; the line above is of the first fit's 16-block
+// teams, before ring.cuh's later changes), it reads 67.2 MB, 1.00× its input, in 49.0 µs at DRAM 67.8 % (barrier
+// 2.49, long scoreboard 2.33 cycles an issue): the row stays on chip; what the copy ceiling has over it is time.
 // Hardware facts: as v8 (cp.async.bulk on mbarriers, the loader warp, named barrier 1). `st.relaxed.gpu` and
 // `ld.relaxed.gpu` of one 16-byte vector, each 64-bit word single-copy atomic: a word's value and tag land together.
 // The grid must be resident at once (a block polls for blocks that must run beside it): one block an SM, at most

@@ -6,15 +6,15 @@ the backend itself. A shape the series did not run misses the per-shape goal and
 geometric mean, which is over the shapes that ran. Each shape below the per-shape goal, and the lowest
 shapes of a missed geometric mean, are named with their best rung and with what the Nsight Compute
 profiles saved beside the report (``python -m study profile``, a ``profiles/`` folder next to the
-report's or one level up) say of them there: the kernels the launch ran, in order, and the limits of the
-rung's own kernel."""
+report's or one level up) say of them there: the kernels the launch ran, in order, the limits of the
+rung's own kernel, and the launch's DRAM bytes against the op's minimum."""
 
 from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
 
-from study.report.labels import VERDICT_MARK, num
+from study.report.labels import VERDICT_MARK, num, size
 from study.stats import geomean
 
 
@@ -92,53 +92,46 @@ def _own_kernel(implementation: str) -> str | None:
 
 def _minimum_bytes(meta: dict) -> tuple[int, int] | None:
     """(inputs, output): the op's minimum device-memory traffic at the profiled shape and precision (its
-    Problem.bytes) split into the bytes read and the output's bytes written; None where the op, shape or precision
-    is not one this checkout knows."""
+    Problem.bytes) split into the bytes read and the output's bytes written; None where the shape or precision is
+    not one of the op's."""
     from study.catalog import ladder  # here: the catalog loads every op, which a report module need not
 
     op = (meta.get("implementation") or "").split("/", 1)[0]
     try:
         problem = ladder(op).problem
-        name = meta.get("precision") or _default_precision(op)
-        precision = next(p for p in problem.precisions if p.name == name)
+        precision = problem.precision(meta.get("precision") or _default_precision(op))
         shape = problem.parse_shape(meta.get("shape") or "")
-        output = problem.make_output(shape, precision, "meta")  # its size only: no memory
-    except (KeyError, StopIteration, ValueError, NotImplementedError, RuntimeError, TypeError):
-        return None  # a plugin op whose output cannot be made on the meta device: the bytes without the ratio
+    except (KeyError, ValueError):
+        return None
+    output = problem.make_output(shape, precision, "meta")  # its size only: no memory
     written = output.numel() * output.element_size()
     return problem.bytes(shape, precision) - written, written
 
 
 def _traffic(launch: dict, meta: dict) -> str:
-    """"; a launch's DRAM read R MB, r× its inputs' I MB, and written W MB of its output's O MB": whether a
+    """'; a launch's DRAM read R, r× its inputs' I, and written W (a floor …) of its output's O': whether a
     memory-bound launch read each input byte once (a second pass over a row that did not stay on chip reads about
-    twice). Writes are a floor: what L2 still holds when the kernel ends never reaches DRAM in it. ``launch``: the
-    summary of all the launch's kernels."""
+    twice). Writes are a floor for the output (L2 is write-back: what it holds when the kernel ends reaches DRAM
+    later) and may count a launch's scratch (split-K partials, exchanged words). ``launch``: the summary of all
+    the launch's kernels; nothing for a profile taken without the byte counters."""
     read, written = launch.get("launch_dram_read_bytes"), launch.get("launch_dram_write_bytes")
     if read is None or written is None:
-        return ""  # a profile taken before the byte counters were collected
+        return ""
     least = _minimum_bytes(meta)
     if least is None or not least[0]:
-        return f"; a launch's DRAM read {_mb(read)} MB and written {_mb(written)} MB"
-    return (f"; a launch's DRAM read {_mb(read)} MB, {read / least[0]:.2f}× its inputs' {_mb(least[0])} MB, and "
-            f"written {_mb(written)} MB of its output's {_mb(least[1])} MB (a floor: what L2 holds at the end is not "
-            "yet written)")
-
-
-def _mb(count: float) -> str:
-    """Bytes in MB to a tenth, or to two significant digits below 1 MB (a tiny product's few kB)."""
-    mb = count / 1e6
-    return f"{mb:,.1f}" if mb >= 1 else f"{mb:.2g}"
+        return f"; a launch's DRAM read {size(read)} and written {size(written)}"
+    return (f"; a launch's DRAM read {size(read)}, {read / least[0]:.2f}× its inputs' {size(least[0])}, and written "
+            f"{size(written)} (a floor: L2 writes back later) of its output's {size(least[1])}")
 
 
 def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     from study.profile_table import short_name, summarise  # here: profile_table's package imports this module
 
-    everything = summarise(rows)
+    everything = summarise(rows, meta.get("launches"))
     ran = ", ".join(f"`{k['kernel']}` {num(k['ms'], '.4f')}" for k in everything["sequence"])
     own = _own_kernel(meta.get("implementation") or "")
     mine = [r for r in rows if short_name(r.get("Kernel Name", "?")) == own]
-    s = summarise(mine) if mine else everything  # the rung's own kernel, else the one with the most time
+    s = summarise(mine, meta.get("launches")) if mine else everything  # the rung's own kernel, else the one with the most time
     tensor = "" if s["tensor_pipe_pct"] is None else f", tensor pipe {s['tensor_pipe_pct']:.1f} %"
     stall = "" if s["top_stall"] is None else f", top stall {s['top_stall']} {s['top_stall_cycles']:.2f} cycles/issue"
     link = Path("..") / path.parent.name / path.name if path.parent != folder / "profiles" else Path("profiles") / path.name

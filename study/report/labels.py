@@ -32,6 +32,16 @@ def num(value, fmt: str, suffix: str = "") -> str:
     return "—" if value is None else f"{value:{fmt}}{suffix}"
 
 
+def size(count) -> str:
+    """Bytes in decimal units to a tenth: MB, or kB and B for the few a tiny product moves ("—" for None)."""
+    if count is None:
+        return "—"
+    for unit, scale in (("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:,.1f} {unit}"
+    return f"{count:,.0f} B"
+
+
 def unit_of(ms: list[dict]) -> str:
     return metrics.unit((ms[0].get("work") or {}).get("bound", "compute")) if ms else "GFLOPS"
 
