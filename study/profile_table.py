@@ -14,9 +14,9 @@ from study.ncu import config_text, ghz, ms, nbytes, number, parse_raw_csv, parse
 from study.paths import REPORTS_DIR, display
 from study.report.labels import num, size
 from study.profile import (CYCLES_PER_ISSUE, DRAM, DRAM_READ, DRAM_WRITE, DURATION, FFMA_COUNT, FMA_PIPE,
-                           GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE, L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED, OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK,
-                           SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS, SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS,
-                           STALL_REASONS, label_from_stem, stall_metric)
+                           GMMA_PIPE, HMMA_PIPE, ISSUE_ACTIVE, L2_HIT, NOT_A_STALL, OCCUPANCY_ACHIEVED,
+                           OCCUPANCY_THEORETICAL, REGISTERS, SM_CLOCK, SMEM_LD_CONFLICTS, SMEM_LD_WAVEFRONTS,
+                           SMEM_ST_CONFLICTS, SMEM_ST_WAVEFRONTS, STALL_REASONS, label_from_stem, stall_metric)
 
 # The columns of the table, each with the metrics it is computed from (its footnote).
 COLUMNS = (

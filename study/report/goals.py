@@ -131,7 +131,8 @@ def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     ran = ", ".join(f"`{k['kernel']}` {num(k['ms'], '.4f')}" for k in everything["sequence"])
     own = _own_kernel(meta.get("implementation") or "")
     mine = [r for r in rows if short_name(r.get("Kernel Name", "?")) == own]
-    s = summarise(mine, meta.get("launches")) if mine else everything  # the rung's own kernel, else the one with the most time
+    # the rung's own kernel, else the one with the most time
+    s = summarise(mine, meta.get("launches")) if mine else everything
     tensor = "" if s["tensor_pipe_pct"] is None else f", tensor pipe {s['tensor_pipe_pct']:.1f} %"
     stall = "" if s["top_stall"] is None else f", top stall {s['top_stall']} {s['top_stall_cycles']:.2f} cycles/issue"
     link = Path("..") / path.parent.name / path.name if path.parent != folder / "profiles" else Path("profiles") / path.name
@@ -139,7 +140,8 @@ def _evidence(path: Path, meta: dict, rows: list[dict], folder: Path) -> str:
     launches = f", {s['launches']} launches averaged" if s["launches"] > 1 else ""
     return (f"`{meta.get('implementation')}` ([ncu]({link.as_posix()})), ms a kernel in launch order: {ran}; "
             f"{which}, `{s['kernel']}`{launches}: issue active {num(s['issue_active_pct'], '.1f')} %{stall}, "
-            f"DRAM {num(s['dram_pct'], '.1f')} %{tensor}, occupancy achieved {num(s['occupancy_achieved_pct'], '.1f')} %"
+            f"DRAM {num(s['dram_pct'], '.1f')} %{tensor}, occupancy achieved "
+            f"{num(s['occupancy_achieved_pct'], '.1f')} %"
             f"{_traffic(everything, meta)}")
 
 
