@@ -424,7 +424,7 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=f
     # the CUDA rung's fitted 64 × 64 tile with BK = 64, as written: half the K slices of a tiny product's serial
     # loop (the odd suite's FP16 misses); and its 32 × 32 points (cuBLAS's FP16 tile at those shapes)
     dict(BM=bm, BN=bm, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=0)
-    for bm, bk, s in ((64, 64, 3), (32, 32, 4), (32, 64, 3))]
+    for bm, bk, s in ((64, 64, 3), (32, 32, 4), (32, 64, 3), (32, 128, 3))]
 # CUDA v12: v6's declared tile (fitted to the shape) over K ranges; MIN_SLICES the plan's shortest range,
 # BLOCKS_PER_SM the blocks an SM it plans for.
 V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4,
