@@ -102,6 +102,12 @@
 // against 8.8 at 166×419×98 (A in 4-byte copies; 115 against 130 registers, theoretical occupancy 25.0 → 18.8 %).
 // Not the prologue's round trips, then: the points were taken out again. The same profiles read 103 and 153 kB from
 // DRAM (1.84× and 1.33× the inputs' bytes, L2 hit rate near 90 %): a few µs of latency on 2 and 21 blocks.
+// 32 × 32 points (2 × 2 warps of 16 × 16, one m16 × 2·n8 pair each; BK 32, 64 and 128): cuBLAS's FP16 kernel at
+// those shapes is CUTLASS's sm75 wmma tile of 32 × 32, 64 deep at 36×93×217 and 128 at 166×419×98 (ncu, above). A
+// latency-bound block's chain is its thread's copies and products a slice: at 32 × 32 each thread copies half the
+// pairs of the 64 × 64 tile and each warp issues a quarter of its HMMAs, over 3–4× the blocks (6 at 36×93, 84 at
+// 166×419). nvcc 13.0, sm_90a, FP16, both operands in pairs / 16-byte copies: HOIST=1 69 / 56 registers at BK 32,
+// 122 / 64 at 64, 254 / 94 at 128; HOIST=0 104 / 61 and 181 / 80; no spill.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0
