@@ -106,8 +106,8 @@
 // those shapes is CUTLASS's sm75 wmma tile of 32 × 32, 64 deep at 36×93×217 and 128 at 166×419×98 (its ncu in
 // reports/h200/suites/hgemm-odd-fp16.md). A latency-bound block's chain is its thread's copies and products a slice:
 // at 32 × 32 each thread copies half the pairs of the 64 × 64 tile and each warp issues a quarter of its HMMAs, over
-// 3–4× the blocks (6 at 36×93, 84 at 166×419). nvcc 13.0, sm_90a, FP16, both operands in pairs / 16-byte copies: HOIST=1 69 / 56 registers at BK 32,
-// 122 / 64 at 64, 254 / 94 at 128; HOIST=0 104 / 61 and 181 / 80; no spill.
+// 3–4× the blocks (6 at 36×93, 84 at 166×419). nvcc 13.0, sm_90a, FP16, both operands in pairs / 16-byte copies:
+// HOIST=1 69 / 56 registers at BK 32, 122 / 64 at 64, 254 / 94 at 128; HOIST=0 104 / 61 and 181 / 80; no spill.
 // Measured on an H100 (the H200 not lent; reports/h100-80gb-hbm3/experiments/v6-32x32-b4fc074/, FP16, cold, autotune
 // on): tuned, 36×93×217 0.955× cuBLAS (32 × 32 × 64; the best fitted point 11.1 µs, the best 32 × 32 8.2) and
 // 166×419×98 0.907× (32 × 32 × 128; 9.2 against 6.7 µs), against 0.695× and 0.664× tuned without them; ncu 9.8 → 7.4
