@@ -53,6 +53,13 @@ def _ratio(a, b):
     return None if a is None or not b else a / b
 
 
+def _converted(row: dict, metric: str, convert, default_unit: str):
+    """A row's metric through ``convert`` (ncu.ms, ncu.nbytes) from the unit ncu gave it; None where ncu gave no
+    number."""
+    value = row.get(metric)
+    return convert(value if isinstance(value, float) else None, row.get("_units", {}).get(metric, default_unit))
+
+
 def summarise(rows: list[dict], launches: int | None = None) -> dict:
     """The figures of the table for the main kernel: the longest one (total duration) when a
     launch ran several (split-K's reduction, a library's helper kernels); the others are
@@ -65,20 +72,19 @@ def summarise(rows: list[dict], launches: int | None = None) -> dict:
         groups.setdefault(row.get("Kernel Name", "?"), []).append(row)
 
     def ms_of(row):
-        return ms(row.get(DURATION) if isinstance(row.get(DURATION), float) else None,
-                   row.get("_units", {}).get(DURATION, "ns"))
+        return _converted(row, DURATION, ms, "ns")
 
     def total(name):
         return sum(ms_of(r) or 0.0 for r in groups[name])
 
-    def launch_bytes(metric):  # one launch's bytes over all its kernels; None unless every row has them
-        counts = [nbytes(r.get(metric) if isinstance(r.get(metric), float) else None,
-                         r.get("_units", {}).get(metric, "byte")) for r in rows]  # the command asks base units
-        return None if None in counts else sum(counts) / impl_launches
-
     main = max(groups, key=total)
     # the implementation's launches: the sidecar's, else each kernel taken to run in every one
     impl_launches = launches or min(len(v) for v in groups.values())
+
+    def launch_bytes(metric):  # one launch's bytes over all its kernels; None unless every row has them
+        counts = [_converted(r, metric, nbytes, "byte") for r in rows]  # the command asks base units
+        return None if None in counts else sum(counts) / impl_launches
+
     mine = groups[main]
     avg = lambda metric: _mean(mine, metric)  # noqa: E731: over the main kernel's launches
     unit = mine[0].get("_units", {})
