@@ -332,9 +332,10 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
 
 
 def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
-    """hgemm v6 at FIT=1 (declared) halves BM and/or BN where 128 × 128 tiles are fewer than the SMs
-    (study/ops/hgemm_mma_sync.py, fitted_tile): each tile on 16-byte rows and on pairs, random inputs, then small
-    integers repeated exactly; the tile that ran is the one the plan names."""
+    """hgemm v6 at FIT=1 (declared) halves BM and/or BN where 128 × 128 tiles are fewer than the SMs, and quarters
+    both where the halves still leave a quarter of them idle (study/ops/hgemm_mma_sync.py, fitted_tile): each tile
+    on 16-byte rows and on pairs, random inputs, then small integers repeated exactly; the tile that ran is the one
+    the plan names."""
     from study.ops.hgemm_mma_sync import fitted_tile
 
     impl = next(i for i in IMPLS if i.name == "hgemm/v6_mma_sync/cuda")
@@ -350,7 +351,7 @@ def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
         assert tile == fitted_tile(shape[0], shape[1], 128, 128, sms), (shape, launch.config)
         tiles.add(tile)
         _small_integers_pass_and_repeat_exactly(impl, problem, sh, bf16, shape)
-    assert len(tiles) == 4, tiles  # on the H200's 132 SMs every tile of the four runs
+    assert len(tiles) == 5, tiles  # on the H200's 132 SMs every tile of the five runs
 
 
 @pytest.mark.parametrize("backend_name", ["cuda", "triton"])

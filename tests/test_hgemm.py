@@ -262,18 +262,20 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     from study.ops.hgemm_mma_sync import copy_widths, fitted_tile
 
     # Of 128/64 × 128/64, the fewest tiles that reach the SMs, then the least padding; else the most tiles, then
-    # the least padding.
+    # the least padding; 32 × 32 where that one makes fewer tiles than three quarters of the SMs.
     assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)
     assert fitted_tile(1100, 1024, 128, 128, 132) == (128, 64)  # 72 tiles at 128 × 128, 144 at either half
     assert fitted_tile(1024, 1000, 128, 128, 132) == (64, 64)   # 128 at either half: short of the SMs
-    assert fitted_tile(222, 2002, 128, 128, 132) == (64, 64)    # 32 blocks for 132 SMs; cuBLAS's tile there
-    assert fitted_tile(4496, 55, 128, 128, 132) == (64, 64)     # 71 tiles either way: the narrower pads less
+    assert fitted_tile(222, 2002, 128, 128, 132) == (64, 64)    # 32 blocks for 132 SMs; cuBLAS's BF16 tile there
+    assert fitted_tile(4496, 55, 128, 128, 132) == (32, 32)     # 71 tiles at most of 64 rows: under 99
+    assert fitted_tile(36, 93, 128, 128, 132) == (32, 32) and fitted_tile(166, 419, 128, 128, 132) == (32, 32)
+    assert fitted_tile(64 * 98, 64, 128, 128, 132) == (32, 32) and fitted_tile(64 * 99, 64, 128, 128, 132) == (64, 64)
     assert fitted_tile(222, 2002, 128, 128, 16) == (128, 128)   # a GPU of 16 SMs is filled already
     assert fitted_tile(32, 32, 128, 128, 1) == (64, 64)         # one tile whatever its size: the least padded
     assert fitted_tile(1, 4096, 128, 128, 5) == (64, 128)       # 32 tiles either height: 64 rows pad less
-    for m, n in ((1, 1), (3, 131), (166, 419), (8013, 2474)):
-        bm, bn = fitted_tile(m, n, 128, 128, 132)
-        assert bm in (64, 128) and bn in (64, 128)
+    for m, n in ((1, 1), (3, 131), (166, 419), (1024, 1000), (8013, 2474)):
+        tile = fitted_tile(m, n, 128, 128, 132)
+        assert tile == (32, 32) or (tile[0] in (64, 128) and tile[1] in (64, 128))
 
     shape = {"M": 222, "N": 2002, "K": 204}
     t = HGEMM.make_inputs(shape, BF16_TENSOR, 0, "cpu")
@@ -310,7 +312,7 @@ def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cud
             assert (splits - 1) * split_k < k <= splits * split_k  # every range holds a slice
             assert -(-(-(-k // splits)) // 32) * 32 == split_k  # the twin's range from its grid: the same
     impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
-    for shape, splits in (({"M": 1045, "N": 20, "K": 3741}, 15), ({"M": 4096, "N": 4096, "K": 4096}, 1)):
+    for shape, splits in (({"M": 1045, "N": 20, "K": 3741}, 8), ({"M": 4096, "N": 4096, "K": 4096}, 1)):
         tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda  # the sum is the last block's: one kernel
         bm, bn = launch.config["BM"], launch.config["BN"]
@@ -334,11 +336,11 @@ def test_the_split_mma_sync_rung_plans_no_more_blocks_an_sm_than_its_build_holds
 
     monkeypatch.setattr(cuda, "resident_blocks", resident_blocks)
     impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
-    shape = {"M": 1045, "N": 20, "K": 3741}  # 17 tiles of 64 × 64, 117 slices
-    for per_sm in (2, 3):  # capped at the one block an SM the driver counts: 132 // 17 = 7 ranges, not 15 or 20
+    shape = {"M": 1045, "N": 20, "K": 3741}  # 33 tiles of 32 × 32 (17 of 64 × 64: under 3/4 of the SMs), 117 slices
+    for per_sm in (2, 3):  # capped at the one block an SM the driver counts: 132 // 33 = 4 ranges, not 8 or 12
         _, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR, config={**impl.params, "BLOCKS_PER_SM": per_sm})
-        assert (launch.config["splits"], launch.config["blocks_per_sm"]) == (7, 1), launch.config
-    assert asked[0] == ("12_split_k_mma_sync.cu", "hgemm_v12_split_k_mma_sync", 64, 4 * (64 * 40 + 32 * 72) * 2)
+        assert (launch.config["splits"], launch.config["blocks_per_sm"]) == (4, 1), launch.config
+    assert asked[0] == ("12_split_k_mma_sync.cu", "hgemm_v12_split_k_mma_sync", 32, 4 * (32 * 40 + 32 * 40) * 2)
     monkeypatch.setattr(cuda, "resident_blocks", lambda *_: 0)
     with pytest.raises(Unsupported, match="fits no block"):  # recorded as a skip with its reason
         fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
@@ -349,13 +351,13 @@ def test_the_split_mma_sync_twin_sums_its_ranges_in_order():
     from study.problem import check_output
 
     impl = implementation("hgemm/v12_split_k_mma_sync/triton")
-    shape = {"M": 17, "N": 33, "K": 600}  # one 64 × 64 tile, 19 slices of 32: 4 ranges at MIN_SLICES=4, 7 at 2
+    shape = {"M": 17, "N": 33, "K": 600}  # two 32 × 32 tiles, 19 slices of 32: 4 ranges at MIN_SLICES=4, 7 at 2
     tensors = HGEMM.make_inputs(shape, FP16_TENSOR, 1, "cpu")
     ref, scale = HGEMM.reference(tensors, FP16_TENSOR)
     for min_slices, splits in ((4, 4), (2, 7), (32, 1)):
         config = {**impl.params, "MIN_SLICES": min_slices}
         launch = backend("triton").prepare(impl, HGEMM, tensors, shape, FP16_TENSOR, config=config)
-        assert launch.config["splits"] == splits and (launch.config["BM"], launch.config["BN"]) == (64, 64)
+        assert launch.config["splits"] == splits and (launch.config["BM"], launch.config["BN"]) == (32, 32)
         verdict = check_output(launch.fn, launch.out, HGEMM, ref, scale, FP16_TENSOR)
         assert verdict.ok, (min_slices, verdict.message)
 

@@ -61,9 +61,10 @@
 // by element.
 // FIT (a config axis: declared 1; in the space 0, but for one copy of the declared point): the launch halves BM
 // and/or BN down to 64 (warps kept 2 × 2) where the declared 128 × 128 tiles are fewer than the SMs — the
-// tile of fewest tiles that reach them, then least padding, else the one of most tiles
-// (study/ops/hgemm_mma_sync.py fitted_tile). At small products the rung was latency-bound on few SMs: ncu (c59
-// at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved
+// tile of fewest tiles that reach them, then least padding, else the one of most tiles — and quarters both to
+// 32 × 32 where that one's tiles are still fewer than three quarters of the SMs (study/ops/hgemm_mma_sync.py
+// fitted_tile; the 32 × 32 paragraph below says why). At small products the rung was latency-bound on few SMs:
+// ncu (c59 at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved
 // occupancy 6.1 %, tensor pipe 10.1 %, where cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages)
 // in 6.7 µs; 166×419×98 8 blocks, 15.1 µs, against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. Fitted (c62 at eefb23c,
 // BF16, cold, unpaired; reports/h200/suites/hgemm-odd.md): 222×2002×204 0.45× → 0.80× cuBLAS (64 × 64, 10.7 µs),
@@ -111,8 +112,8 @@
 // Measured on an H100 (the H200 not lent; reports/h100-80gb-hbm3/experiments/v6-32x32-b4fc074/, FP16, cold, autotune
 // on): tuned, 36×93×217 0.955× cuBLAS (32 × 32 × 64; the best fitted point 11.1 µs, the best 32 × 32 8.2) and
 // 166×419×98 0.907× (32 × 32 × 128; 9.2 against 6.7 µs), against 0.695× and 0.664× tuned without them; ncu 9.8 → 7.4
-// and 8.2 → 5.3 µs; a tie at 222×2002×204 (128 fitted blocks); 5–6 % faster at 4496×55×59. FIT still fits no further
-// than 64 × 64: a smaller fitted tile is for the model suites to judge first.
+// and 8.2 → 5.3 µs; a tie at 222×2002×204 (128 fitted blocks); 5–6 % faster at 4496×55×59 (71). FIT quarters the
+// tile where the halves make fewer blocks than three quarters of the SMs: between the 71 that gain and the 128 that tie.
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0

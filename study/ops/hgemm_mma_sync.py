@@ -34,15 +34,23 @@ def copy_width(columns: int, leading: int, tensor) -> int:
 
 
 SMALLEST_FIT = 64  # v6's FIT halves BM and BN down to this: 2 × 2 warps of 32 × 32, one m16 × n8 pair deep at least
+# ... and quarters them to 32 × 32 (2 × 2 warps of 16 × 16, cuBLAS's FP16 tile at the odd suite's smallest products)
+# where the halved tiles at their most leave a quarter of the SMs idle or more. Measured on an H100 (FP16, tuned;
+# reports/h100-80gb-hbm3/experiments/v6-32x32-b4fc074/): 32 × 32 1.3–1.4× faster at 2 and 21 fitted blocks, 5–6 %
+# at 71, a tie at 128 (of 132 SMs): the quarter's bound lies between.
+QUARTER_TILE = 32
+QUARTER_BELOW = 0.75
 
 
 def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
     """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each): of those whose count of tiles
     reaches the SMs, the one of fewest tiles (the largest that still fills them), then least padding — a larger
-    tile that makes no fewer tiles only computes more zeros (bgemm v2's batch of 32 × 32 products: 64 × 64) —
-    then the taller; where none reaches them, the one of most tiles, then least padding. Small products get
-    tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32 blocks for 132
-    SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it does at 166×419×98."""
+    tile that makes no fewer tiles only computes more zeros — then the taller; where none reaches them, the one of
+    most tiles, then least padding (bgemm v2's batch of 32 × 32 products on their share of one SM: 64 × 64); and
+    32 × 32 instead where that one's tiles are fewer than QUARTER_BELOW of the SMs. Small
+    products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32 blocks
+    for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it does at
+    166×419×98 in BF16; in FP16 there and at 36×93×217 a 32 × 32 one (reports/h200/suites/hgemm-odd-fp16.md)."""
     tiles = [(tm, tn) for tm in (bm, bm // 2) for tn in (bn, bn // 2) if min(tm, tn) >= SMALLEST_FIT]
 
     def count(tile):
@@ -53,8 +61,10 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
 
     filling = [t for t in tiles if count(t) >= sms]
     if filling:
-        return min(filling, key=lambda t: (count(t), padded(t), -t[0]))
-    return max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
+        fitted = min(filling, key=lambda t: (count(t), padded(t), -t[0]))
+    else:
+        fitted = max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
+    return (QUARTER_TILE, QUARTER_TILE) if count(fitted) < QUARTER_BELOW * sms else fitted
 
 
 # DEFER=1 holds an odd operand's pairs of halves in registers across a slice (cuda_kernels/hgemm/mma_sync_tile.cuh),
