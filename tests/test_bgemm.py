@@ -102,11 +102,12 @@ def test_the_split_rung_runs_hgemm_v12_on_each_entry_planned_over_the_batch(fake
     from study.ops.hgemm_mma_sync import split_mma_plan
 
     impl = implementation("bgemm/v2_batched_split_k/cuda")
-    # (shape, tile, splits): decode attention's few rows against a long context split K; a batch of enough tiles
-    # does not
+    # (shape, tile, splits): decode attention's few rows against a long context split K, on 32 × 32 tiles (half the
+    # padding of 64 rows); a batch of enough tiles does not split, and 64 rows keep the halved tile
     for shape, tile, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, (32, 32), 2),
                                 ({"batch": 25, "M": 1, "N": 64, "K": 1024}, (32, 32), 5),
-                                ({"batch": 32, "M": 1, "N": 4096, "K": 128}, (64, 128), 1)):
+                                ({"batch": 32, "M": 1, "N": 4096, "K": 128}, (32, 32), 1),
+                                ({"batch": 32, "M": 64, "N": 4096, "K": 128}, (64, 128), 1)):
         tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda  # the ranges' sum is the last block's: one kernel
         batch, m, n, k = shape["batch"], shape["M"], shape["N"], shape["K"]

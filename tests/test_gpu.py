@@ -359,9 +359,10 @@ def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(back
     """hgemm v12 (v6's tile over K ranges, summed in range order by each tile's last block) at the odd suite's
     long-K skinny shapes, each operand at its own copy width (pairs of halves where K or N is odd), at 16-byte rows
     with HOIST=1, and where one range is planned (v6's path): random inputs, then small integers repeated
-    exactly with C poisoned between launches (the counters set back by each tile's last block); the plan that
-    ran is the one split_mma_plan names for the fitted tile, also at three blocks an SM (BLOCKS_PER_SM=3)."""
-    from study.ops.hgemm_mma_sync import fitted_tile, split_mma_plan
+    exactly with C poisoned between launches (the counters set back by each tile's last block); the tile that ran
+    is the one FIT weighs by its K ranges (64 × 64 at 4517×62×2411, 222×2002×204 and 166×419×998, else 32 × 32), the
+    plan the one split_mma_plan names for it, also at three blocks an SM (BLOCKS_PER_SM=3)."""
+    from study.ops.hgemm_mma_sync import fitted_tile, split_mma_plan, split_ranges
 
     impl = next(i for i in IMPLS if i.name == f"hgemm/v12_split_k_mma_sync/{backend_name}")
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -374,7 +375,7 @@ def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(back
             problem, sh, tensors, ref, scale = _data("hgemm", shape, precision)
             verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
             assert verdict.ok, (shape, precision_name, verdict.message)
-            bm, bn = fitted_tile(shape[0], shape[1], 128, 128, sms)
+            bm, bn = fitted_tile(shape[0], shape[1], 128, 128, sms, split_ranges(sh, config, sms))
             assert (launch.config["BM"], launch.config["BN"]) == (bm, bn), (shape, launch.config)
             # the CUDA rung caps the blocks an SM by what the driver says its build holds; the twin does not
             held = launch.config.get("blocks_per_sm", per_sm)

@@ -262,7 +262,8 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     from study.ops.hgemm_mma_sync import copy_widths, fitted_tile
 
     # Of 128/64 × 128/64, the fewest tiles that reach the SMs, then the least padding; else the most tiles, then
-    # the least padding; 32 × 32 where that one makes fewer tiles than three quarters of the SMs.
+    # the least padding; 32 × 32 where that one makes fewer blocks than three quarters of the SMs (its tiles times
+    # the K ranges planned for them), or where 32 × 32 pads at most three quarters as much.
     assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)
     assert fitted_tile(1100, 1024, 128, 128, 132) == (128, 64)  # 72 tiles at 128 × 128, 144 at either half
     assert fitted_tile(1024, 1000, 128, 128, 132) == (64, 64)   # 128 at either half: short of the SMs
@@ -271,8 +272,12 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     assert fitted_tile(36, 93, 128, 128, 132) == (32, 32) and fitted_tile(166, 419, 128, 128, 132) == (32, 32)
     assert fitted_tile(64 * 98, 64, 128, 128, 132) == (32, 32) and fitted_tile(64 * 99, 64, 128, 128, 132) == (64, 64)
     assert fitted_tile(222, 2002, 128, 128, 16) == (128, 128)   # a GPU of 16 SMs is filled already
-    assert fitted_tile(32, 32, 128, 128, 1) == (64, 64)         # one tile whatever its size: the least padded
-    assert fitted_tile(1, 4096, 128, 128, 5) == (64, 128)       # 32 tiles either height: 64 rows pad less
+    assert fitted_tile(32, 32, 128, 128, 1) == (32, 32)         # one tile whatever its size: the least padded
+    assert fitted_tile(40, 4096, 128, 128, 5) == (64, 128)      # 32 tiles either height: 64 rows pad less
+    assert fitted_tile(1, 4096, 128, 128, 5) == (32, 32)        # 32 rows pad half as much as 64
+    # K ranges count as blocks: 71 tiles of 64 × 64 in 5 ranges fill the SMs, and 32 × 32 pads as much there
+    assert fitted_tile(4517, 62, 128, 128, 132, lambda tile: 5) == (64, 64)
+    assert fitted_tile(1045, 20, 128, 128, 132, lambda tile: 20) == (32, 32)  # 20 columns: half the padding
     for m, n in ((1, 1), (3, 131), (166, 419), (1024, 1000), (8013, 2474)):
         tile = fitted_tile(m, n, 128, 128, 132)
         assert tile == (32, 32) or (tile[0] in (64, 128) and tile[1] in (64, 128))
@@ -312,16 +317,19 @@ def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cud
             assert (splits - 1) * split_k < k <= splits * split_k  # every range holds a slice
             assert -(-(-(-k // splits)) // 32) * 32 == split_k  # the twin's range from its grid: the same
     impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
-    for shape, splits in (({"M": 1045, "N": 20, "K": 3741}, 8), ({"M": 4096, "N": 4096, "K": 4096}, 1)):
+    # (shape, tile, splits): FIT's tile weighed by its K ranges (4517×62×2411: 71 tiles of 64 × 64 in ranges fill
+    # the SMs, and 32 × 32 would pad as much), then the plan at the blocks an SM the build holds
+    for shape, tile, splits in (({"M": 1045, "N": 20, "K": 3741}, (32, 32), 8),
+                                ({"M": 4517, "N": 62, "K": 2411}, (64, 64), 3),
+                                ({"M": 4096, "N": 4096, "K": 4096}, (128, 128), 1)):
         tensors, launch = fake_cuda.run(impl, HGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda  # the sum is the last block's: one kernel
         bm, bn = launch.config["BM"], launch.config["BN"]
-        assert symbol == "hgemm_v12_split_k_mma_sync" and launch.config["splits"] == splits
+        assert (bm, bn) == tile and symbol == "hgemm_v12_split_k_mma_sync" and launch.config["splits"] == splits
         assert grid == (-(-shape["N"] // bn), -(-shape["M"] // bm), splits) and block == (128, 1, 1)
         assert int(args[9]) == launch.config["split_k"] and int(args[11]) == -(-shape["N"] // 4) * 4
         assert args[12].numel() == grid[0] * grid[1] and not args[12].any()  # a zeroed counter a tile
         assert args[10].numel() == (splits * shape["M"] * int(args[11]) if splits > 1 else 1)
-    assert (launch.config["BM"], launch.config["BN"]) == (128, 128)
 
 
 def test_the_split_mma_sync_rung_plans_no_more_blocks_an_sm_than_its_build_holds(fake_cuda, monkeypatch):

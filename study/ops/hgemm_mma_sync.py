@@ -35,22 +35,27 @@ def copy_width(columns: int, leading: int, tensor) -> int:
 
 SMALLEST_FIT = 64  # v6's FIT halves BM and BN down to this: 2 × 2 warps of 32 × 32, one m16 × n8 pair deep at least
 # ... and quarters them to 32 × 32 (2 × 2 warps of 16 × 16, cuBLAS's FP16 tile at the odd suite's smallest products)
-# where the halved tiles at their most leave a quarter of the SMs idle or more. Measured on an H100 (FP16, tuned;
-# reports/h100-80gb-hbm3/experiments/v6-32x32-b4fc074/): 32 × 32 1.3–1.4× faster at 2 and 21 fitted blocks, 5–6 %
-# at 71, a tie at 128 (of 132 SMs): the quarter's bound lies between.
+# where the halved tile's blocks (tiles × K ranges) leave a quarter of the SMs idle or more, or where the quarter
+# pads at most three quarters as much. Measured on an H100 (the tuning logs of reports/h100-80gb-hbm3/experiments/
+# v6-32x32-b4fc074/, FP16 and BF16, and reports/h100-80gb-hbm3/suites/README.md): v6's 32 × 32 1.3–1.4× faster
+# than 64 × 64 at 2, 17 and 21 blocks, 4–12 % at 71, a tie at 128 (of 132 SMs); v12's at 4517×62×2411
+# 0.50× cuBLAS against 0.80× at 64 × 64 with five K ranges (on the H200), the quarter's 284 tiles leaving K unsplit
+# and A read twice, but 0.93× against 0.72× at 1045×20×3741, its 20 columns in half the padding.
 QUARTER_TILE = 32
 QUARTER_BELOW = 0.75
 
 
-def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
+def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=lambda tile: 1) -> tuple[int, int]:
     """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each): of those whose count of tiles
     reaches the SMs, the one of fewest tiles (the largest that still fills them), then least padding — a larger
     tile that makes no fewer tiles only computes more zeros — then the taller; where none reaches them, the one of
     most tiles, then least padding (bgemm v2's batch of 32 × 32 products on their share of one SM: 64 × 64); and
-    32 × 32 instead where that one's tiles are fewer than QUARTER_BELOW of the SMs. Small
-    products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32 blocks
-    for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu, reports/h200/profiles/hgemm.md), as it does at
-    166×419×98 in BF16; in FP16 there and at 36×93×217 a 32 × 32 one (reports/h200/suites/hgemm-odd-fp16.md)."""
+    32 × 32 instead where that one's blocks, its tiles times the K ranges ``ranges(tile)`` plans for them (v12's,
+    :func:`split_ranges`; one for v6), are fewer than QUARTER_BELOW of the SMs, or where 32 × 32 pads at most
+    QUARTER_BELOW as much. Small products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared
+    128 × 128 makes 32 blocks for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu,
+    reports/h200/profiles/hgemm.md); in FP16 at 166×419×98 and 36×93×217 a 32 × 32 one
+    (reports/h200/suites/hgemm-odd-fp16.md)."""
     tiles = [(tm, tn) for tm in (bm, bm // 2) for tn in (bn, bn // 2) if min(tm, tn) >= SMALLEST_FIT]
 
     def count(tile):
@@ -64,7 +69,9 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
         fitted = min(filling, key=lambda t: (count(t), padded(t), -t[0]))
     else:
         fitted = max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
-    return (QUARTER_TILE, QUARTER_TILE) if count(fitted) < QUARTER_BELOW * sms else fitted
+    quarter = (QUARTER_TILE, QUARTER_TILE)
+    idle = count(fitted) * ranges(fitted) < QUARTER_BELOW * sms
+    return quarter if idle or padded(quarter) <= QUARTER_BELOW * padded(fitted) else fitted
 
 
 # DEFER=1 holds an odd operand's pairs of halves in registers across a slice (cuda_kernels/hgemm/mma_sync_tile.cuh),
@@ -73,10 +80,11 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int) -> tuple[int, int]:
 DEFER_LARGEST_TILE = 64 * 128
 
 
-def copy_widths(config, tensors, out, shape, precision):
+def copy_widths(config, tensors, out, shape, precision, ranges=lambda tile: 1):
     """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes), A_VEC and B_VEC, each
     operand's :func:`copy_width` — 8 wherever ALIGNED is 1 — and, with FIT=1, the tile :func:`fitted_tile`
-    picks, its warps kept 2 × 2 (WM, WN half of BM, BN); DEFER kept only on tiles of at most DEFER_LARGEST_TILE."""
+    picks (a tile's K ranges ``ranges``: v12's, :func:`split_copy_widths`), its warps kept 2 × 2 (WM, WN half of
+    BM, BN); DEFER kept only on tiles of at most DEFER_LARGEST_TILE."""
     a, b = tensors["A"], tensors["B"]
     defines = {**aligned_defines(HALVES)(config, tensors, out, shape, precision),
                "A_VEC": copy_width(shape["K"], a.stride(-2), a), "B_VEC": copy_width(shape["N"], b.stride(-2), b)}
@@ -85,7 +93,7 @@ def copy_widths(config, tensors, out, shape, precision):
             raise ValueError(f"FIT keeps 2 × 2 warps: BM = 2·WM and BN = 2·WN, not {defines}")
         # a batch's entries share the SMs (bgemm v2): each entry's tiles need reach only their share
         bm, bn = fitted_tile(shape["M"], shape["N"], defines["BM"], defines["BN"],
-                             cdiv(sm_count(out), shape.get("batch", 1)))
+                             cdiv(sm_count(out), shape.get("batch", 1)), ranges)
         defines.update(BM=bm, BN=bn, WM=bm // 2, WN=bn // 2)
     if defines.get("DEFER") and defines["BM"] * defines["BN"] > DEFER_LARGEST_TILE:
         defines["DEFER"] = 0  # recorded: the tile ran without it
@@ -105,13 +113,26 @@ def split_mma_plan(m: int, n: int, k: int, bm: int, bn: int, bk: int, min_slices
     return splits, per * bk
 
 
+def split_ranges(shape, config, sms: int):
+    """The K ranges :func:`split_mma_plan` plans for a tile (the config's BK, MIN_SLICES and BLOCKS_PER_SM; the
+    CUDA launch may cap the last by the driver's count once the tile is built): what FIT weighs a tile's blocks by."""
+    batch, m, n, k = shape.get("batch", 1), shape["M"], shape["N"], shape["K"]
+    return lambda tile: split_mma_plan(m, n, k, *tile, config["BK"], config["MIN_SLICES"], sms, batch,
+                                       config["BLOCKS_PER_SM"])[0]
+
+
+def split_copy_widths(config, tensors, out, shape, precision):
+    """v12's (and bgemm v2's) defines: :func:`copy_widths`, FIT weighing each tile's blocks by its K ranges."""
+    return copy_widths(config, tensors, out, shape, precision, split_ranges(shape, config, sm_count(out)))
+
+
 def planned_blocks(sms: int, batch: int, per_sm: int = SPLIT_BLOCKS_PER_SM) -> int:
     """The blocks one product's tiles × ranges may fill: ``per_sm`` an SM, shared by the batch's entries."""
     return sms * per_sm // batch
 
 
 def split_mma_launch(defines, tensors, out, shape, precision, kernel: str, symbol: str) -> CudaLaunch:
-    """hgemm v12: v6's grid (its fitted tile, :func:`copy_widths`) times the plan's ranges on grid.z, the FP32
+    """hgemm v12: v6's grid (its fitted tile, :func:`split_copy_widths`) times the plan's ranges on grid.z, the FP32
     workspace (splits planes of M rows ldp floats apart) and a counter a tile, zeroed once here: the last
     block of each tile sets its count back (cuda_kernels/hgemm/12_split_k_mma_sync.cu). bgemm v2 (a ``batch`` in
     the shape): grid.z = batch × splits, an entry's planes and counters together, ``splits`` among the
@@ -149,7 +170,7 @@ def batch_grid_check(params, shape, precision) -> str | None:
 def split_mma_launcher(kernel: str, symbol: str) -> CudaLauncher:
     """v12's launch (:func:`split_mma_launch`) for the rung whose file and kernel these are."""
     return CudaLauncher(launch=lambda *case: split_mma_launch(*case, kernel, symbol), check=batch_grid_check,
-                        defines=copy_widths)
+                        defines=split_copy_widths)
 
 
 SPLIT_MMA = split_mma_launcher("hgemm/12_split_k_mma_sync.cu", "hgemm_v12_split_k_mma_sync")
@@ -168,7 +189,8 @@ def split_mma_twin_launch(kernel, tensors, out, shape, config, precision):
     sms = sm_count(out)
     meta = dict(config)
     if meta.get("FIT"):
-        meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], cdiv(sms, batch))
+        meta["BM"], meta["BN"] = fitted_tile(m, n, meta["BM"], meta["BN"], cdiv(sms, batch),
+                                             split_ranges(shape, meta, sms))
     # split_mma_plan's split_plan, per config (the kernel's planes are M × N, inside the M × ldp the workspace holds)
     plan, _, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device, batch=batch,
                                         blocks=lambda cfg: planned_blocks(sms, batch, cfg["BLOCKS_PER_SM"]))
