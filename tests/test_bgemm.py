@@ -103,10 +103,11 @@ def test_the_split_rung_runs_hgemm_v12_on_each_entry_planned_over_the_batch(fake
 
     impl = implementation("bgemm/v2_batched_split_k/cuda")
     # (shape, tile, splits): decode attention's few rows against a long context split K, on 32 × 32 tiles (half the
-    # padding of 64 rows); a batch of enough tiles does not split, and 64 rows keep the halved tile
+    # area of 64 rows, as many tiles as an entry's share of the SMs); a batch of enough tiles does not split, and
+    # keeps the halved tile (32 × 32 would take more than a wave)
     for shape, tile, splits in (({"batch": 32, "M": 16, "N": 128, "K": 4096}, (32, 32), 2),
                                 ({"batch": 25, "M": 1, "N": 64, "K": 1024}, (32, 32), 5),
-                                ({"batch": 32, "M": 1, "N": 4096, "K": 128}, (32, 32), 1),
+                                ({"batch": 32, "M": 1, "N": 4096, "K": 128}, (64, 128), 1),
                                 ({"batch": 32, "M": 64, "N": 4096, "K": 128}, (64, 128), 1)):
         tensors, launch = fake_cuda.run(impl, BGEMM, shape, FP16_TENSOR)
         [(symbol, grid, block, args, smem)] = fake_cuda  # the ranges' sum is the last block's: one kernel
@@ -126,13 +127,13 @@ def test_the_split_twin_sums_each_entrys_ranges_in_order():
     from study.problem import check_output
 
     impl = implementation("bgemm/v2_batched_split_k/triton")
-    shape = {"batch": 3, "M": 70, "N": 70, "K": 600}  # four 64 × 64 tiles an entry, 19 slices of 32
+    shape = {"batch": 3, "M": 70, "N": 70, "K": 600}  # nine 32 × 32 tiles an entry (FIT's quarter), 19 slices of 32
     tensors = BGEMM.make_inputs(shape, FP16_TENSOR, 2, "cpu")
     ref, scale = BGEMM.reference(tensors, FP16_TENSOR)
     for min_slices, splits in ((4, 4), (32, 1)):
         launch = backend("triton").prepare(impl, BGEMM, tensors, shape, FP16_TENSOR,
                                            config={**impl.params, "MIN_SLICES": min_slices})
-        assert launch.config["splits"] == splits, launch.config
+        assert (launch.config["BM"], launch.config["splits"]) == (32, splits), launch.config
         verdict = check_output(launch.fn, launch.out, BGEMM, ref, scale, FP16_TENSOR)
         assert verdict.ok, (min_slices, verdict.message)
 

@@ -368,15 +368,16 @@ def test_the_split_mma_sync_rung_splits_long_k_in_place_and_repeats_exactly(back
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for precision_name in ("bf16", "fp16"):
         precision = ladder("hgemm").problem.precision(precision_name)
-        for shape, hoist, per_sm in (((1045, 20, 3741), 0, 2), ((4517, 62, 2411), 0, 2), ((4517, 62, 2411), 0, 3),
-                                     ((228, 4, 522), 0, 2), ((64, 64, 4096), 1, 2), ((222, 2002, 204), 0, 2),
-                                     ((166, 419, 998), 0, 2)):
+        for shape, hoist, per_sm, tile in (((1045, 20, 3741), 0, 2, 32), ((4517, 62, 2411), 0, 2, 64),
+                                           ((4517, 62, 2411), 0, 3, 64), ((228, 4, 522), 0, 2, 32),
+                                           ((64, 64, 4096), 1, 2, 32), ((222, 2002, 204), 0, 2, 64),
+                                           ((166, 419, 998), 0, 2, 64)):
             config = {**impl.params, "BLOCKS_PER_SM": per_sm, **({"HOIST": hoist} if backend_name == "cuda" else {})}
             problem, sh, tensors, ref, scale = _data("hgemm", shape, precision)
             verdict, launch = _run(impl, problem, sh, tensors, ref, scale, precision, config=config)
             assert verdict.ok, (shape, precision_name, verdict.message)
             bm, bn = fitted_tile(shape[0], shape[1], 128, 128, sms, split_ranges(sh, config, sms))
-            assert (launch.config["BM"], launch.config["BN"]) == (bm, bn), (shape, launch.config)
+            assert (launch.config["BM"], launch.config["BN"]) == (bm, bn) == (tile, tile), (shape, launch.config)
             # the CUDA rung caps the blocks an SM by what the driver says its build holds; the twin does not
             held = launch.config.get("blocks_per_sm", per_sm)
             assert 1 <= held <= per_sm, (shape, launch.config)

@@ -263,7 +263,7 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
 
     # Of 128/64 × 128/64, the fewest tiles that reach the SMs, then the least padding; else the most tiles, then
     # the least padding; 32 × 32 where that one makes fewer blocks than three quarters of the SMs (its tiles times
-    # the K ranges planned for them), or where 32 × 32 pads at most three quarters as much.
+    # the K ranges planned for them), or where one wave of 32 × 32 tiles covers at most three quarters of its area.
     assert fitted_tile(4096, 4096, 128, 128, 132) == (128, 128) and fitted_tile(1199, 1726, 128, 128, 132) == (128, 128)
     assert fitted_tile(1100, 1024, 128, 128, 132) == (128, 64)  # 72 tiles at 128 × 128, 144 at either half
     assert fitted_tile(1024, 1000, 128, 128, 132) == (64, 64)   # 128 at either half: short of the SMs
@@ -274,10 +274,11 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     assert fitted_tile(222, 2002, 128, 128, 16) == (128, 128)   # a GPU of 16 SMs is filled already
     assert fitted_tile(32, 32, 128, 128, 1) == (32, 32)         # one tile whatever its size: the least padded
     assert fitted_tile(40, 4096, 128, 128, 5) == (64, 128)      # 32 tiles either height: 64 rows pad less
-    assert fitted_tile(1, 4096, 128, 128, 5) == (32, 32)        # 32 rows pad half as much as 64
+    assert fitted_tile(1, 4096, 128, 128, 5) == (64, 128)       # 32 × 32 would pad half as much, in 128 tiles for 5 SMs
+    assert fitted_tile(65, 16384, 128, 128, 132) == (128, 64)   # likewise: 1,536 tiles of 32 × 32, not 256 of 128 × 64
     # K ranges count as blocks: 71 tiles of 64 × 64 in 5 ranges fill the SMs, and 32 × 32 pads as much there
     assert fitted_tile(4517, 62, 128, 128, 132, lambda tile: 5) == (64, 64)
-    assert fitted_tile(1045, 20, 128, 128, 132, lambda tile: 20) == (32, 32)  # 20 columns: half the padding
+    assert fitted_tile(1045, 20, 128, 128, 132, lambda tile: 20) == (32, 32)  # 20 columns: 33 tiles, half the area
     for m, n in ((1, 1), (3, 131), (166, 419), (1024, 1000), (8013, 2474)):
         tile = fitted_tile(m, n, 128, 128, 132)
         assert tile == (32, 32) or (tile[0] in (64, 128) and tile[1] in (64, 128))

@@ -141,12 +141,13 @@ def test_the_mma_sync_rung_compiles_every_copy_width(tmp_path):
 
 @pytest.mark.parametrize("rung", ["v6_mma_sync", "v12_split_k_mma_sync"])
 def test_the_mma_sync_rungs_compile_every_fitted_tile(rung, tmp_path):
-    # hgemm v6 at FIT=1 (its declared config) halves BM, BN to the shape (study/ops/hgemm_mma_sync.py, fitted_tile): the
-    # 128 × 64, 64 × 128 and 64 × 64 tiles of 2 × 2 warps, with 16-byte copies and with pairs of halves. v12 runs
-    # v6's tile: its split path, whose range sum v6 lacks, at the tile it splits most (64 × 64).
+    # hgemm v6 at FIT=1 (its declared config) halves or quarters BM, BN to the shape (study/ops/hgemm_mma_sync.py,
+    # fitted_tile): the 128 × 64, 64 × 128, 64 × 64 and 32 × 32 tiles of 2 × 2 warps, with 16-byte copies and with
+    # pairs of halves. v12 runs v6's tile: its split path, whose range sum v6 lacks, at the tiles it splits (64 × 64
+    # and 32 × 32).
     impl = next(i for i in CUDA if i.name == f"hgemm/{rung}/cuda")
     tiles = [(bm, bn) for bm in (128, 64) for bn in (128, 64)
-             if (bm, bn) != (128, 128) and (rung == "v6_mma_sync" or (bm, bn) == (64, 64))]
+             if (bm, bn) != (128, 128) and (rung == "v6_mma_sync" or (bm, bn) == (64, 64))] + [(32, 32)]
     _compile_all(impl, [({**_defines(impl, impl.params, "bf16", aligned), "BM": bm, "BN": bn, "WM": bm // 2,
                           "WN": bn // 2}, "sm_90a") for bm, bn in tiles for aligned in (0, 1)], tmp_path)
     if rung == "v6_mma_sync":  # the space's other fitted points (BK = 64; HOIST=1, whose pairs of halves are hoisted),

@@ -79,7 +79,7 @@ def hgemm_grouped(
     """v6: ``tl.dot`` on the tensor cores (as every tiled twin), with the CUDA rung's pipeline depth
     (``num_stages`` 3–4) and its grouped order: programs taken GROUP block rows at a time down each
     block column (cuda_kernels/sgemm/grouped_order.cuh), so that those running together share A
-    rows and B columns in L2. FIT is the launch's, not read here: at FIT=1 the launch has halved BM
+    rows and B columns in L2. FIT is the launch's, not read here: at FIT=1 the launch has halved or quartered BM
     and BN to the shape already (study/ops/hgemm.py pointer_twin_launch); under ``triton.autotune``
     the space's points run as written, so its FIT=1 point is the declared tile. What the twin cannot
     say: mma.sync and ldmatrix — Triton 3.6 picks ``wgmma`` on sm_90 itself."""
@@ -430,12 +430,13 @@ MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=f
 # BLOCKS_PER_SM the blocks an SM it plans for.
 V12_SPLIT_K_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1, MIN_SLICES=4,
                             BLOCKS_PER_SM=2)
-# Under triton.autotune the points run as written (no fitting): the 64 × 64 tile FIT picks at few tiles is a point.
+# Under triton.autotune the points run as written (no fitting): the 64 × 64 and 32 × 32 tiles FIT picks at few tiles
+# are points.
 SPLIT_MMA_SPACE = [dict(BM=bm, BN=bm, BK=bk, GROUP=8, num_warps=4, num_stages=s, FIT=int(bm == 128), MIN_SLICES=least,
                         BLOCKS_PER_SM=per_sm)
                    for bm, bk, s, least, per_sm in ((128, 32, 4, 2, 2), (128, 32, 4, 4, 2), (128, 32, 4, 8, 2),
                                                     (128, 64, 3, 4, 2), (64, 32, 4, 4, 2), (64, 32, 4, 2, 2),
-                                                    (64, 32, 4, 4, 3), (64, 32, 4, 4, 4))]
+                                                    (64, 32, 4, 4, 3), (64, 32, 4, 4, 4), (32, 32, 4, 4, 2))]
 # CUDA v7: 128×256×64, two warpgroups (8 warps), 3 stages, 8 block rows per group; the space is the
 # CUDA rung's (one warpgroup, 4 warps, per 64 rows).
 V7_WGMMA_TMA = dict(BM=128, BN=256, BK=64, GROUP=8, num_warps=8, num_stages=3)

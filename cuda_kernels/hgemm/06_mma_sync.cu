@@ -62,8 +62,9 @@
 // FIT (a config axis: declared 1; in the space 0, but for one copy of the declared point): the launch halves BM
 // and/or BN down to 64 (warps kept 2 × 2) where the declared 128 × 128 tiles are fewer than the SMs — the
 // tile of fewest tiles that reach them, then least padding, else the one of most tiles — and quarters both to
-// 32 × 32 where that one's blocks are still fewer than three quarters of the SMs or 32 × 32 pads at most three
-// quarters as much (study/ops/hgemm_mma_sync.py fitted_tile; the 32 × 32 paragraph below says why). At small products the rung was latency-bound on few SMs:
+// 32 × 32 where that one's blocks are still fewer than three quarters of the SMs or where a wave at most of 32 × 32
+// tiles covers at most three quarters of its area (study/ops/hgemm_mma_sync.py fitted_tile; the 32 × 32 paragraph
+// below says why). At small products the rung was latency-bound on few SMs:
 // ncu (c59 at 5b2b48b, BF16) found 222×2002×204 at 32 blocks of 128 × 128, 17.2 µs, issue active 30.8 %, achieved
 // occupancy 6.1 %, tensor pipe 10.1 %, where cuBLAS runs CUTLASS's 64 × 64 mma.sync tile (BK 32, 6 stages)
 // in 6.7 µs; 166×419×98 8 blocks, 15.1 µs, against cuBLAS's 64 × 64 (sm75 s1688) in 8.1 µs. Fitted (c62 at eefb23c,
@@ -114,10 +115,11 @@
 // 166×419×98 0.907× (32 × 32 × 128; 9.2 against 6.7 µs), against 0.695× and 0.664× tuned without them; ncu 9.8 → 7.4
 // and 8.2 → 5.3 µs; a tie at 222×2002×204 (128 fitted blocks); 5–6 % faster at 4496×55×59 (71). FIT quarters the
 // tile where the halves make fewer blocks than three quarters of the SMs (between the 71 that gain and the 128 that
-// tie) or where the quarter pads at most three quarters as much. Declared so (f9aa583, without the padding clause;
-// H100, reports/h100-80gb-hbm3/suites/README.md): against the H200's 64 × 64 run, v6 (off) took 3–37 % less time at
-// each of the odd suite's 11 quartered shapes (the untouched v8 and v9 0–7 % more there), 0.846× cuBLAS at
-// 36×93×217 and 0.842× at 166×419×98 (H200: 0.657×, 0.627×).
+// tie) or where a wave at most of 32 × 32 tiles covers at most three quarters of its area. Declared so (f9aa583,
+// without the area clause; H100, reports/h100-80gb-hbm3/suites/README.md): against the H200's 64 × 64 run, v6 (off)
+// took 3–37 % less time at each of the odd suite's 11 quartered shapes (the untouched v8 and v9 0–7 % more at all
+// but 11×2473×16329, where v9 took 21 % more), 0.846× cuBLAS at 36×93×217 and 0.842× at 166×419×98 (H200: 0.657×,
+// 0.627×).
 // arch: sm_80
 // precisions: fp16 bf16
 // config: BM=128 BN=128 BK=32 WM=64 WN=64 THREADS=128 STAGES=4 GROUP=8 HOIST=0 FIT=1 DEFER=0

@@ -13,10 +13,11 @@
 // Costs: each range's partials cross L2 twice (written, then read by the last block); K per block shrinks,
 // so the pipeline's fill and drain weigh more (MIN_SLICES bounds it).
 // FIT weighs a tile by its blocks, tiles times the K ranges the plan gives them (split_ranges): 32 × 32 only where
-// the halved tile's blocks leave a quarter of the SMs idle or the quarter pads at most three quarters as much. So
-// 4517×62×2411 keeps 71 tiles of 64 × 64 in five ranges (0.80× cuBLAS on the H200): quartered as v6 is (f9aa583,
-// on an H100), its 284 tiles left K unsplit and read A twice, 0.50×; 1045×20×3741 quarters (20 of 64 columns
-// padding), 0.93× there against the H200's 0.72× (reports/h100-80gb-hbm3/suites/README.md).
+// the halved tile's blocks leave a quarter of the SMs idle, or where a wave at most of 32 × 32 tiles covers at most
+// three quarters of its area. So 4517×62×2411 keeps 71 tiles of 64 × 64 in five ranges (0.80× cuBLAS on the H200):
+// quartered as v6 is (f9aa583, on an H100), its 284 tiles left K unsplit and read A twice, 0.50×; 1045×20×3741
+// quarters (its 20 columns in 33 tiles of half the area), 0.93× there against the H200's 0.72×
+// (reports/h100-80gb-hbm3/suites/README.md).
 // The plan (study/ops/hgemm_mma_sync.py, split_mma_plan; the twin takes the same): FIT's tile, then hgemm v9's
 // split_plan over BLOCKS_PER_SM blocks an SM: splits = BLOCKS_PER_SM·SMs over the tiles, at most K's slices over
 // MIN_SLICES, at least 1; as few as cover the slices in equal ranges, so none is empty. How many 64 × 64 blocks an

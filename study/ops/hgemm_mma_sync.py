@@ -35,12 +35,13 @@ def copy_width(columns: int, leading: int, tensor) -> int:
 
 SMALLEST_FIT = 64  # v6's FIT halves BM and BN down to this: 2 × 2 warps of 32 × 32, one m16 × n8 pair deep at least
 # ... and quarters them to 32 × 32 (2 × 2 warps of 16 × 16, cuBLAS's FP16 tile at the odd suite's smallest products)
-# where the halved tile's blocks (tiles × K ranges) leave a quarter of the SMs idle or more, or where the quarter
-# pads at most three quarters as much. Measured on an H100 (the tuning logs of reports/h100-80gb-hbm3/experiments/
-# v6-32x32-b4fc074/, FP16 and BF16, and reports/h100-80gb-hbm3/suites/README.md): v6's 32 × 32 1.3–1.4× faster
-# than 64 × 64 at 2, 17 and 21 blocks, 4–12 % at 71, a tie at 128 (of 132 SMs); v12's at 4517×62×2411
-# 0.50× cuBLAS against 0.80× at 64 × 64 with five K ranges (on the H200), the quarter's 284 tiles leaving K unsplit
-# and A read twice, but 0.93× against 0.72× at 1045×20×3741, its 20 columns in half the padding.
+# where the halved tile's blocks (tiles × K ranges) leave a quarter of the SMs idle or more, or where 32 × 32 tiles,
+# one wave of them at most, cover at most three quarters of the halved tiles' area. Measured on an H100 (the tuning
+# logs of reports/h100-80gb-hbm3/experiments/v6-32x32-b4fc074/, FP16 and BF16, and
+# reports/h100-80gb-hbm3/suites/README.md): v6's 32 × 32 1.3–1.4× faster than 64 × 64 at 2, 17 and 21 blocks,
+# 4–12 % at 71, a tie at 128 (of 132 SMs); v12's at 4517×62×2411 0.50× cuBLAS against 0.80× at 64 × 64 with five K
+# ranges (on the H200), the quarter's 284 tiles leaving K unsplit and A read twice, but 0.93× against 0.72× at
+# 1045×20×3741, whose 20 columns 32 × 32 tiles cover in half the area.
 QUARTER_TILE = 32
 QUARTER_BELOW = 0.75
 
@@ -49,12 +50,13 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=lambda tile: 
     """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each): of those whose count of tiles
     reaches the SMs, the one of fewest tiles (the largest that still fills them), then least padding — a larger
     tile that makes no fewer tiles only computes more zeros — then the taller; where none reaches them, the one of
-    most tiles, then least padding (bgemm v2's batch of 32 × 32 products on their share of one SM: 64 × 64); and
-    32 × 32 instead where that one's blocks, its tiles times the K ranges ``ranges(tile)`` plans for them (v12's,
-    :func:`split_ranges`; one for v6), are fewer than QUARTER_BELOW of the SMs, or where 32 × 32 pads at most
-    QUARTER_BELOW as much. Small products get tiles enough to spread over the SMs: at 222×2002×204 BF16 the declared
-    128 × 128 makes 32 blocks for 132 SMs, and cuBLAS runs a 64 × 64 tile there (ncu,
-    reports/h200/profiles/hgemm.md); in FP16 at 166×419×98 and 36×93×217 a 32 × 32 one
+    most tiles, then least padding; and 32 × 32 instead where that one's blocks, its tiles times the K ranges
+    ``ranges(tile)`` plans for them (v12's, :func:`split_ranges`; one for v6), are fewer than QUARTER_BELOW of the
+    SMs, or where 32 × 32 tiles, no more of them than SMs, cover at most QUARTER_BELOW of its padded area (bgemm
+    v2's batch of 32 × 32 products on their share of one SM: 32 × 32, not 64 × 64; a larger product, whose quarter
+    takes more than one wave of small tiles, keeps the halved tile). Small products get tiles enough to spread over
+    the SMs: at 222×2002×204 BF16 the declared 128 × 128 makes 32 blocks for 132 SMs, and cuBLAS runs a 64 × 64 tile
+    there (ncu, reports/h200/profiles/hgemm.md); in FP16 at 166×419×98 and 36×93×217 a 32 × 32 one
     (reports/h200/suites/hgemm-odd-fp16.md)."""
     tiles = [(tm, tn) for tm in (bm, bm // 2) for tn in (bn, bn // 2) if min(tm, tn) >= SMALLEST_FIT]
 
@@ -71,7 +73,8 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=lambda tile: 
         fitted = max(tiles, key=lambda t: (count(t), -padded(t), t[0] * t[1]))
     quarter = (QUARTER_TILE, QUARTER_TILE)
     idle = count(fitted) * ranges(fitted) < QUARTER_BELOW * sms
-    return quarter if idle or padded(quarter) <= QUARTER_BELOW * padded(fitted) else fitted
+    less_padding = count(quarter) <= sms and padded(quarter) <= QUARTER_BELOW * padded(fitted)
+    return quarter if idle or less_padding else fitted
 
 
 # DEFER=1 holds an odd operand's pairs of halves in registers across a slice (cuda_kernels/hgemm/mma_sync_tile.cuh),
