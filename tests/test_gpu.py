@@ -333,9 +333,9 @@ def test_the_mma_sync_rung_copies_each_operand_as_wide_as_its_rows_allow():
 
 def test_the_mma_sync_rung_fits_each_tile_it_may_pick():
     """hgemm v6 at FIT=1 (declared) halves BM and/or BN where 128 × 128 tiles are fewer than the SMs, and quarters
-    both where the halves still leave a quarter of them idle (study/ops/hgemm_mma_sync.py, fitted_tile): each tile
-    on 16-byte rows and on pairs, random inputs, then small integers repeated exactly; the tile that ran is the one
-    the plan names."""
+    both where the halves still leave a quarter of them idle or one wave of 32 × 32 tiles covers at most three
+    quarters of their area (study/ops/hgemm_mma_sync.py, fitted_tile): each tile on 16-byte rows and on pairs,
+    random inputs, then small integers repeated exactly; the tile that ran is the one the plan names."""
     from study.ops.hgemm_mma_sync import fitted_tile
 
     impl = next(i for i in IMPLS if i.name == "hgemm/v6_mma_sync/cuda")

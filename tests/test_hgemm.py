@@ -276,7 +276,7 @@ def test_the_mma_sync_rung_fits_its_tile_to_fill_the_sms():
     assert fitted_tile(40, 4096, 128, 128, 5) == (64, 128)      # 32 tiles either height: 64 rows pad less
     assert fitted_tile(1, 4096, 128, 128, 5) == (64, 128)       # 32 × 32 would pad half as much, in 128 tiles for 5 SMs
     assert fitted_tile(65, 16384, 128, 128, 132) == (128, 64)   # likewise: 1,536 tiles of 32 × 32, not 256 of 128 × 64
-    # K ranges count as blocks: 71 tiles of 64 × 64 in 5 ranges fill the SMs, and 32 × 32 pads as much there
+    # K ranges count as blocks: 71 tiles of 64 × 64 in 5 ranges fill the SMs, and 284 of 32 × 32 cover as much
     assert fitted_tile(4517, 62, 128, 128, 132, lambda tile: 5) == (64, 64)
     assert fitted_tile(1045, 20, 128, 128, 132, lambda tile: 20) == (32, 32)  # 20 columns: 33 tiles, half the area
     for m, n in ((1, 1), (3, 131), (166, 419), (1024, 1000), (8013, 2474)):
@@ -319,7 +319,7 @@ def test_the_split_mma_sync_rung_plans_equal_ranges_its_twin_recomputes(fake_cud
             assert -(-(-(-k // splits)) // 32) * 32 == split_k  # the twin's range from its grid: the same
     impl = implementation("hgemm/v12_split_k_mma_sync/cuda")
     # (shape, tile, splits): FIT's tile weighed by its K ranges (4517×62×2411: 71 tiles of 64 × 64 in ranges fill
-    # the SMs, and 32 × 32 would pad as much), then the plan at the blocks an SM the build holds
+    # the SMs, and 32 × 32 tiles would cover as much), then the plan at the blocks an SM the build holds
     for shape, tile, splits in (({"M": 1045, "N": 20, "K": 3741}, (32, 32), 8),
                                 ({"M": 4517, "N": 62, "K": 2411}, (64, 64), 3),
                                 ({"M": 4096, "N": 4096, "K": 4096}, (128, 128), 1)):

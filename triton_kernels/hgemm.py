@@ -416,7 +416,8 @@ V5_DOUBLE_BUFFER = dict(BM=128, BN=128, BK=32, num_warps=8, num_stages=2)
 TWO_STAGE_SPACE = _tiled_space(2)
 # CUDA v6: 128×128×32, 128 threads (warps of 64×64), 4 stages, 8 block rows per group; FIT=1, as in the CUDA
 # rung: BM, BN halved to 64 where 128×128 tiles are fewer than the SMs, quartered to 32 × 32 where those still leave
-# a quarter of them idle or pad a third more (the launch's, study/ops/hgemm_mma_sync.py fitted_tile).
+# a quarter of them idle or a wave of 32 × 32 tiles covers a quarter less (the launch's, study/ops/hgemm_mma_sync.py
+# fitted_tile).
 V6_MMA_SYNC = dict(BM=128, BN=128, BK=32, GROUP=8, num_warps=4, num_stages=4, FIT=1)
 MMA_SPACE = [dict(BM=bm, BN=bn, BK=32, GROUP=8, num_warps=w, num_stages=s, FIT=fit)
              for bm, bn, w, s, fit in ((128, 128, 8, 3, 0), (128, 128, 8, 4, 0), (128, 256, 8, 3, 0),
