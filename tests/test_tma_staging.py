@@ -189,3 +189,40 @@ def test_a_staged_record_is_flagged_so():
     assert "staged" in flags({"config": {"staged": "A+B+C"}})
     assert "staged" in flags({"config": {"gemm_staged": "B"}})  # the unfused rung's GEMM
     assert "staged" not in flags({"config": {"BM": 128}})
+
+
+def test_a_pointer_twin_reads_rows_16_floats_apart_staged_where_they_are_not():
+    # sgemm v11's and v12's twins: Triton loads 16 bytes a lane only from rows it can prove so (an integer argument
+    # divisible by 16, a pointer on 16 bytes), so rows of 341 and 9 floats are staged 352 and 16 floats apart
+    from study.ops.tma_staging import pointer_staged_operands
+
+    a = torch.arange(3 * 341, dtype=torch.float32).view(3, 341)
+    b = torch.arange(341 * 9, dtype=torch.float32).view(341, 9)
+    sa, sb, copy = pointer_staged_operands(a, b)
+    assert copy.facts == {"staged": "A+B"} and (sa.stride(), sb.stride()) == ((352, 1), (16, 1))
+    copy()
+    assert torch.equal(sa, a) and torch.equal(sb, b)
+    a.add_(1)  # each launch copies again
+    copy()
+    assert torch.equal(sa, a)
+    a, b = torch.zeros(4, 64), torch.zeros(64, 32)  # rows 16 floats apart by a multiple: read in place
+    sa, sb, copy = pointer_staged_operands(a, b)
+    assert sa is a and sb is b and copy.facts == {}
+    offset = torch.zeros(64 * 32 + 1)[1:].view(64, 32)  # a base on 4 bytes
+    assert pointer_staged_operands(a, offset)[2].facts == {"staged": "B"}
+    assert pointer_staged_operands(torch.zeros(2, 1464), b)[2].facts == {"staged": "A"}  # TMA's 16 bytes are not enough
+
+
+@pytest.mark.parametrize("name", ["sgemm/v11_3xtf32_wgmma/triton", "sgemm/v12_3xtf32_split_k/triton"])
+def test_the_3xtf32_twins_record_what_they_staged_and_stay_correct(name):
+    from study.problem import check_output
+
+    impl = implementation(name)
+    problem = ladder("sgemm").problem
+    fp32 = problem.precision("fp32")
+    for shape, staged in (({"M": 17, "N": 33, "K": 65}, "A+B"), ({"M": 17, "N": 64, "K": 64}, None)):
+        tensors = problem.make_inputs(shape, fp32, 0, "cpu")
+        ref, scale = problem.reference(tensors, fp32)
+        launch = backend("triton").prepare(impl, problem, tensors, shape, fp32)
+        assert launch.config.get("staged") == staged, launch.config
+        assert check_output(launch.fn, launch.out, problem, ref, scale, fp32).ok, shape

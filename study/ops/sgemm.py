@@ -42,7 +42,7 @@ from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SP
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
                                    split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
-from study.ops.tma_staging import staged_launcher
+from study.ops.tma_staging import pointer_staged_operands, staged_launcher
 from study.paths import CUDA_DIR
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
@@ -221,6 +221,23 @@ def own_math_twin_launch(kernel, tensors, out, shape, config, precision):
     return tiled_twin_launch(kernel, tensors, out, shape, config, precision, input_precision=False)
 
 
+def staged_own_math_twin_launch(kernel, tensors, out, shape, config, precision):
+    """v11's twin: :func:`own_math_twin_launch` on A and B as Triton loads them 16 bytes a lane, staged rows where
+    theirs are not (study/ops/tma_staging.py ``pointer_staged_operands``), copied inside the timed call as the
+    CUDA rung stages what TMA cannot read. Unstaged, the twin ran 0.26–0.35× cuBLAS FP32 at the odd suite's large
+    products, whose A or B rows are no multiple of 16 floats long (1199×1726×1463, 2715×772×730,
+    1689×2805×11411; reports/h200/suites/sgemm-odd.md), and 1.47× at 4096³ (reports/h200/sgemm-ladder.md)."""
+    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"])
+    run = own_math_twin_launch(kernel, {**tensors, "A": a, "B": b}, out, shape, config, precision)
+
+    def fn():
+        copy()
+        run()
+
+    fn.facts = copy.facts
+    return fn
+
+
 def split_k_twin_launch(kernel, tensors, out, shape, config, precision, two_pass: bool = False):
     """The split twins (v5/v9's, v10's with ``two_pass``): the same split_k_plan from the config's tile
     (under autotune, each config's own, planned here once, not at every launch), a workspace sized for
@@ -291,11 +308,11 @@ def fitted_twin_config(config, shape: dict, sms: int) -> dict:
 
 
 def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
-    """v12's twin: pointers as v11's twin, BM fitted (:func:`fitted_twin_config`), hgemm v9's plan of the
-    config's tile (under autotune each config's own, worked out here once), a workspace for the largest
-    plan, NUM_SMS programs, and hgemm's ordered reduction after the partials when the plan that ran
+    """v12's twin: pointers as v11's twin (A and B staged as there), BM fitted (:func:`fitted_twin_config`), hgemm
+    v9's plan of the config's tile (under autotune each config's own, worked out here once), a workspace for the
+    largest plan, NUM_SMS programs, and hgemm's ordered reduction after the partials when the plan that ran
     has two splits or more (under autotune, :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
-    a, b = tensors["A"], tensors["B"]
+    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"])
     m, n, k = shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     meta = fitted_twin_config(config, shape, sms)
@@ -305,12 +322,14 @@ def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
         return (min(cdiv(m, cfg["BM"]) * cdiv(n, cfg["BN"]) * plan(cfg)[0], sms),)
 
     def fn():
+        copy()
         kernel[grid](a, b, out, partial, m, n, k, a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1),
                      out.stride(-2), out.stride(-1), ldp, sms, **meta)
         best = getattr(kernel, "best_config", None)  # under triton.autotune, the config that just ran
         reduce_splits(partial, out, m, n, ldp, out.stride(-2), plan(best.kwargs if best is not None else meta)[0])
 
-    fn.facts = ({"BM": meta["BM"], "splits": plan(meta)[0], "slices_per_split": plan(meta)[1]} if "BM" in meta else {})
+    fn.facts = {**copy.facts, **({"BM": meta["BM"], "splits": plan(meta)[0], "slices_per_split": plan(meta)[1]}
+                                 if "BM" in meta else {})}
     return fn
 
 
@@ -375,8 +394,8 @@ register(
         Rung("v11_3xtf32_wgmma", "3xTF32 on wgmma: Cᵀ = Bᵀ·Aᵀ, B's fragments split in registers, A split once "
              "per stage by a producer warpgroup (FP32-accurate tensor-core emulation)", "v8's legacy mma.sync path and "
              "its per-warp splits", cuda="11_3xtf32_wgmma.cu", launch=WGMMA, multiples=TMA_FLOATS,
-             triton=twin(tk.sgemm_3xtf32_transposed, tk.V11_3XTF32_WGMMA, tk.TENSOR_SPACE, launch=own_math_twin_launch,
-                         precisions=("fp32",)),
+             triton=twin(tk.sgemm_3xtf32_transposed, tk.V11_3XTF32_WGMMA, tk.TENSOR_SPACE,
+                         launch=staged_own_math_twin_launch, precisions=("fp32",)),
              math={"fp32": "3xtf32"}),
         Rung("v12_3xtf32_split_k", "v11 over tiles × K ranges where the tiles are fewer than the SMs (hgemm v9's plan), "
              "FP32 partial planes summed in order by a second kernel; A's tile height (wgmma's N) fitted to M ≤ 64: "

@@ -34,11 +34,11 @@ GRID_YZ = 65535  # CUDA's limit on gridDim.y and .z: entries past it are strided
 GRID_X = 2**31 - 1  # and on gridDim.x: row slots past it, too
 
 
-def tma_rows(tensor):
+def tma_rows(tensor, vector: int | None = None):
     """An uninitialised tensor of ``tensor``'s shape, dtype and device whose rows TMA can read and
     write: the caching allocator's base (512-byte aligned), the leading dimension rounded up to 16
-    bytes, a batch's entries packed one after another."""
-    vector = 16 // tensor.element_size()
+    bytes (or to ``vector`` elements), a batch's entries packed one after another."""
+    vector = vector or 16 // tensor.element_size()
     cols = tensor.shape[-1]
     storage = torch.empty((*tensor.shape[:-1], cdiv(cols, vector) * vector), dtype=tensor.dtype,
                           device=tensor.device)
@@ -115,6 +115,27 @@ def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, 
             keep=(*base.keep, *(rows for _, rows in inputs.values()), *written), poison=(*base.poison, *written))
 
     return CudaLauncher(launch=launch, check=check, defines=launcher.defines)
+
+
+# A Triton twin that reads A and B by pointer loads 16 bytes a lane only where it can prove the rows start on 16
+# bytes: Triton marks an integer argument divisible by 16 and a pointer on 16 bytes, nothing finer, so a leading
+# dimension of 1,464 floats (K = 1,463 rounded to TMA's 16 bytes) still loads one element a lane.
+POINTER_ROWS = 16
+
+
+def pointer_staged_operands(a, b):
+    """(A, B, copy): A and B as a pointer twin loads them 16 bytes a lane — themselves where their leading
+    dimension is a multiple of POINTER_ROWS elements and their base on 16 bytes, else rows that are, which
+    ``copy`` (to call first in the timed ``fn``; its ``facts`` the names it stages) fills at each launch."""
+    staged = {name: (t, tma_rows(t, POINTER_ROWS)) for name, t in (("A", a), ("B", b))
+              if t.stride(-1) != 1 or t.stride(-2) % POINTER_ROWS or t.data_ptr() % 16}
+
+    def copy():
+        for src, rows in staged.values():
+            rows.copy_(src)
+
+    copy.facts = {"staged": "+".join(staged)} if staged else {}
+    return (staged["A"][1] if "A" in staged else a), (staged["B"][1] if "B" in staged else b), copy
 
 
 def staged_operands(a, b, names=("A", "B")):
