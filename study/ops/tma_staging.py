@@ -118,8 +118,9 @@ def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, 
 
 
 # A Triton twin that reads A and B by pointer loads 16 bytes a lane only where it can prove the rows start on 16
-# bytes: Triton marks an integer argument divisible by 16 and a pointer on 16 bytes, nothing finer, so a leading
-# dimension of 1,464 floats (K = 1,463 rounded to TMA's 16 bytes) still loads one element a lane.
+# bytes: Triton marks an integer argument divisible by 16 and a pointer on 16 bytes, nothing finer (its backends'
+# get_int_specialization and get_tensor_specialization: ``tt.divisibility`` 16 or none), so a leading dimension of
+# 1,464 floats (K = 1,463 rounded to TMA's 16 bytes) tells it nothing of where a row starts.
 POINTER_ROWS = 16
 
 
