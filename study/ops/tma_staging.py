@@ -130,23 +130,25 @@ def pointer_staged_operands(a, b):
     ``copy`` (to call first in the timed ``fn``; its ``facts`` the names it stages) fills at each launch."""
     staged = {name: (t, tma_rows(t, POINTER_ROWS)) for name, t in (("A", a), ("B", b))
               if t.stride(-1) != 1 or t.stride(-2) % POINTER_ROWS or t.data_ptr() % 16}
+    return _read_from(a, b, staged)
 
+
+def staged_operands(a, b, names=("A", "B")):
+    """(A, B, copy): A and B as a TMA twin's descriptors can read them — themselves, or staged rows — and
+    the closure that copies the staged ones at each launch (to call first in the timed ``fn``; its ``facts``
+    the names it stages), with those names; only those among ``names`` are staged (v10's twin reads a B in
+    place)."""
+    staged = to_stage({"A": a, "B": b}, names)
+    return (*_read_from(a, b, staged), list(staged))
+
+
+def _read_from(a, b, staged: dict):
+    """(A, B, copy): each operand's staged rows where ``staged`` (name -> (operand, rows)) has them, else the
+    operand, and the closure that fills the staged rows from their operands, its ``facts`` what a twin's
+    launch records (``staged``: the names)."""
     def copy():
         for src, rows in staged.values():
             rows.copy_(src)
 
     copy.facts = {"staged": "+".join(staged)} if staged else {}
     return (staged["A"][1] if "A" in staged else a), (staged["B"][1] if "B" in staged else b), copy
-
-
-def staged_operands(a, b, names=("A", "B")):
-    """(A, B, copy): A and B as a TMA twin's descriptors can read them — themselves, or staged rows — and
-    the closure that copies the staged ones at each launch (to call first in the timed ``fn``), with the
-    names it stages; only those among ``names`` are staged (v10's twin reads a B in place)."""
-    staged = to_stage({"A": a, "B": b}, names)
-
-    def copy():
-        for src, rows in staged.values():
-            rows.copy_(src)
-
-    return (staged["A"][1] if "A" in staged else a), (staged["B"][1] if "B" in staged else b), copy, list(staged)
