@@ -174,8 +174,8 @@ def test_a_twins_descriptors_read_staged_rows_that_its_launch_copies_first():
 
     a = torch.arange(17 * 65, dtype=torch.float16).view(17, 65)
     b = torch.arange(65 * 64, dtype=torch.float16).view(65, 64)
-    sa, sb, copy, names = staged_operands(a, b)
-    assert names == ["A"] and sb is b and sa.shape == a.shape and sa.stride() == (72, 1)
+    sa, sb, copy = staged_operands(a, b)
+    assert copy.facts == {"staged": "A"} and sb is b and sa.shape == a.shape and sa.stride() == (72, 1)
     copy()
     assert torch.equal(sa, a)
     a.add_(1)  # the inputs may change between launches: each launch copies again

@@ -355,7 +355,7 @@ def tensor_descriptors(a, b, shape, meta, b_in_place: bool = False):
     reads it by pointer (hgemm v10's)."""
     from triton.tools.tensor_descriptor import TensorDescriptor
 
-    a, b, copy, _ = staged_operands(a, b, ("A",) if b_in_place else ("A", "B"))
+    a, b, copy = staged_operands(a, b, ("A",) if b_in_place else ("A", "B"))
     m, n, k = shape["M"], shape["N"], shape["K"]
     lead = list(a.shape[:-2])  # [batch] or []
     one = [1] * len(lead)

@@ -46,7 +46,12 @@ QUARTER_TILE = 32
 QUARTER_BELOW = 0.75
 
 
-def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=lambda tile: 1) -> tuple[int, int]:
+def one_range(tile) -> int:
+    """v6's K ranges a tile (its whole K): what FIT weighs a tile's blocks by where no split is planned."""
+    return 1
+
+
+def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=one_range) -> tuple[int, int]:
     """v6 with FIT=1: BM × BN, or a tile of BM or BN halved (down to 64 each): of those whose count of tiles
     reaches the SMs, the one of fewest tiles (the largest that still fills them), then least padding — a larger
     tile that makes no fewer tiles only computes more zeros — then the taller; where none reaches them, the one of
@@ -83,7 +88,7 @@ def fitted_tile(m: int, n: int, bm: int, bn: int, sms: int, ranges=lambda tile: 
 DEFER_LARGEST_TILE = 64 * 128
 
 
-def copy_widths(config, tensors, out, shape, precision, ranges=lambda tile: 1):
+def copy_widths(config, tensors, out, shape, precision, ranges=one_range):
     """v6's defines: the tiled kernels' (ALIGNED, every row of A, B and C on 16 bytes), A_VEC and B_VEC, each
     operand's :func:`copy_width` — 8 wherever ALIGNED is 1 — and, with FIT=1, the tile :func:`fitted_tile`
     picks (a tile's K ranges ``ranges``: v12's, :func:`split_copy_widths`), its warps kept 2 × 2 (WM, WN half of

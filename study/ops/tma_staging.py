@@ -136,10 +136,8 @@ def pointer_staged_operands(a, b):
 def staged_operands(a, b, names=("A", "B")):
     """(A, B, copy): A and B as a TMA twin's descriptors can read them — themselves, or staged rows — and
     the closure that copies the staged ones at each launch (to call first in the timed ``fn``; its ``facts``
-    the names it stages), with those names; only those among ``names`` are staged (v10's twin reads a B in
-    place)."""
-    staged = to_stage({"A": a, "B": b}, names)
-    return (*_read_from(a, b, staged), list(staged))
+    the names it stages); only those among ``names`` are staged (v10's twin reads a B in place)."""
+    return _read_from(a, b, to_stage({"A": a, "B": b}, names))
 
 
 def _read_from(a, b, staged: dict):
