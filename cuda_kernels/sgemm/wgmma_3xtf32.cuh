@@ -213,6 +213,12 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             s1 = min(slices, s0 + slices_per);
         }
         grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
+        const int m0 = bm * BM, n0 = bn * BN;
+        // A consumer whose 64 columns all lie past N (N ≤ 64, or the last column tile's second half)
+        // has no product to compute: it keeps the barriers' pace (its arrivals complete `empty`) but
+        // issues no wgmma, so the other consumer has the SM's tensor cores to itself (uniform over
+        // the warpgroup: the branch is legal around the .sync.aligned wgmma instructions).
+        const bool busy = n0 + consumer * 64 < N;
         float acc[BM / 2], part[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma
@@ -222,6 +228,10 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             const bool first = (s - s0) % FOLD == 0;  // the fold's first slice: its first product overwrites
             mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
             mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
+            if (!busy) {
+                if (lane == 0) mbar_arrive(empty + stage * 8);
+                continue;
+            }
             unsigned hi[BK / 8][4], lo[BK / 8][4];
 #pragma unroll
             for (int k8 = 0; k8 < BK / 8; ++k8)
@@ -254,9 +264,9 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         }
         // D row R = 16w + 8h + g is column n0 + col[h]; D column 8j + 2t (+1) is row m0 + 8j + 2t (+1).
         // Split: the unit's sums into its plane, as C would take them.
+        if (!busy) continue;
         float* __restrict__ out = Split ? partial + (size_t)(unit % splits) * M * ldp : C;
         const int ld = Split ? ldp : ldc;
-        const int m0 = bm * BM, n0 = bn * BN;
 #pragma unroll
         for (int j = 0; j < BM / 8; ++j) {
             const int m = m0 + 8 * j + 2 * t;
