@@ -48,6 +48,9 @@
 // reports/h200/experiments/sgemm-v11-fold-98e5656): 2.29x [2.285, 2.296] at 4096^3, 2.26x [2.239, 2.272]
 // at 8192^3 (FOLD=1, c30: 2.14x, 2.17x), v11 at 1,710-1,755 MHz alone under the power cap, cuBLAS at
 // 1,965-1,980. What is left at 8192^3: the tensor pipe 85 % busy, and the clock the power cap leaves it.
+// A consumer whose 64 columns lie past N waits and releases each slice but issues no wgmma, leaving the
+// tensor cores to the other (sgemm/wgmma_3xtf32.cuh; docs/ladders/sgemm.md, v12, idle consumers): at N ≤ 64
+// half the tile's products were zeros (H100 c150, unpaired: 1.16-1.19x the old body at 4517x62x2411).
 // config: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=4
 // space: BM=128 BN=128 BK=32 STAGES=4 GROUP=8 THREADS=384 FOLD=1
 // space: BM=128 BN=128 BK=32 STAGES=3 GROUP=8 THREADS=384 FOLD=1

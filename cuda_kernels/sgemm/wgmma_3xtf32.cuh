@@ -205,33 +205,45 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
 #pragma unroll
     for (int j = 0; j < 4; ++j) frag_at[j] = 2 * A_BYTES + b_offset(t + 4 * (j / 2), col[j % 2]);
 
-    int use = 0;
+    int used = 0;  // slices of earlier units: slice s of this one is use before + s − s0
     for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
         int bm, bn, s0 = 0, s1 = slices;
         if constexpr (Split) {
             s0 = unit % splits * slices_per;
             s1 = min(slices, s0 + slices_per);
         }
+        const int before = used;
+        used += s1 - s0;
         grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
         const int m0 = bm * BM, n0 = bn * BN;
         // A consumer whose 64 columns all lie past N (N ≤ 64, or the last column tile's second half)
         // has no product to compute: it keeps the barriers' pace (its arrivals complete `empty`) but
-        // issues no wgmma, so the other consumer has the SM's tensor cores to itself (uniform over
-        // the warpgroup: the branch is legal around the .sync.aligned wgmma instructions).
-        const bool busy = n0 + consumer * 64 < N;
+        // issues no wgmma, so the other consumer has the SM's tensor cores to itself. The condition is
+        // uniform over the warpgroup (the branch is legal around the .sync.aligned wgmma); the vote says
+        // so to the compiler: on the plain comparison ptxas took the busy loop for divergent and moved
+        // its wgmma descriptors off the uniform datapath (24 R2UR a slice in v11's SASS), and v11 ran
+        // 2 % slower at 1199×1726×1463, where 10 of its 140 tiles have an idle consumer (H100, c150).
+        const bool busy = __all_sync(0xffffffffu, n0 + consumer * 64 < N);
+        if (!busy) {
+            // Waiting for each use's copy keeps its arrival in that use's phase of `empty` (the producer
+            // waited for the previous one before copying); the busy consumer's arrival, after the split
+            // barrier, is what tells the producer the splitters are done with the stage.
+            for (int s = s0; s < s1; ++s) {
+                const int use = before + s - s0, stage = use % STAGES;
+                mbar_wait(full + stage * 8, (use / STAGES) & 1);
+                if (lane == 0) mbar_arrive(empty + stage * 8);
+            }
+            continue;
+        }
         float acc[BM / 2], part[BM / 2];
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma
-        for (int s = s0; s < s1; ++s, ++use) {
-            const int stage = use % STAGES;
+        for (int s = s0; s < s1; ++s) {
+            const int use = before + s - s0, stage = use % STAGES;
             const unsigned st = base + stage * STAGE_BYTES;
             const bool first = (s - s0) % FOLD == 0;  // the fold's first slice: its first product overwrites
             mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
             mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
-            if (!busy) {
-                if (lane == 0) mbar_arrive(empty + stage * 8);
-                continue;
-            }
             unsigned hi[BK / 8][4], lo[BK / 8][4];
 #pragma unroll
             for (int k8 = 0; k8 < BK / 8; ++k8)
@@ -264,7 +276,6 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         }
         // D row R = 16w + 8h + g is column n0 + col[h]; D column 8j + 2t (+1) is row m0 + 8j + 2t (+1).
         // Split: the unit's sums into its plane, as C would take them.
-        if (!busy) continue;
         float* __restrict__ out = Split ? partial + (size_t)(unit % splits) * M * ldp : C;
         const int ld = Split ? ldp : ldc;
 #pragma unroll
