@@ -258,3 +258,44 @@ def test_the_piece_rings_statics_fit_beside_the_ring_budget(rung, wide, tmp_path
     for precision in ("fp32", "bf16"):
         static = _static_shared_bytes(impl, {**_defines(impl, impl.params, precision, 1), wide: 8}, tmp_path)
         assert static <= 227 * 1024 - PIECE_RING_BYTES, f"{rung} {precision}: {static} bytes of statics"
+
+
+def _cuobjdump():
+    """cuobjdump: on PATH, else the copy Triton's wheel carries (CI installs Triton, not the CUDA toolkit's tools)."""
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    try:
+        import triton
+    except ImportError:
+        return None
+    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    return bundled if os.path.exists(bundled) else None
+
+
+@pytest.mark.parametrize("rung,heights", [("v11_3xtf32_wgmma", (None,)), ("v12_3xtf32_split_k", (128, 16))])
+def test_the_3xtf32_consumers_keep_their_wgmma_descriptors_uniform(rung, heights, tmp_path):
+    # The consumers' wgmma descriptors depend only on the stage, so ptxas computes them on the uniform datapath.
+    # When a branch it cannot prove uniform guards the loop (the idle-consumer test on threadIdx), it computes
+    # them per thread and moves each into a uniform register between the wgmmas (R2UR): v11 ran 2 % slower at
+    # 1199×1726×1463 on an H100 (docs/ladders/sgemm.md, v12, idle consumers). No R2UR between the first and the
+    # last wgmma of a slice.
+    tool = _cuobjdump()
+    if tool is None:
+        pytest.skip("no cuobjdump on PATH or in Triton's wheel: the SASS cannot be read here")
+    impl = next(i for i in CUDA if i.name == f"sgemm/{rung}/cuda")
+    for bm in heights:
+        defines = {**_defines(impl, impl.params, "fp32", 1), **({"BM": bm} if bm else {})}
+        _compile(impl, defines, "sm_90a", tmp_path, name=f"bm{bm}")
+        sass = subprocess.run([tool, "-sass", str(tmp_path / f"bm{bm}.cubin")], capture_output=True, text=True,
+                              check=True).stdout.splitlines()
+        at = [n for n, line in enumerate(sass) if "HGMMA" in line]
+        slices = []  # a slice's twelve wgmmas lie within a few dozen instructions of each other
+        for n in at:
+            if slices and n - slices[-1][-1] < 40:
+                slices[-1].append(n)
+            else:
+                slices.append([n])
+        assert all(len(s) == 12 for s in slices), f"{rung} BM={bm}: wgmma groups {[len(s) for s in slices]}"
+        moves = [sum("R2UR" in line for line in sass[s[0]:s[-1]]) for s in slices]
+        assert moves == [0] * len(slices), f"{rung} BM={bm}: R2UR between a slice's wgmmas: {moves}"
