@@ -221,8 +221,9 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         // issues no wgmma, so the other consumer has the SM's tensor cores to itself. The condition is
         // uniform over the warpgroup (the branch is legal around the .sync.aligned wgmma); the vote says
         // so to the compiler: on the plain comparison ptxas took the busy loop for divergent and moved
-        // its wgmma descriptors off the uniform datapath (24 R2UR a slice in v11's SASS), and v11 ran
-        // 2 % slower at 1199×1726×1463, where 10 of its 140 tiles have an idle consumer (H100, c150).
+        // its wgmma descriptors off the uniform datapath (22 R2UR between a slice's wgmmas in v11's
+        // SASS), and v11 ran 2 % slower at 1199×1726×1463, where 10 of its 140 tiles have an idle
+        // consumer (H100, c150; tests/test_nvcc.py reads the SASS for it).
         const bool busy = __all_sync(0xffffffffu, n0 + consumer * 64 < N);
         if (!busy) {
             // Waiting for each use's copy keeps its arrival in that use's phase of `empty` (the producer
