@@ -221,13 +221,25 @@ def own_math_twin_launch(kernel, tensors, out, shape, config, precision):
     return tiled_twin_launch(kernel, tensors, out, shape, config, precision, input_precision=False)
 
 
+def pointer_twin_staging(shape: dict, bm: int) -> tuple:
+    """The operands a 3xTF32 pointer twin of tile height ``bm`` stages where Triton cannot load their rows 16
+    bytes a lane: A always; B only where more than one row tile reads it. A copy costs a read and a write of the
+    operand at every launch. Unstaged, the twins read a misaligned A, even once, at a fraction of the memory's
+    rate (v12's at 4517×62×2411: 0.196 ms on the H200, reports/h200/suites/sgemm-odd.md; staged 0.118 ms on an
+    H100, reports/h100-80gb-hbm3/suites/sgemm-odd.md; cuBLAS 0.054 on both), but a B read once at 1.4 TB/s:
+    at 11×2473×16329 (M = 11, one row tile) copying its 161 MB took v12's twin from 0.117 to 0.227 ms (cuBLAS
+    0.112 on both cards)."""
+    return ("A", "B") if cdiv(shape["M"], bm) > 1 else ("A",)
+
+
 def staged_own_math_twin_launch(kernel, tensors, out, shape, config, precision):
     """v11's twin: :func:`own_math_twin_launch` on A and B as Triton loads them 16 bytes a lane, staged rows where
-    theirs are not (study/ops/tma_staging.py ``pointer_staged_operands``), copied inside the timed call as the
-    CUDA rung stages what TMA cannot read. Unstaged, the twin ran 0.26–0.35× cuBLAS FP32 at the odd suite's large
-    products, whose A or B rows are no multiple of 16 floats long (1199×1726×1463, 2715×772×730,
-    1689×2805×11411; reports/h200/suites/sgemm-odd.md), and 1.47× at 4096³ (reports/h200/sgemm-ladder.md)."""
-    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"])
+    theirs are not and :func:`pointer_twin_staging` says the copy pays (study/ops/tma_staging.py
+    ``pointer_staged_operands``), copied inside the timed call as the CUDA rung stages what TMA cannot read.
+    Unstaged, the twin ran 0.26–0.35× cuBLAS FP32 at the odd suite's large products, whose A or B rows are no
+    multiple of 16 floats long (1199×1726×1463, 2715×772×730, 1689×2805×11411; reports/h200/suites/sgemm-odd.md),
+    and 1.47× at 4096³ (reports/h200/sgemm-ladder.md)."""
+    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"], pointer_twin_staging(shape, config["BM"]))
     run = own_math_twin_launch(kernel, {**tensors, "A": a, "B": b}, out, shape, config, precision)
 
     def fn():
@@ -308,14 +320,15 @@ def fitted_twin_config(config, shape: dict, sms: int) -> dict:
 
 
 def split_tensor_twin_launch(kernel, tensors, out, shape, config, precision):
-    """v12's twin: pointers as v11's twin (A and B staged as there), BM fitted (:func:`fitted_twin_config`), hgemm
-    v9's plan of the config's tile (under autotune each config's own, worked out here once), a workspace for the
-    largest plan, NUM_SMS programs, and hgemm's ordered reduction after the partials when the plan that ran
-    has two splits or more (under autotune, :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
-    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"])
+    """v12's twin: pointers as v11's twin (A and B staged as there, B by the fitted height's row tiles), BM fitted
+    (:func:`fitted_twin_config`), hgemm v9's plan of the config's tile (under autotune each config's own, worked
+    out here once), a workspace for the largest plan, NUM_SMS programs, and hgemm's ordered reduction after the
+    partials when the plan that ran has two splits or more (under autotune,
+    :func:`study.ops.gemm_common.reduce_after_tuned_partials`)."""
     m, n, k = shape["M"], shape["N"], shape["K"]
     sms = sm_count(out)
     meta = fitted_twin_config(config, shape, sms)
+    a, b, copy = pointer_staged_operands(tensors["A"], tensors["B"], pointer_twin_staging(shape, meta["BM"]))
     plan, ldp, partial = twin_split_plans(kernel, meta, m, n, k, sms, out.device)
 
     def grid(cfg):

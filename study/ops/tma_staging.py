@@ -124,12 +124,13 @@ def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, 
 POINTER_ROWS = 16
 
 
-def pointer_staged_operands(a, b):
+def pointer_staged_operands(a, b, names=("A", "B")):
     """(A, B, copy): A and B as a pointer twin loads them 16 bytes a lane — themselves where their leading
     dimension is a multiple of POINTER_ROWS elements and their base on 16 bytes, else rows that are, which
-    ``copy`` (to call first in the timed ``fn``; its ``facts`` the names it stages) fills at each launch."""
+    ``copy`` (to call first in the timed ``fn``; its ``facts`` the names it stages) fills at each launch; only
+    those among ``names`` are staged (the others are read as they are, a lane's element at a time)."""
     staged = {name: (t, tma_rows(t, POINTER_ROWS)) for name, t in (("A", a), ("B", b))
-              if t.stride(-1) != 1 or t.stride(-2) % POINTER_ROWS or t.data_ptr() % 16}
+              if name in names and (t.stride(-1) != 1 or t.stride(-2) % POINTER_ROWS or t.data_ptr() % 16)}
     return _read_from(a, b, staged)
 
 
