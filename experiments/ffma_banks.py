@@ -12,7 +12,7 @@ the registers and spills ptxas reports.
 
     python experiments/ffma_banks.py sgemm v7_multistage [fp32]     (repository root; nvcc on PATH)
 
-cuobjdump: on PATH or in the CUDA toolkit (study.ncu.find_tool), else the copy Triton's wheel carries.
+cuobjdump: on PATH or in the CUDA toolkit, else the copy Triton's wheel carries (study.ncu.find_cuobjdump).
 docs/ladders/sgemm.md quotes one run.
 """
 
@@ -28,21 +28,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from study.backends.cuda import nvcc_command  # noqa: E402
 from study.catalog import implementation, ladder  # noqa: E402
-from study.ncu import find_tool  # noqa: E402
+from study.ncu import find_cuobjdump  # noqa: E402
 
 SOURCE = re.compile(r"-?\|?R(\d+)\|?(\.reuse)?")
 
 
 def cuobjdump() -> str:
-    found = find_tool("cuobjdump")
-    if found:
-        return found
-    import triton
-
-    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    if bundled.is_file():
-        return str(bundled)
-    sys.exit("cuobjdump is neither on PATH, in the CUDA toolkit, nor in Triton's wheel")
+    return find_cuobjdump() or sys.exit("cuobjdump is neither on PATH, in the CUDA toolkit, nor in Triton's wheel")
 
 
 def ffma_sources(sass: str):

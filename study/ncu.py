@@ -35,6 +35,20 @@ def find_tool(name: str) -> str | None:
 WHERE = "on PATH nor in $CUDA_HOME/bin, $CUDA_PATH/bin or /usr/local/cuda/bin"  # where find_tool looked
 
 
+def find_cuobjdump() -> str | None:
+    """cuobjdump where :func:`find_tool` finds it, else the copy Triton's wheel carries (a CPU machine with nvcc
+    and Triton but not the whole toolkit: CI's); None when neither has it."""
+    found = find_tool("cuobjdump")
+    if found:
+        return found
+    try:
+        import triton
+    except ImportError:
+        return None
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+    return str(bundled) if bundled.is_file() else None
+
+
 def config_text(config: dict) -> str:
     """``K=V,K=V`` in key order: how a config override travels on a command line."""
     return ",".join(f"{k}={v}" for k, v in sorted(config.items()))

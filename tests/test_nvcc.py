@@ -260,19 +260,6 @@ def test_the_piece_rings_statics_fit_beside_the_ring_budget(rung, wide, tmp_path
         assert static <= 227 * 1024 - PIECE_RING_BYTES, f"{rung} {precision}: {static} bytes of statics"
 
 
-def _cuobjdump():
-    """cuobjdump: on PATH, else the copy Triton's wheel carries (CI installs Triton, not the CUDA toolkit's tools)."""
-    found = shutil.which("cuobjdump")
-    if found:
-        return found
-    try:
-        import triton
-    except ImportError:
-        return None
-    bundled = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-    return bundled if os.path.exists(bundled) else None
-
-
 @pytest.mark.parametrize("rung,heights", [("v11_3xtf32_wgmma", (None,)), ("v12_3xtf32_split_k", (128, 16))])
 def test_the_3xtf32_consumers_keep_their_wgmma_descriptors_uniform(rung, heights, tmp_path):
     # The consumers' wgmma descriptors depend only on the stage, so ptxas computes them on the uniform datapath.
@@ -280,7 +267,9 @@ def test_the_3xtf32_consumers_keep_their_wgmma_descriptors_uniform(rung, heights
     # them per thread and moves each into a uniform register between the wgmmas (R2UR): v11 ran 2 % slower at
     # 1199×1726×1463 on an H100 (docs/ladders/sgemm.md, v12, idle consumers). No R2UR between the first and the
     # last wgmma of a slice.
-    tool = _cuobjdump()
+    from study.ncu import find_cuobjdump
+
+    tool = find_cuobjdump()
     if tool is None:
         pytest.skip("no cuobjdump on PATH or in Triton's wheel: the SASS cannot be read here")
     impl = next(i for i in CUDA if i.name == f"sgemm/{rung}/cuda")
