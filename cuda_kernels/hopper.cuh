@@ -16,6 +16,19 @@ struct __align__(64) TensorMap {
     unsigned long long opaque[16];
 };
 
+// A matrix whose rows one map cannot describe (no multiple of 16 bytes apart, or off a 16-byte start), read
+// in place: rows r and r + 8 lie 8 · ld elements apart, a multiple of 16 bytes for 2- and 4-byte elements,
+// so map[j] holds the rows r ≡ j (mod 8), from row j's first byte rounded down to 16 bytes, and offset[j] is
+// that rounding in elements (study/backends/tma.py, residue_maps; docs/toolchain.md 6.3). A box starts only on
+// 16 bytes of its row, so the kernel asks for the aligned column before the one it wants and shifts each row
+// by its residue's offset on chip. Where one map does: map[0], offsets 0. Passed by value as one
+// __grid_constant__ parameter (1,088 bytes).
+constexpr int TMA_RESIDUES = 8;
+struct __align__(64) ResidueMaps {
+    TensorMap map[TMA_RESIDUES];
+    int offset[TMA_RESIDUES];
+};
+
 // ---- mbarriers: a 64-bit shared word that counts arrivals and, for TMA, bytes ----------------
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(arrivals) : "memory");

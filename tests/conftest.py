@@ -52,7 +52,6 @@ def fake_cuda(monkeypatch):
     import study.backends.cuda as cuda
     import study.backends.cuda_launch as cuda_launch
     import study.backends.tma as tma
-    import study.ops.hgemm as hgemm
 
     log = _Launches()
     monkeypatch.setattr(cuda, "as_cupy", lambda t, padded_rows=False: t)
@@ -68,6 +67,6 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(tma, "tensor_map", lambda name, tensor, cols, rows: ("map", name, tensor.data_ptr()))
     monkeypatch.setattr(tma, "encode", lambda name, dtype, address, sizes, strides, box, swizzle=True:
                         ("encode", address, tuple(sizes), tuple(strides), tuple(box), swizzle))
-    monkeypatch.setattr(hgemm, "pack_weight_maps", lambda maps, offsets: ("weight maps", tuple(maps), tuple(offsets)))
+    monkeypatch.setattr(tma, "pack_residue_maps", lambda maps, offsets: ("residue maps", tuple(maps), tuple(offsets)))
     monkeypatch.setattr(cuda_launch.StreamCache, "current", lambda self: None)
     return log

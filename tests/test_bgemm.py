@@ -156,7 +156,7 @@ def test_the_skinny_rung_runs_hgemm_v10_over_the_batch_planned_per_entry(fake_cu
         assert (splits, launch.config["slices_per_split"]) == split_plan(m, n, k, tokens, bn, 64, 4, 132 // batch)
         tiles = -(-n // bn)
         assert grid == (min(batch * tiles * splits, 132), 1, 1)
-        assert args[:2] == (("map", "A", tensors["A"].data_ptr()), ("weight maps", (("map", "B",
+        assert args[:2] == (("map", "A", tensors["A"].data_ptr()), ("residue maps", (("map", "B",
                                                                                       tensors["B"].data_ptr()),), (0,) * 8))
         assert [int(a) for a in args[3:11]] == [batch, m, n, k, n, m * n, splits, launch.config["slices_per_split"]]
         ldp = int(args[12])

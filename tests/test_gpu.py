@@ -164,6 +164,34 @@ def test_the_persistent_wgmma_rung_carries_its_stages_across_tiles_at_every_poin
         assert verdict.ok, f"{launch.config}: {verdict.message}"
 
 
+@pytest.mark.parametrize("rung", ["v11_3xtf32_wgmma", "v12_3xtf32_split_k"])
+def test_the_3xtf32_rungs_read_a_in_place_at_every_height_offset_and_leading_dimension(rung):
+    """sgemm v11/v12 with A's rows no multiple of 16 bytes apart (K = 517, 203, 1001, 65, 1463), off a 16-byte
+    start (a view 4 bytes into its storage) or padded to a leading dimension one float longer: read where they lie
+    by eight residue maps (A_IN_PLACE, sgemm/wgmma_3xtf32.cuh), never staged, correct within the FP32 gate; v12
+    at each height its fit takes (16, 32, 64, 128 rows: each a residue box of 2–16 rows), rows past M in the last
+    tile, K's last slice short."""
+    impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
+    if _arch_reason(impl):
+        pytest.skip(_arch_reason(impl))
+    fp32 = ladder("sgemm").problem.precisions[0]
+    heights = set()
+    for shape in ((3, 200, 517), (222, 2002, 203), (40, 4096, 1001), (300, 130, 65), (1000, 520, 1463)):
+        problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
+        m, k = shape[0], shape[2]
+        offset = torch.empty(m * k + 1, device="cuda")[1:].view(m, k)
+        padded = torch.empty(m, k + 1, device="cuda")[:, :k]
+        for a in (tensors["A"], offset, padded):
+            if a is not tensors["A"]:
+                a.copy_(tensors["A"])
+            verdict, launch = _run(impl, problem, sh, {"A": a, "B": tensors["B"]}, ref, scale, fp32)
+            assert verdict.ok, (shape, a.stride(), verdict.message)
+            config = launch.config
+            assert config["in_place"] == "A" and "A" not in config.get("staged", "").split("+"), (shape, config)
+            heights.add(config.get("BM", impl.params["BM"]))
+    assert heights == ({16, 32, 64, 128} if rung == "v12_3xtf32_split_k" else {128}), heights
+
+
 @pytest.mark.parametrize("rung", ["v4_double_buffer", "v7_multistage", "v8_3xtf32"])
 def test_misaligned_rows_take_the_scalar_path_and_stay_correct(rung):
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")

@@ -523,7 +523,7 @@ def test_skinny_m_picks_its_token_width_plans_as_v9_and_refuses_larger_m(fake_cu
         assert stages == (5 if bn == 256 else 8)  # the space's point of that width
         assert smem == skinny_smem(launch.config) == stages * ((tokens * 64 + bn * 64) * 2 + 16) + 1024
         assert args[2].data_ptr() == launch.out.data_ptr()  # C by pointer: never staged
-        assert args[1] == ("weight maps", ("B",), (0,) * 8)  # B's one map, the first of the kernel's WeightMaps
+        assert args[1] == ("residue maps", ("B",), (0,) * 8)  # B's one map, the first of the kernel's WeightMaps
         assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, per]
         ldp = -(-n // 4) * 4
         assert int(args[10]) == ldp and args[9].numel() == (splits * m * ldp if splits > 1 else 1)
@@ -560,7 +560,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     # 16 bytes, the rounding (in elements) its column offset; 50257 is odd, so each residue has its own
     kind, maps, offsets = args[1]
     b, size = tensors["B"], 2
-    assert kind == "weight maps" and len(maps) == 8 and len(set(offsets)) == 8
+    assert kind == "residue maps" and len(maps) == 8 and len(set(offsets)) == 8
     for j, (tag, address, sizes, strides, box, swizzle) in enumerate(maps):
         start = b.data_ptr() + j * 50257 * size
         assert tag == "encode" and address == start - start % 16 and offsets[j] == start % 16 // size
@@ -575,7 +575,7 @@ def test_the_skinny_rung_reads_weights_tma_cannot_take_in_place_not_staged(fake_
     tensors, launch = fake_cuda.run(impl, problem, {"M": 1, "N": 4096, "K": 64}, FP16_TENSOR)
     assert launch.config["B_IN_PLACE"] == 0 and "in_place" not in launch.config
     assert launch.config["BN"] == 64 and fake_cuda[0][2] == (160, 1, 1)  # 64 tiles of 64 columns: FIT_BN's
-    assert fake_cuda[0][3][1] == ("weight maps", (("map", "B"),), (0,) * 8)
+    assert fake_cuda[0][3][1] == ("residue maps", (("map", "B"),), (0,) * 8)
     tensors = problem.make_inputs({"M": 3, "N": 70, "K": 41}, FP16_TENSOR, 0, "cpu")
     launch = backend("cuda").prepare(impl, problem, tensors, {"M": 3, "N": 70, "K": 41}, FP16_TENSOR)
     assert launch.config["staged"] == "A" and launch.config["in_place"] == "B"

@@ -4,6 +4,7 @@ H200, where the declaration admits it), at every precision it implements, with a
 the aligned fast path; every autotune point too (sm_90a)."""
 
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -36,11 +37,14 @@ def _fitted_widths(impl, ends=False, in_place=False) -> tuple:
     """The defines a launch fits to M, to compile each value it may pick (``ends``: the narrowest and the
     widest only): TOKENS where the kernel reads it (hgemm v10's wgmma N; ``in_place`` adds the widest with B
     read in place, B_IN_PLACE=1: residue maps, shifter warps, the fewest stages that fit), ROWS (sgemm v13's
-    rows of A a block); else none."""
+    rows of A a block); else none. And the operands a launch reads in place: ``in_place`` adds A_IN_PLACE=1
+    where the kernel reads it (sgemm v11 and v12: A's residue maps, the splitters' shift, the stages that fit)."""
     from study.ops.hgemm import SKINNY_TOKENS
     from study.ops.sgemm_skinny_m import SKINNY_ROWS
 
     text = kernel_source(impl.target.path)
+    if "#ifndef A_IN_PLACE" in text:
+        return ({},) + (({"A_IN_PLACE": 1},) if in_place else ())
     if "#ifndef ROWS" in text:
         return tuple({"ROWS": r} for r in ((SKINNY_ROWS[0], SKINNY_ROWS[-1]) if ends else SKINNY_ROWS))
     if "#ifndef TOKENS" not in text:
@@ -266,18 +270,18 @@ def test_the_3xtf32_consumers_keep_their_wgmma_descriptors_uniform(rung, heights
     # When a branch it cannot prove uniform guards the loop (the idle-consumer test on threadIdx), it computes
     # them per thread and moves each into a uniform register between the wgmmas (R2UR): v11 ran 2 % slower at
     # 1199×1726×1463 on an H100 (docs/ladders/sgemm.md, v12, idle consumers). No R2UR between the first and the
-    # last wgmma of a slice.
+    # last wgmma of a slice. With A read in place (A_IN_PLACE=1) too: only the producer warpgroup's code differs.
     from study.ncu import find_cuobjdump
 
     tool = find_cuobjdump()
     if tool is None:
         pytest.skip("no cuobjdump on PATH or in Triton's wheel: the SASS cannot be read here")
     impl = next(i for i in CUDA if i.name == f"sgemm/{rung}/cuda")
-    for bm in heights:
-        defines = {**_defines(impl, impl.params, "fp32", 1), **({"BM": bm} if bm else {})}
-        _compile(impl, defines, "sm_90a", tmp_path, name=f"bm{bm}")
-        sass = subprocess.run([tool, "-sass", str(tmp_path / f"bm{bm}.cubin")], capture_output=True, text=True,
-                              check=True).stdout.splitlines()
+    for bm, in_place in itertools.product(heights, (0, 1)):
+        defines = {**_defines(impl, impl.params, "fp32", 1), **({"BM": bm} if bm else {}), "A_IN_PLACE": in_place}
+        _compile(impl, defines, "sm_90a", tmp_path, name=f"bm{bm}-{in_place}")
+        sass = subprocess.run([tool, "-sass", str(tmp_path / f"bm{bm}-{in_place}.cubin")], capture_output=True,
+                              text=True, check=True).stdout.splitlines()
         at = [n for n, line in enumerate(sass) if "HGMMA" in line]
         slices = []  # a slice's twelve wgmmas lie within a few dozen instructions of each other
         for n in at:
@@ -285,6 +289,7 @@ def test_the_3xtf32_consumers_keep_their_wgmma_descriptors_uniform(rung, heights
                 slices[-1].append(n)
             else:
                 slices.append([n])
-        assert all(len(s) == 12 for s in slices), f"{rung} BM={bm}: wgmma groups {[len(s) for s in slices]}"
+        where = f"{rung} BM={bm} A_IN_PLACE={in_place}"
+        assert all(len(s) == 12 for s in slices), f"{where}: wgmma groups {[len(s) for s in slices]}"
         moves = [sum("R2UR" in line for line in sass[s[0]:s[-1]]) for s in slices]
-        assert moves == [0] * len(slices), f"{rung} BM={bm}: R2UR between a slice's wgmmas: {moves}"
+        assert moves == [0] * len(slices), f"{where}: R2UR between a slice's wgmmas: {moves}"

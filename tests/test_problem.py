@@ -441,7 +441,9 @@ def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cu
     tiles = -(-1000 // impl.params["BM"]) * -(-1500 // impl.params["BN"])
     assert symbol == "sgemm_v11_3xtf32_wgmma" and grid == (min(tiles, sm_count(launch.out)), 1, 1)
     assert block == (impl.params["THREADS"], 1, 1) and smem == wgmma_shared_bytes(impl.params)
-    assert args[0][:2] == ("map", "A") and args[1][:2] == ("map", "B") and args[2] is launch.out
+    # A's ResidueMaps with its one map (rows of 1,700 floats: TMA reads them), B's map
+    assert args[0] == ("residue maps", (("map", "A", tensors["A"].data_ptr()),), (0,) * 8)
+    assert args[1][:2] == ("map", "B") and args[2] is launch.out and "in_place" not in launch.config
     assert [int(a) for a in args[3:]] == [1000, 1500, 1700, 1500]
 
 
@@ -473,6 +475,11 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
     for point in impl.space:
         stage = 2 * point["BM"] * TMA_BOX * 4 + point["BK"] * point["BN"] * 4
         assert stage % 1024 == 0 and wgmma_shared_bytes(point) <= 227 * 1024, point
+        # A in place: eight residue boxes of BM/8 rows of 36 floats a stage, each on 128 bytes; the stages that fit
+        raw = 8 * -(-point["BM"] // 8 * 144 // 128) * 128
+        ring, rest = divmod(wgmma_shared_bytes({**point, "A_IN_PLACE": 1}) - 1024, stage + raw + 24)
+        assert rest == 0 and 2 <= ring <= point["STAGES"] and (stage + raw) % 1024 == 0, point
+        assert (ring + 1) * (stage + raw + 24) + 1024 > 227 * 1024 or ring == point["STAGES"], point
     # (shape, config overrides, BM it runs, splits): a decode row, 16 rows, one tile of a long K, a
     # product of enough tiles (v11's path: one split, no second kernel), a space point that keeps 128 rows
     cases = (({"M": 1, "N": 4096, "K": 4096}, {}, 16, 4), ({"M": 16, "N": 4096, "K": 11008}, {}, 16, 4),
@@ -490,7 +497,8 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
         units = -(-m // bm) * -(-n // 128) * splits
         assert grid == (min(units, sm_count(launch.out)), 1, 1) and block == (384, 1, 1)
         assert smem == wgmma_shared_bytes({**config, "BM": bm})
-        assert args[0][:2] == ("map", "A") and args[1][:2] == ("map", "B") and args[2] is launch.out
+        assert args[0] == ("residue maps", (("map", "A", tensors["A"].data_ptr()),), (0,) * 8)
+        assert args[1][:2] == ("map", "B") and args[2] is launch.out
         assert [int(a) for a in args[3:9]] == [m, n, k, launch.out.stride(0), splits, plan[1]]
         assert int(args[10]) == n  # the planes' rows: N rounded up to 4 floats
         if splits > 1:

@@ -76,8 +76,8 @@ def _staged_copies(calls):
     ("hgemm/v8_warp_specialized/cuda", {"M": 17, "N": 33, "K": 64}, "bf16", "B+C"),
     ("hgemm/v8_warp_specialized/cuda", {"M": 9, "N": 13, "K": 16}, "fp16", "B+C"),  # C rows of 26 bytes: some touch 3 words
     ("hgemm/v7_wgmma_tma/cuda", {"M": 17, "N": 64, "K": 65}, "fp16", "A"),
-    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 256, "N": 192, "K": 130}, "fp32", "A"),
-    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 5, "N": 7, "K": 1}, "fp32", "A+B"),  # C by pointer: never staged
+    # v11 reads A in place (below); B's rows of 28 bytes are staged; C by pointer: never staged
+    ("sgemm/v11_3xtf32_wgmma/cuda", {"M": 5, "N": 7, "K": 1}, "fp32", "B"),
     ("bgemm/v1_batched_wgmma/cuda", {"batch": 3, "M": 17, "N": 33, "K": 65}, "fp16", "A+B+C"),
     ("gemm_bias_relu/v2_fused_wgmma/cuda", {"M": 17, "N": 12, "K": 8}, "fp16", "B+C"),
 ])
@@ -127,8 +127,77 @@ def test_what_tma_cannot_read_is_staged_around_the_rungs_kernel(fake_cuda, name,
 def test_rows_tma_reads_in_place_launch_as_before(fake_cuda, name, shape, precision):
     tensors, launch, calls = _prepare(name, shape, precision, fake_cuda)
     assert "staged" not in launch.config and [c[0] for c in calls] == [implementation(name).target.symbol]
-    maps = [a for a in calls[0][3] if isinstance(a, tuple) and a and a[0] == "map"]
+    args = [m for a in calls[0][3] if isinstance(a, tuple) and a for m in (a[1] if a[0] == "residue maps" else (a,))]
+    maps = [a for a in args if a[0] == "map"]  # sgemm v11's A: the one map of its ResidueMaps
     assert [m[2] for m in maps[:2]] == [tensors["A"].data_ptr(), tensors["B"].data_ptr()]
+
+
+def _tma_box(memory, base: int, address: int, sizes, stride: int, box, x: int, y: int):
+    """What an unswizzled TMA box of 4-byte elements holds (rows of box[0] elements, packed): ``memory`` the
+    floats from byte ``base``, the map at byte ``address`` with ``sizes`` (elements, rows) and its rows
+    ``stride`` bytes apart; elements past the sizes read as zeros."""
+    out = torch.zeros(box[1], box[0])
+    for i in range(box[1]):
+        for e in range(box[0]):
+            if x + e < sizes[0] and y + i < sizes[1]:
+                out[i, e] = memory[(address - base + (y + i) * stride + (x + e) * 4) // 4]
+    return out
+
+
+@pytest.mark.parametrize("name,shape,bm", [("sgemm/v11_3xtf32_wgmma/cuda", {"M": 100, "N": 192, "K": 130}, 128),
+                                           ("sgemm/v12_3xtf32_split_k/cuda", {"M": 19, "N": 62, "K": 517}, 16)])
+def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, shape, bm):
+    """sgemm v11/v12 with A's rows no multiple of 16 bytes apart, off a 16-byte start too: eight residue maps
+    (rows ≡ j mod 8) in the kernel's ResidueMaps, no copy of A. Replayed here: each residue's box for a tile and
+    a slice as TMA fills it (unswizzled, from the aligned column before the slice), then the splitters' read of
+    it (sgemm/wgmma_3xtf32.cuh, split_a_in_place: row p of the tile from residue p % 8's box row p / 8, its
+    16-byte chunk q shifted by the residue's offset) gives the tile's rows of A, zeros past M and K."""
+    import re
+
+    from study.ops.sgemm import RAW_COLS, wgmma_shared_bytes
+    from study.paths import CUDA_DIR
+
+    impl = implementation(name)
+    problem = ladder("sgemm").problem
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    storage = torch.randn(m * k + 1)
+    a = storage[1:].view(m, k)  # 4 bytes past the storage's start: row 0 off 16 bytes too
+    b = torch.randn(k, n)
+    launch = backend("cuda").prepare(impl, problem, {"A": a, "B": b}, shape, problem.precision("fp32"))
+    launch.fn()
+    assert launch.config["A_IN_PLACE"] == 1 and launch.config["in_place"] == "A" and launch.config["BM"] == bm
+    assert launch.config.get("staged") == ("B" if n % 4 else None)  # A never; B where its rows need it
+    assert [c[0] for c in fake_cuda].count("stage_rows") == (n % 4 != 0)
+    _, _, _, args, smem = next(c for c in fake_cuda if c[0] == impl.target.symbol)
+    assert smem == wgmma_shared_bytes({**launch.config, "BM": bm}) < wgmma_shared_bytes({**launch.config, "BM": bm,
+                                                                                       "A_IN_PLACE": 0}) + 8 * 2304
+    kind, maps, offsets = args[0]
+    assert kind == "residue maps" and len(maps) == 8
+    header = (CUDA_DIR / "sgemm" / "wgmma_3xtf32.cuh").read_text()
+    raw_row = int(re.search(r"constexpr int RAW_ROW = (\d+);", header).group(1))
+    assert raw_row == RAW_COLS * 4  # the kernel's raw row is the host's box row
+    raw_box = -(-bm // 8 * raw_row // 128) * 128
+    for j, (tag, address, sizes, strides, box, swizzle) in enumerate(maps):
+        start = a.data_ptr() + j * k * 4
+        assert tag == "encode" and address == start - start % 16 and offsets[j] == start % 16 // 4
+        assert sizes == ((k + offsets[j], -(-(m - j) // 8)) if j < m else (4, 1)) and box == (RAW_COLS, bm // 8)
+        assert strides == ((8 * k * 4,) if j < m else (16,)) and not swizzle
+    base = storage.data_ptr()
+    for tile in range(-(-m // bm)):
+        for s in range(-(-k // 32)):
+            raw = [_tma_box(storage, base, *maps[j][1:3], maps[j][3][0], maps[j][4], 32 * s, tile * (bm // 8))
+                   if j < m else torch.zeros(bm // 8, RAW_COLS) for j in range(8)]
+            assert bm // 8 * raw_row <= raw_box
+            got = torch.zeros(bm, 32)
+            for p in range(bm):
+                j = p % 8
+                for q in range(8):  # the 16-byte window offset[j] floats into the raw row's chunks q, q + 1
+                    row = raw[j][p // 8]
+                    got[p, 4 * q:4 * q + 4] = row[4 * q + offsets[j]:4 * q + offsets[j] + 4]
+            want = torch.zeros(bm, 32)
+            rows, cols = a[tile * bm:(tile + 1) * bm, 32 * s:32 * (s + 1)].shape
+            want[:rows, :cols] = a[tile * bm:(tile + 1) * bm, 32 * s:32 * (s + 1)]
+            assert torch.equal(got, want), (tile, s)
 
 
 def test_the_unfused_rung_stages_around_its_gemm_and_then_runs_its_pass(fake_cuda):

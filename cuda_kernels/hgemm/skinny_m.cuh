@@ -38,7 +38,7 @@ constexpr int W_BOX_BYTES = BK * ROW_BYTES;        // a weights' box: BK rows of
 // (c48; a box's first column must lie on 16 bytes).
 constexpr int SHIFTER_WARPS = B_IN_PLACE ? 4 : 0;
 constexpr int BLOCK_THREADS = THREADS + 32 * SHIFTER_WARPS;
-constexpr int RESIDUES = 8;                                 // maps in place: k mod 8
+constexpr int RESIDUES = TMA_RESIDUES;                      // maps in place: k mod 8
 constexpr int RAW_ROW = 144;                                // a raw row: 72 elements from a 16-byte boundary
 constexpr int RAW_BYTES = B_IN_PLACE * CONSUMERS * BK * RAW_ROW;
 constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES + RAW_BYTES;
@@ -62,10 +62,7 @@ static_assert(8 * RAW_ROW % 128 == 0, "each raw box of 8 rows on 128 bytes");
 // B's tensor maps (study/ops/hgemm.py, weight_maps): with TMA map[0] is B's (boxes of BK rows); in place
 // map[j] holds the rows k ≡ j (mod 8) (boxes of 8 rows × 72, unswizzled) and offset[j] is the column of
 // row j's first element in it.
-struct __align__(64) WeightMaps {
-    TensorMap map[RESIDUES];
-    int offset[RESIDUES];
-};
+using WeightMaps = ResidueMaps;
 
 // A unit's accumulators (64 weight columns n0 + 16w + g (+ 8) × tokens 8j + 2t (+ 1)) into C (storage
 // type, rounded once) or, with split-K, into its FP32 plane (rows ldp apart); rows past M and columns

@@ -31,11 +31,14 @@
 // pipe 47.5 % and the consumers on the split barrier in 25 % of the stall samples
 // (source-sgemm-v11_3xtf32_wgmma-8cc3709.md). What is left: each consumer waits for its slice's
 // twelve wgmmas before its FADDs and its next fragments (19 % of the samples).
-// Constraints: K and N multiples of 4 (TMA: 16-byte rows), A and B 16-byte aligned; otherwise
-// the launch stages A and B in such rows (study/ops/tma_staging.py); tails in M, N and K load as
-// zeros, C is stored element by element inside M × N. Copying such rows inside the kernel instead (the
-// splitter warps, 4-byte cp.async; 468fdc9–804ca5e) ran slower at every odd-suite shape with an operand
-// of 2 MB or more but one (c90: 1689x2805x11411 1.22 -> 3.16 ms; docs/ladders/sgemm.md, v12): reverted.
+// Constraints: one tensor map reads rows 16 bytes apart by a multiple from a 16-byte start (K and N
+// multiples of 4). Otherwise A is read in place by eight maps, one per residue of its rows mod 8, and
+// the splitters shift each row on chip (A_IN_PLACE, sgemm/wgmma_3xtf32.cuh), and B is staged in such rows
+// by the launch (study/ops/tma_staging.py); tails in M, N and K load as zeros, C is stored element by
+// element inside M × N. Copying such rows inside the kernel with 4-byte cp.async instead (the splitter
+// warps; 468fdc9–804ca5e) ran slower at every odd-suite shape with an operand of 2 MB or more but one
+// (c90: 1689x2805x11411 1.22 -> 3.16 ms; docs/ladders/sgemm.md, v12): reverted. The residue maps keep
+// TMA's bulk copies (boxes of 36 floats) and add only the splitters' shift to work they did anyway.
 // arch: sm_90a
 // FOLD (sgemm/wgmma_3xtf32.cuh): the slice partial runs over FOLD slices before its FADDs, so a
 // consumer waits on its wgmmas before the FADDs a FOLD-th as often. c30/c31 at aa4ca76 (one H200, event
@@ -65,7 +68,7 @@
 // The body (the producer's TMA and split, the consumers' wgmma, the epilogue) is
 // sgemm/wgmma_3xtf32.cuh's, shared with v12, which runs it over split-K units.
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-sgemm_v11_3xtf32_wgmma(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+sgemm_v11_3xtf32_wgmma(const __grid_constant__ ResidueMaps maps_a, const __grid_constant__ TensorMap map_b,
                        float* __restrict__ C, int M, int N, int K, int ldc) {
-    wgmma_3xtf32_gemm(&map_a, &map_b, C, M, N, K, ldc);
+    wgmma_3xtf32_gemm(&maps_a, &map_b, C, M, N, K, ldc);
 }

@@ -24,8 +24,9 @@
 // in registers every slice, as v11) the same work for fewer products.
 // Removes: v11's idle SMs on products of few tiles, and its 128-row tile on products of a few rows.
 // Builds on: v11 (its body, sgemm/wgmma_3xtf32.cuh with Split; the sum of the planes is
-// hgemm/reduce_splits.cuh, storage_t float). Constraints: v11's (rows TMA cannot read are staged by
-// the launch; C stored element by element at any leading dimension); the workspace holds
+// hgemm/reduce_splits.cuh, storage_t float). Constraints: v11's (A's rows one tensor map cannot read are
+// read in place by eight, B's staged by the launch; C stored element by element at any leading dimension);
+// the workspace holds
 // splits × M × ldp floats, ldp = N rounded up to 4. Correct at every autotune point and edge shape,
 // clean under memcheck and racecheck (H200, c16/c17 at c5f5b0f); no figure yet.
 // Registers: setmaxnreg 56 (producer) and 216 (consumers) at every BM, as v11.
@@ -47,13 +48,13 @@
 #include "hgemm/reduce_splits.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
-sgemm_v12_3xtf32_split_k(const __grid_constant__ TensorMap map_a, const __grid_constant__ TensorMap map_b,
+sgemm_v12_3xtf32_split_k(const __grid_constant__ ResidueMaps maps_a, const __grid_constant__ TensorMap map_b,
                          float* __restrict__ C, int M, int N, int K, int ldc, int splits, int slices_per,
                          float* __restrict__ partial, int ldp) {
     if (splits == 1)  // uniform over the grid
-        wgmma_3xtf32_gemm(&map_a, &map_b, C, M, N, K, ldc);
+        wgmma_3xtf32_gemm(&maps_a, &map_b, C, M, N, K, ldc);
     else
-        wgmma_3xtf32_gemm<true>(&map_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp);
+        wgmma_3xtf32_gemm<true>(&maps_a, &map_b, C, M, N, K, ldc, splits, slices_per, partial, ldp);
 }
 
 // The second kernel: C = the sum of the `splits` planes of `partial` (each M × N, rows ldp apart), in

@@ -13,11 +13,24 @@
 // slices (F·32 of K) before it joins the running sum by FADD, so a consumer waits for its wgmmas before
 // the FADDs F times less often, at F times the K the tensor cores accumulate without rounding to nearest
 // (the gate error grows with it; each point is checked as any other). v11's header has the measurements.
+// A_IN_PLACE=1 (the launch's choice where A's rows are no multiple of 16 bytes apart or start off 16 bytes,
+// K = 2411: study/ops/sgemm.py): A is read where it lies, by eight tensor maps, one per residue of its rows
+// mod 8 (ResidueMaps, hopper.cuh), instead of being copied to rows one map can describe before the kernel.
+// Map j's box for a tile's rows 8i + j and a slice's 32 floats starts at the aligned column before the slice
+// (its first float offset[j] in) and is 36 floats wide, unswizzled, in the stage's raw part; the splitters,
+// which read every float of A's box anyway, take each row's 32 floats offset[j] in and write its hi and lo
+// planes in TMA's 128-byte swizzle themselves. The raw part costs a stage 36/32 of A's box more, so fewer
+// stages may fit (RING). What it replaces: a copy of A (reading and writing all of it) in the timed launch,
+// 28 of the 71 µs of v12 at 4517×62×2411 on the H200 (ncu, c89).
 #pragma once
 
 #ifndef FOLD
 #define FOLD 1
 #endif
+#ifndef A_IN_PLACE
+#define A_IN_PLACE 0
+#endif
+#include "unaligned_rows.cuh"
 
 #include "sgemm/grouped_order.cuh"
 #include "sgemm/tf32_split.cuh"
@@ -26,16 +39,25 @@ namespace wgmma3x {
 constexpr int ROW_BYTES = 128;                         // one swizzled row: 32 floats
 constexpr int A_BYTES = BM * ROW_BYTES;                // A's box, then its lo plane
 constexpr int B_BOX_BYTES = BK * ROW_BYTES;            // a BK × 32 box of B
-constexpr int STAGE_BYTES = 2 * A_BYTES + BN / 32 * B_BOX_BYTES;
+constexpr int RAW_ROW = 144;                          // in place: 36 floats from the aligned column before a slice
+constexpr int RAW_BOX = (BM / 8 * RAW_ROW + 127) / 128 * 128;  // residue j's BM / 8 rows, on 128 bytes
+constexpr int RAW_OFFSET = 2 * A_BYTES + BN / 32 * B_BOX_BYTES;  // the raw part, after A's planes and B
+constexpr int STAGE_BYTES = RAW_OFFSET + A_IN_PLACE * TMA_RESIDUES * RAW_BOX;
+constexpr int A_LOAD_BYTES = A_IN_PLACE ? BM * RAW_ROW : A_BYTES;  // what TMA writes of A a stage
 constexpr int CONSUMERS = BN / 64;
 constexpr int SPLITTERS = 96;                          // the producer warpgroup's warps 1-3
 // Stages, three barriers a stage (full: TMA landed; split: A's planes written; empty: consumers
-// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm.py computes the same).
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + STAGES * 24 + 1024;
+// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm.py, wgmma_shared_bytes, computes
+// the same); in place, as many of the STAGES as fit (the raw part makes a stage larger).
+constexpr int SMEM_LIMIT = 232448;                     // sm_90's dynamic shared memory a block (227 KiB)
+constexpr int STAGES_FIT = (SMEM_LIMIT - 1024) / (STAGE_BYTES + 24);  // (FIT is v12's launch define)
+constexpr int RING = STAGES < STAGES_FIT ? STAGES : STAGES_FIT;
+constexpr int SMEM_BYTES = RING * STAGE_BYTES + RING * 24 + 1024;
 static_assert(BK == 32, "a 128-byte swizzled row holds 32 floats");
+static_assert(STAGE_BYTES % 1024 == 0, "every stage's A planes start on a swizzle atom");
 static_assert(BM == 16 || BM == 32 || BM == 64 || BM == 128, "wgmma_tf32 is written for n = 16, 32, 64 and 128");
 static_assert(BN == 128 && THREADS == 128 * (1 + CONSUMERS), "a producer and one consumer warpgroup per 64 columns");
-static_assert(STAGES >= 2, "at least two stages");
+static_assert(RING >= 2, "at least two stages fit");
 static_assert(FOLD >= 1, "a partial over at least one slice");
 
 constexpr int PRODUCER_REGISTERS = 56, CONSUMER_REGISTERS = 216;  // 128·56 + 256·216 ≤ 65,536
@@ -104,26 +126,41 @@ __device__ __forceinline__ unsigned lds_u32(unsigned addr) {
     return v;
 }
 
-// A's box of a stage split in place: hi (TF32) over the FP32 values, lo into the plane after it.
-// 16 bytes a step, the SPLITTERS threads over the box.
+// Four floats of A split: hi (TF32) at `at`, lo at the same place of the plane after it.
+__device__ __forceinline__ void store_split(unsigned at, uint4 x) {
+    const float v[4] = {__uint_as_float(x.x), __uint_as_float(x.y), __uint_as_float(x.z), __uint_as_float(x.w)};
+    unsigned hi[4], lo[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) split(v[e], hi[e], lo[e]);
+    st_shared_v4(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
+    st_shared_v4(at + A_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
+}
+
+// A's box of a stage split in place: hi over the FP32 values, lo into the plane after it. 16 bytes a
+// step, the SPLITTERS threads over the box.
 __device__ __forceinline__ void split_a(unsigned stage, int thread) {
 #pragma unroll 4
+    for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) store_split(stage + i * 16, ld_shared_v4(stage + i * 16));
+}
+
+// In place: A's box from the stage's raw part (residue j's box holds tile rows 8i + j, 36 floats from
+// `offsets`' j-th nibble before the slice) split into the hi and lo planes in TMA's 128-byte swizzle (chunk
+// q of row p at q ^ p % 8, and p % 8 is the row's residue). The eight offsets (0–3 floats) come packed in a
+// register: a thread's residue changes from step to step, and a parameter indexed by it would be a load.
+__device__ __forceinline__ void split_a_in_place(unsigned stage, unsigned offsets, int thread) {
+#pragma unroll 4
     for (int i = thread; i < A_BYTES / 16; i += SPLITTERS) {
-        const unsigned at = stage + i * 16;
-        const uint4 x = ld_shared_v4(at);
-        const float v[4] = {__uint_as_float(x.x), __uint_as_float(x.y), __uint_as_float(x.z), __uint_as_float(x.w)};
-        unsigned hi[4], lo[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) split(v[e], hi[e], lo[e]);
-        st_shared_v4(at, make_uint4(hi[0], hi[1], hi[2], hi[3]));
-        st_shared_v4(at + A_BYTES, make_uint4(lo[0], lo[1], lo[2], lo[3]));
+        const int p = i / 8, q = i % 8, j = p % 8;
+        const unsigned from = stage + RAW_OFFSET + j * RAW_BOX + p / 8 * RAW_ROW + 16 * q;
+        store_split(stage + p * ROW_BYTES + ((q ^ j) << 4),
+                    byte_window(ld_shared_v4(from), ld_shared_v4(from + 16), 4 * ((offsets >> 4 * j) & 15)));
     }
 }
 }  // namespace wgmma3x
 
 
 template <bool Split = false>
-__device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const TensorMap* map_b,
+__device__ __forceinline__ void wgmma_3xtf32_gemm(const ResidueMaps* maps_a, const TensorMap* map_b,
                                                   float* __restrict__ C, int M, int N, int K, int ldc,
                                                   int splits = 1, int slices_per = 0,
                                                   float* __restrict__ partial = nullptr, int ldp = 0) {
@@ -131,15 +168,16 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     require_dynamic_smem(SMEM_BYTES);
     const unsigned base = (smem_addr(smem_raw) + 1023) & ~1023u;  // 128-byte swizzle: 1024-byte atoms
-    const unsigned full = base + STAGES * STAGE_BYTES, splitb = full + STAGES * 8, empty = splitb + STAGES * 8;
+    const unsigned full = base + RING * STAGE_BYTES, splitb = full + RING * 8, empty = splitb + RING * 8;
     const int tid = threadIdx.x, wg = tid / 128, thread = tid % 128;
     const int rows = CDIV(M, BM), cols = CDIV(N, BN), slices = CDIV(K, BK), tiles = rows * cols;
     const int units = Split ? tiles * splits : tiles;
 
     if (tid == 0) {
-        tma_prefetch_map(map_a);
+#pragma unroll
+        for (int j = 0; j < (A_IN_PLACE ? TMA_RESIDUES : 1); ++j) tma_prefetch_map(&maps_a->map[j]);
         tma_prefetch_map(map_b);
-        for (int s = 0; s < STAGES; ++s) {
+        for (int s = 0; s < RING; ++s) {
             mbar_init(full + s * 8, 1);                // the TMA thread's expect_tx; the bytes complete it
             mbar_init(splitb + s * 8, SPLITTERS);      // every splitting thread, after its fence
             mbar_init(empty + s * 8, CONSUMERS * 4);   // one arrival per consumer warp
@@ -152,7 +190,7 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         release_registers<PRODUCER_REGISTERS>();
         if (thread < 32) {
             if (thread != 0) return;
-            int use = 0;  // slices issued so far over all units: stage use % STAGES, its round use / STAGES
+            int use = 0;  // slices issued so far over all units: stage use % RING, its round use / RING
             for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
                 int bm, bn, s0 = 0, s1 = slices;
                 if constexpr (Split) {
@@ -161,11 +199,17 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
                 }
                 grouped_tile_coords<GROUP>(Split ? unit / splits : unit, rows, cols, bm, bn);
                 for (int s = s0; s < s1; ++s, ++use) {
-                    const int stage = use % STAGES;
-                    if (use >= STAGES) mbar_wait(empty + stage * 8, (use / STAGES - 1) & 1);  // its last round released
+                    const int stage = use % RING;
+                    if (use >= RING) mbar_wait(empty + stage * 8, (use / RING - 1) & 1);  // its last round released
                     const unsigned st = base + stage * STAGE_BYTES, bar = full + stage * 8;
-                    mbar_arrive_expect_tx(bar, A_BYTES + BN / 32 * B_BOX_BYTES);
-                    tma_load_2d(st, map_a, s * BK, bm * BM, bar);
+                    mbar_arrive_expect_tx(bar, A_LOAD_BYTES + BN / 32 * B_BOX_BYTES);
+                    if constexpr (A_IN_PLACE) {  // map j's rows bm · BM / 8 …: the tile's rows 8i + j
+#pragma unroll
+                        for (int j = 0; j < TMA_RESIDUES; ++j)
+                            tma_load_2d(st + RAW_OFFSET + j * RAW_BOX, &maps_a->map[j], s * BK, bm * (BM / 8), bar);
+                    } else {
+                        tma_load_2d(st, &maps_a->map[0], s * BK, bm * BM, bar);
+                    }
 #pragma unroll
                     for (int c = 0; c < BN / 32; ++c)
                         tma_load_2d(st + 2 * A_BYTES + c * B_BOX_BYTES, map_b, bn * BN + c * 32, s * BK, bar);
@@ -174,7 +218,7 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             return;
         }
         // The splitters wait only for copies to land, never for a stage to empty: they run up to
-        // STAGES − 1 slices ahead of the consumers (v11's header says what splitting by the TMA
+        // RING − 1 slices ahead of the consumers (v11's header says what splitting by the TMA
         // thread cost). Their slice count is the TMA thread's: the block's units' K ranges.
         int uses;
         if constexpr (Split) {
@@ -186,10 +230,18 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
         } else {
             uses = (tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x * slices;
         }
+        unsigned offsets = 0;  // in place: offset[j] in nibble j
+        if constexpr (A_IN_PLACE) {
+#pragma unroll
+            for (int j = 0; j < TMA_RESIDUES; ++j) offsets |= (unsigned)maps_a->offset[j] << 4 * j;
+        }
         for (int use = 0; use < uses; ++use) {
-            const int stage = use % STAGES;
-            mbar_wait(full + stage * 8, (use / STAGES) & 1);
-            split_a(base + stage * STAGE_BYTES, thread - 32);
+            const int stage = use % RING;
+            mbar_wait(full + stage * 8, (use / RING) & 1);
+            if constexpr (A_IN_PLACE)
+                split_a_in_place(base + stage * STAGE_BYTES, offsets, thread - 32);
+            else
+                split_a(base + stage * STAGE_BYTES, thread - 32);
             fence_async_shared();  // the planes are read next by wgmma (the async proxy)
             mbar_arrive(splitb + stage * 8);
         }
@@ -230,8 +282,8 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
             // waited for the previous one before copying); the busy consumer's arrival, after the split
             // barrier, is what tells the producer the splitters are done with the stage.
             for (int s = s0; s < s1; ++s) {
-                const int use = before + s - s0, stage = use % STAGES;
-                mbar_wait(full + stage * 8, (use / STAGES) & 1);
+                const int use = before + s - s0, stage = use % RING;
+                mbar_wait(full + stage * 8, (use / RING) & 1);
                 if (lane == 0) mbar_arrive(empty + stage * 8);
             }
             continue;
@@ -240,11 +292,11 @@ __device__ __forceinline__ void wgmma_3xtf32_gemm(const TensorMap* map_a, const 
 #pragma unroll
         for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.f;  // part: overwritten by each fold's first wgmma
         for (int s = s0; s < s1; ++s) {
-            const int use = before + s - s0, stage = use % STAGES;
+            const int use = before + s - s0, stage = use % RING;
             const unsigned st = base + stage * STAGE_BYTES;
             const bool first = (s - s0) % FOLD == 0;  // the fold's first slice: its first product overwrites
-            mbar_wait(full + stage * 8, (use / STAGES) & 1);    // B's FP32 box (read by these threads)
-            mbar_wait(splitb + stage * 8, (use / STAGES) & 1);  // A's hi and lo planes
+            mbar_wait(full + stage * 8, (use / RING) & 1);    // B's FP32 box (read by these threads)
+            mbar_wait(splitb + stage * 8, (use / RING) & 1);  // A's hi and lo planes
             unsigned hi[BK / 8][4], lo[BK / 8][4];
 #pragma unroll
             for (int k8 = 0; k8 < BK / 8; ++k8)

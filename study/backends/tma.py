@@ -92,15 +92,15 @@ def encode(name: str, dtype, address: int, sizes, strides, box, swizzle: bool = 
     return np.frombuffer(raw.tobytes(), dtype=np.dtype((np.void, 128)))
 
 
-def residue_maps(name: str, tensor, box_cols: int):
+def residue_maps(name: str, tensor, box_cols: int, box_rows: int = 8):
     """Tensor maps of a row-major matrix whose rows one map cannot describe (no multiple of 16 bytes apart,
-    or off a 16-byte start), as hgemm v10 reads its weights in place (hgemm/skinny_m.cuh): rows k and
-    k + 8 lie 8 · ld elements apart, a multiple of 16 bytes for any ld, so map j holds the rows
-    k ≡ j (mod 8). It starts at row j's first byte rounded down to 16 bytes, that rounding (in elements)
-    is offsets[j], its columns run to N + offsets[j] (past them, zeros); boxes of 8 rows × ``box_cols``,
-    unswizzled, since a box must start on 16 bytes of its row and the kernel shifts the rows on chip. A
-    residue with no row (K ≤ j) gets a map of 8 zeros, which reads zeros like rows past K. Returns the
-    maps, the offsets and what must stay alive (the zeros)."""
+    or off a 16-byte start), as hgemm v10 reads its weights in place (hgemm/skinny_m.cuh) and sgemm v11/v12
+    their A (sgemm/wgmma_3xtf32.cuh): rows k and k + 8 lie 8 · ld elements apart, a multiple of 16 bytes for
+    any ld, so map j holds the rows k ≡ j (mod 8). It starts at row j's first byte rounded down to 16 bytes,
+    that rounding (in elements) is offsets[j], its columns run to N + offsets[j] (past them, zeros); boxes of
+    ``box_rows`` rows × ``box_cols``, unswizzled, since a box must start on 16 bytes of its row and the
+    kernel shifts the rows on chip. A residue with no row (K ≤ j) gets a map of zeros, which reads zeros like
+    rows past K. Returns the maps, the offsets and what must stay alive (the zeros)."""
     import torch
 
     k, n = tensor.shape
@@ -111,11 +111,33 @@ def residue_maps(name: str, tensor, box_cols: int):
         part = f"{name} (rows ≡ {j} mod {RESIDUES})"
         rows = -(-(k - j) // RESIDUES)
         if rows <= 0:
-            maps.append(encode(part, tensor.dtype, zeros.data_ptr(), [16 // size, 1], [16], [box_cols, 8],
+            maps.append(encode(part, tensor.dtype, zeros.data_ptr(), [16 // size, 1], [16], [box_cols, box_rows],
                                swizzle=False))
             continue
         start = tensor.data_ptr() + j * ld * size
         offsets[j] = start % 16 // size
         maps.append(encode(part, tensor.dtype, start - start % 16, [n + offsets[j], rows], [RESIDUES * ld * size],
-                           [box_cols, 8], swizzle=False))
+                           [box_cols, box_rows], swizzle=False))
     return maps, offsets, (zeros,)
+
+
+# sizeof(ResidueMaps) (hopper.cuh): a 128-byte map and an int offset per residue, the struct aligned to 64 bytes
+RESIDUE_MAPS_BYTES = -(-(128 + 4) * RESIDUES // 64) * 64
+
+
+def packed_maps(name: str, tensor, box: tuple[int, int], raw_box: tuple[int, int], in_place: bool):
+    """A kernel's ResidueMaps parameter (hopper.cuh) for a matrix and what the launch must keep alive: one
+    map of boxes of ``box`` (columns, rows) in the 128-byte swizzle, or, ``in_place``, :func:`residue_maps`
+    with unswizzled boxes of ``raw_box``."""
+    if not in_place:
+        return pack_residue_maps([tensor_map(name, tensor, *box)], [0] * RESIDUES), ()
+    maps, offsets, keep = residue_maps(name, tensor, *raw_box)
+    return pack_residue_maps(maps, offsets), keep
+
+
+def pack_residue_maps(maps, offsets) -> np.ndarray:
+    """A kernel's ResidueMaps parameter (hopper.cuh) as a NumPy array of one void CuPy passes by value: the
+    maps (one, where one map describes the matrix; else :func:`residue_maps`'), zeros for the unused ones,
+    the offsets, padding."""
+    raw = b"".join(m.tobytes() for m in maps).ljust(128 * RESIDUES, b"\0") + np.array(offsets, np.int32).tobytes()
+    return np.frombuffer(raw.ljust(RESIDUE_MAPS_BYTES, b"\0"), dtype=np.dtype((np.void, RESIDUE_MAPS_BYTES)))

@@ -50,7 +50,7 @@ from study.backends.tma import alignment_reason
 # v9's split-K (its plan, workspace, launch and ordered sum) is gemm_common's, shared with gemm_bias_relu v3
 # and sgemm v12; its names stay importable from here.
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
-                                   SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
+                                   SMALLEST_NORMAL, SMEM_LIMIT, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_launch, persistent_twin_launch, reduce_after_tuned_partials,
                                    reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
@@ -160,10 +160,7 @@ skinny_check = skinny_scope("v10", "v8/v9")
 
 
 SKINNY_SHIFTER_THREADS = 128  # v10's shifter warps where B is read in place (hgemm/skinny_m.cuh)
-SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 RAW_COLS = HALF_BOX + 8  # v10 in place: a raw box row, 64 columns from up to 7 before them (tma.residue_maps)
-# sizeof(WeightMaps): a 128-byte map and an int offset per residue, the struct aligned to 64 bytes (1,088)
-WEIGHT_MAPS_BYTES = -(-(128 + 4) * tma.RESIDUES // 64) * 64
 
 
 def weights_in_place(b) -> bool:
@@ -179,16 +176,7 @@ def weight_maps(b, box_rows: int, in_place: bool):
     value, and what the launch must keep alive: with TMA, B's map (boxes of ``box_rows`` × 64); in place,
     :func:`study.backends.tma.residue_maps` (boxes of 8 rows × RAW_COLS, which the kernel starts at the
     aligned column before its tile's and shifts by each residue's offset on chip)."""
-    if not in_place:
-        return pack_weight_maps([tma.tensor_map("B", b, HALF_BOX, box_rows)], [0] * tma.RESIDUES), ()
-    maps, offsets, keep = tma.residue_maps("B", b, RAW_COLS)
-    return pack_weight_maps(maps, offsets), keep
-
-
-def pack_weight_maps(maps, offsets) -> np.ndarray:
-    """WeightMaps's bytes (hgemm/skinny_m.cuh): the maps, zeros for the unused ones, the offsets, padding."""
-    raw = b"".join(m.tobytes() for m in maps).ljust(128 * tma.RESIDUES, b"\0") + np.array(offsets, np.int32).tobytes()
-    return np.frombuffer(raw.ljust(WEIGHT_MAPS_BYTES, b"\0"), dtype=np.dtype((np.void, WEIGHT_MAPS_BYTES)))
+    return tma.packed_maps("B", b, (HALF_BOX, box_rows), (RAW_COLS, 8), in_place)
 
 
 def skinny_defines(config, tensors, out, shape, precision):

@@ -37,7 +37,8 @@ import torch
 from study import kernel_header
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
+from study.backends.tma import alignment_reason
+from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SMEM_LIMIT, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
                                    reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
                                    split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
@@ -53,6 +54,7 @@ from triton_kernels import sgemm as tk
 # boxes of 32 floats, one 128-byte swizzled row; a persistent grid of one block per SM.
 TMA_FLOATS = {"N": FLOATS, "K": FLOATS}
 TMA_BOX = 32     # floats in one 128-byte swizzled box row (cuda_kernels/sgemm/11_3xtf32_wgmma.cu)
+RAW_COLS = TMA_BOX + 4  # v11/v12 with A in place: a raw box row, 32 floats from up to 3 before them
 REDUCE_SYMBOL = "sgemm_v10_reduce_ranges"  # v10's second kernel, in its own file
 
 # The split-K plan of v5 and v9: enough blocks for two per SM (SPLIT_BLOCKS_PER_SM: v5's launch bounds;
@@ -83,9 +85,31 @@ def tensor_warp_tile_smem(defines) -> int:
 def wgmma_shared_bytes(defines) -> int:
     """v11's dynamic shared memory: STAGES stages of A's BM × 32 box, its lo plane and BN/32 boxes of
     BK × 32 of B (4 bytes each), three 8-byte mbarriers a stage and 1024 bytes to align the base to
-    the swizzle atom (the kernel's SMEM_BYTES)."""
+    the swizzle atom; with A_IN_PLACE a raw part a stage (eight residue boxes of BM/8 rows of RAW_COLS
+    floats, each on 128 bytes) and as many of the STAGES as fit (the kernel's SMEM_BYTES)."""
     bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-    return stages * ((2 * bm * TMA_BOX + bk * bn) * 4 + 24) + 1024
+    raw = defines.get("A_IN_PLACE", 0) * tma.RESIDUES * cdiv(bm // 8 * RAW_COLS * 4, 128) * 128
+    stage = (2 * bm * TMA_BOX + bk * bn) * 4 + raw + 24
+    return min(stages, (SMEM_LIMIT - 1024) // stage) * stage + 1024
+
+
+def a_in_place(a) -> bool:
+    """Whether v11 and v12 read A in place by eight tensor maps, one per residue of its rows mod 8
+    (sgemm/wgmma_3xtf32.cuh, A_IN_PLACE), rather than by one: rows of contiguous floats that one map cannot
+    describe (K no multiple of 4, a padded leading dimension, an offset view). Staging them instead copied A
+    in the timed launch: 28 of the 71 µs of v12 at 4517×62×2411 on the H200."""
+    return a.stride(-1) == 1 and alignment_reason("A", a) is not None
+
+
+def in_place_defines(defines_of):
+    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place`)."""
+    def defines(config, tensors, out, shape, precision):
+        return {**defines_of(config, tensors, out, shape, precision), "A_IN_PLACE": int(a_in_place(tensors["A"]))}
+
+    return defines
+
+
+V11_DEFINES = in_place_defines(aligned_defines(FLOATS))  # v11's and v12's (ALIGNED, which a TMA kernel never names)
 
 
 class SGEMM(Gemm):
@@ -135,18 +159,22 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
 
 
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
-    """v11's kernel over ``units`` (its tiles; v12's tiles × splits): tensor maps of A (boxes of BM rows ×
-    32 floats) and B (BK rows × 32), C by pointer (stored element by element), one block per SM walking
-    the units (fewer if fewer units)."""
+    """v11's kernel over ``units`` (its tiles; v12's tiles × splits): A's ResidueMaps (one map of boxes of BM
+    rows × 32 floats or, with A_IN_PLACE, eight of BM/8 rows × RAW_COLS: tma.packed_maps), B's tensor map (BK
+    rows × 32), C by pointer (stored element by element), one block per SM walking the units (fewer if fewer
+    units)."""
     if shape.get("batch", 1) != 1:
         raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
     a, b = tensors["A"], tensors["B"]
     m, n, k = shape["M"], shape["N"], shape["K"]
-    maps = (tma.tensor_map("A", a, TMA_BOX, defines["BM"]), tma.tensor_map("B", b, TMA_BOX, defines["BK"]))
+    bm, in_place = defines["BM"], bool(defines.get("A_IN_PLACE"))
+    maps_a, keep_a = tma.packed_maps("A", a, (TMA_BOX, bm), (RAW_COLS, bm // 8), in_place)
     blocks = min(units, sm_count(out))
-    args = (*maps, cuda.as_cupy(out, padded_rows=True), np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
+    args = (maps_a, tma.tensor_map("B", b, TMA_BOX, defines["BK"]), cuda.as_cupy(out, padded_rows=True),
+            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=wgmma_shared_bytes(defines), facts={"blocks": blocks}, keep=(a, b, out))
+                      smem=wgmma_shared_bytes(defines), facts={"blocks": blocks, **({"in_place": "A"} if in_place else {})},
+                      keep=(a, b, out, *keep_a))
 
 
 def wgmma_launch(defines, tensors, out, shape, precision):
@@ -183,9 +211,9 @@ def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
 
 
 def fitted_rows(config, tensors, out, shape, precision):
-    """v12's defines: v11's (:func:`aligned_defines`), BM fitted where the config says FIT=1
+    """v12's defines: v11's (:func:`aligned_defines`, A_IN_PLACE), BM fitted where the config says FIT=1
     (:func:`fitted_height` over the heights of the rung's space)."""
-    defines = aligned_defines(FLOATS)(config, tensors, out, shape, precision)
+    defines = V11_DEFINES(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
     heights = {p["BM"] for p in kernel_header.read(V12_PATH).space}
@@ -206,11 +234,12 @@ TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-# v11: a 1-D grid; A and B staged where TMA cannot take their rows (study/ops/tma_staging.py), C stored by
-# pointer, element by element, at any leading dimension.
-WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=TILED.defines), out=False)
-# v12: v11's launch over split-K units (staged as v11's), BM fitted to M.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False)
+# v11: a 1-D grid; A read in place where one tensor map cannot describe its rows (A_IN_PLACE), B staged where TMA
+# cannot take its rows (study/ops/tma_staging.py), C stored by pointer, element by element, at any leading dimension.
+WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=V11_DEFINES), out=False, in_place=("A",))
+# v12: v11's launch over split-K units (A in place and B staged as v11's), BM fitted to M.
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False,
+                              in_place=("A",))
 
 
 # ---- the Triton twins' launches -------------------------------------------------------------------

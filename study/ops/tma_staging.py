@@ -3,8 +3,8 @@
 TMA reads (and, for C, writes) rows whose starts lie on 16 bytes and are 16 bytes apart by a
 multiple (study/backends/tma.py). A GEMM of K or N no multiple of 8 halves or 4 floats, a padded
 leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so the TMA rungs
-(hgemm v7–v9, sgemm v11, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too. What TMA cannot
-read is copied, at every launch, into rows that keep the rule — the leading dimension rounded up to
+(hgemm v7–v9, sgemm v11/v12, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too. What TMA cannot
+read is copied (but where a rung reads an operand in place by residue maps: hgemm v10's B, sgemm v11/v12's A), at every launch, into rows that keep the rule — the leading dimension rounded up to
 16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
 that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The gate
 poisons those rows with C (``CudaLaunch.poison``, study.problem.check_output), so that an element the
@@ -97,11 +97,14 @@ def to_stage(tensors: dict, names) -> dict:
     return {n: (tensors[n], tma_rows(tensors[n])) for n in names if alignment_reason(n, tensors[n])}
 
 
-def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None) -> CudaLauncher:
+def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None,
+                    in_place=()) -> CudaLauncher:
     """``launcher`` with the operands ``names`` (and C, if ``out``) staged where TMA cannot take their
-    rows; ``check``: the launcher's check without TMA's refusal (None: none left)."""
+    rows, but those of ``in_place`` whose columns are contiguous: the launcher reads them where they lie
+    (residue maps: study/backends/tma.py); ``check``: the launcher's check without TMA's refusal (None: none
+    left)."""
     def launch(defines, tensors, target, shape, precision):
-        inputs = to_stage(tensors, names)
+        inputs = to_stage(tensors, [n for n in names if not (n in in_place and tensors[n].stride(-1) == 1)])
         outputs = to_stage({"C": target}, ("C",) if out else ())
         base = launcher.launch(defines, {**tensors, **{n: rows for n, (_, rows) in inputs.items()}},
                                outputs["C"][1] if outputs else target, shape, precision)
