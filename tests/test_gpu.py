@@ -167,7 +167,7 @@ def test_the_persistent_wgmma_rung_carries_its_stages_across_tiles_at_every_poin
 @pytest.mark.parametrize("rung", ["v11_3xtf32_wgmma", "v12_3xtf32_split_k"])
 def test_the_3xtf32_rungs_read_a_in_place_at_every_height_offset_and_leading_dimension(rung):
     """sgemm v11/v12 with A's rows no multiple of 16 bytes apart (K = 517, 203, 1001, 65, 1463), off a 16-byte
-    start (a view 4 bytes into its storage) or padded to a leading dimension one float longer: read where they lie
+    start (a view 4 bytes into its storage) or padded to a leading dimension two floats longer: read where they lie
     by eight residue maps (A_IN_PLACE, sgemm/wgmma_3xtf32.cuh), never staged, correct within the FP32 gate; v12
     at each height its fit takes (16, 32, 64, 128 rows: each a residue box of 2–16 rows), rows past M in the last
     tile, K's last slice short."""
@@ -180,7 +180,7 @@ def test_the_3xtf32_rungs_read_a_in_place_at_every_height_offset_and_leading_dim
         problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
         m, k = shape[0], shape[2]
         offset = torch.empty(m * k + 1, device="cuda")[1:].view(m, k)
-        padded = torch.empty(m, k + 1, device="cuda")[:, :k]
+        padded = torch.empty(m, k + 2, device="cuda")[:, :k]  # K odd: rows k + 2 floats apart, never 16 bytes
         for a in (tensors["A"], offset, padded):
             if a is not tensors["A"]:
                 a.copy_(tensors["A"])

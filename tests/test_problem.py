@@ -424,7 +424,7 @@ def test_the_wgmma_3xtf32_rung_reads_tma_rows_and_fits_its_shared_memory(fake_cu
     its tensor maps."""
     from study.backends import backend
     from study.catalog import implementation
-    from study.ops.sgemm import TMA_BOX, wgmma_shared_bytes
+    from study.ops.sgemm_wgmma import TMA_BOX, wgmma_shared_bytes
     from study.problem import sm_count
 
     impl = implementation("sgemm/v11_3xtf32_wgmma/cuda")
@@ -454,7 +454,7 @@ def test_the_split_wgmma_3xtf32_rung_fits_its_tile_height_to_m_and_splits_few_ti
     sum (sgemm_v12_reduce_splits) when split; the plan and BM recorded."""
     from study.catalog import implementation
     from study.ops.hgemm import split_plan
-    from study.ops.sgemm import TMA_BOX, fitted_height, wgmma_shared_bytes
+    from study.ops.sgemm_wgmma import TMA_BOX, fitted_height, wgmma_shared_bytes
     from study.problem import sm_count
 
     impl = implementation("sgemm/v12_3xtf32_split_k/cuda")

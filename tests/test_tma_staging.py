@@ -154,7 +154,8 @@ def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, 
     16-byte chunk q shifted by the residue's offset) gives the tile's rows of A, zeros past M and K."""
     import re
 
-    from study.ops.sgemm import RAW_COLS, wgmma_shared_bytes
+    from study.ops.gemm_common import SMEM_LIMIT
+    from study.ops.sgemm_wgmma import RAW_COLS, wgmma_shared_bytes, wgmma_stages
     from study.paths import CUDA_DIR
 
     impl = implementation(name)
@@ -169,13 +170,15 @@ def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, 
     assert launch.config.get("staged") == ("B" if n % 4 else None)  # A never; B where its rows need it
     assert [c[0] for c in fake_cuda].count("stage_rows") == (n % 4 != 0)
     _, _, _, args, smem = next(c for c in fake_cuda if c[0] == impl.target.symbol)
-    assert smem == wgmma_shared_bytes({**launch.config, "BM": bm}) < wgmma_shared_bytes({**launch.config, "BM": bm,
-                                                                                       "A_IN_PLACE": 0}) + 8 * 2304
+    defines = {**launch.config, "BM": bm}
+    assert smem == wgmma_shared_bytes(defines) < wgmma_shared_bytes({**defines, "A_IN_PLACE": 0}) + 8 * 2304
+    assert launch.config["stages"] == wgmma_stages(defines) == (3 if bm == 128 else defines["STAGES"])
     kind, maps, offsets = args[0]
     assert kind == "residue maps" and len(maps) == 8
     header = (CUDA_DIR / "sgemm" / "wgmma_3xtf32.cuh").read_text()
     raw_row = int(re.search(r"constexpr int RAW_ROW = (\d+);", header).group(1))
-    assert raw_row == RAW_COLS * 4  # the kernel's raw row is the host's box row
+    assert raw_row == RAW_COLS * 4  # the kernel's raw row is the host's box row, its shared memory the host's
+    assert int(re.search(r"constexpr int SMEM_LIMIT = (\d+);", header).group(1)) == SMEM_LIMIT
     raw_box = -(-bm // 8 * raw_row // 128) * 128
     for j, (tag, address, sizes, strides, box, swizzle) in enumerate(maps):
         start = a.data_ptr() + j * k * 4

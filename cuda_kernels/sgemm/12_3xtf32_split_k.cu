@@ -10,7 +10,7 @@
 //   - A tile height fitted to M: v11 computes Cᵀ = Bᵀ·Aᵀ, so A's BM rows are the wgmma instruction's
 //     N (m64nBMk8), which may be any multiple of 8. BM = 16, 32, 64 or 128 (the space); the declared
 //     config (FIT=1) takes the BM whose split plan a model says finishes first (rounds × slices a unit
-//     × (BM + 64): a slice's fixed part costs as much as 64 rows; study/ops/sgemm.py fitted_height), so
+//     × (BM + 64): a slice's fixed part costs as much as 64 rows; study/ops/sgemm_wgmma.py fitted_height), so
 //     a decode step's M of 1–16 rows multiplies 16 rows of A, not 128 (v11's 128-row tile is 8× the
 //     work at M = 16, and its A box 8× the bytes), and a product of a few hundred rows and a short K
 //     whose 128-row tiles leave most SMs idle takes shorter ones (222×2002×204: 32 tiles at 128 rows,

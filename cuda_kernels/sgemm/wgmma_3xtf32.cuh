@@ -14,7 +14,7 @@
 // the FADDs F times less often, at F times the K the tensor cores accumulate without rounding to nearest
 // (the gate error grows with it; each point is checked as any other). v11's header has the measurements.
 // A_IN_PLACE=1 (the launch's choice where A's rows are no multiple of 16 bytes apart or start off 16 bytes,
-// K = 2411: study/ops/sgemm.py): A is read where it lies, by eight tensor maps, one per residue of its rows
+// K = 2411: study/ops/sgemm_wgmma.py): A is read where it lies, by eight tensor maps, one per residue of its rows
 // mod 8 (ResidueMaps, hopper.cuh), instead of being copied to rows one map can describe before the kernel.
 // Map j's box for a tile's rows 8i + j and a slice's 32 floats starts at the aligned column before the slice
 // (its first float offset[j] in) and is 36 floats wide, unswizzled, in the stage's raw part; the splitters,
@@ -47,7 +47,7 @@ constexpr int A_LOAD_BYTES = A_IN_PLACE ? BM * RAW_ROW : A_BYTES;  // what TMA w
 constexpr int CONSUMERS = BN / 64;
 constexpr int SPLITTERS = 96;                          // the producer warpgroup's warps 1-3
 // Stages, three barriers a stage (full: TMA landed; split: A's planes written; empty: consumers
-// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm.py, wgmma_shared_bytes, computes
+// done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm_wgmma.py, wgmma_shared_bytes, computes
 // the same); in place, as many of the STAGES as fit (the raw part makes a stage larger).
 constexpr int SMEM_LIMIT = 232448;                     // sm_90's dynamic shared memory a block (227 KiB)
 constexpr int STAGES_FIT = (SMEM_LIMIT - 1024) / (STAGE_BYTES + 24);  // (FIT is v12's launch define)

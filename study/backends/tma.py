@@ -34,6 +34,14 @@ def alignment_reason(name: str, tensor) -> str | None:
     return None
 
 
+def reads_in_place(name: str, tensor) -> bool:
+    """Whether a matrix one map cannot describe is one :func:`residue_maps` can: rows of contiguous elements,
+    each starting past the one before (no overlapping or repeated rows, which a view may have: stride 0).
+    Otherwise, and where one map does, False: the rungs stage it (study/ops/tma_staging.py)."""
+    return (tensor.dim() == 2 and tensor.stride(-1) == 1 and tensor.stride(0) >= max(tensor.shape[1], 1)
+            and alignment_reason(name, tensor) is not None)
+
+
 def tensor_map(name: str, tensor, box_cols: int, box_rows: int) -> np.ndarray:
     """The CUtensorMap of a 2-D row-major CUDA tensor of 16-bit or FP32 elements, boxes of ``box_rows`` ×
     ``box_cols`` elements written to shared memory in the 128-byte swizzle, elements past the matrix

@@ -168,7 +168,7 @@ def weights_in_place(b) -> bool:
     hgemm/skinny_m.cuh), rather than by one: rows of contiguous elements that one map cannot describe (no
     multiple of 16 bytes apart, or an unaligned start). Staging them instead copied B — all the traffic
     of a skinny product — twice more at every launch."""
-    return b.stride(-1) == 1 and alignment_reason("B", b) is not None
+    return tma.reads_in_place("B", b)
 
 
 def weight_maps(b, box_rows: int, in_place: bool):

@@ -29,32 +29,25 @@ a lone 1×1×1 product, 1.7e-3). The tolerance 5e-3 passes either TF32 conversio
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import torch
 
-from study import kernel_header
-from study.backends import cuda, tma
-from study.backends.launch import Unsupported
-from study.backends.tma import alignment_reason
-from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SMEM_LIMIT, SPLIT_BLOCKS_PER_SM, Gemm,
+from study.backends import cuda
+from study.ops.gemm_common import (BASELINES, FLOATS, FP32_TOLERANCE, GRID_Z, SPLIT_BLOCKS_PER_SM, Gemm,
                                    aligned_defines, ffma_warp_tile_smem, fp32_bytes_needed, grid_rows_check, no_smem,
-                                   reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits,
-                                   split_launch, split_plan, tiled, tiled_args, tiled_twin_launch, twin_split_plans)
+                                   reduce_after_tuned_partials as reduce_after_tuned_splits, reduce_splits, tiled,
+                                   tiled_args, tiled_twin_launch, twin_split_plans)
 from study.ops.sgemm_skinny_m import SKINNY_M, skinny_twin_check, skinny_twin_launch
-from study.ops.tma_staging import pointer_staged_operands, staged_launcher
-from study.paths import CUDA_DIR
+from study.ops.sgemm_wgmma import SPLIT_WGMMA, WGMMA, fitted_height
+from study.ops.tma_staging import pointer_staged_operands
 from study.precision import FP32, TF32
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv, sm_count
 from study.registry import Rung, register, twin
 from triton_kernels import sgemm as tk
 
-# v11: A and B arrive by TMA (rows 16 bytes apart by a multiple: K and N multiples of 4 floats) in
-# boxes of 32 floats, one 128-byte swizzled row; a persistent grid of one block per SM.
+# v11 and v12 (study/ops/sgemm_wgmma.py): A and B arrive by TMA, whose one map reads rows 16 bytes apart by a
+# multiple (K and N multiples of 4 floats; else A's residue maps, B staged).
 TMA_FLOATS = {"N": FLOATS, "K": FLOATS}
-TMA_BOX = 32     # floats in one 128-byte swizzled box row (cuda_kernels/sgemm/11_3xtf32_wgmma.cu)
-RAW_COLS = TMA_BOX + 4  # v11/v12 with A in place: a raw box row, 32 floats from up to 3 before them
 REDUCE_SYMBOL = "sgemm_v10_reduce_ranges"  # v10's second kernel, in its own file
 
 # The split-K plan of v5 and v9: enough blocks for two per SM (SPLIT_BLOCKS_PER_SM: v5's launch bounds;
@@ -80,36 +73,6 @@ def tensor_warp_tile_smem(defines) -> int:
     (08_3xtf32.cu, which computes the same SMEM_BYTES and traps when given less)."""
     bm, bn, bk = defines["BM"], defines["BN"], defines["BK"]
     return defines.get("STAGES", 2) * (bm * (bk + 8) + bk * (bn + 4)) * 4
-
-
-def wgmma_shared_bytes(defines) -> int:
-    """v11's dynamic shared memory: STAGES stages of A's BM × 32 box, its lo plane and BN/32 boxes of
-    BK × 32 of B (4 bytes each), three 8-byte mbarriers a stage and 1024 bytes to align the base to
-    the swizzle atom; with A_IN_PLACE a raw part a stage (eight residue boxes of BM/8 rows of RAW_COLS
-    floats, each on 128 bytes) and as many of the STAGES as fit (the kernel's SMEM_BYTES)."""
-    bm, bn, bk, stages = defines["BM"], defines["BN"], defines["BK"], defines["STAGES"]
-    raw = defines.get("A_IN_PLACE", 0) * tma.RESIDUES * cdiv(bm // 8 * RAW_COLS * 4, 128) * 128
-    stage = (2 * bm * TMA_BOX + bk * bn) * 4 + raw + 24
-    return min(stages, (SMEM_LIMIT - 1024) // stage) * stage + 1024
-
-
-def a_in_place(a) -> bool:
-    """Whether v11 and v12 read A in place by eight tensor maps, one per residue of its rows mod 8
-    (sgemm/wgmma_3xtf32.cuh, A_IN_PLACE), rather than by one: rows of contiguous floats that one map cannot
-    describe (K no multiple of 4, a padded leading dimension, an offset view). Staging them instead copied A
-    in the timed launch: 28 of the 71 µs of v12 at 4517×62×2411 on the H200."""
-    return a.stride(-1) == 1 and alignment_reason("A", a) is not None
-
-
-def in_place_defines(defines_of):
-    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place`)."""
-    def defines(config, tensors, out, shape, precision):
-        return {**defines_of(config, tensors, out, shape, precision), "A_IN_PLACE": int(a_in_place(tensors["A"]))}
-
-    return defines
-
-
-V11_DEFINES = in_place_defines(aligned_defines(FLOATS))  # v11's and v12's (ALIGNED, which a TMA kernel never names)
 
 
 class SGEMM(Gemm):
@@ -158,90 +121,12 @@ def split_k(smem, reduce_kernel: bool) -> CudaLauncher:
     return CudaLauncher(launch=launch, check=grid_rows_check, defines=aligned_defines(FLOATS))
 
 
-def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
-    """v11's kernel over ``units`` (its tiles; v12's tiles × splits): A's ResidueMaps (one map of boxes of BM
-    rows × 32 floats or, with A_IN_PLACE, eight of BM/8 rows × RAW_COLS: tma.packed_maps), B's tensor map (BK
-    rows × 32), C by pointer (stored element by element), one block per SM walking the units (fewer if fewer
-    units)."""
-    if shape.get("batch", 1) != 1:
-        raise Unsupported("sgemm v11 and v12 compute one product; their tensor maps are 2-D")
-    a, b = tensors["A"], tensors["B"]
-    m, n, k = shape["M"], shape["N"], shape["K"]
-    bm, in_place = defines["BM"], bool(defines.get("A_IN_PLACE"))
-    maps_a, keep_a = tma.packed_maps("A", a, (TMA_BOX, bm), (RAW_COLS, bm // 8), in_place)
-    blocks = min(units, sm_count(out))
-    args = (maps_a, tma.tensor_map("B", b, TMA_BOX, defines["BK"]), cuda.as_cupy(out, padded_rows=True),
-            np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
-    return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=wgmma_shared_bytes(defines), facts={"blocks": blocks, **({"in_place": "A"} if in_place else {})},
-                      keep=(a, b, out, *keep_a))
-
-
-def wgmma_launch(defines, tensors, out, shape, precision):
-    """v11: :func:`wgmma_units` over C's tiles."""
-    return wgmma_units(defines, tensors, out, shape, cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]))
-
-
-# v12: the declared config (FIT=1) takes the tile height (BM; A's rows are wgmma's N, any multiple of 8:
-# cuda_kernels/sgemm/12_3xtf32_split_k.cu) of the space whose split plan a model says finishes first: a unit's
-# slices each cost its BM rows plus a fixed part as long as SLICE_FIXED_ROWS rows (what a 16-row tile still pays a
-# slice: the barrier waits, B's fragments loaded and split, twelve wgmma issued and awaited), times the rounds of
-# units over the SMs; the taller height on a tie. Fitted to the autotune trials of c86 (H200, 779d1c0;
-# reports/h200/experiments/odd-misses-779d1c0/sgemm-odd-misses.md): it orders the four heights as they ran
-# at 166×419×98 (16 first), 222×2002×204 (32 first, 14.7 µs against 21.3 at 128), 1045×20×3741 and
-# 4517×62×2411 (128 first); it keeps 128 rows at 4096³ and 8192³ (the fixed part outweighs a round saved) and
-# the smallest height that covers M ≤ 64 at decode-sized M (the rule it replaced). The space's points (FIT=0)
-# keep theirs. Measured with it (c89, the sgemm odd suite at 3786933): the seven shapes whose height it changed
-# all faster (222×2002×204 21.4 → 15.1 µs, 4496×55×59 24.1 → 18.5), the nine it left alone within 6 % (their
-# code unchanged: run-to-run spread).
-SLICE_FIXED_ROWS = 64
-V12_PATH = CUDA_DIR / "sgemm" / "12_3xtf32_split_k.cu"
-
-
-def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
-    """The tile height of a FIT config: of ``heights`` and the config's own, the one whose split plan
-    (hgemm v9's :func:`split_plan`) has the fewest rounds × slices a unit × (BM + SLICE_FIXED_ROWS)."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
-
-    def finish(bm: int) -> int:
-        splits, per = split_plan(m, n, k, bm, config["BN"], config["BK"], config["MIN_SLICES"], sms)
-        return cdiv(cdiv(m, bm) * cdiv(n, config["BN"]) * splits, sms) * per * (bm + SLICE_FIXED_ROWS)
-
-    return min(sorted(set(heights) | {config["BM"]}, reverse=True), key=finish)
-
-
-def fitted_rows(config, tensors, out, shape, precision):
-    """v12's defines: v11's (:func:`aligned_defines`, A_IN_PLACE), BM fitted where the config says FIT=1
-    (:func:`fitted_height` over the heights of the rung's space)."""
-    defines = V11_DEFINES(config, tensors, out, shape, precision)
-    if not config.get("FIT"):
-        return defines
-    heights = {p["BM"] for p in kernel_header.read(V12_PATH).space}
-    return {**defines, "BM": fitted_height(shape, heights, config, sm_count(out))}
-
-
-def split_wgmma_launch(defines, tensors, out, shape, precision):
-    """v12: hgemm v9's split launch (its plan, workspace, reduction; :func:`study.ops.gemm_common.split_launch`)
-    over v11's kernel (:func:`wgmma_units`), the tile height it ran with recorded."""
-    launch = split_launch(defines, tensors, out, shape, precision, reduce="sgemm_v12_reduce_splits",
-                          first=wgmma_units)
-    return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
-
-
 TILED = tiled()                                  # v0–v4: static shared memory
 WARP_TILED = tiled(ffma_warp_tile_smem)          # v6, v7: FFMA warp tiles in dynamic shared memory
 TENSOR_TILED = tiled(tensor_warp_tile_smem)      # v8: mma.sync warp tiles
 SPLIT_K = split_k(no_smem, reduce_kernel=False)                   # v5
 SPLIT_K_MULTISTAGE = split_k(ffma_warp_tile_smem, reduce_kernel=False)  # v9: v7's tile
 SPLIT_K_TWO_PASS = split_k(ffma_warp_tile_smem, reduce_kernel=True)     # v10
-# v11: a 1-D grid; A read in place where one tensor map cannot describe its rows (A_IN_PLACE), B staged where TMA
-# cannot take its rows (study/ops/tma_staging.py), C stored by pointer, element by element, at any leading dimension.
-WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=V11_DEFINES), out=False, in_place=("A",))
-# v12: v11's launch over split-K units (A in place and B staged as v11's), BM fitted to M.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False,
-                              in_place=("A",))
-
-
 # ---- the Triton twins' launches -------------------------------------------------------------------
 
 def own_math_twin_launch(kernel, tensors, out, shape, config, precision):
