@@ -5,7 +5,6 @@ in a fresh interpreter (Triton twins without the framework); and no module outgr
 import ast
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 from study.paths import ROOT
 
@@ -90,12 +89,49 @@ def test_every_module_does_one_job_in_a_few_hundred_lines():
     assert long == {}
 
 
-def test_every_module_imports_on_its_own():
-    def load(name):
-        proc = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
-                              env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
-        return name, proc.returncode, proc.stderr[-800:]
+# Third-party packages the import check loads once, before it forks a child per module: a fresh interpreter
+# spent most of its time importing torch (about 100 interpreters, a minute on CI's two cores); a child forked
+# after them still holds no module of this repository, which is what "on its own" asks.
+PRELOAD = ("numpy", "torch", "triton", "triton.language")
+_IMPORT_EACH = """
+import importlib, os, sys, traceback
+for name in {preload!r}:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass
+own = [m for m in sys.modules if m.split(".")[0] in {packages!r}]
+assert not own, own
+running, failed = {{}}, []
+def reap():
+    pid, status = os.wait()
+    if status:
+        failed.append(running[pid])
+    del running[pid]
+for name in {names!r}:
+    if len(running) == 2:
+        reap()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            sys.stderr.write(f"--- {{name}}\\n" + traceback.format_exc()[-800:])
+            sys.stderr.flush()
+            os._exit(1)
+        os._exit(0)
+    running[pid] = name
+while running:
+    reap()
+print("failed:", " ".join(failed))
+"""
 
-    with ThreadPoolExecutor(4) as pool:
-        failed = [(n, err) for n, code, err in pool.map(load, [m for m in MODULES if m != "study.__main__"]) if code]
-    assert failed == []
+
+def test_every_module_imports_on_its_own():
+    names = [m for m in MODULES if m != "study.__main__"]
+    code = _IMPORT_EACH.format(preload=PRELOAD, packages=PACKAGES, names=names)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          env={"TRITON_INTERPRET": "1", "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    failed = proc.stdout.split("failed:")[-1].split()
+    assert failed == [], proc.stderr[-4000:]
