@@ -72,12 +72,11 @@ def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
     bm, in_place = defines["BM"], bool(defines.get("A_IN_PLACE"))
     maps_a, keep_a = tma.packed_maps("A", a, (TMA_BOX, bm), (RAW_COLS, bm // 8), in_place)
     blocks = min(units, sm_count(out))
-    ring = {"in_place": "A", "stages": wgmma_stages(defines)} if in_place else {}  # the stages that fit
+    in_place_facts = {"in_place": "A", "stages": wgmma_stages(defines)} if in_place else {}  # the stages that fit
     args = (maps_a, tma.tensor_map("B", b, TMA_BOX, defines["BK"]), cuda.as_cupy(out, padded_rows=True),
             np.int32(m), np.int32(n), np.int32(k), np.int32(out.stride(-2)))
     return CudaLaunch(grid=(blocks, 1, 1), block=(defines["THREADS"], 1, 1), args=args,
-                      smem=wgmma_shared_bytes(defines),
-                      facts={"blocks": blocks, **ring},
+                      smem=wgmma_shared_bytes(defines), facts={"blocks": blocks, **in_place_facts},
                       keep=(a, b, out, *keep_a))
 
 

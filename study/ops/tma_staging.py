@@ -4,8 +4,9 @@ TMA reads (and, for C, writes) rows whose starts lie on 16 bytes and are 16 byte
 multiple (study/backends/tma.py). A GEMM of K or N no multiple of 8 halves or 4 floats, a padded
 leading dimension or an offset view breaks that, and cuBLAS runs such shapes; so the TMA rungs
 (hgemm v7–v9, sgemm v11/v12, bgemm v1, gemm_bias_relu v0/v2/v3) and their twins do too. What TMA cannot
-read is copied (but where a rung reads an operand in place by residue maps: hgemm v10's B, sgemm v11/v12's A), at every launch, into rows that keep the rule — the leading dimension rounded up to
-16 bytes, the tensor map still sized to the true matrix so that the tails read as zeros — and a C
+read is copied at every launch (but an operand a rung reads in place by residue maps: hgemm v10's B,
+sgemm v11/v12's A) into rows that keep the rule — the leading dimension rounded up to 16 bytes, the
+tensor map still sized to the true matrix so that the tails read as zeros — and a C
 that TMA (or v7's paired stores) cannot write is written to such rows and copied out after. The gate
 poisons those rows with C (``CudaLaunch.poison``, study.problem.check_output), so that an element the
 rung fails to write still reaches C as NaN, and the timed launch carries no fill. The copies run inside
