@@ -29,6 +29,14 @@ struct __align__(64) ResidueMaps {
     int offset[TMA_RESIDUES];
 };
 
+// A ring of `stages` stages of `stage_bytes` (its barriers included) in sm_90's dynamic shared memory (227 KiB
+// a block) beside the 1024 bytes that round its base up to the swizzle atom: as many of them as fit. A raw part
+// for rows read in place makes a stage larger, so fewer may fit (study/backends/tma.py, stages_that_fit).
+constexpr int SMEM_LIMIT = 232448;
+constexpr int stages_that_fit(int stages, int stage_bytes) {
+    return stages < (SMEM_LIMIT - 1024) / stage_bytes ? stages : (SMEM_LIMIT - 1024) / stage_bytes;
+}
+
 // ---- mbarriers: a 64-bit shared word that counts arrivals and, for TMA, bytes ----------------
 __device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(arrivals) : "memory");

@@ -144,6 +144,21 @@ def _tma_box(memory, base: int, address: int, sizes, stride: int, box, x: int, y
     return out
 
 
+
+def test_a_view_residue_maps_cannot_read_is_staged_not_refused(fake_cuda):
+    # A's rows overlapping (129 floats apart for 130 columns) and off 16 bytes: neither one map nor the residue maps
+    # describe it (tma.reads_in_place), so the launch copies it as before — the staging launcher and the kernel's
+    # defines ask the same rule, and the launch neither reads it in place nor refuses it.
+    impl = implementation("sgemm/v11_3xtf32_wgmma/cuda")
+    problem = ladder("sgemm").problem
+    shape = {"M": 20, "N": 64, "K": 130}
+    a = torch.as_strided(torch.randn(20 * 129 + 1), (20, 130), (129, 1))
+    launch = backend("cuda").prepare(impl, problem, {"A": a, "B": torch.randn(130, 64)}, shape,
+                                     problem.precision("fp32"))
+    launch.fn()
+    assert launch.config["A_IN_PLACE"] == 0 and "in_place" not in launch.config and launch.config["staged"] == "A"
+    assert [c[0] for c in fake_cuda] == ["stage_rows", impl.target.symbol]
+
 @pytest.mark.parametrize("name,shape,bm", [("sgemm/v11_3xtf32_wgmma/cuda", {"M": 100, "N": 192, "K": 130}, 128),
                                            ("sgemm/v12_3xtf32_split_k/cuda", {"M": 19, "N": 62, "K": 517}, 16)])
 def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, shape, bm):
@@ -154,8 +169,8 @@ def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, 
     16-byte chunk q shifted by the residue's offset) gives the tile's rows of A, zeros past M and K."""
     import re
 
-    from study.ops.gemm_common import SMEM_LIMIT
-    from study.ops.sgemm_wgmma import RAW_COLS, wgmma_shared_bytes, wgmma_stages
+    from study.backends.tma import SMEM_LIMIT
+    from study.ops.sgemm_wgmma import RAW_COLS, wgmma_shared_bytes, wgmma_stage_bytes, wgmma_stages
     from study.paths import CUDA_DIR
 
     impl = implementation(name)
@@ -178,8 +193,13 @@ def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, 
     header = (CUDA_DIR / "sgemm" / "wgmma_3xtf32.cuh").read_text()
     raw_row = int(re.search(r"constexpr int RAW_ROW = (\d+);", header).group(1))
     assert raw_row == RAW_COLS * 4  # the kernel's raw row is the host's box row, its shared memory the host's
-    assert int(re.search(r"constexpr int SMEM_LIMIT = (\d+);", header).group(1)) == SMEM_LIMIT
-    raw_box = -(-bm // 8 * raw_row // 128) * 128
+    limit = re.search(r"constexpr int SMEM_LIMIT = (\d+);", (CUDA_DIR / "hopper.cuh").read_text())
+    assert int(limit.group(1)) == SMEM_LIMIT
+    # the kernel's residue box (its RAW_BOX, evaluated at this height) holds the box and is what the host sizes
+    raw_box = eval(re.search(r"constexpr int RAW_BOX = ([^;]+);", header).group(1).replace("/", "//"),
+                   {"BM": bm, "RAW_ROW": raw_row})
+    assert bm // 8 * raw_row <= raw_box and raw_box % 128 == 0
+    assert 8 * raw_box == wgmma_stage_bytes(defines) - wgmma_stage_bytes({**defines, "A_IN_PLACE": 0})
     for j, (tag, address, sizes, strides, box, swizzle) in enumerate(maps):
         start = a.data_ptr() + j * k * 4
         assert tag == "encode" and address == start - start % 16 and offsets[j] == start % 16 // 4
@@ -190,7 +210,6 @@ def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, 
         for s in range(-(-k // 32)):
             raw = [_tma_box(storage, base, *maps[j][1:3], maps[j][3][0], maps[j][4], 32 * s, tile * (bm // 8))
                    if j < m else torch.zeros(bm // 8, RAW_COLS) for j in range(8)]
-            assert bm // 8 * raw_row <= raw_box
             got = torch.zeros(bm, 32)
             for p in range(bm):
                 j = p % 8

@@ -43,9 +43,7 @@ constexpr int RAW_ROW = 144;                                // a raw row: 72 ele
 constexpr int RAW_BYTES = B_IN_PLACE * CONSUMERS * BK * RAW_ROW;
 constexpr int STAGE_BYTES = X_BYTES + CONSUMERS * W_BOX_BYTES + RAW_BYTES;
 constexpr int BARRIERS = 2 + B_IN_PLACE;           // full, empty and, in place, loaded (TMA's bytes): 8 bytes each
-constexpr int SMEM_LIMIT = 232448;                 // sm_90's dynamic shared memory a block (227 KiB)
-constexpr int FIT = (SMEM_LIMIT - 1024) / (STAGE_BYTES + 8 * BARRIERS);
-constexpr int RING = STAGES < FIT ? STAGES : FIT;  // in place, fewer stages than STAGES may fit
+constexpr int RING = stages_that_fit(STAGES, STAGE_BYTES + 8 * BARRIERS);  // in place, fewer may fit
 // The ring and its barriers, 1024 bytes to round the base up to the swizzle atom (study/ops/hgemm.py,
 // skinny_smem, computes the same figure).
 constexpr int SMEM_BYTES = RING * (STAGE_BYTES + 8 * BARRIERS) + 1024;

@@ -49,9 +49,7 @@ constexpr int SPLITTERS = 96;                          // the producer warpgroup
 // Stages, three barriers a stage (full: TMA landed; split: A's planes written; empty: consumers
 // done), 1024 bytes to align the base to the swizzle atom (study/ops/sgemm_wgmma.py, wgmma_shared_bytes, computes
 // the same); in place, as many of the STAGES as fit (the raw part makes a stage larger).
-constexpr int SMEM_LIMIT = 232448;                     // sm_90's dynamic shared memory a block (227 KiB)
-constexpr int STAGES_FIT = (SMEM_LIMIT - 1024) / (STAGE_BYTES + 24);  // (FIT is v12's launch define)
-constexpr int RING = STAGES < STAGES_FIT ? STAGES : STAGES_FIT;
+constexpr int RING = stages_that_fit(STAGES, STAGE_BYTES + 24);
 constexpr int SMEM_BYTES = RING * STAGE_BYTES + RING * 24 + 1024;
 static_assert(BK == 32, "a 128-byte swizzled row holds 32 floats");
 static_assert(STAGE_BYTES % 1024 == 0, "every stage's A planes start on a swizzle atom");

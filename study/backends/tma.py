@@ -16,6 +16,13 @@ from study.backends.launch import Unsupported
 
 SWIZZLE_BYTES = 128  # the widest swizzle: a box row of at most 128 bytes, 1024-byte atoms in shared memory
 RESIDUES = 8  # residue_maps: rows k ≡ j (mod 8) of 2- or 4-byte elements lie a multiple of 16 bytes apart
+SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB; cuda_kernels/hopper.cuh)
+
+
+def stages_that_fit(stages: int, stage_bytes: int) -> int:
+    """Of a ring of ``stages`` stages of ``stage_bytes`` each, as many as fit in SMEM_LIMIT beside the 1024 bytes
+    that round its base up to the swizzle atom (cuda_kernels/hopper.cuh's stages_that_fit: the kernels' RING)."""
+    return min(stages, (SMEM_LIMIT - 1024) // stage_bytes)
 
 
 def alignment_reason(name: str, tensor) -> str | None:

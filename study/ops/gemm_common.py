@@ -35,7 +35,6 @@ GRID_Z = 65535   # CUDA's limit on gridDim.z: the batch axis of a launch
 FLOATS = 4       # floats in 16 bytes: the FP32 kernels' float4 loads and 16-byte cp.async copies
 HALVES = 8       # halves in 16 bytes: the FP16/BF16 kernels' vector loads, cp.async copies and stores
 HALF_BOX = 64    # halves in one 128-byte swizzled TMA box row (cuda_kernels/hopper.cuh)
-SMEM_LIMIT = 232448  # sm_90's dynamic shared memory a block (227 KiB)
 TMA_HALVES = {"N": HALVES, "K": HALVES}  # the axes a TMA rung on 16-bit rows needs in whole 16 bytes
 SMALLEST_NORMAL = {"fp16": 2.0**-14, "bf16": 2.0**-126}  # η: below it a storage type rounds absolutely
 # The gates' tolerances: FP32 and TF32 as study/ops/sgemm.py derives them, FP16 and BF16 as study/ops/hgemm.py does.

@@ -50,7 +50,7 @@ from study.backends.tma import alignment_reason
 # v9's split-K (its plan, workspace, launch and ordered sum) is gemm_common's, shared with gemm_bias_relu v3
 # and sgemm v12; its names stay importable from here.
 from study.ops.gemm_common import (BASELINES, HALF_BOX, HALF_METRIC, HALF_TOLERANCE, HALVES, PERSISTENT,
-                                   SMALLEST_NORMAL, SMEM_LIMIT, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
+                                   SMALLEST_NORMAL, TMA_HALVES, Gemm, aligned_defines, grid_rows_check,
                                    persistent_launch, persistent_twin_launch, reduce_after_tuned_partials,
                                    reduce_splits, split_launch, split_plan, split_workspace,
                                    tensor_descriptors, tiled, twin_split_plans)
@@ -196,7 +196,7 @@ def skinny_smem(defines) -> int:
     in_place = bool(defines.get("B_IN_PLACE"))
     raw = in_place * defines["BN"] // 64 * defines["BK"] * RAW_COLS
     stage = (defines["TOKENS"] * HALF_BOX + defines["BN"] * defines["BK"] + raw) * 2 + 8 * (2 + in_place)
-    return min(defines["STAGES"], (SMEM_LIMIT - 1024) // stage) * stage + 1024
+    return tma.stages_that_fit(defines["STAGES"], stage) * stage + 1024
 
 
 def skinny_launch(defines, tensors, out, shape, precision) -> CudaLaunch:

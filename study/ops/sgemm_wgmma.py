@@ -12,7 +12,7 @@ import numpy as np
 from study import kernel_header
 from study.backends import cuda, tma
 from study.backends.launch import Unsupported
-from study.ops.gemm_common import FLOATS, SMEM_LIMIT, aligned_defines, split_launch, split_plan
+from study.ops.gemm_common import FLOATS, aligned_defines, split_launch, split_plan
 from study.ops.tma_staging import staged_launcher
 from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, cdiv, sm_count
@@ -32,7 +32,7 @@ def wgmma_stage_bytes(defines) -> int:
 
 def wgmma_stages(defines) -> int:
     """The stages v11's ring has: STAGES, or with A_IN_PLACE as many of them as fit (the kernel's RING)."""
-    return min(defines["STAGES"], (SMEM_LIMIT - 1024) // wgmma_stage_bytes(defines))
+    return tma.stages_that_fit(defines["STAGES"], wgmma_stage_bytes(defines))
 
 
 def wgmma_shared_bytes(defines) -> int:
