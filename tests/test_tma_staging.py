@@ -159,6 +159,26 @@ def test_a_view_residue_maps_cannot_read_is_staged_not_refused(fake_cuda):
     assert launch.config["A_IN_PLACE"] == 0 and "in_place" not in launch.config and launch.config["staged"] == "A"
     assert [c[0] for c in fake_cuda] == ["stage_rows", impl.target.symbol]
 
+@pytest.mark.parametrize("name", ["sgemm/v11_3xtf32_wgmma/cuda", "sgemm/v12_3xtf32_split_k/cuda"])
+def test_an_a_read_by_many_column_tiles_is_staged_not_read_in_place(fake_cuda, name):
+    # A's rows off 16 bytes, which residue maps could read, but N spans three column tiles of 128: each read in
+    # place pays the splitters' shift, a copy is paid once (sgemm_wgmma.IN_PLACE_COLUMNS), so A is staged.
+    from study.ops.sgemm_wgmma import IN_PLACE_COLUMNS, a_in_place
+
+    impl = implementation(name)
+    problem = ladder("sgemm").problem
+    m, k = 40, 130
+    a = torch.randn(m * k + 1)[1:].view(m, k)
+    for n, staged in ((128 * IN_PLACE_COLUMNS, None), (128 * IN_PLACE_COLUMNS + 4, "A")):
+        fake_cuda.clear()
+        launch = backend("cuda").prepare(impl, problem, {"A": a, "B": torch.randn(k, n)}, {"M": m, "N": n, "K": k},
+                                         problem.precision("fp32"))
+        launch.fn()
+        assert launch.config["A_IN_PLACE"] == int(a_in_place(a, n, 128)) == int(staged is None), n
+        assert launch.config.get("staged") == staged and launch.config.get("in_place") == (None if staged else "A")
+        assert [c[0] for c in fake_cuda].count("stage_rows") == (staged is not None)
+
+
 @pytest.mark.parametrize("name,shape,bm", [("sgemm/v11_3xtf32_wgmma/cuda", {"M": 100, "N": 192, "K": 130}, 128),
                                            ("sgemm/v12_3xtf32_split_k/cuda", {"M": 19, "N": 62, "K": 517}, 16)])
 def test_the_3xtf32_rungs_read_a_in_place_where_one_map_cannot(fake_cuda, name, shape, bm):

@@ -41,18 +41,30 @@ def wgmma_shared_bytes(defines) -> int:
     return wgmma_stages(defines) * wgmma_stage_bytes(defines) + 1024
 
 
-def a_in_place(a) -> bool:
+# A is read in place only where at most IN_PLACE_COLUMNS column tiles read it. Reading in place costs every read
+# of a tile of A (the splitters shift each row out of its residue box, and the raw part takes a stage of the ring);
+# staging costs one copy of A (about 2.7 µs per million floats at the H200's copy rate, plus its launch), which
+# A's reads then share. Measured A/B (H200, one run each, cold, bfd9471 against 6845e48, which staged):
+# at one column tile in place wins (v12 4517×62×2411 75.1 → 49.8 µs, 1045×20×3741 35.2 → 24.4 µs); at 14 and 22
+# it loses (v11 1199×1726×1463 122.6 → 149.4 µs, 1689×2805×11411 1.207 → 1.550 ms: about 1.1 µs per million
+# floats of A per column tile), so the break-even lies near two.
+IN_PLACE_COLUMNS = 2
+
+
+def a_in_place(a, n: int, bn: int) -> bool:
     """Whether v11 and v12 read A in place by eight tensor maps, one per residue of its rows mod 8
     (sgemm/wgmma_3xtf32.cuh, A_IN_PLACE), rather than by one: rows of contiguous floats that one map cannot
-    describe (K no multiple of 4, a padded leading dimension, an offset view). Staging them instead copied A
-    in the timed launch: 28 of the 71 µs of v12 at 4517×62×2411 on the H200."""
-    return tma.reads_in_place("A", a)
+    describe (K no multiple of 4, a padded leading dimension, an offset view), read by at most IN_PLACE_COLUMNS
+    column tiles of BN; otherwise such an A is staged (a copy in the timed launch)."""
+    return tma.reads_in_place("A", a) and cdiv(n, bn) <= IN_PLACE_COLUMNS
 
 
 def in_place_defines(defines_of):
-    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place`)."""
+    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place`), which the staging
+    launcher follows (study/ops/tma_staging.py)."""
     def defines(config, tensors, out, shape, precision):
-        return {**defines_of(config, tensors, out, shape, precision), "A_IN_PLACE": int(a_in_place(tensors["A"]))}
+        own = defines_of(config, tensors, out, shape, precision)
+        return {**own, "A_IN_PLACE": int(a_in_place(tensors["A"], shape["N"], own["BN"]))}
 
     return defines
 

@@ -25,7 +25,7 @@ import torch
 
 from study.backends import cuda
 from study.backends.launch import Unsupported
-from study.backends.tma import alignment_reason, reads_in_place
+from study.backends.tma import alignment_reason
 from study.paths import CUDA_DIR
 from study.problem import CudaLaunch, CudaLauncher, KernelCall, cdiv
 
@@ -101,11 +101,11 @@ def to_stage(tensors: dict, names) -> dict:
 def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None,
                     in_place=()) -> CudaLauncher:
     """``launcher`` with the operands ``names`` (and C, if ``out``) staged where TMA cannot take their
-    rows, but those of ``in_place`` that residue maps can read (study/backends/tma.py, reads_in_place, the rule
-    the launcher asks too): it reads them where they lie; ``check``: the launcher's check without TMA's refusal
+    rows, but those of ``in_place`` whose ``<name>_IN_PLACE`` define the launcher's defines set (it reads them
+    where they lie, by residue maps: study/backends/tma.py); ``check``: the launcher's check without TMA's refusal
     (None: none left)."""
     def launch(defines, tensors, target, shape, precision):
-        inputs = to_stage(tensors, [n for n in names if not (n in in_place and reads_in_place(n, tensors[n]))])
+        inputs = to_stage(tensors, [n for n in names if not (n in in_place and defines.get(f"{n}_IN_PLACE"))])
         outputs = to_stage({"C": target}, ("C",) if out else ())
         base = launcher.launch(defines, {**tensors, **{n: rows for n, (_, rows) in inputs.items()}},
                                outputs["C"][1] if outputs else target, shape, precision)
