@@ -166,17 +166,18 @@ def test_the_persistent_wgmma_rung_carries_its_stages_across_tiles_at_every_poin
 
 @pytest.mark.parametrize("rung", ["v11_3xtf32_wgmma", "v12_3xtf32_split_k"])
 def test_the_3xtf32_rungs_read_a_in_place_at_every_height_offset_and_leading_dimension(rung):
-    """sgemm v11/v12 with A's rows no multiple of 16 bytes apart (K = 517, 5001, 1001, 65, 1463), off a 16-byte
-    start (a view 4 bytes into its storage) or padded to a leading dimension two floats longer, N at most two
-    column tiles (sgemm_wgmma.IN_PLACE_COLUMNS): read where they lie by eight residue maps (A_IN_PLACE,
-    sgemm/wgmma_3xtf32.cuh), never staged, correct within the FP32 gate; v12 at each height its fit takes (16,
-    32, 64, 128 rows: each a residue box of 2–16 rows), rows past M in the last tile, K's last slice short."""
+    """sgemm v11/v12 with A's rows no multiple of 16 bytes apart (K = 411, 203, 517, 65, 301), off a 16-byte
+    start (a view 4 bytes into its storage) or padded to a leading dimension two floats longer, at shapes where
+    a copy of A costs more than reading it in place (sgemm_wgmma.a_in_place): read where they lie by eight
+    residue maps (A_IN_PLACE, sgemm/wgmma_3xtf32.cuh), never staged, correct within the FP32 gate; v12 at each
+    height its fit takes (16, 32, 64, 128 rows: each a residue box of 2–16 rows), rows past M in the last tile,
+    K's last slice short."""
     impl = next(i for i in IMPLS if i.name == f"sgemm/{rung}/cuda")
     if _arch_reason(impl):
         pytest.skip(_arch_reason(impl))
     fp32 = ladder("sgemm").problem.precisions[0]
     heights = set()
-    for shape in ((3, 200, 517), (40, 250, 5001), (300, 256, 1001), (300, 130, 65), (1000, 200, 1463)):
+    for shape in ((3, 200, 411), (222, 2002, 203), (800, 200, 517), (300, 130, 65), (1000, 520, 301)):
         problem, sh, tensors, ref, scale = _data("sgemm", shape, fp32)
         m, k = shape[0], shape[2]
         offset = torch.empty(m * k + 1, device="cuda")[1:].view(m, k)

@@ -159,24 +159,52 @@ def test_a_view_residue_maps_cannot_read_is_staged_not_refused(fake_cuda):
     assert launch.config["A_IN_PLACE"] == 0 and "in_place" not in launch.config and launch.config["staged"] == "A"
     assert [c[0] for c in fake_cuda] == ["stage_rows", impl.target.symbol]
 
-@pytest.mark.parametrize("name", ["sgemm/v11_3xtf32_wgmma/cuda", "sgemm/v12_3xtf32_split_k/cuda"])
-def test_an_a_read_by_many_column_tiles_is_staged_not_read_in_place(fake_cuda, name):
-    # A's rows off 16 bytes, which residue maps could read, but N spans three column tiles of 128: each read in
-    # place pays the splitters' shift, a copy is paid once (sgemm_wgmma.IN_PLACE_COLUMNS), so A is staged.
-    from study.ops.sgemm_wgmma import IN_PLACE_COLUMNS, a_in_place
+A_IN_PLACE_RECORDS = ("reports/h200/experiments/a-in-place-bfd9471",
+                      "reports/h100-80gb-hbm3/experiments/a-in-place-f152ce8")
 
+
+def test_the_in_place_model_picks_the_faster_path_at_every_measured_pair():
+    # The A/B records of sgemm v11/v12 (A read in place against A staged, same shapes, one GPU call each): at each
+    # pair the launch's model (sgemm_wgmma.a_in_place over the rung's own plan) picks the one that ran faster.
+    import gzip
+    import json
+
+    from study.ops.sgemm_wgmma import a_in_place, split_units, tile_units
+    from study.paths import ROOT
+
+    pairs = {}
+    for folder in A_IN_PLACE_RECORDS:
+        for path in sorted((ROOT / folder).glob("*.json.gz")):
+            for m in json.loads(gzip.open(path).read())["measurements"]:
+                if "3xtf32" in m["implementation"] and m["status"] == "ok":
+                    key = (folder, m["implementation"], m["case"].split("|")[1])
+                    pairs.setdefault(key, {})[m["config"].get("in_place") == "A"] = (m["median_ms"], m["config"])
+    pairs = {key: p for key, p in pairs.items() if len(p) == 2}
+    assert len(pairs) >= 14, sorted(pairs)
+    for (folder, name, case), p in pairs.items():
+        m, n, k = map(int, case.split("x"))
+        shape, config = {"M": m, "N": n, "K": k}, p[True][1]
+        units_of = split_units if "split_k" in name else tile_units
+        a = torch.empty(m * k + 1)[1:].view(m, k)  # off 16 bytes, as the records' K (no multiple of 4) made them
+        picked = a_in_place(a, shape, config["BM"], *units_of(config, shape, 132), 132)
+        assert picked == (p[True][0] < p[False][0]), (folder, name, case, p[True][0], p[False][0])
+
+
+@pytest.mark.parametrize("name,in_place", [("sgemm/v11_3xtf32_wgmma/cuda", False),
+                                           ("sgemm/v12_3xtf32_split_k/cuda", True)])
+def test_a_long_k_walked_by_few_tiles_is_staged_by_v11_and_read_in_place_by_v12(fake_cuda, name, in_place):
+    # 1045×20×3741: v11's nine tiles each walk all 117 slices of K, where reading in place slows every slice more
+    # than a copy of A costs; v12 splits K over the SMs, so its loop is short and the copy the larger cost.
     impl = implementation(name)
     problem = ladder("sgemm").problem
-    m, k = 40, 130
-    a = torch.randn(m * k + 1)[1:].view(m, k)
-    for n, staged in ((128 * IN_PLACE_COLUMNS, None), (128 * IN_PLACE_COLUMNS + 4, "A")):
-        fake_cuda.clear()
-        launch = backend("cuda").prepare(impl, problem, {"A": a, "B": torch.randn(k, n)}, {"M": m, "N": n, "K": k},
-                                         problem.precision("fp32"))
-        launch.fn()
-        assert launch.config["A_IN_PLACE"] == int(a_in_place(a, n, 128)) == int(staged is None), n
-        assert launch.config.get("staged") == staged and launch.config.get("in_place") == (None if staged else "A")
-        assert [c[0] for c in fake_cuda].count("stage_rows") == (staged is not None)
+    m, n, k = 1045, 20, 3741
+    launch = backend("cuda").prepare(impl, problem, {"A": torch.randn(m, k), "B": torch.randn(k, n)},
+                                     {"M": m, "N": n, "K": k}, problem.precision("fp32"))
+    launch.fn()
+    assert launch.config["A_IN_PLACE"] == int(in_place)
+    assert launch.config.get("in_place") == ("A" if in_place else None)
+    assert launch.config.get("staged") == (None if in_place else "A")  # B's rows (80 bytes) TMA reads as they lie
+    assert [c[0] for c in fake_cuda].count("stage_rows") == (0 if in_place else 1)
 
 
 @pytest.mark.parametrize("name,shape,bm", [("sgemm/v11_3xtf32_wgmma/cuda", {"M": 100, "N": 192, "K": 130}, 128),

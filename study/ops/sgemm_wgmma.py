@@ -1,7 +1,8 @@
 """sgemm v11 and v12: the launch of the 3xTF32 wgmma kernel (cuda_kernels/sgemm/wgmma_3xtf32.cuh,
 docs/ladders/sgemm.md v11 and v12) — its tensor maps (A's one map, or eight residue maps where one cannot
-take A's rows: A_IN_PLACE), its shared memory, v12's tile height fitted to M and its split-K units; B staged
-where TMA cannot read its rows (study/ops/tma_staging.py). Its Triton twins' launches are sgemm.py's."""
+take A's rows and a copy would cost more: A_IN_PLACE; staged otherwise), its shared memory, v12's tile height
+fitted to M and its split-K units; B staged where TMA cannot read its rows (study/ops/tma_staging.py). Its
+Triton twins' launches are sgemm.py's."""
 
 from __future__ import annotations
 
@@ -39,37 +40,6 @@ def wgmma_shared_bytes(defines) -> int:
     """v11's dynamic shared memory: its stages and 1024 bytes to align the base to the swizzle atom (the
     kernel's SMEM_BYTES)."""
     return wgmma_stages(defines) * wgmma_stage_bytes(defines) + 1024
-
-
-# A is read in place only where at most IN_PLACE_COLUMNS column tiles read it. Reading in place costs every read
-# of a tile of A (the splitters shift each row out of its residue box, and the raw part takes a stage of the ring);
-# staging costs one copy of A (about 2.7 µs per million floats at the H200's copy rate, plus its launch), which
-# A's reads then share. Measured A/B (H200, one run each, cold, bfd9471 against 6845e48, which staged):
-# at one column tile in place wins (v12 4517×62×2411 75.1 → 49.8 µs, 1045×20×3741 35.2 → 24.4 µs); at 14 and 22
-# it loses (v11 1199×1726×1463 122.6 → 149.4 µs, 1689×2805×11411 1.207 → 1.550 ms: about 1.1 µs per million
-# floats of A per column tile), so the break-even lies near two.
-IN_PLACE_COLUMNS = 2
-
-
-def a_in_place(a, n: int, bn: int) -> bool:
-    """Whether v11 and v12 read A in place by eight tensor maps, one per residue of its rows mod 8
-    (sgemm/wgmma_3xtf32.cuh, A_IN_PLACE), rather than by one: rows of contiguous floats that one map cannot
-    describe (K no multiple of 4, a padded leading dimension, an offset view), read by at most IN_PLACE_COLUMNS
-    column tiles of BN; otherwise such an A is staged (a copy in the timed launch)."""
-    return tma.reads_in_place("A", a) and cdiv(n, bn) <= IN_PLACE_COLUMNS
-
-
-def in_place_defines(defines_of):
-    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place`), which the staging
-    launcher follows (study/ops/tma_staging.py)."""
-    def defines(config, tensors, out, shape, precision):
-        own = defines_of(config, tensors, out, shape, precision)
-        return {**own, "A_IN_PLACE": int(a_in_place(tensors["A"], shape["N"], own["BN"]))}
-
-    return defines
-
-
-V11_DEFINES = in_place_defines(aligned_defines(FLOATS))  # v11's and v12's (ALIGNED, which a TMA kernel never names)
 
 
 def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
@@ -125,14 +95,80 @@ def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
     return min(sorted(set(heights) | {config["BM"]}, reverse=True), key=finish)
 
 
+# Where one map cannot take A's rows, the launch either reads A in place (eight residue maps) or stages it; it
+# weighs one against the other. Reading in place costs every read of a tile of A — the splitters shift each row
+# out of its residue box and the raw part leaves the ring a stage short — so the main loop runs about
+# IN_PLACE_SLOWDOWN longer wherever it is the splitters' pace that sets it (+29 % at 1199×1726×1463, +34 % at
+# 1689×2805×11411, v11 on the H200). Staging costs one copy of A, a float read and written at the copy rate
+# (COPY_US_PER_MFLOAT: 8 bytes at about 3 TB/s) plus a launch. The main loop is estimated as v12's tile-height fit counts it (rounds of
+# units over the SMs × slices a unit × a slice's time at that height, SLICE_US at 128 rows: v11 at 4096³ on the
+# H200, 1.11 ms for 8 rounds of 128 slices). A/B against staging (cold medians, one run each; H200 at bfd9471,
+# reports/h200/experiments/a-in-place-bfd9471/; H100 at f152ce8, reports/h100-80gb-hbm3/experiments/
+# a-in-place-f152ce8/): the model takes the faster path at all 14 pairs of v11 and v12 measured — in place where
+# few column tiles and rounds read a large A (v12 4517×62×2411 75.1 → 49.8 µs, 1045×20×3741 35.2 → 24.4 µs on
+# the H200; v11 4517×250×2411 122.0 → 116.8 µs on the H100), staged where one tile walks a long K alone (v11
+# 1045×20×3741 133.6 against 138.7 in place; v11 1689×250×11411 414.5 against 490.1 on the H100) or many column
+# tiles share the copy (1199×1726×1463, 1689×2805×11411).
+IN_PLACE_SLOWDOWN = 0.3
+COPY_US_PER_MFLOAT = 2.7
+COPY_LAUNCH_US = 5.0
+SLICE_US = 1.1
+
+
+def main_loop_us(bm: int, units: int, slices: int, sms: int) -> float:
+    """The estimated main loop of v11's kernel over ``units`` of ``slices`` slices each, ``bm`` rows a tile: the
+    rounds of units over the SMs × slices × a slice's time, which grows with the height plus SLICE_FIXED_ROWS."""
+    return cdiv(units, sms) * slices * SLICE_US * (bm + SLICE_FIXED_ROWS) / (128 + SLICE_FIXED_ROWS)
+
+
+def a_in_place(a, shape: dict, bm: int, units: int, slices: int, sms: int) -> bool:
+    """Whether v11 and v12 read A in place by eight tensor maps, one per residue of its rows mod 8
+    (sgemm/wgmma_3xtf32.cuh, A_IN_PLACE), rather than by one: rows of contiguous floats that one map cannot
+    describe (K no multiple of 4, a padded leading dimension, an offset view) whose copy would cost more than
+    reading them in place slows the main loop (:func:`main_loop_us`, the launch's ``units`` of ``slices``);
+    otherwise such an A is staged (a copy in the timed launch)."""
+    copy_us = COPY_US_PER_MFLOAT * shape["M"] * shape["K"] / 1e6 + COPY_LAUNCH_US
+    return (tma.reads_in_place("A", a)
+            and copy_us > IN_PLACE_SLOWDOWN * main_loop_us(bm, units, slices, sms))
+
+
+def tile_units(defines, shape, sms) -> tuple[int, int]:
+    """v11's units and slices a unit: C's tiles, each over all of K."""
+    return cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]), cdiv(shape["K"], defines["BK"])
+
+
+def split_units(defines, shape, sms) -> tuple[int, int]:
+    """v12's: C's tiles × the splits of K its plan takes (:func:`split_plan`), a split's slices."""
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    return cdiv(m, defines["BM"]) * cdiv(n, defines["BN"]) * splits, per
+
+
+def in_place_defines(defines_of, units_of):
+    """``defines_of``'s defines with A_IN_PLACE, the launch's choice (:func:`a_in_place` over the units
+    ``units_of`` plans), which the staging launcher follows (study/ops/tma_staging.py)."""
+    def defines(config, tensors, out, shape, precision):
+        own, sms = defines_of(config, tensors, out, shape, precision), sm_count(out)
+        units, slices = units_of(own, shape, sms)
+        return {**own, "A_IN_PLACE": int(a_in_place(tensors["A"], shape, own["BM"], units, slices, sms))}
+
+    return defines
+
+
+V11_DEFINES = in_place_defines(aligned_defines(FLOATS), tile_units)  # ALIGNED, which a TMA kernel never names
+
+
 def fitted_rows(config, tensors, out, shape, precision):
-    """v12's defines: v11's (:func:`aligned_defines`, A_IN_PLACE), BM fitted where the config says FIT=1
+    """v12's defines before A_IN_PLACE: v11's (:func:`aligned_defines`), BM fitted where the config says FIT=1
     (:func:`fitted_height` over the heights of the rung's space)."""
-    defines = V11_DEFINES(config, tensors, out, shape, precision)
+    defines = aligned_defines(FLOATS)(config, tensors, out, shape, precision)
     if not config.get("FIT"):
         return defines
     heights = {p["BM"] for p in kernel_header.read(V12_PATH).space}
     return {**defines, "BM": fitted_height(shape, heights, config, sm_count(out))}
+
+
+V12_DEFINES = in_place_defines(fitted_rows, split_units)  # A_IN_PLACE weighed at the fitted height and v12's plan
 
 
 def split_wgmma_launch(defines, tensors, out, shape, precision):
@@ -143,9 +179,10 @@ def split_wgmma_launch(defines, tensors, out, shape, precision):
     return dataclasses.replace(launch, facts={**launch.facts, "BM": defines["BM"]})
 
 
-# v11: a 1-D grid; A read in place where one tensor map cannot describe its rows (A_IN_PLACE), B staged where TMA
-# cannot take its rows (study/ops/tma_staging.py), C stored by pointer, element by element, at any leading dimension.
+# v11: a 1-D grid; A read in place where one tensor map cannot describe its rows and a copy costs more (A_IN_PLACE;
+# staged otherwise), B staged where TMA cannot take its rows (study/ops/tma_staging.py), C stored by pointer,
+# element by element, at any leading dimension.
 WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=V11_DEFINES), out=False, in_place=("A",))
 # v12: v11's launch over split-K units (A in place and B staged as v11's), BM fitted to M.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=fitted_rows), out=False,
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=V12_DEFINES), out=False,
                               in_place=("A",))
