@@ -159,6 +159,7 @@ def test_a_view_residue_maps_cannot_read_is_staged_not_refused(fake_cuda):
     assert launch.config["A_IN_PLACE"] == 0 and "in_place" not in launch.config and launch.config["staged"] == "A"
     assert [c[0] for c in fake_cuda] == ["stage_rows", impl.target.symbol]
 
+
 A_IN_PLACE_RECORDS = ("reports/h200/experiments/a-in-place-bfd9471",
                       "reports/h100-80gb-hbm3/experiments/a-in-place-f152ce8")
 
@@ -175,10 +176,10 @@ def test_the_in_place_model_picks_the_faster_path_at_every_measured_pair():
     pairs = {}
     for folder in A_IN_PLACE_RECORDS:
         for path in sorted((ROOT / folder).glob("*.json.gz")):
-            for m in json.loads(gzip.open(path).read())["measurements"]:
-                if "3xtf32" in m["implementation"] and m["status"] == "ok":
-                    key = (folder, m["implementation"], m["case"].split("|")[1])
-                    pairs.setdefault(key, {})[m["config"].get("in_place") == "A"] = (m["median_ms"], m["config"])
+            for rec in json.loads(gzip.open(path).read())["measurements"]:
+                if "3xtf32" in rec["implementation"] and rec["status"] == "ok":
+                    key = (folder, rec["implementation"], rec["case"].split("|")[1])
+                    pairs.setdefault(key, {})[rec["config"].get("in_place") == "A"] = (rec["median_ms"], rec["config"])
     pairs = {key: p for key, p in pairs.items() if len(p) == 2}
     assert len(pairs) >= 14, sorted(pairs)
     for (folder, name, case), p in pairs.items():
@@ -186,7 +187,7 @@ def test_the_in_place_model_picks_the_faster_path_at_every_measured_pair():
         shape, config = {"M": m, "N": n, "K": k}, p[True][1]
         units_of = split_units if "split_k" in name else tile_units
         a = torch.empty(m * k + 1)[1:].view(m, k)  # off 16 bytes, as the records' K (no multiple of 4) made them
-        picked = a_in_place(a, shape, config["BM"], *units_of(config, shape, 132), 132)
+        picked = a_in_place(a, shape, config["BM"], *units_of(config, shape, 132), 132)  # both cards' SM count
         assert picked == (p[True][0] < p[False][0]), (folder, name, case, p[True][0], p[False][0])
 
 

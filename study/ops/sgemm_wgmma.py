@@ -100,15 +100,15 @@ def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
 # out of its residue box and the raw part leaves the ring a stage short — so the main loop runs about
 # IN_PLACE_SLOWDOWN longer wherever it is the splitters' pace that sets it (+29 % at 1199×1726×1463, +34 % at
 # 1689×2805×11411, v11 on the H200). Staging costs one copy of A, a float read and written at the copy rate
-# (COPY_US_PER_MFLOAT: 8 bytes at about 3 TB/s) plus a launch. The main loop is estimated as v12's tile-height fit counts it (rounds of
-# units over the SMs × slices a unit × a slice's time at that height, SLICE_US at 128 rows: v11 at 4096³ on the
-# H200, 1.11 ms for 8 rounds of 128 slices). A/B against staging (cold medians, one run each; H200 at bfd9471,
-# reports/h200/experiments/a-in-place-bfd9471/; H100 at f152ce8, reports/h100-80gb-hbm3/experiments/
-# a-in-place-f152ce8/): the model takes the faster path at all 14 pairs of v11 and v12 measured — in place where
-# few column tiles and rounds read a large A (v12 4517×62×2411 75.1 → 49.8 µs, 1045×20×3741 35.2 → 24.4 µs on
-# the H200; v11 4517×250×2411 122.0 → 116.8 µs on the H100), staged where one tile walks a long K alone (v11
-# 1045×20×3741 133.6 against 138.7 in place; v11 1689×250×11411 414.5 against 490.1 on the H100) or many column
-# tiles share the copy (1199×1726×1463, 1689×2805×11411).
+# (COPY_US_PER_MFLOAT: 8 bytes at about 3 TB/s) plus a launch. The main loop is estimated as v12's tile-height
+# fit counts it (rounds of units over the SMs × slices a unit × a slice's time at that height, SLICE_US at 128
+# rows: v11 at 4096³ on the H200, 1.11 ms for 8 rounds of 128 slices). A/B against staging (cold medians, one
+# run each; H200 at bfd9471, reports/h200/experiments/a-in-place-bfd9471/; H100 at f152ce8,
+# reports/h100-80gb-hbm3/experiments/a-in-place-f152ce8/): the model takes the faster path at all 14 pairs of v11
+# and v12 measured — in place where few column tiles and rounds read a large A (v12 4517×62×2411 75.1 → 49.8 µs,
+# 1045×20×3741 35.2 → 24.4 µs on the H200; v11 4517×250×2411 122.0 → 116.8 µs on the H100), staged where one tile
+# walks a long K alone (v11 1045×20×3741 133.6 against 138.7 in place; v11 1689×250×11411 414.5 against 490.1 on
+# the H100) or many column tiles share the copy (1199×1726×1463, 1689×2805×11411).
 IN_PLACE_SLOWDOWN = 0.3
 COPY_US_PER_MFLOAT = 2.7
 COPY_LAUNCH_US = 5.0
