@@ -64,7 +64,7 @@ def wgmma_units(defines, tensors, out, shape, units: int) -> CudaLaunch:
 
 def wgmma_launch(defines, tensors, out, shape, precision):
     """v11: :func:`wgmma_units` over C's tiles."""
-    return wgmma_units(defines, tensors, out, shape, cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]))
+    return wgmma_units(defines, tensors, out, shape, tile_units(defines, shape, sm_count(out))[0])
 
 
 # v12: the declared config (FIT=1) takes the tile height (BM; A's rows are wgmma's N, any multiple of 8:
@@ -83,14 +83,31 @@ SLICE_FIXED_ROWS = 64
 V12_PATH = CUDA_DIR / "sgemm" / "12_3xtf32_split_k.cu"
 
 
-def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
-    """The tile height of a FIT config: of ``heights`` and the config's own, the one whose split plan
-    (hgemm v9's :func:`split_plan`) has the fewest rounds × slices a unit × (BM + SLICE_FIXED_ROWS)."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
+def loop_rows(bm: int, units: int, slices: int, sms: int) -> int:
+    """The cost of v11's kernel over ``units`` of ``slices`` slices each, ``bm`` rows a tile, in rows: the rounds of
+    units over the SMs × slices × (BM + SLICE_FIXED_ROWS). What v12's height fit minimises and, scaled, the main
+    loop the in-place choice weighs (:func:`main_loop_us`)."""
+    return cdiv(units, sms) * slices * (bm + SLICE_FIXED_ROWS)
 
+
+def split_units(defines, shape, sms) -> tuple[int, int]:
+    """v12's units and slices a unit: C's tiles × the splits of K its plan takes (hgemm v9's :func:`split_plan`),
+    a split's slices."""
+    m, n, k = shape["M"], shape["N"], shape["K"]
+    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
+    return cdiv(m, defines["BM"]) * cdiv(n, defines["BN"]) * splits, per
+
+
+def tile_units(defines, shape, sms) -> tuple[int, int]:
+    """v11's units and slices a unit: C's tiles, each over all of K."""
+    return cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]), cdiv(shape["K"], defines["BK"])
+
+
+def fitted_height(shape: dict, heights, config: dict, sms: int) -> int:
+    """The tile height of a FIT config: of ``heights`` and the config's own, the one whose split plan has the
+    fewest :func:`loop_rows`."""
     def finish(bm: int) -> int:
-        splits, per = split_plan(m, n, k, bm, config["BN"], config["BK"], config["MIN_SLICES"], sms)
-        return cdiv(cdiv(m, bm) * cdiv(n, config["BN"]) * splits, sms) * per * (bm + SLICE_FIXED_ROWS)
+        return loop_rows(bm, *split_units({**config, "BM": bm}, shape, sms), sms)
 
     return min(sorted(set(heights) | {config["BM"]}, reverse=True), key=finish)
 
@@ -116,9 +133,9 @@ SLICE_US = 1.1
 
 
 def main_loop_us(bm: int, units: int, slices: int, sms: int) -> float:
-    """The estimated main loop of v11's kernel over ``units`` of ``slices`` slices each, ``bm`` rows a tile: the
-    rounds of units over the SMs × slices × a slice's time, which grows with the height plus SLICE_FIXED_ROWS."""
-    return cdiv(units, sms) * slices * SLICE_US * (bm + SLICE_FIXED_ROWS) / (128 + SLICE_FIXED_ROWS)
+    """The estimated main loop of v11's kernel over ``units`` of ``slices`` slices each: :func:`loop_rows` at
+    SLICE_US a slice of 128 rows."""
+    return SLICE_US * loop_rows(bm, units, slices, sms) / (128 + SLICE_FIXED_ROWS)
 
 
 def a_in_place(a, shape: dict, bm: int, units: int, slices: int, sms: int) -> bool:
@@ -130,18 +147,6 @@ def a_in_place(a, shape: dict, bm: int, units: int, slices: int, sms: int) -> bo
     copy_us = COPY_US_PER_MFLOAT * shape["M"] * shape["K"] / 1e6 + COPY_LAUNCH_US
     return (tma.reads_in_place("A", a)
             and copy_us > IN_PLACE_SLOWDOWN * main_loop_us(bm, units, slices, sms))
-
-
-def tile_units(defines, shape, sms) -> tuple[int, int]:
-    """v11's units and slices a unit: C's tiles, each over all of K."""
-    return cdiv(shape["M"], defines["BM"]) * cdiv(shape["N"], defines["BN"]), cdiv(shape["K"], defines["BK"])
-
-
-def split_units(defines, shape, sms) -> tuple[int, int]:
-    """v12's: C's tiles × the splits of K its plan takes (:func:`split_plan`), a split's slices."""
-    m, n, k = shape["M"], shape["N"], shape["K"]
-    splits, per = split_plan(m, n, k, defines["BM"], defines["BN"], defines["BK"], defines["MIN_SLICES"], sms)
-    return cdiv(m, defines["BM"]) * cdiv(n, defines["BN"]) * splits, per
 
 
 def in_place_defines(defines_of, units_of):
@@ -182,7 +187,6 @@ def split_wgmma_launch(defines, tensors, out, shape, precision):
 # v11: a 1-D grid; A read in place where one tensor map cannot describe its rows and a copy costs more (A_IN_PLACE;
 # staged otherwise), B staged where TMA cannot take its rows (study/ops/tma_staging.py), C stored by pointer,
 # element by element, at any leading dimension.
-WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=V11_DEFINES), out=False, in_place=("A",))
+WGMMA = staged_launcher(CudaLauncher(launch=wgmma_launch, defines=V11_DEFINES), out=False)
 # v12: v11's launch over split-K units (A in place and B staged as v11's), BM fitted to M.
-SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=V12_DEFINES), out=False,
-                              in_place=("A",))
+SPLIT_WGMMA = staged_launcher(CudaLauncher(launch=split_wgmma_launch, defines=V12_DEFINES), out=False)

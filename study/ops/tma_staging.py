@@ -98,14 +98,12 @@ def to_stage(tensors: dict, names) -> dict:
     return {n: (tensors[n], tma_rows(tensors[n])) for n in names if alignment_reason(n, tensors[n])}
 
 
-def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None,
-                    in_place=()) -> CudaLauncher:
+def staged_launcher(launcher: CudaLauncher, names=("A", "B"), out: bool = True, check=None) -> CudaLauncher:
     """``launcher`` with the operands ``names`` (and C, if ``out``) staged where TMA cannot take their
-    rows, but those of ``in_place`` whose ``<name>_IN_PLACE`` define the launcher's defines set (it reads them
-    where they lie, by residue maps: study/backends/tma.py); ``check``: the launcher's check without TMA's refusal
-    (None: none left)."""
+    rows, but those its defines read in place (``<name>_IN_PLACE`` set: residue maps, study/backends/tma.py,
+    the launch's own choice); ``check``: the launcher's check without TMA's refusal (None: none left)."""
     def launch(defines, tensors, target, shape, precision):
-        inputs = to_stage(tensors, [n for n in names if not (n in in_place and defines.get(f"{n}_IN_PLACE"))])
+        inputs = to_stage(tensors, [n for n in names if not defines.get(f"{n}_IN_PLACE")])
         outputs = to_stage({"C": target}, ("C",) if out else ())
         base = launcher.launch(defines, {**tensors, **{n: rows for n, (_, rows) in inputs.items()}},
                                outputs["C"][1] if outputs else target, shape, precision)
